@@ -1,0 +1,75 @@
+"""Load ``config/<env>.yaml`` into an ``AppConfig``, or fail with one ``ConfigError`` line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from infra.config.errors import ConfigError, RuleViolation
+from infra.config.model import AppConfig
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+
+
+def available_environments(config_dir: Path = CONFIG_DIR) -> list[str]:
+    return sorted(p.stem for p in config_dir.glob("*.yaml"))
+
+
+def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
+    path = config_dir / f"{env}.yaml"
+    source = f"config/{env}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            "-c env", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
+            f"pass -c env=<name> (make: ENV=<name>) with a file in config/, or create {source}",
+        )  # fmt: skip
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "file"
+        raise ConfigError(
+            source, where, None, "valid YAML", f"fix the YAML syntax ({exc})"
+        ) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "(top level)", raw, "a mapping of keys", "see config/dev.yaml")
+    return parse_config(raw, source, env)
+
+
+def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> AppConfig:
+    """Validate a mapping; the first problem becomes a ``ConfigError``."""
+    if env is not None and raw.get("environment", env) != env:
+        raise ConfigError(
+            source, "environment", raw.get("environment"), f"{env!r} (the file's name)",
+            f"set environment: {env}",
+        )  # fmt: skip
+    raw = {"environment": env, **raw} if env is not None else raw
+    try:
+        return AppConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise _first_error(exc, source, raw) from None
+
+
+def _first_error(exc: ValidationError, source: str, raw: dict[str, Any]) -> ConfigError:
+    err = exc.errors(include_url=False)[0]
+    field = ".".join(str(p) for p in err["loc"])
+    value = err.get("input")
+    cause = (err.get("ctx") or {}).get("error")
+    if isinstance(cause, RuleViolation):
+        if cause.field is not None:
+            return ConfigError(source, cause.field, cause.value, cause.allowed, cause.fix)
+        return ConfigError(source, field, value, cause.allowed, cause.fix)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        return ConfigError(
+            source, field, value, "only the keys documented in README.md (Configuration)",
+            "remove or rename the key (check for a typo)",
+        )  # fmt: skip
+    if kind == "missing":
+        return ConfigError(source, field, None, "a value (required)", f"add {field} to {source}")
+    # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...)
+    allowed = err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+    return ConfigError(source, field, value, allowed, f"change {field} in {source}")

@@ -1,0 +1,157 @@
+"""The network HyperPod needs: VPC, a HyperPod subnet pinned by AZ id, the EFA security group."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.config.model import NetworkConfig
+from infra.removal import retention
+
+INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+
+
+class Network(Construct):
+    """VPC (or an existing one), HyperPod subnet, S3 gateway endpoint, flow logs, cluster SG.
+
+    Public subnets hold the NAT gateway(s); the private subnets in two AZs are the EKS control-plane
+    subnets. The HyperPod subnet is a secondary CIDR placed by AZ *id*, so the same config lands in
+    the same physical zone in every account. Private subnets carry the internal-elb tag so the
+    inference operator's load balancer controller can place internal ALBs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: NetworkConfig,
+        removal_policy: RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, id)
+        self.vpc = self._vpc(config)
+        self._nat_gateway_id = self._first_nat_gateway(config)
+        flow_log_group = logs.LogGroup(
+            self,
+            "FlowLogs",
+            retention=retention(config.flow_logs_retention_days),
+            removal_policy=removal_policy,
+        )
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+
+        self.hyperpod_subnet = self._hyperpod_subnet(config)
+        self.vpc.add_gateway_endpoint(
+            "S3",
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[
+                ec2.SubnetSelection(subnets=[*self.vpc.private_subnets, self.hyperpod_subnet])
+            ],
+        )
+        self.cluster_security_group = self._cluster_security_group(config)
+
+    def _vpc(self, config: NetworkConfig) -> ec2.IVpc:
+        existing = config.existing_vpc
+        if existing is not None:
+            # Attributes, not Vpc.from_lookup: synth stays offline and deterministic.
+            return ec2.Vpc.from_vpc_attributes(
+                self,
+                "Vpc",
+                vpc_id=existing.vpc_id,
+                vpc_cidr_block=existing.vpc_cidr,
+                availability_zones=list(config.availability_zones),
+                private_subnet_ids=list(existing.private_subnet_ids),
+            )
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            ip_addresses=ec2.IpAddresses.cidr(config.vpc_cidr),
+            availability_zones=list(config.availability_zones),
+            nat_gateways=config.nat_gateways,
+            restrict_default_security_group=True,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                ),
+                ec2.SubnetConfiguration(
+                    name="eks", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=20
+                ),
+            ],
+        )
+        for subnet in vpc.private_subnets:
+            Tags.of(subnet).add(INTERNAL_ELB_TAG, "1")
+        for subnet in vpc.public_subnets:
+            Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+        return vpc
+
+    def _first_nat_gateway(self, config: NetworkConfig) -> str:
+        if config.existing_vpc is not None:
+            return config.existing_vpc.nat_gateway_id
+        # The HyperPod subnet egresses through the first AZ's NAT gateway.
+        nat = self.vpc.public_subnets[0].node.find_child("NATGateway")
+        assert isinstance(nat, ec2.CfnNatGateway)
+        return nat.ref
+
+    def _hyperpod_subnet(self, config: NetworkConfig) -> ec2.ISubnet:
+        cidr = ec2.CfnVPCCidrBlock(
+            self, "HyperPodCidr", vpc_id=self.vpc.vpc_id, cidr_block=config.hyperpod_subnet.cidr
+        )
+        subnet = ec2.CfnSubnet(
+            self,
+            "HyperPodSubnet",
+            vpc_id=self.vpc.vpc_id,
+            cidr_block=config.hyperpod_subnet.cidr,
+            availability_zone_id=config.hyperpod_subnet.az_id,
+            map_public_ip_on_launch=False,
+            tags=[{"key": INTERNAL_ELB_TAG, "value": "1"}, {"key": "Name", "value": "hyperpod"}],
+        )
+        subnet.node.add_dependency(cidr)
+        route_table = ec2.CfnRouteTable(self, "HyperPodRoutes", vpc_id=self.vpc.vpc_id)
+        ec2.CfnRoute(
+            self,
+            "HyperPodDefaultRoute",
+            route_table_id=route_table.ref,
+            destination_cidr_block="0.0.0.0/0",
+            nat_gateway_id=self._nat_gateway_id,
+        )
+        ec2.CfnSubnetRouteTableAssociation(
+            self, "HyperPodRouteAssociation", subnet_id=subnet.ref, route_table_id=route_table.ref
+        )
+        return ec2.Subnet.from_subnet_attributes(
+            self,
+            "HyperPodSubnetRef",
+            subnet_id=subnet.ref,
+            route_table_id=route_table.ref,
+            availability_zone=subnet.attr_availability_zone,
+            ipv4_cidr_block=config.hyperpod_subnet.cidr,
+        )
+
+    def _cluster_security_group(self, config: NetworkConfig) -> ec2.SecurityGroup:
+        sg = ec2.SecurityGroup(
+            self,
+            "ClusterSecurityGroup",
+            vpc=self.vpc,
+            allow_all_outbound=False,
+            description="EKS control plane and HyperPod node ENIs (EFA: all traffic to itself)",
+        )
+        # EFA: all traffic in and out between members of this group.
+        sg.add_ingress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node, within the group")
+        sg.add_egress_rule(sg, ec2.Port.all_traffic(), "EFA and node-to-node, within the group")
+        # EFA wants the explicit self-referencing egress rule above, so allowAllOutbound stays
+        # off and the internet egress is its own rule (the L2 refuses an all-traffic egress).
+        ec2.CfnSecurityGroupEgress(
+            self,
+            "InternetEgress",
+            group_id=sg.security_group_id,
+            ip_protocol="-1",
+            cidr_ip="0.0.0.0/0",
+            description="Egress to the internet (images, AWS APIs, Hugging Face)",
+        )
+        for cidr in (config.primary_cidr, config.hyperpod_subnet.cidr):
+            sg.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
+        return sg

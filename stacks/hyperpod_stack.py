@@ -1,0 +1,163 @@
+"""HyperPod stack: the HyperPod cluster on the EKS cluster, and the settings the app owns on it.
+
+Two modes, one interface for the stacks above it (``eks_cluster``, ``oidc_provider``,
+``hyperpod_cluster_name``, ``hyperpod_cluster_arn``):
+- created: lifecycle scripts, instance role, dependencies chart, the cluster, coredns;
+- existing (``existing_cluster`` in config): the clusters are imported and only the settings the
+  app owns (Tiered Storage) and a kubectl provider for the imported EKS cluster are created.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.cluster_types import AnyCluster
+from infra.config import AppConfig
+from infra.config.model import ExistingClusterConfig
+from infra.constructs.eks_cluster import add_coredns
+from infra.constructs.hyperpod import (
+    HyperPodCluster,
+    HyperPodDependencies,
+    HyperPodExecutionRole,
+    LifecycleScripts,
+)
+from infra.constructs.network import Network
+from infra.versions import SUPPORTED_KUBERNETES
+from stacks.eks_stack import EksStack
+
+
+class HyperPodStack(Stack):
+    eks_cluster: AnyCluster
+    oidc_provider: iam.IOpenIdConnectProvider
+    hyperpod_cluster_name: str
+    hyperpod_cluster_arn: str
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        chart_dir: Path,
+        network: Network | None = None,
+        eks_stack: EksStack | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        if config.existing_cluster is not None:
+            self._attach(config, config.existing_cluster)
+        else:
+            assert network is not None and eks_stack is not None
+            self._create(config, network, eks_stack, chart_dir)
+
+    def _create(
+        self, config: AppConfig, network: Network, eks_stack: EksStack, chart_dir: Path
+    ) -> None:
+        retain = config.retain_stateful_resources
+        self.lifecycle = LifecycleScripts(self, "Lifecycle", retain=retain)
+        self.execution_role = HyperPodExecutionRole(
+            self,
+            "ExecutionRole",
+            lifecycle_bucket=self.lifecycle.bucket,
+            subnet=network.hyperpod_subnet,
+            security_group=network.cluster_security_group,
+        )
+        self.dependencies_chart = HyperPodDependencies(
+            self,
+            "Dependencies",
+            cluster=eks_stack.cluster,
+            config=config.hyperpod.dependencies_chart,
+            chart_dir=chart_dir,
+        )
+        self.hyperpod = HyperPodCluster(
+            self,
+            "HyperPod",
+            config=config.hyperpod,
+            eks_cluster=eks_stack.cluster,
+            execution_role=self.execution_role.role,
+            lifecycle_s3_uri=self.lifecycle.s3_uri,
+            subnet=network.hyperpod_subnet,
+            security_group=network.cluster_security_group,
+        )
+        # Nodes need the scripts uploaded, the chart installed and the CNI running.
+        self.hyperpod.cluster.node.add_dependency(self.lifecycle.deployment)
+        self.hyperpod.cluster.node.add_dependency(self.execution_role)
+        if self.dependencies_chart.chart is not None:
+            self.hyperpod.cluster.node.add_dependency(self.dependencies_chart.chart)
+        coredns = add_coredns(self, cluster=eks_stack.cluster, version=config.eks.addons.coredns)
+        coredns.node.add_dependency(self.hyperpod.cluster)
+        self.eks_cluster = eks_stack.cluster
+        self.oidc_provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+            self, "OidcProvider", eks_stack.control_plane.oidc_provider.oidc_provider_arn
+        )
+        self.hyperpod_cluster_name = config.hyperpod.cluster_name
+        self.hyperpod_cluster_arn = self.hyperpod.cluster.attr_cluster_arn
+
+    def _attach(self, config: AppConfig, existing: ExistingClusterConfig) -> None:
+        pins = SUPPORTED_KUBERNETES[config.eks.kubernetes_version]
+        vpc = (
+            ec2.Vpc.from_vpc_attributes(
+                self,
+                "Vpc",
+                vpc_id=existing.vpc_id,
+                availability_zones=list(config.network.availability_zones),
+                private_subnet_ids=list(existing.kubectl_subnet_ids) or None,
+            )
+            if existing.vpc_id
+            else None
+        )
+        private_subnets = (
+            [
+                ec2.Subnet.from_subnet_id(self, f"KubectlSubnet{i}", subnet_id)
+                for i, subnet_id in enumerate(existing.kubectl_subnet_ids)
+            ]
+            if existing.kubectl_subnet_ids
+            else None
+        )
+        security_groups = (
+            [
+                ec2.SecurityGroup.from_security_group_id(
+                    self, "KubectlSecurityGroup", existing.kubectl_security_group_id
+                )
+            ]
+            if existing.kubectl_security_group_id
+            else None
+        )
+        self.oidc_provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+            self,
+            "OidcProvider",
+            existing.oidc_provider_arn,
+        )
+        # The provider needs a cluster to talk to and the cluster needs the provider: import
+        # the name once for the provider, then the cluster with the provider.
+        target = eks.Cluster.from_cluster_attributes(
+            self, "KubectlTarget", cluster_name=existing.eks_cluster_name
+        )
+        provider = eks.KubectlProvider(
+            self,
+            "KubectlProvider",
+            cluster=target,
+            kubectl_layer=pins.kubectl_layer_class()(self, "KubectlLayer"),
+            role=iam.Role.from_role_arn(
+                self, "KubectlRole", existing.kubectl_role_arn, mutable=False
+            ),
+            private_subnets=private_subnets,
+            security_groups=security_groups,
+        )
+        self.eks_cluster = eks.Cluster.from_cluster_attributes(
+            self,
+            "EksCluster",
+            cluster_name=existing.eks_cluster_name,
+            vpc=vpc,
+            open_id_connect_provider=self.oidc_provider,
+            kubectl_provider=provider,
+        )
+        self.hyperpod_cluster_name = existing.hyperpod_cluster_name
+        self.hyperpod_cluster_arn = existing.hyperpod_cluster_arn
