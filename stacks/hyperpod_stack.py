@@ -27,8 +27,10 @@ from infra.constructs.hyperpod import (
     HyperPodDependencies,
     HyperPodExecutionRole,
     LifecycleScripts,
+    instance_groups_hash,
 )
 from infra.constructs.network import Network
+from infra.constructs.tiered_storage import TieredStorage
 from infra.versions import SUPPORTED_KUBERNETES
 from stacks.eks_stack import EksStack
 
@@ -56,6 +58,20 @@ class HyperPodStack(Stack):
         else:
             assert network is not None and eks_stack is not None
             self._create(config, network, eks_stack, chart_dir)
+        # The single owner of TieredStorageConfig; on an existing cluster it restores the
+        # previous setting when the stack is deleted.
+        self.tiered_storage = TieredStorage(
+            self,
+            "TieredStorage",
+            cluster_name=self.hyperpod_cluster_name,
+            cluster_arn=self.hyperpod_cluster_arn,
+            config=config.tiered_storage,
+            instance_groups_hash=instance_groups_hash(config.hyperpod),
+            restore_on_delete=config.existing_cluster is not None,
+        )
+        if config.existing_cluster is None:
+            # Re-asserted after every cluster update (the hash changes with the groups).
+            self.tiered_storage.resource.node.add_dependency(self.hyperpod.cluster)
 
     def _create(
         self, config: AppConfig, network: Network, eks_stack: EksStack, chart_dir: Path

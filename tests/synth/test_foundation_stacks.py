@@ -290,3 +290,5 @@ def test_existing_cluster_mode_creates_no_cluster(existing: Synth) -> None:
     types = {v["Type"] for v in resources.values()}
     assert "AWS::SageMaker::Cluster" not in types
     assert "AWS::EKS::Cluster" not in types
+    tiered = [v for v in resources.values() if v["Type"] == "Custom::HyperPodTieredStorage"]
+    assert len(tiered) == 1

@@ -1,0 +1,298 @@
+"""HyperPod Tiered Storage as a custom resource: the single owner of ``TieredStorageConfig``.
+
+The ``CfnCluster`` never sets that field; this resource calls DescribeCluster/UpdateCluster through
+the Provider framework (``infra/handlers/tiered_storage``), re-runs whenever the instance groups'
+hash changes, and in existing-cluster mode puts the previous config back on Delete.
+
+The handler ships with the boto3/botocore pinned in requirements.txt (the Lambda runtime's own
+boto3 may predate TieredStorageConfig), copied from this virtualenv by a local bundler: no Docker,
+no network, and the same bytes (so the same asset hash) on every synth.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import (
+    Acknowledgment,
+    AssetHashType,
+    BundlingOptions,
+    CfnElement,
+    CustomResource,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    RemovalPolicy,
+    Stack,
+    Validations,
+)
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.config.tiered_storage import TieredStorageConfig
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HANDLER_DIR = REPO_ROOT / "infra" / "handlers" / "tiered_storage"
+HANDLER_PACKAGE = HANDLER_DIR.name
+REQUIREMENTS = REPO_ROOT / "requirements.txt"
+# boto3 and everything it imports at run time (all pure Python, so the synth host's copies run
+# on the Lambda runtime whatever its architecture).
+BUNDLED_DISTRIBUTIONS = (
+    "boto3",
+    "botocore",
+    "s3transfer",
+    "jmespath",
+    "python-dateutil",
+    "six",
+    "urllib3",
+)
+# Lambda Python 3.12+ puts the function's own packages ahead of the runtime's boto3.
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+# Never run: the local bundler always succeeds or raises. Named because BundlingOptions needs one.
+FALLBACK_IMAGE = "public.ecr.aws/sam/build-python3.13"
+# CloudFormation waits at most one hour for a custom resource (ServiceTimeout <= 3600 s), so the
+# Provider's budget is one hour and the handler gives up 10 minutes earlier with its own message.
+TOTAL_TIMEOUT = Duration.hours(1)
+HANDLER_DEADLINE = Duration.minutes(50)
+QUERY_INTERVAL = Duration.seconds(30)
+DEADLINE_ENV = "TIERED_STORAGE_DEADLINE_SECONDS"  # read by the handler's index.py
+
+
+def pinned_versions(requirements: Path = REQUIREMENTS) -> dict[str, str]:
+    """``name==version`` lines of requirements.txt, names lower-cased."""
+    pins: dict[str, str] = {}
+    for line in requirements.read_text().splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9_.\-\[\],]+?)\s*==\s*([^\s#;]+)", line)
+        if m:
+            pins[re.sub(r"\[.*\]", "", m[1]).lower()] = m[2]
+    return pins
+
+
+def _skip(relative: Path) -> bool:
+    parts = relative.parts
+    if parts[0] == ".." or "__pycache__" in parts or relative.suffix == ".pyc":
+        return True  # console scripts outside site-packages, and bytecode of this interpreter
+    # Install bookkeeping that may name this machine; METADATA and licences stay.
+    return parts[0].endswith(".dist-info") and relative.name in {
+        "RECORD",
+        "INSTALLER",
+        "REQUESTED",
+        "direct_url.json",
+    }
+
+
+def bundle(output_dir: Path) -> None:
+    """Write the Lambda package: ``tiered_storage/`` plus the pinned boto3 and its dependencies."""
+    pins = pinned_versions()
+    target = output_dir / HANDLER_PACKAGE
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted(HANDLER_DIR.glob("*.py")):
+        shutil.copyfile(source, target / source.name)
+    for name in BUNDLED_DISTRIBUTIONS:
+        dist = importlib.metadata.distribution(name)
+        pinned = pins.get(name)
+        if pinned is not None and dist.version != pinned:
+            raise RuntimeError(
+                f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
+                "run `.venv/bin/pip install -r requirements.txt` before synth"
+            )
+        if not dist.files:
+            raise RuntimeError(f"{name} has no RECORD of its files: reinstall it with pip")
+        for relative in dist.files:
+            rel = Path(str(relative))
+            if _skip(rel):
+                continue
+            destination = output_dir / rel
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            # copyfile, not copy2: contents only, so timestamps cannot change the asset hash.
+            shutil.copyfile(Path(str(relative.locate())), destination)
+
+
+@jsii.implements(ILocalBundling)
+class LocalBundler:
+    """Bundles in this process (the Docker image in BundlingOptions is never used)."""
+
+    def try_bundle(self, output_dir: str, *_options: Any, **_kw: Any) -> bool:
+        # jsii passes the BundlingOptions struct positionally (the typed interface declares them
+        # as keywords); nothing in it is needed here.
+        bundle(Path(output_dir))
+        return True
+
+
+def handler_code() -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(HANDLER_DIR),
+        # Hash what is shipped (handler + boto3), not the handler sources alone: a boto3 bump
+        # must change the asset, and identical bytes must keep it.
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(
+            image=DockerImage.from_registry(FALLBACK_IMAGE), local=LocalBundler()
+        ),
+    )
+
+
+class TieredStorage(Construct):
+    """Custom::HyperPodTieredStorage on one HyperPod cluster.
+
+    ``cluster_name``/``cluster_arn`` may be tokens of the created ``CfnCluster`` (then add
+    ``resource.node.add_dependency(cfn_cluster)``) or plain strings of an existing cluster, where
+    ``restore_on_delete=True`` puts its previous TieredStorageConfig back when the stack goes.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        cluster_arn: str,
+        config: TieredStorageConfig,
+        instance_groups_hash: str,
+        restore_on_delete: bool,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        log_removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
+    ) -> None:
+        super().__init__(scope, id)
+
+        def log_group(name: str) -> logs.LogGroup:
+            return logs.LogGroup(
+                self, name, retention=log_retention, removal_policy=log_removal_policy
+            )
+
+        handler_logs = log_group("HandlerLogs")
+        role = iam.Role(
+            self,
+            "HandlerRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Tiered Storage custom resource: DescribeCluster/UpdateCluster one cluster",
+        )
+        # UpdateCluster is called with ClusterName, TieredStorageConfig and NodeRecovery only: no
+        # role ARN travels in the request, so no iam:PassRole is needed.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"],
+                resources=[cluster_arn],
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[handler_logs.log_group_arn],
+            )
+        )
+        code = handler_code()
+
+        def function(name: str, entry: str, timeout: Duration) -> lambda_.Function:
+            return lambda_.Function(
+                self,
+                name,
+                runtime=RUNTIME,
+                architecture=lambda_.Architecture.ARM_64,
+                handler=f"{HANDLER_PACKAGE}.index.{entry}",
+                code=code,
+                role=role,
+                timeout=timeout,
+                memory_size=256,
+                log_group=handler_logs,
+                environment={DEADLINE_ENV: str(int(HANDLER_DEADLINE.to_seconds()))},
+                description=f"HyperPod Tiered Storage custom resource: {entry}",
+            )
+
+        self.on_event_function = function("OnEvent", "on_event", Duration.minutes(5))
+        self.is_complete_function = function("IsComplete", "is_complete", Duration.minutes(2))
+        # The role's policy must exist before CloudFormation may invoke the functions.
+        for fn in (self.on_event_function, self.is_complete_function):
+            fn.node.add_dependency(role)
+
+        self.provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.on_event_function,
+            is_complete_handler=self.is_complete_function,
+            query_interval=QUERY_INTERVAL,
+            total_timeout=TOTAL_TIMEOUT,
+            log_group=log_group("FrameworkLogs"),
+            # The waiter's log is where a stuck poll is diagnosed; CDK leaves it off by default.
+            disable_waiter_state_machine_logging=False,
+            waiter_state_machine_log_options=cr.LogOptions(
+                destination=log_group("WaiterLogs"), level=sfn.LogLevel.ALL
+            ),
+        )
+        self.resource = CustomResource(
+            self,
+            "Resource",
+            service_token=self.provider.service_token,
+            resource_type="Custom::HyperPodTieredStorage",
+            service_timeout=TOTAL_TIMEOUT,
+            # Strings, as CloudFormation delivers them anyway; the handler converts and checks.
+            properties={
+                "ClusterName": cluster_name,
+                "Mode": config.mode,
+                "InstanceMemoryAllocationPercentage": str(
+                    config.instance_memory_allocation_percentage
+                ),
+                "InstanceGroupsHash": instance_groups_hash,
+                "RestoreOnDelete": "true" if restore_on_delete else "false",
+            },
+        )
+        self._acknowledge_nag_findings()
+
+    def _acknowledge_nag_findings(self) -> None:
+        """cdk-nag (AwsSolutions) findings this construct cannot fix, each with its reason."""
+        stack = Stack.of(self)
+
+        def arn_of(fn: lambda_.Function) -> str:
+            resource = fn.node.default_child
+            assert isinstance(resource, CfnElement)
+            logical_id = stack.resolve(stack.get_logical_id(resource))
+            return f"Resource::<{logical_id}.Arn>:*"
+
+        def ack(scope: Construct, rule: str, reason: str) -> None:
+            Validations.of(scope).acknowledge(
+                Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason)
+            )
+
+        for fn in (self.on_event_function, self.is_complete_function):
+            ack(
+                fn,
+                "AwsSolutions-L1",
+                f"{RUNTIME.name} is pinned on purpose (3.12+ puts the function's bundled boto3 "
+                "ahead of the runtime's); move RUNTIME in infra/constructs/tiered_storage.py to a "
+                "newer one after a test deploy.",
+            )
+        invoke = "The Provider framework invokes this construct's own handler functions; ':*' is "
+        invoke += "the Lambda version qualifier CDK adds, not other functions."
+        ack(
+            self.provider,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicExecutionRole]",
+            "The Provider framework's own functions log with AWSLambdaBasicExecutionRole (CDK "
+            "built-in; CloudWatch Logs write only).",
+        )
+        for fn in (self.on_event_function, self.is_complete_function):
+            ack(self.provider, f"AwsSolutions-IAM5[{arn_of(fn)}]", invoke)
+        for name in ("framework-isComplete", "framework-onTimeout"):
+            framework_fn = self.provider.node.find_child(name)
+            assert isinstance(framework_fn, lambda_.Function)
+            ack(self.provider, f"AwsSolutions-IAM5[{arn_of(framework_fn)}]", invoke)
+        ack(
+            self.provider,
+            "AwsSolutions-IAM5[Resource::*]",
+            "The waiter state machine's log delivery (logs:*LogDelivery, PutResourcePolicy, "
+            "DescribeLogGroups/ResourcePolicies) has no resource-level permissions.",
+        )
+        ack(
+            self.provider,
+            "AwsSolutions-SF2",
+            "The Provider's waiter state machine has no X-Ray option; it only polls is_complete, "
+            "and its execution log (level ALL) is kept.",
+        )
