@@ -8,6 +8,7 @@ from pathlib import Path
 from aws_cdk import App, Environment, Stack, Tags
 
 from infra.config import AppConfig
+from stacks.addons_stack import AddonsStack
 from stacks.eks_stack import EksStack
 from stacks.hyperpod_stack import HyperPodStack
 from stacks.network_stack import NetworkStack
@@ -28,10 +29,11 @@ class EnvironmentStacks:
     network: NetworkStack | None
     eks: EksStack | None
     hyperpod: HyperPodStack
+    addons: AddonsStack | None
 
     @property
     def stacks(self) -> list[Stack]:
-        ordered = (self.network, self.eks, self.hyperpod)
+        ordered = (self.network, self.eks, self.hyperpod, self.addons)
         return [s for s in ordered if s is not None]
 
 
@@ -60,4 +62,15 @@ def compose(app: App, config: AppConfig, *, chart_dir: Path | None = None) -> En
         network=network.network if network else None, eks_stack=eks_stack,
         description="HyperPod KV cache: HyperPod cluster and Tiered Storage", **common,
     )  # fmt: skip
-    return EnvironmentStacks(network=network, eks=eks_stack, hyperpod=hyperpod)
+    addons = None
+    if config.addons.enabled:
+        # After the HyperPod stack: add-on Pods need nodes, and the operator needs the cluster ARN.
+        addons = AddonsStack(
+            app, f"{prefix}-addons", config=config, cluster=hyperpod.eks_cluster,
+            oidc_provider=hyperpod.oidc_provider,
+            hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
+            description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
+            **common,
+        )  # fmt: skip
+        addons.add_stack_dependency(hyperpod)
+    return EnvironmentStacks(network=network, eks=eks_stack, hyperpod=hyperpod, addons=addons)

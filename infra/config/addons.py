@@ -1,19 +1,174 @@
-"""EKS add-ons installed after the HyperPod nodes exist."""
+"""EKS add-ons installed after the HyperPod nodes exist, and the inference operator's settings.
+
+Versions are pinned per add-on (``aws eks describe-addon-versions --addon-name <name>
+--kubernetes-version <minor>`` lists what exists; ``python -m scripts preflight`` checks them
+against the account). docs/addons.md says where each default comes from.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator
 
 from infra.config.base import Section
+from infra.config.errors import RuleViolation
 
 if TYPE_CHECKING:
     from infra.config.model import AppConfig
+
+AddonMode = Literal["create", "adopt", "skip"]
+EKSBUILD_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+S3_BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+
+# What the inference operator needs before it starts: its init container checks for CSIDriver
+# s3.csi.aws.com, CSIDriver fsx.csi.aws.com and the cert-manager CRDs; the AWS setup guide also
+# lists metrics-server as a required add-on. Keys are the ``addons.<key>`` sections below; the
+# constructs in infra/constructs/addons declare their requirements from this same tuple.
+INFERENCE_REQUIRES: tuple[str, ...] = ("cert_manager", "s3_csi", "fsx_csi", "metrics_server")
+_WHY_REQUIRED = {
+    "cert_manager": "the operator's webhooks need the cert-manager CRDs",
+    "s3_csi": "the operator's init container refuses to start without CSIDriver s3.csi.aws.com",
+    "fsx_csi": "the operator's init container refuses to start without CSIDriver fsx.csi.aws.com",
+    "metrics_server": "the AWS setup guide lists it as required; the install fails without it",
+}
+
+
+def _pinned(version: str) -> str:
+    if not EKSBUILD_VERSION.match(version):
+        raise RuleViolation(
+            "a pinned EKS add-on version like v1.18.2-eksbuild.2 (never latest)",
+            "run `aws eks describe-addon-versions --addon-name <name> --kubernetes-version "
+            "<minor>` and pin one",
+        )
+    return version
+
+
+class AddonSettings(Section):
+    """Fields every managed add-on has."""
+
+    enabled: bool = True
+    """Install (or adopt, or rely on) this add-on. False means the cluster does without it."""
+    mode: AddonMode = "create"
+    """``create``: this app installs the add-on (the CloudFormation create fails, naming the
+    add-on, if EKS already has it). ``adopt``: the add-on is already installed as an EKS add-on
+    and is taken over by importing it into the stack (``cdk deploy --import-existing-resources``;
+    kept on destroy). ``skip``: installed and managed elsewhere; this app neither creates nor
+    changes it (nor its IAM role). ``adopt``/``skip`` need ``existing_cluster``."""
+    version: str = "v0.0.0-eksbuild.0"
+    """Pinned EKS add-on version (``vX.Y.Z-eksbuild.N``)."""
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        return _pinned(v)
+
+    @property
+    def managed(self) -> bool:
+        """True when this app's stack holds the add-on resource (create or adopt)."""
+        return self.enabled and self.mode != "skip"
+
+
+class CertManagerConfig(AddonSettings):
+    version: str = "v1.18.2-eksbuild.2"
+    """``cert-manager`` add-on version (HyperPod inference needs v1.18.2-eksbuild.2 or later)."""
+
+
+class S3CsiConfig(AddonSettings):
+    version: str = "v2.7.0-eksbuild.1"
+    """``aws-mountpoint-s3-csi-driver`` add-on version (inference needs v1.14.1-eksbuild.1+)."""
+    model_bucket_names: tuple[str, ...] = ()
+    """S3 buckets holding model weights; the driver's role may only list and read these."""
+
+    @field_validator("model_bucket_names")
+    @classmethod
+    def _buckets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for name in v:
+            if not S3_BUCKET_NAME.match(name):
+                raise RuleViolation(
+                    "S3 bucket names (3-63 lower-case letters, digits, '.' and '-'), not ARNs "
+                    "or s3:// URLs",
+                    f"write the bare bucket name instead of {name!r}",
+                )
+        return v
+
+
+class FsxCsiConfig(AddonSettings):
+    version: str = "v1.8.0-eksbuild.1"
+    """``aws-fsx-csi-driver`` add-on version (inference needs v1.6.0-eksbuild.1 or later)."""
+    dynamic_provisioning: bool = False
+    """Let the driver create and delete FSx for Lustre file systems (attaches the AWS-managed
+    AmazonFSxFullAccess). False: the driver only mounts existing file systems and its role can
+    only describe them."""
+
+
+class MetricsServerConfig(AddonSettings):
+    version: str = "v0.8.0-eksbuild.6"
+    """``metrics-server`` add-on version (inference needs v0.7.2-eksbuild.4 or later)."""
+
+
+class EbsCsiConfig(AddonSettings):
+    version: str = "v1.54.0-eksbuild.1"
+    """``aws-ebs-csi-driver`` add-on version (Curvine's master volumes attach through it)."""
+
+
+class InferenceOperatorConfig(AddonSettings):
+    version: str = "v1.0.0-eksbuild.1"
+    """``amazon-sagemaker-hyperpod-inference`` add-on version."""
+    alb_enabled: bool = True
+    """Let the add-on install its AWS Load Balancer Controller (role
+    ``hyperpod-inference-system:aws-load-balancer-controller``). False when the cluster already
+    runs one."""
+    keda_enabled: bool = True
+    """Let the add-on install KEDA for endpoint autoscaling (role
+    ``hyperpod-inference-system:keda-operator``)."""
 
 
 class AddonsConfig(Section):
     enabled: bool = True
     """Install the platform add-ons (cert-manager, CSI drivers, inference operator)."""
+    cert_manager: CertManagerConfig = CertManagerConfig()
+    s3_csi: S3CsiConfig = S3CsiConfig()
+    fsx_csi: FsxCsiConfig = FsxCsiConfig()
+    metrics_server: MetricsServerConfig = MetricsServerConfig()
+    ebs_csi: EbsCsiConfig = EbsCsiConfig()
+    inference_operator: InferenceOperatorConfig = InferenceOperatorConfig()
+
+    def settings(self, key: str) -> AddonSettings:
+        value = getattr(self, key)
+        assert isinstance(value, AddonSettings)
+        return value
+
+
+ADDON_KEYS: tuple[str, ...] = (
+    "cert_manager", "s3_csi", "fsx_csi", "metrics_server", "ebs_csi", "inference_operator",
+)  # fmt: skip
 
 
 def check_addons(app: AppConfig) -> None:
     """Rules that span the add-ons and other sections; raise RuleViolation(field=...)."""
+    addons = app.addons
+    if not addons.enabled:
+        return
+    for key in ADDON_KEYS:
+        item = addons.settings(key)
+        if item.enabled and item.mode != "create" and not app.existing:
+            raise RuleViolation(
+                "create (adopt and skip are for an existing cluster: a cluster this app "
+                "creates has no add-ons installed yet)",
+                f"set addons.{key}.mode to create, or configure existing_cluster",
+                field=f"addons.{key}.mode",
+                value=item.mode,
+            )
+    if not addons.inference_operator.enabled:
+        return
+    for key in INFERENCE_REQUIRES:
+        if not addons.settings(key).enabled:
+            raise RuleViolation(
+                f"true while addons.inference_operator.enabled is true ({_WHY_REQUIRED[key]})",
+                f"set addons.{key}.enabled to true (mode: skip if it is already installed), "
+                "or addons.inference_operator.enabled to false",
+                field=f"addons.{key}.enabled",
+                value=False,
+            )

@@ -1,0 +1,73 @@
+"""One EKS add-on as a ``CfnAddon``: pinned version, deliberate conflict handling, declared needs.
+
+Like cdk-eks-blueprints' add-on classes, each subclass names its add-on, its config section and
+the add-ons it requires; ``PlatformAddons`` turns the requirements into CloudFormation
+dependencies, and ``infra.config.addons.check_addons`` rejects a config that disables one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct
+
+from infra.cluster_types import AnyCluster
+from infra.config.addons import AddonSettings
+
+
+def resolve_conflicts(settings: AddonSettings, *, existing_cluster: bool) -> str:
+    """How EKS treats Kubernetes fields that differ from the add-on's defaults.
+
+    - our own cluster, ``create``: OVERWRITE. The stack owns the cluster and the add-on; on an
+      update the declared configuration wins over out-of-band ``kubectl edit``s.
+    - an existing cluster, ``create``: NONE. If a self-managed copy (a Helm release) is already
+      there, CreateAddon fails and names the conflicting fields instead of taking them over.
+    - ``adopt``: PRESERVE. The add-on was installed before this stack; updates keep the values
+      its owners set on the cluster instead of overwriting them.
+    """
+    if settings.mode == "adopt":
+        return "PRESERVE"
+    return "NONE" if existing_cluster else "OVERWRITE"
+
+
+class EksAddon(Construct):
+    """Base class: subclasses set ``ADDON_NAME``, ``CONFIG_KEY`` and optionally ``REQUIRES``."""
+
+    ADDON_NAME: ClassVar[str]
+    CONFIG_KEY: ClassVar[str]
+    REQUIRES: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: AnyCluster,
+        settings: AddonSettings,
+        existing_cluster: bool,
+        service_account_role_arn: str | None = None,
+        configuration_values: dict[str, Any] | str | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        if isinstance(configuration_values, dict):
+            configuration_values = json.dumps(configuration_values, separators=(",", ":"))
+        self.settings = settings
+        self.resource = eks.CfnAddon(
+            self,
+            "Resource",
+            addon_name=self.ADDON_NAME,
+            cluster_name=cluster.cluster_name,
+            addon_version=settings.version,
+            resolve_conflicts=resolve_conflicts(settings, existing_cluster=existing_cluster),
+            service_account_role_arn=service_account_role_arn,
+            configuration_values=configuration_values,
+        )
+        if settings.mode == "adopt":
+            # It was there before this stack; deleting the stack must leave it as it was.
+            self.resource.apply_removal_policy(RemovalPolicy.RETAIN)
+
+    def add_dependency(self, other: EksAddon) -> None:
+        self.resource.node.add_dependency(other.resource)

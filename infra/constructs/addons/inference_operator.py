@@ -1,0 +1,208 @@
+"""The HyperPod inference operator add-on, its four IAM roles and its TLS certificate bucket."""
+
+from __future__ import annotations
+
+import hashlib
+
+from aws_cdk import Aws, CfnElement, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from infra.cluster_types import AnyCluster
+from infra.config.addons import INFERENCE_REQUIRES, InferenceOperatorConfig
+from infra.constructs.addons.alb_controller_policy import (
+    ALB_WILDCARD_FINDINGS,
+    alb_controller_statements,
+)
+from infra.constructs.addons.base import EksAddon
+from infra.constructs.addons.irsa import irsa_role
+from infra.constructs.addons.nag import acknowledge, managed_policy, wildcard
+from infra.constructs.addons.service_accounts import (
+    ALB_CONTROLLER,
+    GATED_MODEL_DOWNLOAD,
+    INFERENCE_CONTROLLER,
+    KEDA_OPERATOR,
+)
+from infra.constructs.addons.tls_bucket import TlsCertificateBucket
+
+# The add-on rejects an execution role whose name does not start with this, and the AWS-managed
+# AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on
+# role/SageMakerHyperPodInference*.
+EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
+ROLE_NAME_MAX = 64
+ALB_WILDCARD_REASON = (
+    "Load balancers, listeners, target groups and security groups are created at runtime with "
+    "generated names; changes are limited by the elbv2.k8s.aws/cluster tag where the API "
+    "supports it, and Describe calls have no resource-level permissions."
+)
+
+
+def execution_role_name(unique: str) -> str:
+    """``SageMakerHyperPodInference-<unique>``, shortened with a hash to fit IAM's 64 chars."""
+    name = f"{EXECUTION_ROLE_PREFIX}-{unique}"
+    if len(name) <= ROLE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(unique.encode()).hexdigest()[:8]
+    keep = ROLE_NAME_MAX - len(EXECUTION_ROLE_PREFIX) - len(digest) - 2
+    return f"{EXECUTION_ROLE_PREFIX}-{unique[:keep].rstrip('-')}-{digest}"
+
+
+class InferenceOperatorAddon(EksAddon):
+    ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
+    CONFIG_KEY = "inference_operator"
+    REQUIRES = INFERENCE_REQUIRES
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster: AnyCluster,
+        oidc_provider: iam.IOpenIdConnectProvider,
+        hyperpod_cluster_arn: str,
+        settings: InferenceOperatorConfig,
+        existing_cluster: bool,
+        execution_role_unique_name: str,
+        retain_stateful_resources: bool,
+    ) -> None:
+        holder = Construct(scope, f"{id}Iam")
+        self.tls = TlsCertificateBucket(scope, "TlsCertificates", retain=retain_stateful_resources)
+
+        self.execution_role = irsa_role(
+            holder,
+            "ExecutionRole",
+            oidc_provider=oidc_provider,
+            service_account=INFERENCE_CONTROLLER,
+            also_trusted_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            role_name=execution_role_name(execution_role_unique_name),
+            description="HyperPod inference operator execution role",
+        )
+        self.execution_role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name("AmazonSageMakerHyperPodInferenceAccess")
+        )
+        # The managed policy only covers buckets named hyperpod-tls*; this bucket is CDK-named.
+        self.execution_role.add_to_policy(
+            iam.PolicyStatement(
+                sid="TlsCertificateObjects",
+                actions=["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject"],
+                resources=[self.tls.bucket.arn_for_objects("*")],
+            )
+        )
+
+        tls_cfn = self.tls.bucket.node.default_child
+        assert isinstance(tls_cfn, CfnElement)
+        acknowledge(
+            self.execution_role,
+            {
+                managed_policy("AmazonSageMakerHyperPodInferenceAccess"): "Required by the "
+                "HyperPod inference add-on; AWS maintains it with the operator's API calls.",
+                wildcard(f"<{Stack.of(scope).get_logical_id(tls_cfn)}.Arn>/*"): "Certificates "
+                "the operator writes into its own TLS bucket; keys are generated per endpoint.",
+            },
+        )
+        self.gated_model_role = irsa_role(
+            holder,
+            "GatedModelRole",
+            oidc_provider=oidc_provider,
+            service_account=GATED_MODEL_DOWNLOAD,
+            also_trusted_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="Downloads gated JumpStart models for HyperPod inference endpoints",
+        )
+        self.gated_model_role.add_managed_policy(
+            iam.ManagedPolicy.from_aws_managed_policy_name(
+                "AmazonSageMakerHyperPodGatedModelAccess"
+            )
+        )
+
+        acknowledge(
+            self.gated_model_role,
+            {
+                managed_policy("AmazonSageMakerHyperPodGatedModelAccess"): "Required by the "
+                "HyperPod inference add-on for gated JumpStart model downloads."
+            },
+        )
+        config: dict[str, object] = {
+            "executionRoleArn": self.execution_role.role_arn,
+            "tlsCertificateS3Bucket": self.tls.bucket.bucket_name,
+            "hyperpodClusterArn": hyperpod_cluster_arn,
+            "jumpstartGatedModelDownloadRoleArn": self.gated_model_role.role_arn,
+            "alb": {"enabled": False},
+            "keda": {"enabled": False},
+        }
+        self.alb_role: iam.Role | None = None
+        if settings.alb_enabled:
+            self.alb_role = irsa_role(
+                holder,
+                "AlbControllerRole",
+                oidc_provider=oidc_provider,
+                service_account=ALB_CONTROLLER,
+                description="AWS Load Balancer Controller installed by the inference add-on",
+            )
+            for statement in alb_controller_statements():
+                self.alb_role.add_to_policy(statement)
+            acknowledge(
+                self.alb_role,
+                {wildcard(r): ALB_WILDCARD_REASON for r in ALB_WILDCARD_FINDINGS},
+            )
+            config["alb"] = {
+                "enabled": True,
+                "serviceAccount": {"create": True, "roleArn": self.alb_role.role_arn},
+            }
+        self.keda_role: iam.Role | None = None
+        if settings.keda_enabled:
+            self.keda_role = irsa_role(
+                holder,
+                "KedaRole",
+                oidc_provider=oidc_provider,
+                service_account=KEDA_OPERATOR,
+                description="KEDA operator installed by the inference add-on (scaling metrics)",
+            )
+            self.keda_role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="CloudWatchMetrics",
+                    actions=[
+                        "cloudwatch:GetMetricData",
+                        "cloudwatch:GetMetricStatistics",
+                        "cloudwatch:ListMetrics",
+                    ],
+                    resources=["*"],  # CloudWatch metric reads have no resource-level scoping
+                )
+            )
+            self.keda_role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="PrometheusQueries",
+                    actions=[
+                        "aps:QueryMetrics",
+                        "aps:GetLabels",
+                        "aps:GetSeries",
+                        "aps:GetMetricMetadata",
+                    ],
+                    resources=[
+                        f"arn:{Aws.PARTITION}:aps:{Aws.REGION}:{Aws.ACCOUNT_ID}:workspace/*"
+                    ],
+                )
+            )
+            acknowledge(
+                self.keda_role,
+                {
+                    wildcard("*"): "CloudWatch metric reads have no resource-level permissions.",
+                    wildcard(
+                        "arn:<AWS::Partition>:aps:<AWS::Region>:<AWS::AccountId>:workspace/*"
+                    ): "Scaling queries may read any Prometheus workspace of this account.",
+                },
+            )
+            config["keda"] = {
+                "enabled": True,
+                "auth": {"aws": {"irsa": {"enabled": True, "roleArn": self.keda_role.role_arn}}},
+            }
+
+        super().__init__(
+            scope,
+            id,
+            cluster=cluster,
+            settings=settings,
+            existing_cluster=existing_cluster,
+            # Tokens (role ARNs, bucket name) become an Fn::Join that renders valid JSON.
+            configuration_values=Stack.of(scope).to_json_string(config),
+        )
+        self.configuration = config

@@ -1,0 +1,37 @@
+"""The Kubernetes service accounts the add-ons' IAM roles trust: one constant each.
+
+Trust policies, pod identity associations and docs all read namespace and name from here, so a
+role can never trust a service account that nothing runs as.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServiceAccount:
+    namespace: str
+    name: str
+
+    @property
+    def subject(self) -> str:
+        """The ``sub`` claim of this service account's projected token."""
+        return f"system:serviceaccount:{self.namespace}:{self.name}"
+
+    @property
+    def is_pattern(self) -> bool:
+        """Wildcards need ``StringLike`` in a trust condition."""
+        return "*" in self.subject
+
+
+S3_CSI = ServiceAccount("kube-system", "s3-csi-driver-sa")
+EBS_CSI_CONTROLLER = ServiceAccount("kube-system", "ebs-csi-controller-sa")
+FSX_CSI_CONTROLLER = ServiceAccount("kube-system", "fsx-csi-controller-sa")
+INFERENCE_CONTROLLER = ServiceAccount(
+    "hyperpod-inference-system", "hyperpod-inference-controller-manager"
+)
+# The operator creates one such service account per model namespace for gated JumpStart downloads.
+GATED_MODEL_DOWNLOAD = ServiceAccount("*", "hyperpod-inference-service-account*")
+ALB_CONTROLLER = ServiceAccount("hyperpod-inference-system", "aws-load-balancer-controller")
+KEDA_OPERATOR = ServiceAccount("hyperpod-inference-system", "keda-operator")
