@@ -25,6 +25,7 @@ node_modules/.installed: package.json package-lock.json
 synth: install
 	rm -rf $(OUT)
 	$(PY) app.py -c env=$(ENV) --outdir $(OUT)
+	$(PY) -m k8s.render --env $(ENV) --out dist/$(ENV)
 	$(MAKE) --no-print-directory validate
 
 ## validate: cfn-lint on every template (cdk-nag already ran inside the synth)

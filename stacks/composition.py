@@ -11,6 +11,7 @@ from infra.config import AppConfig
 from stacks.addons_stack import AddonsStack
 from stacks.eks_stack import EksStack
 from stacks.hyperpod_stack import HyperPodStack
+from stacks.kvcache_stack import KvCacheStack
 from stacks.network_stack import NetworkStack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,10 +31,11 @@ class EnvironmentStacks:
     eks: EksStack | None
     hyperpod: HyperPodStack
     addons: AddonsStack | None
+    kvcache: KvCacheStack
 
     @property
     def stacks(self) -> list[Stack]:
-        ordered = (self.network, self.eks, self.hyperpod, self.addons)
+        ordered = (self.network, self.eks, self.hyperpod, self.addons, self.kvcache)
         return [s for s in ordered if s is not None]
 
 
@@ -73,4 +75,12 @@ def compose(app: App, config: AppConfig, *, chart_dir: Path | None = None) -> En
             **common,
         )  # fmt: skip
         addons.add_stack_dependency(hyperpod)
-    return EnvironmentStacks(network=network, eks=eks_stack, hyperpod=hyperpod, addons=addons)
+    kvcache = KvCacheStack(
+        app, f"{prefix}-kvcache", config=config, cluster=hyperpod.eks_cluster,
+        description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints", **common,
+    )  # fmt: skip
+    # The endpoint CRD, the CSI drivers and cert-manager come from the add-ons.
+    kvcache.add_stack_dependency(addons or hyperpod)
+    return EnvironmentStacks(
+        network=network, eks=eks_stack, hyperpod=hyperpod, addons=addons, kvcache=kvcache
+    )

@@ -1,23 +1,464 @@
-"""The Kubernetes layer: Curvine (L2), Kyverno and the inference endpoints."""
+"""The Kubernetes layer: Curvine (L2), Kyverno and the inference endpoints.
+
+Values that Kubernetes or Curvine cannot change after the first deploy (the Curvine master count,
+an endpoint's routing strategy) are recorded in a committed lock file, ``k8s/locks/<env>.json``,
+written by ``python -m k8s.render`` (``make synth``). A config that disagrees with its lock is
+refused here, before anything is synthesized.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, field_validator
 
 from infra.config.base import Section
+from infra.config.errors import RuleViolation
+from infra.instances import GPU_INSTANCES
 
 if TYPE_CHECKING:
     from infra.config.model import AppConfig
+
+LOCK_DIR = Path(__file__).resolve().parents[2] / "k8s" / "locks"
+ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def image_is_pinned(image: str) -> bool:
+    """True for ``repo/name:tag`` with a tag other than latest, or ``repo/name@sha256:...``."""
+    if re.search(r"@sha256:[0-9a-f]{64}$", image):
+        return True
+    last = image.rsplit("/", 1)[-1]
+    return ":" in last and last.split(":", 1)[1] not in ("", "latest")
+
+
+def _pinned_image(v: str) -> str:
+    if not image_is_pinned(v):
+        raise RuleViolation(
+            "an image with an explicit tag other than latest (repo/name:v1.2.3) or a digest",
+            "pin a released tag",
+        )
+    return v
+
+
+def _dns_label(v: str) -> str:
+    if not DNS_LABEL.match(v):
+        raise RuleViolation("a DNS-1123 label: 1-63 lower-case letters, digits and '-'", "rename")
+    return v
+
+
+class CurvineMasterConfig(Section):
+    replicas: int = 1
+    """Master (Raft) replicas: 1, 3 or 5. Fixed after the first deploy (recorded in the lock
+    file): Curvine cannot change its journal membership in place."""
+    metadata_size_gib: int = Field(default=50, ge=10, le=16384)
+    """Size of each master's metadata (RocksDB) volume on ebs-sc, in GiB."""
+    journal_size_gib: int = Field(default=50, ge=10, le=16384)
+    """Size of each master's Raft journal volume on ebs-sc, in GiB."""
+    cpu_millicores: int = Field(default=2000, ge=250)
+    """CPU request and limit of a master, in millicores."""
+    memory_mib: int = Field(default=8192, ge=1024)
+    """Memory request and limit of a master, in MiB."""
+
+    @field_validator("replicas")
+    @classmethod
+    def _odd(cls, v: int) -> int:
+        if v not in (1, 3, 5):
+            raise RuleViolation(
+                "1, 3 or 5 (an odd Raft quorum)", "set kvcache.curvine.master.replicas to 1 or 3"
+            )
+        return v
+
+
+class CurvineWorkerConfig(Section):
+    capacity_gib: int = Field(default=400, ge=10)
+    """NVMe capacity each worker offers to the L2 pool, in GiB (at most the instance store)."""
+    reserved_gib: int = Field(default=10, ge=0)
+    """Space the worker leaves free on the NVMe, in GiB."""
+    cpu_millicores: int = Field(default=4000, ge=500)
+    """CPU request and limit of a worker, in millicores."""
+    memory_mib: int = Field(default=8192, ge=1024)
+    """Memory request and limit of a worker, in MiB."""
+
+
+class CurvineFuseConfig(Section):
+    io_threads: int = Field(default=32, ge=1, le=512)
+    """curvine-fuse ``--io-threads`` (StorageClass parameter ``io-threads``)."""
+    worker_threads: int = Field(default=64, ge=1, le=1024)
+    """curvine-fuse ``--worker-threads``."""
+    cpu_request_millicores: int = Field(default=2000, ge=100)
+    """CPU request of the CSI node plugin, which runs the FUSE process, in millicores."""
+    cpu_limit_millicores: int = Field(default=8000, ge=100)
+    """CPU limit of the CSI node plugin, in millicores."""
+    memory_request_mib: int = Field(default=4096, ge=512)
+    """Memory request of the CSI node plugin (FUSE buffers), in MiB."""
+    memory_limit_mib: int = Field(default=16384, ge=1024)
+    """Memory limit of the CSI node plugin. Multi-GB/s KV reads keep several GiB of FUSE and
+    client buffers in flight; below ~8 GiB the FUSE process is OOM-killed under load and every
+    mount on the node breaks."""
+
+
+class EvictorConfig(Section):
+    schedule: str = "*/5 * * * *"
+    """Cron schedule of the size-based evictor (UTC)."""
+    high_water_percent: int = Field(default=85, ge=10, le=99)
+    """Start deleting when the L2 directory holds more than this share of the pool, in percent."""
+    low_water_percent: int = Field(default=70, ge=5, le=98)
+    """Delete the oldest ``.data`` files until usage is below this share, in percent."""
+
+
+class StaticPvConfig(Section):
+    enabled: bool = False
+    """Bind ``curvine-pvc`` to a static PersistentVolume (``Retain``) on a fixed Curvine path, so
+    a redeploy or a deleted PVC finds the warm cache. False: dynamic provisioning on curvine-sc."""
+    curvine_path: str = "/l2cache/static"
+    """Curvine path of the static volume."""
+    size_gib: int = Field(default=1024, ge=1)
+    """Nominal size of the static volume (Curvine does not enforce it), in GiB."""
 
 
 class CurvineConfig(Section):
     enabled: bool = True
     """Deploy Curvine and point every endpoint's L2 at it."""
+    version: str = "v0.3.2-alpha"
+    """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
+    image_repository: str = "ghcr.io/curvineio/curvine"
+    """Image of the master and worker."""
+    csi_image_repository: str = "ghcr.io/curvineio/curvine-csi"
+    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE)."""
+    csi_provisioner_image: str = "registry.k8s.io/sig-storage/csi-provisioner:v3.6.0"
+    """CSI external-provisioner sidecar of the controller."""
+    csi_node_driver_registrar_image: str = (
+        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.10.0"
+    )
+    """Node driver registrar sidecar of the node plugin."""
+    namespace: str = "curvine"
+    """Namespace of Curvine: the only namespace labelled Pod Security ``privileged``."""
+    master: CurvineMasterConfig = CurvineMasterConfig()
+    worker: CurvineWorkerConfig = CurvineWorkerConfig()
+    fuse: CurvineFuseConfig = CurvineFuseConfig()
+    ttl_hours: int = Field(default=168, ge=1)
+    """Curvine TTL of files written through the mount, in hours; expired files are deleted."""
+    evictor: EvictorConfig = EvictorConfig()
+    static_pv: StaticPvConfig = StaticPvConfig()
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.match(r"^v\d+\.\d+\.\d+(-[a-z0-9.]+)?$", v):
+            raise RuleViolation("a release tag like v0.3.2-alpha (never latest)", "pin a tag")
+        return v
+
+    @field_validator("csi_provisioner_image", "csi_node_driver_registrar_image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        return _pinned_image(v)
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return _dns_label(v)
+
+    @property
+    def image(self) -> str:
+        return f"{self.image_repository}:{self.version}"
+
+    @property
+    def csi_image(self) -> str:
+        return f"{self.csi_image_repository}:{self.version}"
+
+
+class KyvernoConfig(Section):
+    chart_version: str = "3.8.2"
+    """Kyverno Helm chart version (3.8.2 ships Kyverno v1.18.2); k8s/schemas/kyverno holds the
+    ClusterPolicy CRD of that release for offline validation."""
+    namespace: str = "kyverno"
+    """Namespace of the Kyverno release."""
+
+    @field_validator("chart_version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.match(r"^\d+\.\d+\.\d+$", v):
+            raise RuleViolation("a chart version like 3.8.2", "pin a released chart version")
+        return v
+
+
+class ModelConfig(Section):
+    source: Literal["huggingface", "s3"] = "huggingface"
+    """Where the operator downloads the weights from."""
+    hugging_face_model_id: str = "Qwen/Qwen3-8B"
+    """Hugging Face model id (source huggingface)."""
+    s3_bucket: str | None = None
+    """Bucket of the weights (source s3)."""
+    s3_prefix: str = ""
+    """Key prefix of the weights in the bucket (source s3)."""
+    parameters_billion: float = Field(default=8.2, gt=0)
+    """Parameter count in billions (for the fits-in-GPU-memory check)."""
+    bytes_per_parameter: float = Field(default=2.0, gt=0)
+    """Bytes per parameter as served (2 for bf16/fp16, 1 for fp8)."""
+
+
+class EndpointConfig(Section):
+    name: str = "qwen3-8b"
+    """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory."""
+    namespace: str = "inference"
+    """Namespace of the endpoint (created with Pod Security ``baseline``), its PVC and Pods."""
+    model: ModelConfig = ModelConfig()
+    instance_type: str | None = None
+    """GPU instance type of the endpoint; default: hyperpod.gpu_group.instance_type."""
+    replicas: int = Field(default=2, ge=1)
+    """Model replicas (one per node on single-GPU instances)."""
+    rollout: Literal["surge", "scale_down_first"] = "scale_down_first"
+    """How updates roll: ``surge`` lets the operator's Deployment start a new Pod before stopping
+    an old one, which needs a free GPU slot (replicas x tensor-parallel + tensor-parallel <= GPUs);
+    ``scale_down_first`` uses every GPU, and updates go through ``replicas - 1`` first."""
+    tensor_parallel_size: int = Field(default=1, ge=1)
+    """GPUs per replica (vLLM ``--tensor-parallel-size``)."""
+    image: str = "lmcache/vllm-openai:v0.3.9"
+    """vLLM image with LMCache (the fs:// remote connector)."""
+    args: tuple[str, ...] = (
+        "--max-model-len",
+        "32768",
+        "--gpu-memory-utilization",
+        "0.9",
+        "--kv-transfer-config",
+        '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
+    )
+    """Extra vLLM arguments (model path, port and tensor parallelism are added)."""
+    container_port: int = Field(default=8000, ge=1024, le=65535)
+    """Port vLLM listens on."""
+    metrics_port: int = Field(default=8000, ge=1024, le=65535)
+    """Port of vLLM's /metrics (the operator scrapes it)."""
+    cpu: int = Field(default=8, ge=1)
+    """CPU request and limit per replica, in cores."""
+    memory_gib: int = Field(default=64, ge=4)
+    """Memory request and limit per replica, in GiB (L1 CPU offload lives here)."""
+    routing_strategy: str = "prefixaware"
+    """Router strategy: prefixaware, kvaware, session or roundrobin. Set once, at creation."""
+    enable_l1_cache: bool = True
+    """L1: LMCache CPU offload in the Pod."""
+    enable_l2_cache: bool = True
+    """L2: Curvine through the mutated fs:// URL (requires Tiered Storage and Curvine)."""
+
+    @field_validator("name", "namespace")
+    @classmethod
+    def _label(cls, v: str) -> str:
+        return _dns_label(v)
+
+    @field_validator("image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        return _pinned_image(v)
+
+    @field_validator("routing_strategy")
+    @classmethod
+    def _routing(cls, v: str) -> str:
+        if v not in ROUTING_STRATEGIES:
+            raise RuleViolation(
+                ", ".join(ROUTING_STRATEGIES), "use prefixaware (the default) or one of the others"
+            )
+        return v
 
 
 class KvCacheConfig(Section):
     curvine: CurvineConfig = CurvineConfig()
+    kyverno: KyvernoConfig = KyvernoConfig()
+    endpoints: tuple[EndpointConfig, ...] = (EndpointConfig(),)
+    """Inference endpoints served from the cluster; all share one Curvine."""
+    l2_mount_path: str = "/mnt/curvine/l2cache"
+    """Where the policy mounts curvine-pvc in the vLLM container."""
 
 
-def check_kvcache(app: AppConfig) -> None:
+def read_lock(env: str, lock_dir: Path = LOCK_DIR) -> dict[str, Any] | None:
+    path = lock_dir / f"{env}.json"
+    if not path.is_file():
+        return None
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+def lock_of(app: AppConfig) -> dict[str, Any]:
+    """What the lock file records for this config (written by ``python -m k8s.render``)."""
+    kv = app.kvcache
+    return {
+        "curvine_master_replicas": kv.curvine.master.replicas if kv.curvine.enabled else None,
+        "endpoints": {
+            f"{e.namespace}/{e.name}": {"routing_strategy": e.routing_strategy}
+            for e in kv.endpoints
+        },
+    }
+
+
+def check_lock(app: AppConfig, lock: dict[str, Any] | None) -> None:
+    """Refuse changes of values that cannot change after the first deploy."""
+    if lock is None:
+        return
+    env = app.environment
+    old = lock.get("curvine_master_replicas")
+    new = app.kvcache.curvine.master.replicas
+    if app.kvcache.curvine.enabled and old is not None and old != new:
+        raise RuleViolation(
+            f"{old} (recorded in k8s/locks/{env}.json: Curvine cannot change its master count "
+            "after install)",
+            f"set it back to {old}; to rebuild Curvine with {new} masters (L2 data is lost), "
+            f"delete Curvine, remove curvine_master_replicas from k8s/locks/{env}.json",
+            field="kvcache.curvine.master.replicas",
+            value=new,
+        )
+    recorded = lock.get("endpoints", {})
+    for i, e in enumerate(app.kvcache.endpoints):
+        was = recorded.get(f"{e.namespace}/{e.name}", {}).get("routing_strategy")
+        if was is not None and was != e.routing_strategy:
+            raise RuleViolation(
+                f"{was!r} (the operator accepts intelligentRoutingSpec only when the endpoint "
+                f"is created; recorded in k8s/locks/{env}.json)",
+                f"set it back to {was!r}, or create a new endpoint under another name",
+                field=f"kvcache.endpoints.{i}.routing_strategy",
+                value=e.routing_strategy,
+            )
+
+
+def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
+    field = f"kvcache.endpoints.{i}"
+    gpu = app.hyperpod.gpu_group
+    itype = e.instance_type or gpu.instance_type
+    inst = GPU_INSTANCES.get(itype)
+    if inst is None or inst.nvme_gb <= 0:
+        raise RuleViolation(
+            f"a GPU type with local NVMe ({', '.join(GPU_INSTANCES)})",
+            "use a G6e or P5 type",
+            field=f"{field}.instance_type",
+            value=itype,
+        )
+    if itype != gpu.instance_type:
+        raise RuleViolation(
+            f"{gpu.instance_type} (hyperpod.gpu_group.instance_type: the only GPU nodes)",
+            "remove instance_type or make it match the GPU group",
+            field=f"{field}.instance_type",
+            value=itype,
+        )
+    tp = e.tensor_parallel_size
+    if tp > inst.gpus:
+        raise RuleViolation(
+            f"at most {inst.gpus} (GPUs of one {itype})",
+            "lower tensor_parallel_size or pick a larger instance",
+            field=f"{field}.tensor_parallel_size",
+            value=tp,
+        )
+    m = e.model
+    need_gib = m.parameters_billion * 1e9 * m.bytes_per_parameter / tp / 2**30
+    if need_gib > inst.gpu_memory_gib:
+        raise RuleViolation(
+            f"weights that fit one GPU: {m.parameters_billion}e9 params x "
+            f"{m.bytes_per_parameter} bytes / tensor-parallel {tp} = {need_gib:.1f} GiB > "
+            f"{inst.gpu_memory_gib} GiB per GPU of {itype}",
+            "raise tensor_parallel_size, quantize (bytes_per_parameter 1) or use a larger GPU",
+            field=f"{field}.model.parameters_billion",
+            value=m.parameters_billion,
+        )
+    if m.source == "s3" and not m.s3_bucket:
+        raise RuleViolation(
+            "a bucket name when model.source is s3",
+            "set model.s3_bucket",
+            field=f"{field}.model.s3_bucket",
+            value=None,
+        )
+    if e.enable_l2_cache and app.tiered_storage.mode != "Enable":
+        raise RuleViolation(
+            "false while tiered_storage.mode is Disable (L2 rides on HyperPod Tiered Storage)",
+            "set tiered_storage.mode to Enable, or enable_l2_cache to false",
+            field=f"{field}.enable_l2_cache",
+            value=True,
+        )
+    if e.enable_l2_cache and not app.kvcache.curvine.enabled:
+        raise RuleViolation(
+            "false while kvcache.curvine.enabled is false (Curvine is the L2 store)",
+            "set kvcache.curvine.enabled to true, or enable_l2_cache to false",
+            field=f"{field}.enable_l2_cache",
+            value=True,
+        )
+
+
+def _check_gpu_slots(app: AppConfig) -> None:
+    """All endpoints share the GPU group: replicas x TP must fit, with a surge slot if asked."""
+    gpu = app.hyperpod.gpu_group
+    inst = GPU_INSTANCES[gpu.instance_type]
+    total = gpu.instance_count * inst.gpus
+    used = 0
+    for i, e in enumerate(app.kvcache.endpoints):
+        used += e.replicas * e.tensor_parallel_size
+        surge = e.tensor_parallel_size if e.rollout == "surge" else 0
+        if used + surge > total:
+            why = (
+                f"{used} GPUs for replicas + {surge} for the rollout's surge Pod > {total} GPUs "
+                f"({gpu.instance_count} nodes x {inst.gpus}): the surge Pod would stay Pending and "
+                "the rollout would deadlock"
+                if surge and used <= total
+                else f"{used} GPUs > {total} GPUs ({gpu.instance_count} nodes x {inst.gpus})"
+            )
+            raise RuleViolation(
+                f"replicas that fit the GPU group: {why}",
+                "lower replicas, add GPU nodes, or set rollout: scale_down_first",
+                field=f"kvcache.endpoints.{i}.replicas",
+                value=e.replicas,
+            )
+
+
+def check_kvcache(app: AppConfig, lock_dir: Path = LOCK_DIR) -> None:
     """Rules that span the Kubernetes layer and other sections; raise RuleViolation(field=...)."""
+    kv = app.kvcache
+    cv = kv.curvine
+    names = [f"{e.namespace}/{e.name}" for e in kv.endpoints]
+    if len(set(names)) != len(names):
+        raise RuleViolation(
+            "unique namespace/name pairs",
+            "rename one endpoint",
+            field="kvcache.endpoints",
+            value=names,
+        )
+    if cv.evictor.low_water_percent >= cv.evictor.high_water_percent:
+        raise RuleViolation(
+            f"less than high_water_percent ({cv.evictor.high_water_percent})",
+            "lower low_water_percent",
+            field="kvcache.curvine.evictor.low_water_percent",
+            value=cv.evictor.low_water_percent,
+        )
+    if cv.fuse.memory_limit_mib < cv.fuse.memory_request_mib:
+        raise RuleViolation(
+            f"at least memory_request_mib ({cv.fuse.memory_request_mib})",
+            "raise memory_limit_mib",
+            field="kvcache.curvine.fuse.memory_limit_mib",
+            value=cv.fuse.memory_limit_mib,
+        )
+    if cv.fuse.cpu_limit_millicores < cv.fuse.cpu_request_millicores:
+        raise RuleViolation(
+            f"at least cpu_request_millicores ({cv.fuse.cpu_request_millicores})",
+            "raise cpu_limit_millicores",
+            field="kvcache.curvine.fuse.cpu_limit_millicores",
+            value=cv.fuse.cpu_limit_millicores,
+        )
+    inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
+    if cv.enabled and inst is not None:
+        nvme_gib = int(inst.nvme_gb * 1e9 / 2**30)
+        if cv.worker.capacity_gib + cv.worker.reserved_gib > nvme_gib:
+            raise RuleViolation(
+                f"capacity + reserved <= {nvme_gib} GiB (local NVMe of "
+                f"{app.hyperpod.gpu_group.instance_type})",
+                "lower kvcache.curvine.worker.capacity_gib",
+                field="kvcache.curvine.worker.capacity_gib",
+                value=cv.worker.capacity_gib,
+            )
+    if cv.namespace in {e.namespace for e in kv.endpoints} | {kv.kyverno.namespace}:
+        raise RuleViolation(
+            "a namespace of its own (the only privileged one)",
+            "use different namespaces for Curvine, Kyverno and the endpoints",
+            field="kvcache.curvine.namespace",
+            value=cv.namespace,
+        )
+    for i, e in enumerate(kv.endpoints):
+        _check_endpoint(app, i, e)
+    _check_gpu_slots(app)
+    check_lock(app, read_lock(app.environment, lock_dir))

@@ -1,0 +1,59 @@
+"""Builds the cdk8s charts of one environment. Both outputs use this: ``k8s.render`` writes them
+as YAML, ``stacks.kvcache_stack`` deploys them through the cluster's kubectl provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import cdk8s
+
+from infra.config import AppConfig
+from k8s.csi import CsiChart
+from k8s.curvine import CurvineChart
+from k8s.endpoints import EndpointsChart
+from k8s.foundation import NamespacesChart, StorageChart
+from k8s.l2_volume import L2VolumeChart
+from k8s.policy import PolicyChart
+
+
+@dataclass(frozen=True)
+class Charts:
+    """The charts in apply order; ``ordered`` pairs each with its file/manifest name."""
+
+    app: cdk8s.App
+    namespaces: cdk8s.Chart
+    storage: cdk8s.Chart
+    curvine: cdk8s.Chart | None
+    csi: cdk8s.Chart | None
+    l2_volume: cdk8s.Chart | None
+    policy: cdk8s.Chart | None
+    endpoints: cdk8s.Chart
+
+    @property
+    def ordered(self) -> list[tuple[str, cdk8s.Chart]]:
+        named = [("00-namespaces", self.namespaces), ("10-storage", self.storage),
+                 ("20-curvine", self.curvine), ("30-curvine-csi", self.csi),
+                 ("40-l2-volume", self.l2_volume), ("50-l2-policy", self.policy),
+                 ("60-endpoints", self.endpoints)]  # fmt: skip
+        return [(name, chart) for name, chart in named if chart is not None]
+
+
+def build_charts(config: AppConfig, outdir: str | None = None) -> Charts:
+    app = cdk8s.App(outdir=outdir) if outdir else cdk8s.App()
+    on = config.kvcache.curvine.enabled
+    return Charts(
+        app=app,
+        namespaces=NamespacesChart(app, "namespaces", config=config),
+        storage=StorageChart(app, "storage", config=config),
+        curvine=CurvineChart(app, "curvine", config=config) if on else None,
+        csi=CsiChart(app, "curvine-csi", config=config) if on else None,
+        l2_volume=L2VolumeChart(app, "l2-volume", config=config) if on else None,
+        policy=PolicyChart(app, "l2-policy", config=config) if on else None,
+        endpoints=EndpointsChart(app, "endpoints", config=config),
+    )
+
+
+def manifests(charts: Charts) -> dict[str, list[dict[str, Any]]]:
+    """name -> the chart's objects as plain JSON (what kubectl and the kubectl provider get)."""
+    return {name: [dict(o) for o in chart.to_json()] for name, chart in charts.ordered}

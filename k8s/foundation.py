@@ -1,0 +1,86 @@
+"""Namespaces (with Pod Security labels) and the two StorageClasses."""
+
+from __future__ import annotations
+
+import cdk8s
+from constructs import Construct
+
+from infra.config import AppConfig
+from k8s.common import kplus_for, labels, raw
+from k8s.curvine import master_addrs
+
+PSA = "pod-security.kubernetes.io"
+EBS_SC, CURVINE_SC = "ebs-sc", "curvine-sc"
+CURVINE_FS_PATH = "/l2cache"
+
+
+def psa_labels(level: str) -> dict[str, str]:
+    """Enforce ``level``; warn and audit at ``restricted`` so drift towards privilege shows."""
+    warn = "privileged" if level == "privileged" else "restricted"
+    return {f"{PSA}/enforce": level, f"{PSA}/enforce-version": "latest",
+            f"{PSA}/warn": warn, f"{PSA}/audit": warn}  # fmt: skip
+
+
+def endpoint_namespaces(config: AppConfig) -> list[str]:
+    return sorted({e.namespace for e in config.kvcache.endpoints})
+
+
+class NamespacesChart(cdk8s.Chart):
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        kplus = kplus_for(config)
+        kv = config.kvcache
+        levels = {kv.kyverno.namespace: "baseline"}
+        levels.update({ns: "baseline" for ns in endpoint_namespaces(config)})
+        if kv.curvine.enabled:
+            # The only privileged namespace: the CSI node plugin mounts FUSE with Bidirectional
+            # propagation and the workers write the host NVMe.
+            levels[kv.curvine.namespace] = "privileged"
+        for ns, level in sorted(levels.items()):
+            kplus.Namespace(
+                self, ns,
+                metadata=cdk8s.ApiObjectMetadata(
+                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level)}),
+            )  # fmt: skip
+
+
+class StorageChart(cdk8s.Chart):
+    """StorageClasses: cdk8s-plus has no StorageClass construct, so they are written as is."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        raw(self, EBS_SC, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": EBS_SC, "labels": labels(EBS_SC, "storage")},
+            "provisioner": "ebs.csi.aws.com",
+            "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "reclaimPolicy": "Delete",
+            "allowVolumeExpansion": True,
+        })  # fmt: skip
+        cv = config.kvcache.curvine
+        if not cv.enabled:
+            return
+        raw(self, CURVINE_SC, {
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+            "metadata": {"name": CURVINE_SC, "labels": labels(CURVINE_SC, "storage")},
+            "provisioner": "curvine",
+            "parameters": curvine_volume_parameters(config),
+            "volumeBindingMode": "Immediate",
+            "reclaimPolicy": "Delete",
+        })  # fmt: skip
+
+
+def curvine_volume_parameters(config: AppConfig) -> dict[str, str]:
+    """StorageClass/PV parameters: the CSI driver passes unknown keys to curvine-fuse as flags."""
+    cv = config.kvcache.curvine
+    return {
+        "master-addrs": master_addrs(cv),
+        "fs-path": CURVINE_FS_PATH,
+        "path-type": "DirectoryOrCreate",
+        "io-threads": str(cv.fuse.io_threads),
+        "worker-threads": str(cv.fuse.worker_threads),
+        # Files written through the mount expire and are deleted after the TTL.
+        "client.ttl-ms": f"{cv.ttl_hours}h",
+        "client.ttl-action": "delete",
+    }

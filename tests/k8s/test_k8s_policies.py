@@ -1,0 +1,127 @@
+"""Policy checks over every rendered object (no double: the real rendered YAML)."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from infra.config import AppConfig
+from infra.config.kvcache import image_is_pinned
+
+PSA = "pod-security.kubernetes.io/enforce"
+WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
+
+
+def _pod_specs(rendered: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    out = []
+    for o in rendered:
+        if o["kind"] in WORKLOADS:
+            out.append((o, o["spec"]["template"]["spec"]))
+        elif o["kind"] == "CronJob":
+            out.append((o, o["spec"]["jobTemplate"]["spec"]["template"]["spec"]))
+    return out
+
+
+def _privileged(spec: dict[str, Any]) -> bool:
+    return any(c.get("securityContext", {}).get("privileged") for c in spec["containers"]) or any(
+        "hostPath" in v for v in spec.get("volumes", [])
+    )
+
+
+def test_only_curvine_namespace_is_privileged(
+    rendered: list[dict[str, Any]], dev_config: AppConfig
+) -> None:
+    curvine = dev_config.kvcache.curvine.namespace
+    namespaces = {o["metadata"]["name"]: o for o in rendered if o["kind"] == "Namespace"}
+    assert namespaces[curvine]["metadata"]["labels"][PSA] == "privileged"
+    for name, ns in namespaces.items():
+        if name != curvine:
+            assert ns["metadata"]["labels"][PSA] in ("baseline", "restricted"), name
+    privileged = {
+        o["metadata"]["namespace"] for o, spec in _pod_specs(rendered) if _privileged(spec)
+    }
+    assert privileged == {curvine}
+    # every namespaced object lives in a namespace the charts label
+    used = {o["metadata"].get("namespace") for o in rendered} - {None}
+    assert used <= set(namespaces)
+
+
+def test_images_are_pinned(rendered: list[dict[str, Any]]) -> None:
+    images = [c["image"] for _, s in _pod_specs(rendered) for c in s["containers"]]
+    images += [o["spec"]["worker"]["image"] for o in rendered
+               if o["kind"] == "InferenceEndpointConfig"]  # fmt: skip
+    assert len(images) >= 6
+    for image in images:
+        assert image_is_pinned(image), image
+    assert "registry.k8s.io/sig-storage/csi-provisioner:v3.6.0" in images
+    assert "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.10.0" in images
+    assert not image_is_pinned("busybox") and not image_is_pinned("busybox:latest")
+
+
+def test_every_container_has_requests_and_limits(rendered: list[dict[str, Any]]) -> None:
+    for obj, spec in _pod_specs(rendered):
+        for c in spec["containers"] + spec.get("initContainers", []):
+            res = c.get("resources", {})
+            for kind in ("requests", "limits"):
+                assert {"cpu", "memory"} <= set(res.get(kind, {})), (
+                    obj["metadata"]["name"],
+                    c["name"],
+                )
+    for iec in (o for o in rendered if o["kind"] == "InferenceEndpointConfig"):
+        res = iec["spec"]["worker"]["resources"]
+        assert res["limits"]["nvidia.com/gpu"] == res["requests"]["nvidia.com/gpu"] == 1
+
+
+def test_toml_never_formats(rendered: list[dict[str, Any]], dev_config: AppConfig) -> None:
+    cm = next(o for o in rendered if o["kind"] == "ConfigMap" and
+              "curvine-cluster.toml" in o.get("data", {}))  # fmt: skip
+    conf = tomllib.loads(cm["data"]["curvine-cluster.toml"])
+    assert conf["format_master"] is False and conf["format_worker"] is False
+    # Curvine data dirs are sub-directories of the volume mounts (a fresh ext4 volume holds
+    # lost+found, which v0.3.2-alpha refuses with format_master=false).
+    sts = next(o for o in rendered if o["kind"] == "StatefulSet")
+    mounts = {m["name"]: m["mountPath"] for m in sts["spec"]["template"]["spec"]["containers"][0]
+              ["volumeMounts"]}  # fmt: skip
+    assert conf["master"]["meta_dir"].startswith(mounts["meta"] + "/")
+    assert conf["journal"]["journal_dir"].startswith(mounts["journal"] + "/")
+    assert {c["metadata"]["name"] for c in sts["spec"]["volumeClaimTemplates"]} == {
+        "meta",
+        "journal",
+    }
+    assert all(
+        c["spec"]["storageClassName"] == "ebs-sc" for c in sts["spec"]["volumeClaimTemplates"]
+    )
+    replicas = dev_config.kvcache.curvine.master.replicas
+    assert sts["spec"]["replicas"] == replicas == len(conf["journal"]["journal_addrs"])
+    assert conf["client"]["ttl_action"] == "delete"
+    sc = next(
+        o for o in rendered if o["kind"] == "StorageClass" and o["metadata"]["name"] == "curvine-sc"
+    )
+    assert sc["parameters"]["master-addrs"] == ",".join(
+        f"{a['hostname']}:8995" for a in conf["client"]["master_addrs"]
+    )
+
+
+def test_metrics_services_are_annotated(rendered: list[dict[str, Any]]) -> None:
+    ports = {
+        o["spec"]["ports"][0]["port"]
+        for o in rendered
+        if o["kind"] == "Service"
+        and o["metadata"].get("annotations", {}).get("prometheus.io/scrape") == "true"
+    }
+    assert ports == {9000, 9001, 9002}
+
+
+def test_csi_node_propagates_mounts(rendered: list[dict[str, Any]], dev_config: AppConfig) -> None:
+    ds = next(
+        o
+        for o in rendered
+        if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "curvine-csi-node"
+    )
+    spec = ds["spec"]["template"]["spec"]
+    plugin = spec["containers"][0]
+    assert {"name": "kubelet-dir", "mountPath": "/var/lib/kubelet",
+            "mountPropagation": "Bidirectional"} in plugin["volumeMounts"]  # fmt: skip
+    assert int(plugin["resources"]["limits"]["memory"].removesuffix("Mi")) >= 8192
+    assert spec["nodeSelector"] == dict(dev_config.hyperpod.gpu_group.labels)
+    assert any(o["kind"] == "CSIDriver" and o["metadata"]["name"] == "curvine" for o in rendered)

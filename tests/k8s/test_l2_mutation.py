@@ -1,0 +1,76 @@
+"""The rendered Kyverno policy applied to a fixture of the operator's Pod.
+
+Double: ``kyverno_eval`` (a small evaluator of patchStrategicMerge and rule matching, see its
+docstring) stands in for Kyverno, because the kyverno CLI is not installable from a package
+registry here. The policy under test is the real rendered one.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.config import AppConfig
+from k8s.policy import L2_URL
+from tests.k8s.kyverno_eval import apply_policy
+
+POD = yaml.safe_load((Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text())
+
+
+@pytest.fixture(scope="module")
+def policy(rendered: list[dict[str, Any]]) -> dict[str, Any]:
+    return next(o for o in rendered if o["kind"] == "ClusterPolicy")
+
+
+def _env(c: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+def test_policy_shape(policy: dict[str, Any], dev_config: AppConfig) -> None:
+    assert policy["spec"]["webhookConfiguration"]["failurePolicy"] == "Fail"
+    assert policy["spec"]["background"] is False
+    rules = policy["spec"]["rules"]
+    assert len(rules) == len(dev_config.kvcache.endpoints)
+    for r in rules:
+        (m,) = r["match"]["any"]
+        assert m["resources"]["kinds"] == ["Pod"] and m["resources"]["operations"] == ["CREATE"]
+
+
+def test_mutation_repoints_l2_and_mounts_the_pvc(policy: dict[str, Any]) -> None:
+    pod = apply_policy(policy, POD, "CREATE")
+    before = {c["name"]: c for c in POD["spec"]["containers"]}
+    after = {c["name"]: c for c in pod["spec"]["containers"]}
+    assert list(after) == list(before)
+    vllm = after["qwen3-8b"]
+    want = {**_env(before["qwen3-8b"]), "LMCACHE_REMOTE_URL": L2_URL,
+            "LMCACHE_REMOTE_SERDE": "naive", "PYTHONHASHSEED": "0"}  # fmt: skip
+    assert _env(vllm) == want
+    assert [e["name"] for e in vllm["env"]].count("LMCACHE_REMOTE_URL") == 1
+    assert vllm["volumeMounts"] == [
+        {"name": "model-weights", "mountPath": "/opt/ml/model"},
+        {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "qwen3-8b"},
+    ]
+    assert pod["spec"]["volumes"] == [
+        {"name": "model-weights", "emptyDir": {}},
+        {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}},
+    ]
+    for name in ("reverse-proxy", "otel-collector"):
+        assert after[name] == before[name]
+    assert {k: v for k, v in vllm.items() if k not in ("env", "volumeMounts")} == {
+        k: v for k, v in before["qwen3-8b"].items() if k not in ("env", "volumeMounts")
+    }
+
+
+@pytest.mark.parametrize("change", ["update", "other-namespace", "other-endpoint"])
+def test_mutation_leaves_other_requests_alone(policy: dict[str, Any], change: str) -> None:
+    pod = copy.deepcopy(POD)
+    op = "UPDATE" if change == "update" else "CREATE"
+    if change == "other-namespace":
+        pod["metadata"]["namespace"] = "default"
+    if change == "other-endpoint":
+        pod["metadata"]["labels"]["app"] = "another-model"
+    assert apply_policy(policy, pod, op) == pod
