@@ -19,13 +19,17 @@ from k8s.l2_volume import PVC
 
 POLICY = "hyperpod-kvcache-l2-curvine"
 VOLUME = "curvine-l2"
-L2_URL = "fs://localhost:0/mnt/curvine/l2cache/"
 
 
-def l2_env() -> list[dict[str, str]]:
+def l2_url(config: AppConfig) -> str:
+    """LMCache's fs connector URL for the mount (host and port are ignored by the connector)."""
+    return f"fs://localhost:0{config.kvcache.l2_mount_path.rstrip('/')}/"
+
+
+def l2_env(config: AppConfig) -> list[dict[str, str]]:
     """The env the vLLM container must carry (same keys replace the operator's values)."""
     return [
-        {"name": "LMCACHE_REMOTE_URL", "value": L2_URL},
+        {"name": "LMCACHE_REMOTE_URL", "value": l2_url(config)},
         {"name": "LMCACHE_REMOTE_SERDE", "value": "naive"},
         {"name": "PYTHONHASHSEED", "value": "0"},
     ]
@@ -43,7 +47,7 @@ def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
         "mutate": {"patchStrategicMerge": {"spec": {
             "containers": [{
                 "(name)": e.name,
-                "env": l2_env(),
+                "env": l2_env(config),
                 "volumeMounts": [{"name": VOLUME, "mountPath": config.kvcache.l2_mount_path,
                                   "subPath": e.name}],
             }],

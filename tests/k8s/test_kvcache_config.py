@@ -12,7 +12,8 @@ import pytest
 from infra.config import ConfigError, RuleViolation, parse_config
 from infra.config.kvcache import check_kvcache, lock_of
 
-BASE: dict[str, Any] = {"account": "111122223333", "environment": "test"}
+# An environment without a committed lock in k8s/locks/, so only the tests' own locks apply.
+BASE: dict[str, Any] = {"account": "111122223333", "environment": "unit"}
 
 
 def _fail(kv: dict[str, Any], **extra: Any) -> str:
@@ -65,7 +66,7 @@ def test_master_replicas_odd_and_images_pinned() -> None:
 
 def test_lock_refuses_changes_after_first_deploy(tmp_path: Path) -> None:
     cfg = parse_config(BASE, "config/test.yaml")
-    (tmp_path / "test.json").write_text(json.dumps(lock_of(cfg)))
+    (tmp_path / "unit.json").write_text(json.dumps(lock_of(cfg)))
     check_kvcache(cfg, tmp_path)  # unchanged: accepted
     changed = parse_config({**BASE, "kvcache": {
         "curvine": {"master": {"replicas": 3}}}}, "config/test.yaml")  # fmt: skip
