@@ -1,0 +1,5 @@
+"""Entry point: ``python -m scripts <command>``."""
+
+from scripts.cli import main
+
+main()

@@ -1,0 +1,73 @@
+"""Which configured endpoint a command acts on, and what its L2 must look like.
+
+The Kubernetes layer (k8s/) owns the names of the objects it creates (``k8s.l2_volume.PVC``,
+``k8s.csi.DRIVER``, ``k8s.foundation.CURVINE_SC``, the policy's volume); the CLI imports them from
+there. The L2 settings are read from the Kyverno rule itself (``k8s.policy.rule``), so ``patch``
+and ``verify`` expect exactly what the admission policy writes.
+
+k8s/ modules are imported inside the functions that need them: importing them loads cdk8s, which
+starts a Node.js (jsii) process, and ``--help``, ``size``, ``bench`` and ``preflight`` need none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+
+# The HyperPod inference operator's own objects (installed by the EKS add-on, not by k8s/).
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+OPERATOR_DEPLOYMENT = "hyperpod-inference-controller-manager"
+IEC_GROUP = "inference.sagemaker.aws.amazon.com"
+IEC_VERSION = "v1"
+IEC_PLURAL = "inferenceendpointconfigs"
+
+
+class UnknownEndpoint(ValueError):
+    """``--endpoint``/``--namespace`` name no endpoint of ``kvcache.endpoints``."""
+
+
+def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> EndpointConfig:
+    """The first configured endpoint matching the options (each option narrows the choice)."""
+    endpoints = cfg.kvcache.endpoints
+    for e in endpoints:
+        if (name is None or e.name == name) and (namespace is None or e.namespace == namespace):
+            return e
+    asked = [f"--endpoint {name}"] if name is not None else []
+    asked += [f"--namespace {namespace}"] if namespace is not None else []
+    known = ", ".join(f"{e.namespace}/{e.name}" for e in endpoints) or "none"
+    source = f"config/{cfg.environment}.yaml"
+    raise UnknownEndpoint(
+        f"{' '.join(asked) or 'no endpoint'}: not in kvcache.endpoints of {source} "
+        f"(configured: {known})"
+    )
+
+
+@dataclass(frozen=True)
+class L2Settings:
+    """What the Kyverno rule adds to an endpoint's Pod: in the container named ``container``
+    the ``env`` entries (by name) and ``mounts`` (by mountPath); in the Pod the ``volumes``."""
+
+    container: str
+    env: tuple[dict[str, Any], ...]
+    mounts: tuple[dict[str, Any], ...]
+    volumes: tuple[dict[str, Any], ...]
+
+    def env_values(self) -> dict[str, Any]:
+        return {e["name"]: e.get("value") for e in self.env}
+
+
+def l2_settings(cfg: AppConfig, endpoint: EndpointConfig) -> L2Settings:
+    """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``."""
+    from k8s.policy import rule
+
+    spec = rule(cfg, endpoint)["mutate"]["patchStrategicMerge"]["spec"]
+    (container,) = spec["containers"]
+    return L2Settings(
+        container=container["(name)"],
+        env=tuple(container["env"]),
+        mounts=tuple(container["volumeMounts"]),
+        volumes=tuple(spec["volumes"]),
+    )

@@ -1,0 +1,121 @@
+"""A minimal OpenAI-compatible streaming client (standard library only).
+
+TTFT is measured from the moment the request starts (before connecting) to the arrival of the
+first server-sent event that carries generated text.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class StreamError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    ttft_ms: float
+    total_ms: float
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+def _connection(base_url: str, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+    parts = urlsplit(base_url)
+    cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    host = parts.hostname or "127.0.0.1"
+    conn = cls(host, parts.port, timeout=timeout)
+    return conn, parts.path.rstrip("/")
+
+
+def list_models(base_url: str, timeout: float = 30.0) -> list[str]:
+    conn, path = _connection(base_url, timeout)
+    try:
+        conn.request("GET", f"{path}/v1/models")
+        resp = conn.getresponse()
+        body = resp.read()
+        if resp.status != 200:
+            raise StreamError(f"GET {base_url}/v1/models: HTTP {resp.status}")
+        return [m["id"] for m in json.loads(body).get("data", [])]
+    finally:
+        conn.close()
+
+
+def stream_completion(
+    base_url: str,
+    model: str,
+    prompt: str,
+    max_tokens: int = 4,
+    timeout: float = 300.0,
+    extra: dict[str, Any] | None = None,
+) -> StreamResult:
+    payload = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "temperature": 0,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        **(extra or {}),
+    }
+    body = json.dumps(payload).encode()
+    conn, path = _connection(base_url, timeout)
+    start = time.perf_counter()
+    try:
+        conn.connect()
+        if conn.sock is not None:
+            # Small SSE writes must not wait for Nagle/delayed-ACK (adds ~40 ms on Linux).
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        conn.request(
+            "POST",
+            f"{path}/v1/completions",
+            body=body,
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        )
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise StreamError(
+                f"POST {base_url}/v1/completions: HTTP {resp.status}: "
+                f"{resp.read(500).decode(errors='replace')}"
+            )
+        ttft: float | None = None
+        chunks: list[str] = []
+        usage: dict[str, Any] = {}
+        while True:
+            raw = resp.readline()
+            if not raw:
+                break
+            line = raw.decode().strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            event = json.loads(data)
+            if event.get("usage"):
+                usage = event["usage"]
+            for choice in event.get("choices") or []:
+                text = choice.get("text") or ""
+                if text and ttft is None:
+                    ttft = (time.perf_counter() - start) * 1000
+                chunks.append(text)
+        total = (time.perf_counter() - start) * 1000
+    finally:
+        conn.close()
+    if ttft is None:
+        raise StreamError(f"{base_url}: the stream ended without a generated token")
+    return StreamResult(
+        ttft_ms=ttft,
+        total_ms=total,
+        text="".join(chunks),
+        prompt_tokens=usage.get("prompt_tokens"),
+        completion_tokens=usage.get("completion_tokens"),
+    )

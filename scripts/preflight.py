@@ -1,0 +1,258 @@
+"""Can this account, AZ and workstation deploy the environment? One row per check."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from scripts.clients import Clients
+from scripts.common import Check
+from scripts.verify import cluster_names
+
+# (argv) -> (exit code, stdout); None when the tool is not on PATH.
+ToolRunner = Callable[[list[str]], tuple[int, str] | None]
+
+MIN_NODE_MAJOR = 18  # aws-cdk CLI's minimum
+MIN_HELM = (3, 8)  # OCI chart support
+
+
+def run_tool(argv: list[str]) -> tuple[int, str] | None:
+    if shutil.which(argv[0]) is None:
+        return None
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def check_identity(clients: Clients, cfg: Any) -> Check:
+    try:
+        ident = clients.aws("sts").get_caller_identity()
+    except (ClientError, BotoCoreError) as exc:
+        return Check(
+            "credentials", "fail", str(exc), "export AWS_PROFILE=<profile> or run `aws sso login`"
+        )
+    account = ident["Account"]
+    if account != cfg.account:
+        return Check(
+            "credentials",
+            "fail",
+            f"account {account}, config wants {cfg.account}",
+            f"use credentials for account {cfg.account} (AWS_PROFILE)",
+        )
+    return Check("credentials", "pass", f"{ident['Arn']} in {account}, region {clients.region}")
+
+
+def _quota_values(clients: Clients) -> dict[str, tuple[float, str]]:
+    sq = clients.aws("service-quotas")
+    values: dict[str, tuple[float, str]] = {}
+    for page in sq.get_paginator("list_service_quotas").paginate(ServiceCode="sagemaker"):
+        for q in page.get("Quotas", []):
+            values[q["QuotaName"]] = (float(q["Value"]), q["QuotaCode"])
+    return values
+
+
+def instance_demand(cfg: Any) -> Counter[str]:
+    demand: Counter[str] = Counter()
+    for group in (cfg.hyperpod.gpu_group, cfg.hyperpod.system_group):
+        demand[group.instance_type] += group.instance_count
+    return demand
+
+
+def check_quotas(clients: Clients, cfg: Any) -> list[Check]:
+    try:
+        quotas = _quota_values(clients)
+    except (ClientError, BotoCoreError) as exc:
+        return [
+            Check(
+                "quotas",
+                "warn",
+                f"cannot read quotas: {exc}",
+                "grant servicequotas:ListServiceQuotas",
+            )
+        ]
+    checks = []
+    for itype, count in sorted(instance_demand(cfg).items()):
+        name = f"{itype} for cluster usage"
+        stage = f"quota {name}"
+        if name not in quotas:
+            checks.append(
+                Check(
+                    stage,
+                    "warn",
+                    "quota not listed for this account/region",
+                    "look it up in the Service Quotas console (Amazon SageMaker)",
+                )
+            )
+            continue
+        value, code = quotas[name]
+        if value >= count:
+            checks.append(Check(stage, "pass", f"{value:g} >= {count} needed"))
+        else:
+            checks.append(
+                Check(
+                    stage,
+                    "fail",
+                    f"{value:g} < {count} needed (instances already running count too)",
+                    f"aws service-quotas request-service-quota-increase --service-code sagemaker "
+                    f"--quota-code {code} --desired-value {count}",
+                )
+            )
+    return checks
+
+
+def check_offerings(clients: Clients, cfg: Any) -> list[Check]:
+    az_id = cfg.network.hyperpod_subnet.az_id
+    ec2 = clients.aws("ec2")
+    checks = []
+    for itype in sorted(instance_demand(cfg)):
+        ec2_type = itype.removeprefix("ml.")
+        stage = f"{itype} in {az_id}"
+        try:
+            pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+                LocationType="availability-zone-id",
+                Filters=[{"Name": "instance-type", "Values": [ec2_type]}],
+            )
+            zones = sorted({o["Location"] for p in pages for o in p["InstanceTypeOfferings"]})
+        except (ClientError, BotoCoreError) as exc:
+            checks.append(
+                Check(
+                    stage,
+                    "warn",
+                    f"cannot read offerings: {exc}",
+                    "grant ec2:DescribeInstanceTypeOfferings",
+                )
+            )
+            continue
+        if az_id in zones:
+            checks.append(
+                Check(stage, "pass", "offered (EC2 offering; HyperPod capacity can still be short)")
+            )
+        else:
+            fix = (
+                f"set network.hyperpod_subnet.az_id to one of {', '.join(zones)}"
+                if zones
+                else "pick another region"
+            )
+            checks.append(Check(stage, "fail", f"not offered in {az_id}", fix))
+    return checks
+
+
+def _version(text: str, pattern: str) -> tuple[int, ...] | None:
+    m = re.search(pattern, text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def check_tools(run: ToolRunner, target_minor: str) -> list[Check]:
+    checks = []
+    want = tuple(int(x) for x in target_minor.split("."))
+    out = run(["kubectl", "version", "--client", "-o", "json"])
+    if out is None:
+        checks.append(Check("kubectl", "fail", "not on PATH", "install kubectl " + target_minor))
+    else:
+        try:
+            info = json.loads(out[1])["clientVersion"]
+            have = (int(info["major"]), int(re.sub(r"\D", "", info["minor"])))
+        except (ValueError, KeyError):
+            have = None
+        if have is None:
+            checks.append(
+                Check(
+                    "kubectl", "warn", "cannot read its version", "run `kubectl version --client`"
+                )
+            )
+        elif have[0] == want[0] and abs(have[1] - want[1]) <= 1:
+            checks.append(
+                Check(
+                    "kubectl",
+                    "pass",
+                    f"client {have[0]}.{have[1]}, cluster {target_minor} (skew <= 1)",
+                )
+            )
+        else:
+            checks.append(
+                Check(
+                    "kubectl",
+                    "fail",
+                    f"client {have[0]}.{have[1]} vs cluster {target_minor}: skew > 1",
+                    f"install kubectl {target_minor}",
+                )
+            )
+    out = run(["helm", "version", "--short"])
+    if out is None:
+        checks.append(Check("helm", "fail", "not on PATH", "install helm 3.8 or later"))
+    else:
+        v = _version(out[1], r"v(\d+)\.(\d+)")
+        ok = v is not None and v[:2] >= MIN_HELM
+        checks.append(
+            Check(
+                "helm",
+                "pass" if ok else "fail",
+                out[1].strip()[:60],
+                "" if ok else "install helm 3.8 or later",
+            )
+        )
+    out = run(["node", "--version"])
+    if out is None:
+        checks.append(
+            Check(
+                "node",
+                "fail",
+                "not on PATH",
+                f"install Node.js {MIN_NODE_MAJOR}+ (the CDK CLI needs it)",
+            )
+        )
+    else:
+        v = _version(out[1], r"v(\d+)\.")
+        ok = v is not None and v[0] >= MIN_NODE_MAJOR
+        checks.append(
+            Check(
+                "node",
+                "pass" if ok else "fail",
+                out[1].strip(),
+                "" if ok else f"install Node.js {MIN_NODE_MAJOR}+",
+            )
+        )
+    return checks
+
+
+def check_cluster_minor(clients: Clients, cfg: Any) -> tuple[Check, str]:
+    """The kubectl layer is pinned to config's minor; a live cluster must run the same one."""
+    layer_minor = cfg.eks.kubernetes_version
+    eks_name, _ = cluster_names(cfg)
+    try:
+        live = clients.aws("eks").describe_cluster(name=eks_name)["cluster"]["version"]
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+            return Check(
+                "kubectl layer minor", "pass", f"{layer_minor}; cluster {eks_name} not created yet"
+            ), layer_minor
+        return Check(
+            "kubectl layer minor", "warn", str(exc), "grant eks:DescribeCluster"
+        ), layer_minor
+    if live == layer_minor:
+        return Check("kubectl layer minor", "pass", f"layer {layer_minor} = cluster {live}"), live
+    return (
+        Check(
+            "kubectl layer minor",
+            "fail",
+            f"layer {layer_minor} but cluster {eks_name} runs {live}",
+            f'set eks.kubernetes_version to "{live}" (or upgrade the cluster)',
+        ),
+        live,
+    )
+
+
+def run_preflight(clients: Clients, cfg: Any, run: ToolRunner = run_tool) -> list[Check]:
+    checks = [check_identity(clients, cfg)]
+    checks += check_quotas(clients, cfg)
+    checks += check_offerings(clients, cfg)
+    minor_check, cluster_minor = check_cluster_minor(clients, cfg)
+    checks.append(minor_check)
+    checks += check_tools(run, cluster_minor)
+    return checks

@@ -1,0 +1,398 @@
+"""Stage-by-stage verification of a live environment, ending in the cross-Pod L2 test."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+from kubernetes.client.exceptions import ApiException
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from scripts.clients import Clients
+from scripts.common import Check
+from scripts.endpoints import L2Settings, l2_settings
+from scripts.kube import (
+    Transport,
+    container_port,
+    env_value,
+    find_endpoint_deployment,
+    model_container_index,
+    pod_ready,
+    pods_of,
+    read_endpoint,
+    selector_string,
+)
+from scripts.lmcache_logs import L2Verdict, l2_verdict, parse_log
+from scripts.openai_stream import StreamResult, list_models, stream_completion
+from scripts.prompts import make_prompt
+
+# Add-ons the product installs (DESIGN.md); each must be ACTIVE.
+EXPECTED_ADDONS = (
+    "cert-manager",
+    "aws-mountpoint-s3-csi-driver",
+    "aws-fsx-csi-driver",
+    "metrics-server",
+    "aws-ebs-csi-driver",
+    "amazon-sagemaker-hyperpod-inference",
+)
+AI_TOOLKIT_NAMESPACE = "aws-hyperpod"
+
+
+def cluster_names(cfg: AppConfig) -> tuple[str, str]:
+    """(EKS cluster name, HyperPod cluster name) for owned or existing clusters."""
+    if cfg.existing_cluster is not None:
+        return cfg.existing_cluster.eks_cluster_name, cfg.existing_cluster.hyperpod_cluster_name
+    return cfg.eks.cluster_name, cfg.hyperpod.cluster_name
+
+
+def _guard(stage: str, fn: Callable[[], Check]) -> Check:
+    try:
+        return fn()
+    except ApiException as exc:
+        return Check(
+            stage,
+            "fail",
+            f"Kubernetes API: {exc.status} {exc.reason}",
+            "check kubectl access (aws eks update-kubeconfig)",
+        )
+    except (ClientError, BotoCoreError) as exc:
+        return Check(stage, "fail", f"AWS: {exc}", "check credentials and region")
+
+
+def check_tiered_storage(clients: Clients, cfg: AppConfig) -> Check:
+    _, hp_name = cluster_names(cfg)
+    desc = clients.aws("sagemaker").describe_cluster(ClusterName=hp_name)
+    got = desc.get("TieredStorageConfig") or {}
+    want = cfg.tiered_storage
+    mode, pct = got.get("Mode"), got.get("InstanceMemoryAllocationPercentage")
+    ok = mode == want.mode and (
+        want.mode != "Enable" or pct == want.instance_memory_allocation_percentage
+    )
+    detail = (
+        f"Mode={mode} {pct}% (config: {want.mode} {want.instance_memory_allocation_percentage}%)"
+    )
+    return Check(
+        "tiered storage",
+        "pass" if ok else "fail",
+        detail,
+        "" if ok else "redeploy the hyperpod stack (make deploy) to re-apply it",
+    )
+
+
+def gpu_nodes(clients: Clients, cfg: AppConfig) -> list[dict[str, Any]]:
+    core = clients.core()
+    group = cfg.hyperpod.gpu_group
+    if group.labels:
+        nodes = clients.to_dict(core.list_node(label_selector=selector_string(group.labels)))
+        if nodes.get("items"):
+            return list(nodes["items"])
+    nodes = clients.to_dict(
+        core.list_node(label_selector=f"node.kubernetes.io/instance-type={group.instance_type}")
+    )
+    return list(nodes.get("items") or [])
+
+
+def check_ai_toolkit(clients: Clients, cfg: AppConfig) -> Check:
+    stage = "ai-toolkit DaemonSet"
+    dsets = clients.to_dict(clients.apps().list_namespaced_daemon_set(AI_TOOLKIT_NAMESPACE))
+    found = [d for d in dsets.get("items") or [] if "ai-toolkit" in d["metadata"]["name"]]
+    if not found:
+        return Check(
+            stage,
+            "fail",
+            f"no ai-toolkit DaemonSet in {AI_TOOLKIT_NAMESPACE}",
+            "Tiered Storage is not on: run verify's first stage fix",
+        )
+    status = found[0].get("status") or {}
+    ready = int(status.get("numberReady") or 0)
+    nodes = len(gpu_nodes(clients, cfg))
+    ok = nodes > 0 and ready >= nodes
+    return Check(
+        stage,
+        "pass" if ok else "fail",
+        f"{ready} ready on {nodes} GPU nodes",
+        ""
+        if ok
+        else f"kubectl -n {AI_TOOLKIT_NAMESPACE} describe ds {found[0]['metadata']['name']}",
+    )
+
+
+def check_addons(clients: Clients, cfg: AppConfig) -> Check:
+    eks_name, _ = cluster_names(cfg)
+    eks = clients.aws("eks")
+    names = eks.list_addons(clusterName=eks_name).get("addons", [])
+    states = {
+        n: eks.describe_addon(clusterName=eks_name, addonName=n)["addon"]["status"] for n in names
+    }
+    bad = {n: s for n, s in states.items() if s != "ACTIVE"}
+    missing = [n for n in EXPECTED_ADDONS if n not in states]
+    if bad:
+        detail = ", ".join(f"{n}={s}" for n, s in sorted(bad.items()))
+        return Check(
+            "add-ons ACTIVE",
+            "fail",
+            detail,
+            f"aws eks describe-addon --cluster-name {eks_name} --addon-name <name>",
+        )
+    if missing:
+        return Check(
+            "add-ons ACTIVE",
+            "warn",
+            f"{len(states)} ACTIVE; not installed as EKS add-ons: {', '.join(missing)}",
+            "fine if installed by Helm; otherwise deploy the addons stack",
+        )
+    return Check("add-ons ACTIVE", "pass", f"{len(states)} add-ons ACTIVE")
+
+
+def check_csi_driver(clients: Clients) -> Check:
+    from k8s.csi import DRIVER as CSI_DRIVER  # lazily: see scripts/endpoints.py
+
+    stage = f"CSIDriver {CSI_DRIVER}"
+    try:
+        clients.storage().read_csi_driver(CSI_DRIVER)
+    except ApiException as exc:
+        if exc.status == 404:
+            return Check(stage, "fail", "not registered", "deploy the kvcache stack")
+        raise
+    return Check(stage, "pass", "registered")
+
+
+def check_pvc(clients: Clients, ref: EndpointConfig) -> Check:
+    from k8s.l2_volume import PVC  # lazily: see scripts/endpoints.py
+
+    stage = f"PVC {ref.namespace}/{PVC}"
+    try:
+        pvc = clients.core().read_namespaced_persistent_volume_claim(PVC, ref.namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return Check(stage, "fail", "not found", "deploy the kvcache stack")
+        raise
+    phase = pvc.status.phase if pvc.status else None
+    return Check(
+        stage,
+        "pass" if phase == "Bound" else "fail",
+        f"phase {phase}",
+        "" if phase == "Bound" else f"kubectl -n {ref.namespace} describe pvc {PVC}",
+    )
+
+
+def check_endpoint(clients: Clients, ref: EndpointConfig) -> Check:
+    stage = f"endpoint {ref.namespace}/{ref.name}"
+    iec = read_endpoint(clients, ref)
+    if iec is None:
+        return Check(
+            stage,
+            "fail",
+            "InferenceEndpointConfig not found",
+            "deploy the kvcache stack or pass --endpoint",
+        )
+    state = (iec.get("status") or {}).get("state")
+    ok = state == "DeploymentComplete"
+    return Check(
+        stage,
+        "pass" if ok else "fail",
+        f"state {state}",
+        "" if ok else f"kubectl -n {ref.namespace} describe inferenceendpointconfig {ref.name}",
+    )
+
+
+def _pod_problems(pod: dict[str, Any], want: L2Settings) -> list[str]:
+    name = pod["metadata"]["name"]
+    c = next((c for c in pod["spec"]["containers"] if c.get("name") == want.container), None)
+    if c is None:
+        return [f"{name}: no container {want.container}"]
+    problems = [
+        f"{name}: {key}={got}"
+        for key, value in want.env_values().items()
+        if (got := env_value(c, key)) != value
+    ]
+    mounts = {m.get("mountPath"): m for m in c.get("volumeMounts") or []}
+    for m in want.mounts:
+        got_mount = mounts.get(m["mountPath"])
+        if got_mount is None:
+            problems.append(f"{name}: no mount at {m['mountPath']}")
+        elif got_mount != m:
+            problems.append(f"{name}: mount at {m['mountPath']} is {got_mount}, want {m}")
+    volumes = pod["spec"].get("volumes") or []
+    problems += [f"{name}: no volume {v}" for v in want.volumes if v not in volumes]
+    return problems
+
+
+def check_pods(pods: list[dict[str, Any]], want: L2Settings) -> Check:
+    """Every Pod carries what the Kyverno rule adds: the env, the mount (with the endpoint's
+    subPath) and the PVC volume, all read from ``k8s.policy.rule``."""
+    stage = "Pods carry L2 settings"
+    if not pods:
+        return Check(
+            stage, "fail", "no Pods for the endpoint", "wait for the endpoint or check its events"
+        )
+    problems = [p for pod in pods for p in _pod_problems(pod, want)]
+    if problems:
+        return Check(
+            stage,
+            "fail",
+            "; ".join(problems),
+            "check the Kyverno policy (kubectl get clusterpolicy) or run `python -m scripts patch`",
+        )
+    env = ", ".join(f"{k}={v}" for k, v in want.env_values().items())
+    mounts = ", ".join(f"{m['mountPath']} (subPath {m.get('subPath', '-')})" for m in want.mounts)
+    return Check(stage, "pass", f"{len(pods)} Pods: {env}; mount {mounts}")
+
+
+@dataclass
+class CrossPodResult:
+    pod_a: str
+    node_a: str
+    pod_b: str
+    node_b: str
+    first: dict[str, Any]
+    second: dict[str, Any]
+    verdict: L2Verdict
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": asdict(self.verdict)}
+
+
+def pick_pods_on_two_nodes(
+    pods: list[dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    ready = [p for p in pods if pod_ready(p)]
+    for a in ready:
+        for b in ready:
+            if a["spec"].get("nodeName") != b["spec"].get("nodeName"):
+                return a, b
+    return None
+
+
+def _result_dict(r: StreamResult) -> dict[str, Any]:
+    return {"ttft_ms": round(r.ttft_ms, 2), "prompt_tokens": r.prompt_tokens, "text": r.text}
+
+
+def cross_pod_l2(
+    clients: Clients,
+    pods: list[dict[str, Any]],
+    transport: Transport,
+    *,
+    prompt_words: int = 1900,
+    max_tokens: int = 4,
+    seed: int | None = None,
+    min_hit_ratio: float = 0.5,
+    port: int | None = None,
+    log_wait_s: float = 3.0,
+) -> CrossPodResult | Check:
+    pair = pick_pods_on_two_nodes(pods)
+    if pair is None:
+        return Check(
+            "cross-Pod L2",
+            "fail",
+            "need two Ready Pods on different nodes",
+            "scale the endpoint to 2 replicas with anti-affinity across GPU nodes",
+        )
+    pod_a, pod_b = pair
+    idx = model_container_index(pod_a["spec"]) or 0
+    container = pod_a["spec"]["containers"][idx]
+    the_port = port or container_port(container)
+    # A fresh prefix per run, unless --seed pins it: a prompt already in L2 would hit on Pod A.
+    prompt = make_prompt(seed if seed is not None else time.time_ns() % (2**31), prompt_words)
+    started = time.time()
+    with transport.open(pod_a, the_port) as url_a:
+        model = list_models(url_a)[0]
+        first = stream_completion(url_a, model, prompt, max_tokens=max_tokens)
+    with transport.open(pod_b, the_port) as url_b:
+        second = stream_completion(url_b, model, prompt, max_tokens=max_tokens)
+    time.sleep(log_wait_s)  # LMCache logs the store after the response
+    since = max(1, math.ceil(time.time() - started) + 5)
+    logs = []
+    for pod in (pod_a, pod_b):
+        # _preload_content=False: kubernetes 36 turns a text/plain body into "b'...'" otherwise.
+        resp = clients.core().read_namespaced_pod_log(
+            pod["metadata"]["name"],
+            pod["metadata"]["namespace"],
+            container=container["name"],
+            since_seconds=since,
+            _preload_content=False,
+        )
+        logs.append(parse_log(resp.data.decode("utf-8", "replace")))
+    verdict = l2_verdict(
+        logs[0], logs[1], second.prompt_tokens or first.prompt_tokens, min_hit_ratio
+    )
+    return CrossPodResult(
+        pod_a["metadata"]["name"],
+        pod_a["spec"].get("nodeName", ""),
+        pod_b["metadata"]["name"],
+        pod_b["spec"].get("nodeName", ""),
+        _result_dict(first),
+        _result_dict(second),
+        verdict,
+    )
+
+
+def run_verify(
+    clients: Clients,
+    cfg: AppConfig,
+    ref: EndpointConfig,
+    transport: Transport | None,
+    **l2_options: Any,
+) -> tuple[list[Check], CrossPodResult | None]:
+    from k8s.csi import DRIVER as CSI_DRIVER  # lazily: see scripts/endpoints.py
+    from k8s.l2_volume import PVC
+
+    checks = [
+        _guard("tiered storage", lambda: check_tiered_storage(clients, cfg)),
+        _guard("ai-toolkit DaemonSet", lambda: check_ai_toolkit(clients, cfg)),
+        _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
+        _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
+        _guard(f"PVC {ref.namespace}/{PVC}", lambda: check_pvc(clients, ref)),
+        _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
+    ]
+    pods: list[dict[str, Any]] = []
+    if not ref.enable_l2_cache:
+        reason = f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
+        checks.append(Check("Pods carry L2 settings", "skip", reason))
+        checks.append(Check("cross-Pod L2", "skip", reason))
+        return checks, None
+
+    def pods_check() -> Check:
+        nonlocal pods
+        dep = find_endpoint_deployment(clients, ref)
+        pods = pods_of(clients, dep) if dep else []
+        return check_pods(pods, l2_settings(cfg, ref))
+
+    checks.append(_guard("Pods carry L2 settings", pods_check))
+    if transport is None:
+        checks.append(Check("cross-Pod L2", "skip", "--skip-l2-test given"))
+        return checks, None
+    if checks[-1].status == "fail":
+        checks.append(Check("cross-Pod L2", "skip", "Pods are not set up for L2 (see above)"))
+        return checks, None
+    outcome: CrossPodResult | Check
+    try:
+        outcome = cross_pod_l2(clients, pods, transport, **l2_options)
+    except (ApiException, OSError, RuntimeError) as exc:
+        outcome = Check(
+            "cross-Pod L2", "fail", f"{type(exc).__name__}: {exc}", "check the endpoint Pods' logs"
+        )
+    if isinstance(outcome, Check):
+        checks.append(outcome)
+        return checks, None
+    v = outcome.verdict
+    latency = f", L2 read {v.l2_read_ms:.2f} ms" if v.l2_read_ms is not None else ""
+    detail = (
+        f"{outcome.pod_a}@{outcome.node_a} -> {outcome.pod_b}@{outcome.node_b}: "
+        f"hit ratio {v.hit_ratio:.2f}{latency}; TTFT {outcome.first['ttft_ms']} -> "
+        f"{outcome.second['ttft_ms']} ms; {v.reason}"
+    )
+    checks.append(
+        Check(
+            "cross-Pod L2",
+            "pass" if v.ok else "fail",
+            detail,
+            "" if v.ok else "compare PYTHONHASHSEED and the mount on both Pods",
+        )
+    )
+    return checks, outcome

@@ -1,0 +1,106 @@
+"""`preflight`. Doubles: moto for STS, EC2 instance-type offerings (by AZ id) and EKS; botocore
+Stubber for Service Quotas (moto 5.2 has no ListServiceQuotas); a fake tool runner for
+kubectl/helm/node."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from scripts.clients import Clients
+from scripts.preflight import check_tools, run_preflight
+from tests.scripts.conftest import make_cfg
+
+REGION = "us-west-2"
+MOTO_ACCOUNT = "123456789012"
+
+
+def _quotas(values: dict[str, float]) -> Any:
+    sq = boto3.client("service-quotas", region_name=REGION)
+    stub = Stubber(sq)
+    quotas = [
+        {"ServiceCode": "sagemaker", "QuotaName": name, "QuotaCode": f"L-{i:08d}", "Value": v}
+        for i, (name, v) in enumerate(values.items())
+    ]
+    stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "sagemaker"})
+    stub.activate()
+    return sq
+
+
+def _tools(kubectl_minor: str = "34") -> Any:
+    outputs = {
+        "kubectl": json.dumps(
+            {
+                "clientVersion": {
+                    "major": "1",
+                    "minor": kubectl_minor,
+                    "gitVersion": f"v1.{kubectl_minor}.2",
+                }
+            }
+        ),
+        "helm": "v3.16.4+g7877b45",
+        "node": "v20.18.1",
+    }
+    return lambda argv: (0, outputs[argv[0]])
+
+
+def test_everything_passes_in_an_offered_az() -> None:
+    with mock_aws():
+        sq = _quotas(
+            {
+                "ml.g6e.4xlarge for cluster usage": 4,
+                "ml.c5.4xlarge for cluster usage": 2,
+                "ml.p5.48xlarge for cluster usage": 0,
+            }
+        )
+        clients = Clients(
+            REGION,
+            aws_factory=lambda s: (
+                sq if s == "service-quotas" else boto3.client(s, region_name=REGION)
+            ),
+        )
+        checks = run_preflight(clients, make_cfg(account=MOTO_ACCOUNT), _tools())
+    status = {c.stage: c.status for c in checks}
+    assert status["credentials"] == "pass"
+    assert status["quota ml.g6e.4xlarge for cluster usage"] == "pass"
+    assert status["ml.g6e.4xlarge in usw2-az2"] == "pass"
+    assert status["kubectl layer minor"] == "pass"
+    assert all(v == "pass" for v in status.values()), checks
+
+
+def test_failures_carry_a_fix() -> None:
+    with mock_aws():
+        sq = _quotas({"ml.g6e.4xlarge for cluster usage": 1})
+        clients = Clients(
+            REGION,
+            aws_factory=lambda s: (
+                sq if s == "service-quotas" else boto3.client(s, region_name=REGION)
+            ),
+        )
+        cfg = make_cfg(
+            network={"hyperpod_subnet": {"az_id": "usw2-az9"}}
+        )  # account differs from moto's
+        checks = run_preflight(clients, cfg, _tools(kubectl_minor="31"))
+    by = {c.stage: c for c in checks}
+    assert by["credentials"].status == "fail" and "111122223333" in by["credentials"].fix
+    quota = by["quota ml.g6e.4xlarge for cluster usage"]
+    assert quota.status == "fail" and "--quota-code L-00000000 --desired-value 2" in quota.fix
+    assert by["quota ml.c5.4xlarge for cluster usage"].status == "warn"
+    offering = by["ml.g6e.4xlarge in usw2-az9"]
+    assert offering.status == "fail" and "usw2-az1" in offering.fix  # names AZ ids that offer it
+    assert by["kubectl"].status == "fail"  # 1.31 client vs 1.34 cluster
+
+
+def test_missing_tools() -> None:
+    checks = check_tools(lambda argv: None, "1.34")
+    assert [(c.stage, c.status) for c in checks] == [
+        ("kubectl", "fail"),
+        ("helm", "fail"),
+        ("node", "fail"),
+    ]
+    skew_ok = check_tools(_tools("33"), "1.34")
+    assert skew_ok[0].status == "pass"

@@ -1,0 +1,135 @@
+"""`size`: KV arithmetic against the seed's numbers. No double needed (pure functions and the
+CLI run in-process with typer's CliRunner)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scripts.cli import app
+from scripts.sizing import GIB, PRESETS, estimate_params, kv_bytes_per_token, load_model_config
+
+runner = CliRunner()
+
+QWEN2_7B_CONFIG = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "hidden_size": 3584,
+    "intermediate_size": 18944,
+    "max_position_embeddings": 131072,
+    "model_type": "qwen2",
+    "num_attention_heads": 28,
+    "num_hidden_layers": 28,
+    "num_key_value_heads": 4,
+    "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 152064,
+}
+
+
+def test_qwen2_7b_matches_the_seed() -> None:
+    per_token = kv_bytes_per_token(QWEN2_7B_CONFIG)
+    assert per_token == 57_344
+    assert round(per_token * 1925 / GIB, 4) == 0.1028  # the seed's "Stored 1925 ... 0.1028 gb"
+
+
+def test_llama_405b() -> None:
+    assert kv_bytes_per_token(PRESETS["llama-3.1-405b"]) == 516_096
+
+
+def test_mla_uses_the_latent() -> None:
+    # DeepSeek-V3: 61 layers x (512 + 64) x 2 bytes, not 2 x heads x head_dim.
+    assert kv_bytes_per_token(PRESETS["deepseek-v3"]) == 61 * 576 * 2
+
+
+@pytest.mark.parametrize(
+    ("preset", "billions"),
+    [
+        ("qwen2-7b", 7.6),
+        ("llama-3.1-8b", 8.0),
+        ("llama-3.1-70b", 70.6),
+        ("llama-3.1-405b", 405.8),
+        ("deepseek-v3", 671.0),
+    ],
+)
+def test_params_estimated_from_the_architecture(preset: str, billions: float) -> None:
+    assert estimate_params(PRESETS[preset]) / 1e9 == pytest.approx(billions, abs=0.1)
+
+
+def test_text_config_of_multimodal_models(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(
+        json.dumps(
+            {
+                "model_type": "llava",
+                "torch_dtype": "float16",
+                "text_config": QWEN2_7B_CONFIG | {"torch_dtype": None},
+            }
+        )
+    )
+    _, text = load_model_config(str(path))
+    assert kv_bytes_per_token({**text, "torch_dtype": "float16"}) == 57_344
+
+
+def test_cli_json_from_a_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN2_7B_CONFIG))
+    result = runner.invoke(app, ["size", str(path), "--json", "--l2-worker-gib", "400"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # exactly one JSON object
+    assert data["kv_bytes_per_token"] == 57_344
+    assert data["params_source"] == "architecture"
+    tiers = {t["name"]: t for t in data["tiers"]}
+    # dev.yaml: ml.g6e.4xlarge (128 GiB memory) at 20% Tiered Storage -> 25.6 GiB of L1.
+    assert tiers["L1"]["bytes"] == int(128 * 0.2 * GIB)
+    assert tiers["L1"]["tokens"] == int(128 * 0.2 * GIB) // 57_344
+    # L2: worker capacity x 2 GPU nodes.
+    assert tiers["L2"]["bytes"] == 400 * GIB * 2
+    assert tiers["L2"]["tokens"] == 400 * GIB * 2 // 57_344
+    assert data["fits"] is True and data["flags"] == []
+
+
+def test_cli_params_override_and_flags() -> None:
+    result = runner.invoke(
+        app, ["size", "llama-3.1-70b", "--json", "--params", "7.0e10", "--prompt-tokens", "600"]
+    )
+    data = json.loads(result.stdout)
+    assert data["params"] == 70_000_000_000 and data["params_source"] == "--params"
+    assert not data["fits"]  # 140 GB of weights on one 48 GB L40S
+    assert any(f.startswith("model_does_not_fit") for f in data["flags"])
+    assert any(f.startswith("l2_does_not_pay_off") for f in data["flags"])
+
+
+def test_cli_bad_input_exit_codes(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["size", str(tmp_path / "missing.json")]).exit_code == 2
+    assert runner.invoke(app, ["size", "qwen2-7b", "--env", "nosuchenv"]).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("kvcache", "args", "worker_gib"),
+    [
+        # kvcache.curvine.worker.capacity_gib
+        ({"curvine": {"worker": {"capacity_gib": 123}}}, [], 123),
+        # the override wins
+        ({"curvine": {"worker": {"capacity_gib": 123}}}, ["--l2-worker-gib", "50"], 50),
+        # no Curvine, no L2 pool
+        ({"curvine": {"enabled": False}, "endpoints": [{"enable_l2_cache": False}]}, [], 0),
+    ],
+)
+def test_l2_worker_capacity_comes_from_config(
+    monkeypatch: pytest.MonkeyPatch, kvcache: dict[str, Any], args: list[str], worker_gib: int
+) -> None:
+    from scripts import cli
+    from tests.scripts.conftest import make_cfg
+
+    cfg = make_cfg(kvcache=kvcache)
+    monkeypatch.setattr(cli, "load_config", lambda env: cfg)
+    result = runner.invoke(app, ["size", "qwen2-7b", "--json", *args])
+    assert result.exit_code == 0, result.output
+    tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
+    assert tiers["L2"]["bytes"] == worker_gib * GIB * cfg.hyperpod.gpu_group.instance_count

@@ -1,0 +1,278 @@
+"""`verify` against doubles. AWS: botocore Stubber for SageMaker DescribeCluster (moto 5.2 drops
+TieredStorageConfig) and for EKS ListAddons/DescribeAddon (to control each add-on's status).
+Kubernetes: FakeKube, the local in-memory API server behind the official client. The cross-Pod
+test talks to two real local HTTP servers (fake_vllm) through an injected transport."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from scripts.clients import Clients
+from scripts.endpoints import l2_settings
+from scripts.patch import compute_patch
+from scripts.verify import run_verify
+from tests.scripts.conftest import (
+    DEPLOYMENTS,
+    IECS,
+    PODS,
+    endpoint_config,
+    recorded_cfg,
+    recorded_deployment,
+    recorded_endpoint,
+)
+from tests.scripts.fake_kube import FakeKube, json_patch
+from tests.scripts.fake_vllm import FakeVllm
+from tests.scripts.test_lmcache_logs import MISS, SEED_HIT, SEED_RETRIEVE, SEED_STORE
+
+# The stubs below answer for clusters named hyperpod-kvcache (the config's default names).
+CFG = recorded_cfg()
+REF = recorded_endpoint(CFG)
+ADDONS = [
+    "cert-manager",
+    "aws-mountpoint-s3-csi-driver",
+    "aws-fsx-csi-driver",
+    "metrics-server",
+    "aws-ebs-csi-driver",
+    "amazon-sagemaker-hyperpod-inference",
+]
+CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456"
+
+
+def _stubbed_aws(
+    tiered_pct: int = 20, addon_status: dict[str, str] | None = None
+) -> dict[str, Any]:
+    sm = boto3.client("sagemaker", region_name="us-west-2")
+    sm_stub = Stubber(sm)
+    sm_stub.add_response(
+        "describe_cluster",
+        {
+            "ClusterArn": CLUSTER_ARN,
+            "ClusterName": "hyperpod-kvcache",
+            "ClusterStatus": "InService",
+            "InstanceGroups": [],
+            "TieredStorageConfig": {
+                "Mode": "Enable",
+                "InstanceMemoryAllocationPercentage": tiered_pct,
+            },
+        },
+        {"ClusterName": "hyperpod-kvcache"},
+    )
+    eks = boto3.client("eks", region_name="us-west-2")
+    eks_stub = Stubber(eks)
+    eks_stub.add_response("list_addons", {"addons": ADDONS}, {"clusterName": "hyperpod-kvcache"})
+    for name in ADDONS:
+        status = (addon_status or {}).get(name, "ACTIVE")
+        eks_stub.add_response(
+            "describe_addon",
+            {"addon": {"addonName": name, "status": status}},
+            {"clusterName": "hyperpod-kvcache", "addonName": name},
+        )
+    sm_stub.activate()
+    eks_stub.activate()
+    return {"sagemaker": sm, "eks": eks}
+
+
+def _patched_pod_template() -> dict[str, Any]:
+    dep = recorded_deployment()
+    return json_patch(dep, compute_patch(dep, l2_settings(CFG, REF)))["spec"]["template"]
+
+
+def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
+    dep = recorded_deployment()
+    if patched:
+        dep["spec"]["template"] = _patched_pod_template()
+    kube.put(DEPLOYMENTS, dep)
+    kube.put(IECS, endpoint_config())
+    kube.put("/apis/storage.k8s.io/v1/csidrivers", {"metadata": {"name": "curvine"}, "spec": {}})
+    kube.put(
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        {
+            "metadata": {"name": "curvine-pvc", "namespace": "default"},
+            "spec": {"storageClassName": "curvine-sc", "accessModes": ["ReadWriteMany"]},
+            "status": {"phase": "Bound"},
+        },
+    )
+    kube.put(
+        "/apis/apps/v1/namespaces/aws-hyperpod/daemonsets",
+        {
+            "metadata": {"name": "hyperpod-ai-toolkit", "namespace": "aws-hyperpod"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "ai-toolkit"}},
+                "template": {
+                    "metadata": {"labels": {"app": "ai-toolkit"}},
+                    "spec": {"containers": [{"name": "toolkit", "image": "ai-toolkit:1"}]},
+                },
+            },
+            "status": {
+                "numberReady": 2,
+                "desiredNumberScheduled": 2,
+                "currentNumberScheduled": 2,
+                "numberMisscheduled": 0,
+            },
+        },
+    )
+    for i in (1, 2):
+        kube.put(
+            "/api/v1/nodes",
+            {
+                "metadata": {
+                    "name": f"hyperpod-i-0{i}",
+                    "labels": {"hyperpod-kvcache/node-role": "gpu-inference"},
+                }
+            },
+        )
+        template = copy.deepcopy(dep["spec"]["template"])
+        kube.put(
+            PODS,
+            {
+                "metadata": {
+                    "name": f"vllm-kvcache-7d9f-{i}",
+                    "namespace": "default",
+                    "labels": template["metadata"]["labels"],
+                },
+                "spec": {**template["spec"], "nodeName": f"hyperpod-i-0{i}"},
+                "status": {
+                    "podIP": f"10.1.0.{i}",
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            },
+        )
+
+
+class MapTransport:
+    """Stands in for kubectl port-forward: Pod name -> a local server URL."""
+
+    def __init__(self, urls: dict[str, str]) -> None:
+        self.urls = urls
+        self.opened: list[tuple[str, int]] = []
+
+    @contextlib.contextmanager
+    def open(self, pod: dict[str, Any], port: int) -> Iterator[str]:
+        self.opened.append((pod["metadata"]["name"], port))
+        yield self.urls[pod["metadata"]["name"]]
+
+
+def _clients(kube: FakeKube, aws: dict[str, Any]) -> Clients:
+    return Clients("us-west-2", aws_factory=aws.__getitem__, kube_factory=kube.api_client)
+
+
+@pytest.fixture
+def servers() -> Iterator[tuple[FakeVllm, FakeVllm]]:
+    with FakeVllm(0.02) as a, FakeVllm(0.005) as b:
+        yield a, b
+
+
+def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]) -> None:
+    _seed_cluster(kube)
+    kube.logs["default/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
+    kube.logs["default/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
+    transport = MapTransport(
+        {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
+    )
+    checks, cross = run_verify(
+        _clients(kube, _stubbed_aws()),
+        CFG,
+        REF,
+        transport,
+        prompt_words=300,
+        seed=11,
+        log_wait_s=0,
+    )
+    assert [c.status for c in checks] == ["pass"] * 8, checks
+    assert cross is not None and cross.node_a != cross.node_b
+    assert cross.verdict.hit_ratio == 1.0 and cross.verdict.l2_read_ms == pytest.approx(55.75)
+    # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
+    assert servers[0].prompts == servers[1].prompts and len(servers[0].prompts[0].split()) == 300
+    assert [p for _, p in transport.opened] == [8000, 8000]
+    # Logs were read from the model container (found by its env, not by index).
+    log_reads = [p for m, p, _ in kube.requests if p.endswith("/log")]
+    assert len(log_reads) == 2
+
+
+def test_unpatched_pods_and_wrong_tiered_storage_fail(kube: FakeKube) -> None:
+    _seed_cluster(kube, patched=False)
+    aws = _stubbed_aws(tiered_pct=40, addon_status={"aws-fsx-csi-driver": "DEGRADED"})
+    checks, cross = run_verify(_clients(kube, aws), CFG, REF, MapTransport({}))
+    by_stage = {c.stage: c for c in checks}
+    assert (
+        by_stage["tiered storage"].status == "fail" and "40%" in by_stage["tiered storage"].detail
+    )
+    assert (
+        by_stage["add-ons ACTIVE"].status == "fail"
+        and "aws-fsx-csi-driver=DEGRADED" in by_stage["add-ons ACTIVE"].detail
+    )
+    pods = by_stage["Pods carry L2 settings"]
+    assert (
+        pods.status == "fail"
+        and "sagemaker-hyperpod://" in pods.detail
+        and "no mount" in pods.detail
+    )
+    assert by_stage["cross-Pod L2"].status == "skip" and cross is None
+
+
+def test_zero_hit_on_second_pod_fails(kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]) -> None:
+    _seed_cluster(kube)
+    kube.logs["default/vllm-kvcache-7d9f-1"] = SEED_STORE
+    kube.logs["default/vllm-kvcache-7d9f-2"] = MISS
+    transport = MapTransport(
+        {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
+    )
+    checks, cross = run_verify(
+        _clients(kube, _stubbed_aws()), CFG, REF, transport, prompt_words=50, log_wait_s=0
+    )
+    assert checks[-1].stage == "cross-Pod L2" and checks[-1].status == "fail"
+    assert cross is not None and cross.verdict.hit_ratio == 0.0
+
+
+def test_a_mount_without_the_endpoint_subpath_fails(kube: FakeKube) -> None:
+    # An older manual patch mounted the whole PVC: the policy mounts subPath <endpoint name>.
+    _seed_cluster(kube)
+    for key, obj in kube.objects.items():
+        if "/pods/" in key:
+            model = next(c for c in obj["spec"]["containers"] if c["name"] == REF.name)
+            for m in model["volumeMounts"]:
+                m.pop("subPath", None)
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
+    pods = {c.stage: c for c in checks}["Pods carry L2 settings"]
+    assert pods.status == "fail" and "mount at /mnt/curvine/l2cache is" in pods.detail
+    assert "'subPath': 'vllm-kvcache'" in pods.detail
+
+
+def test_an_endpoint_without_l2_skips_the_l2_stages(kube: FakeKube) -> None:
+    _seed_cluster(kube, patched=False)
+    no_l2 = REF.model_copy(update={"enable_l2_cache": False})
+    checks, cross = run_verify(_clients(kube, _stubbed_aws()), CFG, no_l2, MapTransport({}))
+    by_stage = {c.stage: c.status for c in checks}
+    assert by_stage["Pods carry L2 settings"] == "skip" and by_stage["cross-Pod L2"] == "skip"
+    assert cross is None
+
+
+def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from scripts import cli
+
+    _seed_cluster(kube)
+    aws = _stubbed_aws()
+    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    # No --endpoint/--namespace: the first of kvcache.endpoints, default/vllm-kvcache.
+    result = CliRunner().invoke(cli.app, ["verify", "--skip-l2-test", "--json"])
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0 and data["ok"] is True, result.output
+    statuses = {c["stage"]: c["status"] for c in data["checks"]}
+    assert statuses["CSIDriver curvine"] == "pass"
+    assert statuses["PVC default/curvine-pvc"] == "pass"
+    assert statuses["Pods carry L2 settings"] == "pass"
+    assert statuses["cross-Pod L2"] == "skip"
+
+    unknown = CliRunner().invoke(cli.app, ["verify", "--endpoint", "nope"])
+    assert unknown.exit_code == 2 and "configured: default/vllm-kvcache" in unknown.stderr
