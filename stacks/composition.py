@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from aws_cdk import App, Environment, Stack, Tags
+from aws_cdk import Environment, IStackSynthesizer, Stack
+from constructs import Construct
 
 from infra.config import AppConfig
+from infra.tagging import tag_everything
 from stacks.addons_stack import AddonsStack
 from stacks.eks_stack import EksStack
 from stacks.hyperpod_stack import HyperPodStack
@@ -39,46 +42,80 @@ class EnvironmentStacks:
         return [s for s in ordered if s is not None]
 
 
-def compose(app: App, config: AppConfig, *, chart_dir: Path | None = None) -> EnvironmentStacks:
+def compose(
+    app: Construct,
+    config: AppConfig,
+    *,
+    chart_dir: Path | None = None,
+    synthesizer: IStackSynthesizer | None = None,
+) -> EnvironmentStacks:
+    """The environment's stacks under ``app`` (an App, or a pipeline Stage)."""
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
-    common = {"env": env, "termination_protection": config.termination_protection}
-    Tags.of(app).add("project", config.project)
-    Tags.of(app).add("environment", config.environment)
-    for key, value in config.tags.items():
-        Tags.of(app).add(key, value)
+
+    def common(suffix: str) -> dict[str, Any]:
+        # Explicit stack names: the same whether deployed by the CLI or inside a pipeline Stage
+        # (which would otherwise prefix them), so teardown and verify find them either way.
+        return {
+            "env": env,
+            "termination_protection": config.termination_protection,
+            "stack_name": f"{prefix}-{suffix}",
+            "synthesizer": synthesizer,
+        }
+
+    tag_everything(
+        app, {**config.tags, "project": config.project, "environment": config.environment}
+    )
 
     network = eks_stack = None
     if config.existing_cluster is None:
         network = NetworkStack(
-            app, f"{prefix}-network", config=config,
-            description="HyperPod KV cache: VPC, HyperPod subnet, cluster security group", **common,
-        )  # fmt: skip
+            app,
+            f"{prefix}-network",
+            config=config,
+            description="HyperPod KV cache: VPC, HyperPod subnet, cluster security group",
+            **common("network"),
+        )
         eks_stack = EksStack(
-            app, f"{prefix}-eks", config=config, network=network.network,
-            description="HyperPod KV cache: EKS control plane and core add-ons", **common,
-        )  # fmt: skip
+            app,
+            f"{prefix}-eks",
+            config=config,
+            network=network.network,
+            description="HyperPod KV cache: EKS control plane and core add-ons",
+            **common("eks"),
+        )
     hyperpod = HyperPodStack(
-        app, f"{prefix}-hyperpod", config=config,
+        app,
+        f"{prefix}-hyperpod",
+        config=config,
         chart_dir=chart_dir or default_chart_dir(config),
-        network=network.network if network else None, eks_stack=eks_stack,
-        description="HyperPod KV cache: HyperPod cluster and Tiered Storage", **common,
-    )  # fmt: skip
+        network=network.network if network else None,
+        eks_stack=eks_stack,
+        description="HyperPod KV cache: HyperPod cluster and Tiered Storage",
+        **common("hyperpod"),
+    )
     addons = None
     if config.addons.enabled:
         # After the HyperPod stack: add-on Pods need nodes, and the operator needs the cluster ARN.
         addons = AddonsStack(
-            app, f"{prefix}-addons", config=config, cluster=hyperpod.eks_cluster,
+            app,
+            f"{prefix}-addons",
+            config=config,
+            cluster=hyperpod.eks_cluster,
             oidc_provider=hyperpod.oidc_provider,
             hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
             description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
-            **common,
-        )  # fmt: skip
+            **common("addons"),
+        )
         addons.add_stack_dependency(hyperpod)
     kvcache = KvCacheStack(
-        app, f"{prefix}-kvcache", config=config, cluster=hyperpod.eks_cluster,
-        description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints", **common,
-    )  # fmt: skip
+        app,
+        f"{prefix}-kvcache",
+        config=config,
+        cluster=hyperpod.eks_cluster,
+        description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints",
+        **common("kvcache"),
+    )
     # The endpoint CRD, the CSI drivers and cert-manager come from the add-ons.
     kvcache.add_stack_dependency(addons or hyperpod)
     return EnvironmentStacks(

@@ -81,7 +81,9 @@ class EksControlPlane(Construct):
             endpoint_access=endpoint_access,
             cluster_logging=ALL_LOG_TYPES,
             secrets_encryption_key=self.secrets_key,
-            removal_policy=removal_policy,
+            # Not state worth keeping, and a retained cluster's fixed name would block a
+            # recreate; the secrets key is what prod retains.
+            removal_policy=RemovalPolicy.DESTROY,
             kubectl_provider_options=eks.KubectlProviderOptions(
                 kubectl_layer=pins.kubectl_layer_class()(self, "KubectlLayer"),
                 # A private endpoint is only reachable from inside the VPC.

@@ -6,10 +6,11 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Annotations, CfnElement, Duration, Stack
+from aws_cdk import Annotations, CfnElement, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3_deployment as s3_deployment
@@ -54,6 +55,14 @@ class LifecycleScripts(Construct):
             destination_bucket=self.bucket,
             destination_key_prefix=LIFECYCLE_PREFIX,
             retain_on_delete=False,
+            # Unnamed and deleted with the stack: CDK's default log group has a fixed name
+            # and is retained, which would collide when the environment is recreated.
+            log_group=logs.LogGroup(
+                self,
+                "UploadLogs",
+                retention=logs.RetentionDays.ONE_MONTH,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
         )
         self.s3_uri = f"s3://{self.bucket.bucket_name}/{LIFECYCLE_PREFIX}"
 
