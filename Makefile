@@ -7,7 +7,7 @@ OUT := cdk.out
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install synth validate test lint docs chart deploy destroy bench clean
+.PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth bench clean
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -55,6 +55,16 @@ deploy: install node_modules/.installed chart
 
 destroy: install node_modules/.installed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk destroy --all -c env=$(ENV) --force
+
+## pipeline-synth: synthesize the delivery pipeline defined in config/$(ENV).yaml (prod)
+pipeline-synth: install
+	rm -rf $(OUT)
+	$(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
+	$(MAKE) --no-print-directory validate
+
+## pipeline: deploy the delivery pipeline once per account (it then updates itself)
+pipeline: install node_modules/.installed chart
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy -c env=$(ENV) -c pipeline=true --all --require-approval never
 
 ## bench: synth time and peak memory of the full app against a bare one-VPC app
 bench: install

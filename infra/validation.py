@@ -14,7 +14,8 @@ IGNORED_CHECKS = ["W3005"]
 
 
 def templates_in(assembly_dir: Path) -> list[Path]:
-    return sorted(assembly_dir.glob("*.template.json"))
+    """Top-level stacks and those of nested stages (a pipeline's assembly-*/ directories)."""
+    return sorted(assembly_dir.rglob("*.template.json"))
 
 
 def lint_template(template: Path, regions: list[str]) -> list[Match]:

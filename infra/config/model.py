@@ -16,7 +16,7 @@ from infra.config.addons import AddonsConfig, check_addons
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import KvCacheConfig, check_kvcache
-from infra.config.pipeline import PipelineConfig
+from infra.config.pipeline import PipelineConfig, check_pipeline
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.instances import GPU_FAMILIES, GPU_INSTANCES
 from infra.versions import (
@@ -533,4 +533,5 @@ class AppConfig(Section):
             )
         check_addons(self)
         check_kvcache(self)
+        check_pipeline(self)
         return self

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -16,7 +17,9 @@ class SecureBucket(Construct):
     environment can be recreated. Names are generated (no fixed physical name to collide with).
     """
 
-    def __init__(self, scope: Construct, id: str, *, retain: bool) -> None:
+    def __init__(
+        self, scope: Construct, id: str, *, retain: bool, encryption_key: kms.IKey | None = None
+    ) -> None:
         super().__init__(scope, id)
         removal = RemovalPolicy.RETAIN if retain else RemovalPolicy.DESTROY
         self.access_logs = self._bucket("AccessLogs", removal, retain)
@@ -25,7 +28,9 @@ class SecureBucket(Construct):
             "AwsSolutions-S1",
             "This is the server-access-log target; logging it to itself would loop.",
         )
-        self.bucket = self._bucket("Bucket", removal, retain, access_logs=self.access_logs)
+        self.bucket = self._bucket(
+            "Bucket", removal, retain, access_logs=self.access_logs, key=encryption_key
+        )
 
     def _bucket(
         self,
@@ -33,11 +38,13 @@ class SecureBucket(Construct):
         removal: RemovalPolicy,
         retain: bool,
         access_logs: s3.IBucket | None = None,
+        key: kms.IKey | None = None,
     ) -> s3.Bucket:
         return s3.Bucket(
             self,
             id,
-            encryption=s3.BucketEncryption.S3_MANAGED,
+            encryption=s3.BucketEncryption.KMS if key else s3.BucketEncryption.S3_MANAGED,
+            encryption_key=key,
             enforce_ssl=True,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,

@@ -1,0 +1,298 @@
+"""Pieces of the delivery pipeline: build tools, the verify role, the nightly recreate, and the
+role GitHub Actions assumes through OIDC."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_codebuild as codebuild
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.config import AppConfig
+from infra.nag import acknowledge
+
+# CodeBuild's Ubuntu image with Python 3.11+/3.12 and Node.js 20 (the toolkit's prerequisites).
+BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
+HELM_VERSION = "v3.16.3"
+GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
+# The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
+CDK_BOOTSTRAP_ROLES = "cdk-hnb659fds-*-role-{account}-{region}"
+
+
+def tool_install_commands(*, kubectl_version: str | None = None) -> list[str]:
+    """Pinned helm (for `make chart`) and optionally kubectl, each checked against the
+    checksum its publisher lists next to the download."""
+    helm = f"helm-{HELM_VERSION}-linux-amd64.tar.gz"
+    commands = [
+        f"curl -fsSLO https://get.helm.sh/{helm} -O https://get.helm.sh/{helm}.sha256sum",
+        f"sha256sum -c {helm}.sha256sum",
+        f"tar -xzf {helm} linux-amd64/helm && install linux-amd64/helm /usr/local/bin/helm",
+    ]
+    if kubectl_version:
+        base = f"https://dl.k8s.io/release/{kubectl_version}/bin/linux/amd64/kubectl"
+        commands += [
+            f"curl -fsSLO {base} -O {base}.sha256",
+            'echo "$(cat kubectl.sha256)  kubectl" | sha256sum -c',
+            "install kubectl /usr/local/bin/kubectl",
+        ]
+    return commands
+
+
+def kubectl_version_for(config: AppConfig) -> str:
+    return f"v{config.eks.kubernetes_version}.0"
+
+
+def verify_role_name(config: AppConfig) -> str:
+    """Fixed so the test environment's config can list it in eks.admin_principal_arns."""
+    return f"{config.project}-{config.environment}-pipeline-verify"
+
+
+def _read_environment_statements(config: AppConfig) -> list[iam.PolicyStatement]:
+    """What `scripts verify` reads: the clusters and the add-ons of one environment."""
+    eks_cluster = f"arn:aws:eks:{config.region}:{config.account}:cluster/{config.eks.cluster_name}"
+    return [
+        iam.PolicyStatement(
+            actions=["eks:DescribeCluster", "eks:ListAddons"], resources=[eks_cluster]
+        ),
+        iam.PolicyStatement(
+            actions=["eks:DescribeAddon"],
+            resources=[
+                f"arn:aws:eks:{config.region}:{config.account}:addon/{config.eks.cluster_name}/*/*"
+            ],
+        ),
+        iam.PolicyStatement(
+            actions=["sagemaker:DescribeCluster"],
+            # The HyperPod cluster's ARN ends in a generated id, unknown before it exists.
+            resources=[f"arn:aws:sagemaker:{config.region}:{config.account}:cluster/*"],
+        ),
+    ]
+
+
+class VerifyRole(Construct):
+    """Role of the pipeline's verify step. Add its ARN to the test environment's
+    ``eks.admin_principal_arns`` so it can read the cluster's objects."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig) -> None:
+        super().__init__(scope, id)
+        self.role = iam.Role(
+            self,
+            "Role",
+            role_name=verify_role_name(config),
+            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
+            description=f"Runs `scripts verify` against {config.environment}",
+        )
+        for statement in _read_environment_statements(config):
+            self.role.add_to_policy(statement)
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "The HyperPod cluster ARN ends in an id generated at creation; the add-on ARNs "
+            "end in their name and a generated id.",
+            f"Resource::arn:aws:sagemaker:{config.region}:{config.account}:cluster/*",
+            f"Resource::arn:aws:eks:{config.region}:{config.account}:addon/"
+            f"{config.eks.cluster_name}/*/*",
+        )
+
+
+class NightlyRecreate(Construct):
+    """A scheduled CodeBuild run of `scripts recreate` on the test environment: teardown,
+    deploy, verify. Failures show drift and recreate problems before a release."""
+
+    def __init__(
+        self, scope: Construct, id: str, *, config: AppConfig, test_config: AppConfig
+    ) -> None:
+        super().__init__(scope, id)
+        settings = config.pipeline
+        assert settings.repository and settings.connection_arn
+        owner, repo = settings.repository.split("/", 1)
+        log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        self.project = codebuild.Project(
+            self,
+            "Project",
+            description=f"Nightly teardown and recreate of {test_config.environment}",
+            source=codebuild.Source.git_hub(owner=owner, repo=repo, branch_or_ref=settings.branch),
+            environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE),
+            timeout=Duration.hours(8),
+            logging=codebuild.LoggingOptions(
+                cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=log_group)
+            ),
+            build_spec=codebuild.BuildSpec.from_object(
+                {
+                    "version": "0.2",
+                    "phases": {
+                        "install": {
+                            "commands": tool_install_commands(
+                                kubectl_version=kubectl_version_for(test_config)
+                            )
+                        },
+                        "build": {
+                            "commands": [
+                                "make install node_modules/.installed",
+                                f"aws eks update-kubeconfig --name {test_config.eks.cluster_name} "
+                                f"--region {test_config.region} || true",
+                                ".venv/bin/python -m scripts recreate "
+                                f"--env {test_config.environment} --yes",
+                            ]
+                        },
+                    },
+                }
+            ),
+        )
+        # The source is read through the pipeline's connection, not a stored token.
+        cfn_project = self.project.node.default_child
+        assert isinstance(cfn_project, codebuild.CfnProject)
+        cfn_project.add_property_override(
+            "Source.Auth", {"Type": "CODECONNECTIONS", "Resource": settings.connection_arn}
+        )
+        role = self.project.role
+        assert role is not None
+        account, region = test_config.account, test_config.region
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="UseConnection",
+                actions=["codeconnections:UseConnection", "codestar-connections:UseConnection"],
+                resources=[settings.connection_arn],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="DeployThroughCdkBootstrapRoles",
+                actions=["sts:AssumeRole"],
+                resources=[
+                    f"arn:aws:iam::{account}:role/"
+                    + CDK_BOOTSTRAP_ROLES.format(account=account, region=region)
+                ],
+            )
+        )
+        for statement in _read_environment_statements(test_config):
+            role.add_to_principal_policy(statement)
+        prefix = test_config.stack_prefix
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="DeleteEnvironmentStacks",
+                actions=["cloudformation:DescribeStacks", "cloudformation:DeleteStack"],
+                resources=[f"arn:aws:cloudformation:{region}:{account}:stack/{prefix}-*/*"],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="FindLeftovers",
+                actions=[
+                    "ec2:DescribeVpcs",
+                    "ec2:DescribeNetworkInterfaces",
+                    "ec2:DescribeVpcEndpoints",
+                    "ec2:DescribeSecurityGroups",
+                    "ec2:DescribeVolumes",
+                    "logs:DescribeLogGroups",
+                    "elasticloadbalancing:DescribeLoadBalancers",
+                    "elasticloadbalancing:DescribeTags",
+                ],
+                resources=["*"],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="SweepLeftovers",
+                actions=[
+                    "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteVpcEndpoints",
+                    "ec2:DeleteSecurityGroup",
+                    "ec2:DeleteVolume",
+                ],
+                resources=[
+                    f"arn:aws:ec2:{region}:{account}:{kind}/*"
+                    for kind in ("network-interface", "vpc-endpoint", "security-group", "volume")
+                ],
+            )
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                sid="SweepLogGroups",
+                actions=["logs:DeleteLogGroup"],
+                resources=[f"arn:aws:logs:{region}:{account}:log-group:*{prefix}*"],
+            )
+        )
+        self.rule = events.Rule(
+            self,
+            "Schedule",
+            schedule=events.Schedule.expression(settings.nightly_schedule),
+            targets=[targets.CodeBuildProject(self.project)],
+        )
+        acknowledge(
+            self.project,
+            "AwsSolutions-CB4",
+            "Build artifacts are not produced; logs go to an encrypted-at-rest CloudWatch group.",
+        )
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "Teardown sweeps resources CloudFormation left behind; their ids are not known "
+            "before they exist, and Describe calls cannot be resource-scoped.",
+            "Resource::*",
+            f"Resource::arn:aws:iam::{account}:role/"
+            + CDK_BOOTSTRAP_ROLES.format(account=account, region=region),
+            f"Resource::arn:aws:cloudformation:{region}:{account}:stack/{prefix}-*/*",
+            *(
+                f"Resource::arn:aws:ec2:{region}:{account}:{kind}/*"
+                for kind in ("network-interface", "vpc-endpoint", "security-group", "volume")
+            ),
+            f"Resource::arn:aws:logs:{region}:{account}:log-group:*{prefix}*",
+            f"Resource::arn:aws:sagemaker:{region}:{account}:cluster/*",
+            f"Resource::arn:aws:eks:{region}:{account}:addon/{test_config.eks.cluster_name}/*/*",
+        )
+
+
+class GitHubDeployRole(Construct):
+    """The role GitHub Actions assumes with its OIDC token to deploy from the configured branch
+    (no long-lived keys). It may only assume the CDK bootstrap roles."""
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig) -> None:
+        super().__init__(scope, id)
+        settings = config.pipeline
+        github = settings.github_actions
+        assert github.deploy_role_name and settings.repository
+        if github.create_oidc_provider:
+            provider: iam.IOpenIdConnectProvider = iam.OpenIdConnectProvider(
+                self, "Provider", url=GITHUB_OIDC_URL, client_ids=["sts.amazonaws.com"]
+            )
+        else:
+            provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+                self,
+                "Provider",
+                f"arn:aws:iam::{config.account}:oidc-provider/token.actions.githubusercontent.com",
+            )
+        issuer = "token.actions.githubusercontent.com"
+        self.role = iam.Role(
+            self,
+            "Role",
+            role_name=github.deploy_role_name,
+            description=f"GitHub Actions deploys of {settings.repository}@{settings.branch}",
+            assumed_by=iam.WebIdentityPrincipal(
+                provider.open_id_connect_provider_arn,
+                conditions={
+                    "StringEquals": {
+                        f"{issuer}:aud": "sts.amazonaws.com",
+                        f"{issuer}:sub": f"repo:{settings.repository}:ref:refs/heads/"
+                        f"{settings.branch}",
+                    }
+                },
+            ),
+            max_session_duration=Duration.hours(4),
+        )
+        pattern = CDK_BOOTSTRAP_ROLES.format(account=config.account, region=config.region)
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["sts:AssumeRole"],
+                resources=[f"arn:aws:iam::{config.account}:role/{pattern}"],
+            )
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5",
+            "Deploys go through the CDK bootstrap roles (deploy, file and image publishing, "
+            "lookup), which share this name pattern.",
+            f"Resource::arn:aws:iam::{config.account}:role/{pattern}",
+        )

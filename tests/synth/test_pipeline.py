@@ -1,0 +1,176 @@
+"""The delivery pipeline stack: stages and their order, the approval before prod, the synth
+step running the README's commands, the nightly recreate and the GitHub deploy role."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aws_cdk import App, Environment
+
+from infra.cdk_context import cdk_json_context
+from infra.config import ConfigError, load_config, parse_config
+from infra.config.loader import CONFIG_DIR
+from infra.nag import enable_checks
+from infra.validation import errors_only, lint_template
+from stacks.pipeline_stack import PipelineStack
+
+CONNECTION = (
+    "arn:aws:codeconnections:us-west-2:111122223333:connection/12345678-1234-1234-1234-123456789012"
+)
+
+
+def prod_with_pipeline(**pipeline: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "prod.yaml").read_text())
+    raw["pipeline"] = {
+        "enabled": True,
+        "connection_arn": CONNECTION,
+        "repository": "example-org/hyperpod-kvcache",
+        **pipeline,
+    }
+    return raw
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    config = parse_config(
+        prod_with_pipeline(
+            nightly_recreate=True,
+            github_actions={"deploy_role_name": "hyperpod-kvcache-github-deploy"},
+        ),
+        "config/prod.yaml",
+        "prod",
+    )
+    outdir = tmp_path_factory.mktemp("pipeline")
+    app = App(context=cdk_json_context(), outdir=str(outdir))
+    PipelineStack(
+        app,
+        "hyperpod-kvcache-pipeline",
+        config=config,
+        test_config=load_config("test"),
+        env=Environment(account=config.account, region=config.region),
+    )
+    enable_checks(app)  # raises on any unacknowledged cdk-nag finding
+    app.synth()
+    path = outdir / "hyperpod-kvcache-pipeline.template.json"
+    return {"path": path, "template": json.loads(path.read_text()), "outdir": outdir}
+
+
+def stages(template: dict[str, Any]) -> list[dict[str, Any]]:
+    pipelines = [
+        r for r in template["Resources"].values() if r["Type"] == "AWS::CodePipeline::Pipeline"
+    ]
+    assert len(pipelines) == 1
+    result: list[dict[str, Any]] = pipelines[0]["Properties"]["Stages"]
+    return result
+
+
+def action_names(stage: dict[str, Any]) -> list[str]:
+    return [a["Name"] for a in sorted(stage["Actions"], key=lambda a: a["RunOrder"])]
+
+
+def test_stage_order_ends_with_approval_then_prod(pipeline: dict[str, Any]) -> None:
+    names = [s["Name"] for s in stages(pipeline["template"])]
+    assert names[:3] == ["Source", "Build", "UpdatePipeline"]
+    assert names[-2:] == ["Test", "Prod"]
+
+
+def test_test_stage_deploys_in_order_then_verifies(pipeline: dict[str, Any]) -> None:
+    test = next(s for s in stages(pipeline["template"]) if s["Name"] == "Test")
+    actions = sorted(test["Actions"], key=lambda a: a["RunOrder"])
+    deployed = [
+        a["Configuration"]["StackName"]
+        for a in actions
+        if a["ActionTypeId"]["Provider"] == "CloudFormation"
+        and a["Configuration"].get("ActionMode") == "CHANGE_SET_REPLACE"
+    ]
+    assert deployed == [
+        f"hyperpod-kvcache-test-{s}" for s in ("network", "eks", "hyperpod", "addons", "kvcache")
+    ]
+    assert actions[-1]["Name"] == "VerifyTest"
+
+
+def test_manual_approval_comes_before_any_prod_deploy(pipeline: dict[str, Any]) -> None:
+    prod = next(s for s in stages(pipeline["template"]) if s["Name"] == "Prod")
+    actions = sorted(prod["Actions"], key=lambda a: a["RunOrder"])
+    approval = [a for a in actions if a["ActionTypeId"]["Category"] == "Approval"]
+    assert [a["Name"] for a in approval] == ["PromoteToProd"]
+    first_deploy = min(a["RunOrder"] for a in actions if a["ActionTypeId"]["Category"] == "Deploy")
+    assert approval[0]["RunOrder"] < first_deploy
+
+
+def _buildspec(template: dict[str, Any], marker: str) -> str:
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::CodeBuild::Project":
+            spec = json.dumps(resource["Properties"]["Source"].get("BuildSpec", ""))
+            if marker in spec:
+                return spec
+    raise AssertionError(f"no CodeBuild project runs {marker!r}")
+
+
+def test_synth_step_runs_the_readme_commands(pipeline: dict[str, Any], repo_root: Path) -> None:
+    spec = _buildspec(pipeline["template"], "make pipeline-synth")
+    readme = (repo_root / "README.md").read_text()
+    for command in ("make test", "make synth"):
+        assert command in readme
+        assert command in spec
+    assert spec.index("make test") < spec.index("make pipeline-synth ENV=prod")
+
+
+def test_nightly_recreate_is_scheduled(pipeline: dict[str, Any]) -> None:
+    rules = [
+        r["Properties"]
+        for r in pipeline["template"]["Resources"].values()
+        if r["Type"] == "AWS::Events::Rule"
+        and r["Properties"].get("ScheduleExpression") == "cron(0 3 * * ? *)"
+    ]
+    assert len(rules) == 1
+    spec = _buildspec(pipeline["template"], "scripts recreate")
+    assert "--env test --yes" in spec
+
+
+def test_github_deploy_role_trusts_only_the_branch(pipeline: dict[str, Any]) -> None:
+    roles = [
+        r["Properties"]
+        for r in pipeline["template"]["Resources"].values()
+        if r["Type"] == "AWS::IAM::Role"
+        and r["Properties"].get("RoleName") == "hyperpod-kvcache-github-deploy"
+    ]
+    assert len(roles) == 1
+    condition = roles[0]["AssumeRolePolicyDocument"]["Statement"][0]["Condition"]
+    assert condition["StringEquals"] == {
+        "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+        "token.actions.githubusercontent.com:sub": "repo:example-org/hyperpod-kvcache:ref:"
+        "refs/heads/main",
+    }
+
+
+def test_pipeline_template_passes_cfn_lint(pipeline: dict[str, Any]) -> None:
+    assert errors_only(lint_template(pipeline["path"], ["us-west-2"])) == []
+
+
+def test_no_schedule_unless_enabled(tmp_path: Path) -> None:
+    config = parse_config(prod_with_pipeline(), "config/prod.yaml", "prod")
+    app = App(context=cdk_json_context(), outdir=str(tmp_path))
+    stack = PipelineStack(
+        app,
+        "p",
+        config=config,
+        test_config=load_config("test"),
+        env=Environment(account=config.account, region=config.region),
+    )
+    assert not hasattr(stack, "nightly")
+
+
+def test_pipeline_needs_its_source() -> None:
+    raw = prod_with_pipeline()
+    del raw["pipeline"]["connection_arn"]
+    with pytest.raises(ConfigError) as info:
+        parse_config(raw, "config/prod.yaml", "prod")
+    assert str(info.value) == (
+        "config/prod.yaml: pipeline.connection_arn = (missing): allowed: a value when "
+        "pipeline.enabled is true; fix: set pipeline.connection_arn (see README, CI/CD)"
+    )
