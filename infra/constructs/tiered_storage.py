@@ -77,10 +77,19 @@ def pinned_versions(requirements: Path = REQUIREMENTS) -> dict[str, str]:
     return pins
 
 
+# The handler only ever creates a SageMaker client: botocore's other ~450 service models (and
+# boto3's resource models) are left out, which makes the package and every synth much smaller.
+BOTOCORE_SERVICES = frozenset({"sagemaker"})
+
+
 def _skip(relative: Path) -> bool:
     parts = relative.parts
     if parts[0] == ".." or "__pycache__" in parts or relative.suffix == ".pyc":
         return True  # console scripts outside site-packages, and bytecode of this interpreter
+    if parts[:2] == ("botocore", "data") and len(parts) > 3:
+        return parts[2] not in BOTOCORE_SERVICES  # keeps data/*.json (endpoints, partitions)
+    if parts[:2] == ("boto3", "data"):
+        return True
     # Install bookkeeping that may name this machine; METADATA and licences stay.
     return parts[0].endswith(".dist-info") and relative.name in {
         "RECORD",

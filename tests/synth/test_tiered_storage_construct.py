@@ -239,6 +239,9 @@ def test_asset_bundles_the_pinned_boto3_and_no_bytecode(synth: Synth) -> None:
         assert (asset / package / "__init__.py").is_file(), package
     assert (asset / "six.py").is_file()
     assert (asset / "tiered_storage" / "index.py").is_file()
+    # Only the SageMaker model of botocore's service data ships (the handler's only client).
+    services = {p.name for p in (asset / "botocore" / "data").iterdir() if p.is_dir()}
+    assert services == {"sagemaker"}
     assert not [p for p in asset.rglob("*") if p.name == "__pycache__" or p.suffix == ".pyc"]
 
 
