@@ -109,9 +109,18 @@ class NightlyRecreate(Construct):
         assert settings.repository and settings.connection_arn
         owner, repo = settings.repository.split("/", 1)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
+        # Named so the test environment's config can give it an access entry (teardown deletes
+        # the endpoints and PVCs through the Kubernetes API).
+        role = iam.Role(
+            self,
+            "Role",
+            role_name=f"{test_config.project}-{test_config.environment}-nightly-recreate",
+            assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
+        )
         self.project = codebuild.Project(
             self,
             "Project",
+            role=role,
             description=f"Nightly teardown and recreate of {test_config.environment}",
             source=codebuild.Source.git_hub(owner=owner, repo=repo, branch_or_ref=settings.branch),
             environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE),
@@ -147,8 +156,6 @@ class NightlyRecreate(Construct):
         cfn_project.add_property_override(
             "Source.Auth", {"Type": "CODECONNECTIONS", "Resource": settings.connection_arn}
         )
-        role = self.project.role
-        assert role is not None
         account, region = test_config.account, test_config.region
         role.add_to_principal_policy(
             iam.PolicyStatement(
