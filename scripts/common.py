@@ -14,7 +14,7 @@ Status = Literal["pass", "warn", "fail", "skip"]
 
 
 class Exit(IntEnum):
-    """Process exit codes, the same for every command (docs/cli.md lists them)."""
+    """Process exit codes, the same for every command (README.md, Operations CLI, lists them)."""
 
     OK = 0
     CHECK_FAILED = 1  # a check or verdict failed (preflight, verify)

@@ -2,7 +2,7 @@
 
 Versions are pinned per add-on (``aws eks describe-addon-versions --addon-name <name>
 --kubernetes-version <minor>`` lists what exists; ``python -m scripts preflight`` checks them
-against the account). docs/addons.md says where each default comes from.
+against the account). README.md (Platform add-ons) says where each default comes from.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ CHECKS = {
     "(a wrong hyperpod_cluster_arn in config scopes the policy to another cluster)",
     "ValidationException": "that Tiered Storage is available for this cluster's Region and "
     "instance types, and that the same `aws sagemaker update-cluster` works by hand "
-    "(docs/tiered-storage.md)",
+    "(README.md, Tiered Storage)",
     "ResourceLimitExceeded": "the SageMaker HyperPod quotas of the account (Service Quotas)",
 }
 DEFAULT_CHECK = "the cluster's events in the SageMaker console and the {op} call in CloudTrail"

@@ -134,7 +134,7 @@ def _delete_hint(error: HandlerError, event: dict[str, Any], target: TieredStora
     return HandlerError(
         f"{error} Tiered Storage was not restored to {target}. To finish the delete without "
         f"restoring, retry it with `--retain-resources {logical_id}` and set the config by hand "
-        "(docs/tiered-storage.md, Recovery)."
+        "(README.md, Tiered Storage: recovery)."
     )
 
 
