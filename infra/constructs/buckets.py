@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.nag import acknowledge
+
+ACCESS_LOG_DAYS = 365
 
 
 class SecureBucket(Construct):
@@ -51,6 +53,10 @@ class SecureBucket(Construct):
             versioned=access_logs is not None,
             server_access_logs_bucket=access_logs,
             server_access_logs_prefix="s3-access/" if access_logs else None,
+            # Access logs are kept a year; the data buckets keep what their owners write.
+            lifecycle_rules=None
+            if access_logs
+            else [s3.LifecycleRule(expiration=Duration.days(ACCESS_LOG_DAYS))],
             removal_policy=removal,
             auto_delete_objects=not retain,
         )

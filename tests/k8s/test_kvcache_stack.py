@@ -13,6 +13,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
+from infra.cdk_context import cdk_json_context
 from infra.config import AppConfig
 from stacks.kvcache_stack import KvCacheStack
 
@@ -21,7 +22,7 @@ PRUNE = "aws.cdk.eks/prune-"
 
 @pytest.fixture(scope="module")
 def template(dev_config: AppConfig) -> Template:
-    app = App()
+    app = App(context=cdk_json_context())
     ref = Stack(app, "ClusterRef")
     provider = eks.KubectlProvider.from_kubectl_provider_attributes(
         ref, "Provider", service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",

@@ -20,6 +20,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
+from infra.cdk_context import cdk_json_context
 from infra.config import parse_config
 from infra.constructs.addons.inference_operator import execution_role_name
 from stacks.addons_stack import AddonsStack
@@ -50,7 +51,7 @@ def resources() -> dict[str, dict[str, Any]]:
         "test",
         "test",
     )
-    app = cdk.App()
+    app = cdk.App(context=cdk_json_context())
     stack = cdk.Stack(app, "Imports", env=cdk.Environment(account=config.account,
                                                           region=config.region))  # fmt: skip
     assert config.existing_cluster is not None

@@ -23,7 +23,7 @@ from infra.constructs.addons.service_accounts import (
     INFERENCE_CONTROLLER,
     KEDA_OPERATOR,
 )
-from infra.constructs.addons.tls_bucket import TlsCertificateBucket
+from infra.constructs.buckets import SecureBucket
 
 # The add-on rejects an execution role whose name does not start with this, and the AWS-managed
 # AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on
@@ -66,7 +66,7 @@ class InferenceOperatorAddon(EksAddon):
         retain_stateful_resources: bool,
     ) -> None:
         holder = Construct(scope, f"{id}Iam")
-        self.tls = TlsCertificateBucket(scope, "TlsCertificates", retain=retain_stateful_resources)
+        self.tls = SecureBucket(scope, "TlsCertificates", retain=retain_stateful_resources)
 
         self.execution_role = irsa_role(
             holder,
