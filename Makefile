@@ -7,7 +7,8 @@ OUT := cdk.out
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth bench clean
+.PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
+	preflight verify teardown bench clean
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -65,6 +66,13 @@ pipeline-synth: install
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
 pipeline: install node_modules/.installed chart
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy -c env=$(ENV) -c pipeline=true --all --require-approval never
+
+## preflight / verify / teardown: the operations CLI on config/$(ENV).yaml (see README)
+preflight verify: install
+	$(PY) -m scripts $@ --env $(ENV)
+
+teardown: install
+	$(PY) -m scripts teardown --env $(ENV)
 
 ## bench: synth time and peak memory of the full app against a bare one-VPC app
 bench: install

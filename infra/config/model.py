@@ -86,8 +86,8 @@ class HyperPodSubnetConfig(Section):
 
 
 class ExistingVpcConfig(Section):
-    """A VPC the app does not own. The app adds the HyperPod subnet, the S3 endpoint, flow logs
-    and the security group to it."""
+    """A VPC the app does not own. The app adds the HyperPod subnet (with an S3 gateway endpoint
+    on its route table), flow logs and the cluster security group to it."""
 
     vpc_id: str
     """Id of the VPC (vpc-...)."""

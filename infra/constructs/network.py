@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy, Tags
+from aws_cdk import Annotations, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -46,18 +46,26 @@ class Network(Construct):
         )
 
         self.hyperpod_subnet = self._hyperpod_subnet(config)
+        # An existing VPC keeps its own routing: the endpoint serves only the subnet added here.
+        served = [self.hyperpod_subnet]
+        if config.existing_vpc is None:
+            served += self.vpc.private_subnets
         self.vpc.add_gateway_endpoint(
             "S3",
             service=ec2.GatewayVpcEndpointAwsService.S3,
-            subnets=[
-                ec2.SubnetSelection(subnets=[*self.vpc.private_subnets, self.hyperpod_subnet])
-            ],
+            subnets=[ec2.SubnetSelection(subnets=served)],
         )
         self.cluster_security_group = self._cluster_security_group(config)
 
     def _vpc(self, config: NetworkConfig) -> ec2.IVpc:
         existing = config.existing_vpc
         if existing is not None:
+            # The existing subnets' route tables belong to the VPC's owner; nothing here reads
+            # or changes them, so their ids are not asked for.
+            Annotations.of(self).acknowledge_warning(
+                "@aws-cdk/aws-ec2:noSubnetRouteTableId",
+                "the existing VPC's route tables are left to its owner",
+            )
             # Attributes, not Vpc.from_lookup: synth stays offline and deterministic.
             return ec2.Vpc.from_vpc_attributes(
                 self,

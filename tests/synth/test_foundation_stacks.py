@@ -212,6 +212,55 @@ def test_hyperpod_cluster_waits_for_chart_scripts_and_role(dev: Synth) -> None:
     assert values["inferenceOperators"] == {"enabled": False}
 
 
+def test_tiered_storage_resource_follows_the_cluster(dev: Synth) -> None:
+    resources = dev.template_json("hyperpod")["Resources"]
+    tiered = [(k, v) for k, v in resources.items() if v["Type"] == "Custom::HyperPodTieredStorage"]
+    assert len(tiered) == 1
+    _, resource = tiered[0]
+    assert "HyperPodCluster11759092" in resource["DependsOn"]
+    props = resource["Properties"]
+    assert props["ClusterName"] == "hyperpod-kvcache-dev"
+    assert (props["Mode"], str(props["InstanceMemoryAllocationPercentage"])) == ("Enable", "20")
+    assert props["InstanceGroupsHash"]
+
+
+def test_existing_vpc_gets_the_hyperpod_subnet_and_no_new_vpc(tmp_path_factory: Any) -> None:
+    from infra.config import parse_config
+    from tests.synth_support import synth
+
+    config = parse_config(
+        {
+            "account": "111122223333",
+            "network": {
+                "existing_vpc": {
+                    "vpc_id": "vpc-0abc1234def567890",
+                    "vpc_cidr": "10.50.0.0/16",
+                    "private_subnet_ids": ["subnet-0aaa1111bbb22222a", "subnet-0ccc3333ddd44444b"],
+                    "nat_gateway_id": "nat-0eee5555fff66666c",
+                }
+            },
+        },
+        "inline",
+        "dev",
+    )
+    result = synth(config, tmp_path_factory.mktemp("existing-vpc"))
+    resources = result.template_json("network")["Resources"]
+    types = [r["Type"] for r in resources.values()]
+    assert "AWS::EC2::VPC" not in types and "AWS::EC2::NatGateway" not in types
+    subnet = next(r for r in resources.values() if r["Type"] == "AWS::EC2::Subnet")
+    assert subnet["Properties"]["VpcId"] == "vpc-0abc1234def567890"
+    route = next(r for r in resources.values() if r["Type"] == "AWS::EC2::Route")
+    assert route["Properties"]["NatGatewayId"] == "nat-0eee5555fff66666c"
+    assert "AWS::EC2::FlowLog" in types
+    endpoint = next(r for r in resources.values() if r["Type"] == "AWS::EC2::VPCEndpoint")
+    assert endpoint["Properties"]["RouteTableIds"] == [{"Ref": "NetworkHyperPodRoutes2C046771"}]
+    cluster = only(result.resources("eks", "AWS::EKS::Cluster"))["Properties"]
+    assert cluster["ResourcesVpcConfig"]["SubnetIds"] == [
+        "subnet-0aaa1111bbb22222a",
+        "subnet-0ccc3333ddd44444b",
+    ]
+
+
 def test_lifecycle_bucket_is_private_encrypted_tls_only_and_logged(dev: Synth) -> None:
     buckets = dev.resources("hyperpod", "AWS::S3::Bucket")
     for bucket in buckets.values():
