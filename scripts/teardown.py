@@ -28,7 +28,12 @@ Log = Callable[[str], None]
 
 
 def is_prod(cfg: Any) -> bool:
-    return str(cfg.environment).lower().startswith("prod")
+    """Production by name, or by the protections only production turns on."""
+    return (
+        str(cfg.environment).lower().startswith("prod")
+        or bool(cfg.termination_protection)
+        or bool(cfg.retain_stateful_resources)
+    )
 
 
 def stack_names(cfg: Any) -> list[str]:

@@ -222,6 +222,21 @@ def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.Mon
     assert recreate.exit_code == 3
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"environment": "production"},
+        {"environment": "live", "termination_protection": True},
+        {"environment": "live", "retain_stateful_resources": True},
+    ],
+)
+def test_protected_environments_count_as_prod(overrides: dict[str, Any]) -> None:
+    from scripts.teardown import is_prod
+
+    assert is_prod(make_cfg(**overrides))
+    assert not is_prod(make_cfg(environment="test"))
+
+
 def test_recreate_runs_teardown_then_deploy(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from scripts import cli
 
