@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 
@@ -66,16 +66,6 @@ def acknowledge_cdk_internals(stack: Stack) -> None:
         elif isinstance(construct, iam.CfnPolicy):
             for finding in wildcard_findings(stack.resolve(construct.policy_document)):
                 acknowledge(construct, "AwsSolutions-IAM5", REASON.format(what="wildcard"), finding)
-        elif isinstance(construct, CfnResource) and construct.cfn_resource_type == "AWS::IAM::Role":
-            # The auto-delete provider is a raw CfnResource role with inline policies.
-            props = stack.resolve(construct._cfn_properties)
-            for arn in props.get("ManagedPolicyArns", []):
-                acknowledge(
-                    construct,
-                    "AwsSolutions-IAM4",
-                    REASON.format(what="managed policy"),
-                    f"Policy::{render_intrinsic(arn)}",
-                )
 
 
 def wildcard_findings(document: dict[str, Any]) -> list[str]:

@@ -19,17 +19,13 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
-    Acknowledgment,
     AssetHashType,
     BundlingOptions,
-    CfnElement,
     CustomResource,
     DockerImage,
     Duration,
     ILocalBundling,
     RemovalPolicy,
-    Stack,
-    Validations,
 )
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -39,6 +35,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config.tiered_storage import TieredStorageConfig
+from infra.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HANDLER_DIR = REPO_ROOT / "infra" / "handlers" / "tiered_storage"
@@ -256,50 +253,20 @@ class TieredStorage(Construct):
         self._acknowledge_nag_findings()
 
     def _acknowledge_nag_findings(self) -> None:
-        """cdk-nag (AwsSolutions) findings this construct cannot fix, each with its reason."""
-        stack = Stack.of(self)
+        """cdk-nag findings on this construct's own resources, each with its reason.
 
-        def arn_of(fn: lambda_.Function) -> str:
-            resource = fn.node.default_child
-            assert isinstance(resource, CfnElement)
-            logical_id = stack.resolve(stack.get_logical_id(resource))
-            return f"Resource::<{logical_id}.Arn>:*"
-
-        def ack(scope: Construct, rule: str, reason: str) -> None:
-            Validations.of(scope).acknowledge(
-                Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason)
-            )
-
+        The Provider framework's functions, roles and waiter policies are CDK-generated and are
+        acknowledged with the other CDK internals (infra/nag_cdk_internals.py).
+        """
         for fn in (self.on_event_function, self.is_complete_function):
-            ack(
+            acknowledge(
                 fn,
                 "AwsSolutions-L1",
                 f"{RUNTIME.name} is pinned on purpose (3.12+ puts the function's bundled boto3 "
                 "ahead of the runtime's); move RUNTIME in infra/constructs/tiered_storage.py to a "
                 "newer one after a test deploy.",
             )
-        invoke = "The Provider framework invokes this construct's own handler functions; ':*' is "
-        invoke += "the Lambda version qualifier CDK adds, not other functions."
-        ack(
-            self.provider,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicExecutionRole]",
-            "The Provider framework's own functions log with AWSLambdaBasicExecutionRole (CDK "
-            "built-in; CloudWatch Logs write only).",
-        )
-        for fn in (self.on_event_function, self.is_complete_function):
-            ack(self.provider, f"AwsSolutions-IAM5[{arn_of(fn)}]", invoke)
-        for name in ("framework-isComplete", "framework-onTimeout"):
-            framework_fn = self.provider.node.find_child(name)
-            assert isinstance(framework_fn, lambda_.Function)
-            ack(self.provider, f"AwsSolutions-IAM5[{arn_of(framework_fn)}]", invoke)
-        ack(
-            self.provider,
-            "AwsSolutions-IAM5[Resource::*]",
-            "The waiter state machine's log delivery (logs:*LogDelivery, PutResourcePolicy, "
-            "DescribeLogGroups/ResourcePolicies) has no resource-level permissions.",
-        )
-        ack(
+        acknowledge(
             self.provider,
             "AwsSolutions-SF2",
             "The Provider's waiter state machine has no X-Ray option; it only polls is_complete, "

@@ -24,7 +24,6 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
-from cdk_nag import AwsSolutionsChecks
 
 from infra.cdk_context import cdk_json_context
 from infra.config.tiered_storage import TieredStorageConfig
@@ -37,6 +36,7 @@ from infra.constructs.tiered_storage import (
     bundle,
     pinned_versions,
 )
+from infra.nag import enable_checks
 
 EXISTING_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
@@ -98,7 +98,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         instance_groups_hash="n/a",
         restore_on_delete=True,
     )
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    enable_checks(app)  # the app's own cdk-nag wiring; raises on an unacknowledged finding
     app.synth()
     return Synth(
         outdir=outdir,
