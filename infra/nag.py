@@ -56,5 +56,21 @@ def acknowledge(construct: IConstruct, rule: str, reason: str, *findings: str) -
     prefix matching, so each finding is listed explicitly.
     """
     ids = [f"{rule}[{f}]" for f in findings] if findings else [rule]
-    for rule_id in ids:
-        Validations.of(construct).acknowledge(Acknowledgment(id=rule_id, reason=reason))
+    acknowledge_findings(construct, dict.fromkeys(ids, reason))
+
+
+def acknowledge_findings(construct: IConstruct, findings: dict[str, str]) -> None:
+    """Acknowledge findings by their full id (``AwsSolutions-IAM5[Resource::*]``) -> reason."""
+    Validations.of(construct).acknowledge(
+        *(Acknowledgment(id=finding, reason=reason) for finding, reason in findings.items())
+    )
+
+
+def managed_policy_finding(name: str) -> str:
+    """The IAM4 finding id of the AWS-managed policy ``name``."""
+    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{name}]"
+
+
+def wildcard_finding(resource: str) -> str:
+    """The IAM5 finding id of a wildcard resource, as cdk-nag names it."""
+    return f"AwsSolutions-IAM5[Resource::{resource}]"

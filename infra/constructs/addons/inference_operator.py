@@ -16,7 +16,6 @@ from infra.constructs.addons.alb_controller_policy import (
 )
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.irsa import irsa_role
-from infra.constructs.addons.nag import acknowledge, managed_policy, wildcard
 from infra.constructs.addons.service_accounts import (
     ALB_CONTROLLER,
     GATED_MODEL_DOWNLOAD,
@@ -24,6 +23,7 @@ from infra.constructs.addons.service_accounts import (
     KEDA_OPERATOR,
 )
 from infra.constructs.buckets import SecureBucket
+from infra.nag import acknowledge_findings, managed_policy_finding, ref, wildcard_finding
 
 # The add-on rejects an execution role whose name does not start with this, and the AWS-managed
 # AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on
@@ -91,12 +91,12 @@ class InferenceOperatorAddon(EksAddon):
 
         tls_cfn = self.tls.bucket.node.default_child
         assert isinstance(tls_cfn, CfnElement)
-        acknowledge(
+        acknowledge_findings(
             self.execution_role,
             {
-                managed_policy("AmazonSageMakerHyperPodInferenceAccess"): "Required by the "
+                managed_policy_finding("AmazonSageMakerHyperPodInferenceAccess"): "Required by the "
                 "HyperPod inference add-on; AWS maintains it with the operator's API calls.",
-                wildcard(f"<{Stack.of(scope).get_logical_id(tls_cfn)}.Arn>/*"): "Certificates "
+                wildcard_finding(f"{ref(tls_cfn, 'Arn')}/*"): "Certificates "
                 "the operator writes into its own TLS bucket; keys are generated per endpoint.",
             },
         )
@@ -114,11 +114,12 @@ class InferenceOperatorAddon(EksAddon):
             )
         )
 
-        acknowledge(
+        acknowledge_findings(
             self.gated_model_role,
             {
-                managed_policy("AmazonSageMakerHyperPodGatedModelAccess"): "Required by the "
-                "HyperPod inference add-on for gated JumpStart model downloads."
+                managed_policy_finding(
+                    "AmazonSageMakerHyperPodGatedModelAccess"
+                ): "Required by the HyperPod inference add-on for gated JumpStart model downloads."
             },
         )
         config: dict[str, object] = {
@@ -140,9 +141,9 @@ class InferenceOperatorAddon(EksAddon):
             )
             for statement in alb_controller_statements():
                 self.alb_role.add_to_policy(statement)
-            acknowledge(
+            acknowledge_findings(
                 self.alb_role,
-                {wildcard(r): ALB_WILDCARD_REASON for r in ALB_WILDCARD_FINDINGS},
+                {wildcard_finding(r): ALB_WILDCARD_REASON for r in ALB_WILDCARD_FINDINGS},
             )
             config["alb"] = {
                 "enabled": True,
@@ -182,11 +183,13 @@ class InferenceOperatorAddon(EksAddon):
                     ],
                 )
             )
-            acknowledge(
+            acknowledge_findings(
                 self.keda_role,
                 {
-                    wildcard("*"): "CloudWatch metric reads have no resource-level permissions.",
-                    wildcard(
+                    wildcard_finding(
+                        "*"
+                    ): "CloudWatch metric reads have no resource-level permissions.",
+                    wildcard_finding(
                         "arn:<AWS::Partition>:aps:<AWS::Region>:<AWS::AccountId>:workspace/*"
                     ): "Scaling queries may read any Prometheus workspace of this account.",
                 },

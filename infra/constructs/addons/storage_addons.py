@@ -11,12 +11,12 @@ from infra.cluster_types import AnyCluster
 from infra.config.addons import EbsCsiConfig, FsxCsiConfig, S3CsiConfig
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.irsa import irsa_role
-from infra.constructs.addons.nag import acknowledge, managed_policy, wildcard
 from infra.constructs.addons.service_accounts import (
     EBS_CSI_CONTROLLER,
     FSX_CSI_CONTROLLER,
     S3_CSI,
 )
+from infra.nag import acknowledge_findings, managed_policy_finding, wildcard_finding
 
 
 class S3CsiDriverAddon(EksAddon):
@@ -57,10 +57,12 @@ class S3CsiDriverAddon(EksAddon):
                     resources=[f"{arn}/*" for arn in buckets],
                 )
             )
-            acknowledge(
+            acknowledge_findings(
                 self.role,
                 {
-                    wildcard(f"arn:<AWS::Partition>:s3:::{name}/*"): "Objects of a model bucket "
+                    wildcard_finding(
+                        f"arn:<AWS::Partition>:s3:::{name}/*"
+                    ): "Objects of a model bucket "
                     "named in config (read-only); keys are not known in advance."
                     for name in settings.model_bucket_names
                 },
@@ -112,11 +114,13 @@ class FsxCsiDriverAddon(EksAddon):
                     resources=["*"],
                 )
             )
-        acknowledge(
+        acknowledge_findings(
             self.role,
             {
-                wildcard("*"): "fsx:DescribeFileSystems has no resource-level permissions.",
-                managed_policy("AmazonFSxFullAccess"): "AWS documents this policy for the FSx "
+                wildcard_finding("*"): "fsx:DescribeFileSystems has no resource-level permissions.",
+                managed_policy_finding(
+                    "AmazonFSxFullAccess"
+                ): "AWS documents this policy for the FSx "
                 "CSI driver's dynamic provisioning (opt-in: dynamic_provisioning).",
             },
         )
@@ -165,10 +169,12 @@ class EbsCsiDriverAddon(EksAddon):
         self.role.add_managed_policy(
             iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AmazonEBSCSIDriverPolicy")
         )
-        acknowledge(
+        acknowledge_findings(
             self.role,
             {
-                managed_policy("service-role/AmazonEBSCSIDriverPolicy"): "AWS's policy for the "
+                managed_policy_finding(
+                    "service-role/AmazonEBSCSIDriverPolicy"
+                ): "AWS's policy for the "
                 "EBS CSI driver; it is kept current with the driver's API calls."
             },
         )
