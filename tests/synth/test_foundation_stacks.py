@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match
 
-from tests.synth_support import Synth
+from infra.config import parse_config
+from tests.synth_support import Synth, dev_config, synth
 
 
 def only(resources: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -142,13 +144,20 @@ def test_kubectl_provider_uses_the_pinned_layer(dev: Synth) -> None:
     )
 
 
-def test_admin_access_entries_from_config(tmp_path_factory: Any) -> None:
-    from infra.config import parse_config
-    from tests.synth_support import synth
-
+@pytest.fixture(scope="module")
+def variant(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """One synth for the non-default options: existing VPC, private endpoint, admin entries."""
     config = parse_config(
         {
             "account": "111122223333",
+            "network": {
+                "existing_vpc": {
+                    "vpc_id": "vpc-0abc1234def567890",
+                    "vpc_cidr": "10.50.0.0/16",
+                    "private_subnet_ids": ["subnet-0aaa1111bbb22222a", "subnet-0ccc3333ddd44444b"],
+                    "nat_gateway_id": "nat-0eee5555fff66666c",
+                }
+            },
             "eks": {
                 "endpoint_access": "private",
                 "admin_principal_arns": ["arn:aws:iam::111122223333:role/PlatformAdmin"],
@@ -157,7 +166,11 @@ def test_admin_access_entries_from_config(tmp_path_factory: Any) -> None:
         "inline",
         "dev",
     )
-    result = synth(config, tmp_path_factory.mktemp("private"))
+    return synth(config, tmp_path_factory.mktemp("variant"))
+
+
+def test_admin_access_entries_from_config(variant: Synth) -> None:
+    result = variant
     cluster = only(result.resources("eks", "AWS::EKS::Cluster"))["Properties"]
     assert cluster["ResourcesVpcConfig"]["EndpointPublicAccess"] is False
     entries = [
@@ -224,26 +237,8 @@ def test_tiered_storage_resource_follows_the_cluster(dev: Synth) -> None:
     assert props["InstanceGroupsHash"]
 
 
-def test_existing_vpc_gets_the_hyperpod_subnet_and_no_new_vpc(tmp_path_factory: Any) -> None:
-    from infra.config import parse_config
-    from tests.synth_support import synth
-
-    config = parse_config(
-        {
-            "account": "111122223333",
-            "network": {
-                "existing_vpc": {
-                    "vpc_id": "vpc-0abc1234def567890",
-                    "vpc_cidr": "10.50.0.0/16",
-                    "private_subnet_ids": ["subnet-0aaa1111bbb22222a", "subnet-0ccc3333ddd44444b"],
-                    "nat_gateway_id": "nat-0eee5555fff66666c",
-                }
-            },
-        },
-        "inline",
-        "dev",
-    )
-    result = synth(config, tmp_path_factory.mktemp("existing-vpc"))
+def test_existing_vpc_gets_the_hyperpod_subnet_and_no_new_vpc(variant: Synth) -> None:
+    result = variant
     resources = result.template_json("network")["Resources"]
     types = [r["Type"] for r in resources.values()]
     assert "AWS::EC2::VPC" not in types and "AWS::EC2::NatGateway" not in types
@@ -314,16 +309,12 @@ def test_lifecycle_script_keeps_nvme_for_curvine(repo_root: Any) -> None:
     assert "/opt/sagemaker/containerd" in script or "$EBS_MOUNT/containerd" in script
 
 
-def test_missing_chart_warns_and_is_left_out(existing: Synth, tmp_path_factory: Any) -> None:
-    from tests.synth_support import dev_config, synth
-
+def test_missing_chart_warns_and_is_left_out(tmp_path_factory: pytest.TempPathFactory) -> None:
     result = synth(
         dev_config(), tmp_path_factory.mktemp("nochart"), chart_dir=tmp_path_factory.mktemp("empty")
     )
     resources = result.template_json("hyperpod")["Resources"]
     assert not [v for v in resources.values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
-    warnings = result.stacks.hyperpod.node.metadata  # stack-level metadata is unused
-    assert warnings is not None
     tree = (result.outdir / "hyperpod-kvcache-dev-hyperpod.metadata.json").read_text()
     assert "HyperPod dependencies chart not found" in tree
 
