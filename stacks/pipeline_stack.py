@@ -115,6 +115,8 @@ class PipelineStack(Stack):
         )
         self.test_stage = EnvironmentStage(self, "Test", config=test_config)
         post: list[pipelines.Step] = []
+        # Roles of build steps: CodeBuild adds its artifact/report/log grants to them.
+        build_roles: list[iam.IRole] = []
         if settings.verify_test_environment:
             self.verify_role = VerifyRole(self, "VerifyRole", config=test_config)
             post.append(
@@ -132,6 +134,7 @@ class PipelineStack(Stack):
                     role=self.verify_role.role,
                 )
             )
+            build_roles.append(self.verify_role.role)
         self.pipeline.add_stage(self.test_stage, post=post)
         self.prod_stage = EnvironmentStage(self, "Prod", config=config)
         self.pipeline.add_stage(
@@ -148,16 +151,9 @@ class PipelineStack(Stack):
             self.nightly = NightlyRecreate(
                 self, "NightlyRecreate", config=config, test_config=test_config
             )
+            build_roles.append(self.nightly.role)
         if settings.github_actions.deploy_role_name:
             self.github = GitHubDeployRole(self, "GitHubDeploy", config=config)
         self.pipeline.build_pipeline()
-        for role in self._build_roles():
+        for role in build_roles:
             acknowledge_codebuild_grants(role)
-
-    def _build_roles(self) -> list[iam.IRole]:
-        roles: list[iam.IRole] = []
-        if hasattr(self, "verify_role"):
-            roles.append(self.verify_role.role)
-        if hasattr(self, "nightly") and self.nightly.project.role is not None:
-            roles.append(self.nightly.project.role)
-        return roles

@@ -45,6 +45,14 @@ def kubectl_version_for(config: AppConfig) -> str:
     return f"v{config.eks.kubernetes_version}.0"
 
 
+def _acknowledge_wildcards(
+    role: iam.IRole, statements: list[iam.PolicyStatement], reason: str
+) -> None:
+    """Acknowledge the wildcard resources of ``statements`` (written just above, in full view)."""
+    wildcards = sorted({r for s in statements for r in s.resources if "*" in r})
+    acknowledge(role, "AwsSolutions-IAM5", reason, *(f"Resource::{r}" for r in wildcards))
+
+
 def verify_role_name(config: AppConfig) -> str:
     """Fixed so the test environment's config can list it in eks.admin_principal_arns."""
     return f"{config.project}-{config.environment}-pipeline-verify"
@@ -84,16 +92,14 @@ class VerifyRole(Construct):
             assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"),
             description=f"Runs `scripts verify` against {config.environment}",
         )
-        for statement in _read_environment_statements(config):
+        statements = _read_environment_statements(config)
+        for statement in statements:
             self.role.add_to_policy(statement)
-        acknowledge(
+        _acknowledge_wildcards(
             self.role,
-            "AwsSolutions-IAM5",
+            statements,
             "The HyperPod cluster ARN ends in an id generated at creation; the add-on ARNs "
             "end in their name and a generated id.",
-            f"Resource::arn:aws:sagemaker:{config.region}:{config.account}:cluster/*",
-            f"Resource::arn:aws:eks:{config.region}:{config.account}:addon/"
-            f"{config.eks.cluster_name}/*/*",
         )
 
 
@@ -111,7 +117,7 @@ class NightlyRecreate(Construct):
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
         # Named so the test environment's config can give it an access entry (teardown deletes
         # the endpoints and PVCs through the Kubernetes API).
-        role = iam.Role(
+        self.role = role = iam.Role(
             self,
             "Role",
             role_name=f"{test_config.project}-{test_config.environment}-nightly-recreate",
@@ -157,34 +163,27 @@ class NightlyRecreate(Construct):
             "Source.Auth", {"Type": "CODECONNECTIONS", "Resource": settings.connection_arn}
         )
         account, region = test_config.account, test_config.region
-        role.add_to_principal_policy(
+        bootstrap_roles = f"arn:aws:iam::{account}:role/" + CDK_BOOTSTRAP_ROLES.format(
+            account=account, region=region
+        )
+        prefix = test_config.stack_prefix
+        statements = [
             iam.PolicyStatement(
                 sid="UseConnection",
                 actions=["codeconnections:UseConnection", "codestar-connections:UseConnection"],
                 resources=[settings.connection_arn],
-            )
-        )
-        role.add_to_principal_policy(
+            ),
             iam.PolicyStatement(
                 sid="DeployThroughCdkBootstrapRoles",
                 actions=["sts:AssumeRole"],
-                resources=[
-                    f"arn:aws:iam::{account}:role/"
-                    + CDK_BOOTSTRAP_ROLES.format(account=account, region=region)
-                ],
-            )
-        )
-        for statement in _read_environment_statements(test_config):
-            role.add_to_principal_policy(statement)
-        prefix = test_config.stack_prefix
-        role.add_to_principal_policy(
+                resources=[bootstrap_roles],
+            ),
+            *_read_environment_statements(test_config),
             iam.PolicyStatement(
                 sid="DeleteEnvironmentStacks",
                 actions=["cloudformation:DescribeStacks", "cloudformation:DeleteStack"],
                 resources=[f"arn:aws:cloudformation:{region}:{account}:stack/{prefix}-*/*"],
-            )
-        )
-        role.add_to_principal_policy(
+            ),
             iam.PolicyStatement(
                 sid="FindLeftovers",
                 actions=[
@@ -198,9 +197,7 @@ class NightlyRecreate(Construct):
                     "elasticloadbalancing:DescribeTags",
                 ],
                 resources=["*"],
-            )
-        )
-        role.add_to_principal_policy(
+            ),
             iam.PolicyStatement(
                 sid="SweepLeftovers",
                 actions=[
@@ -213,15 +210,15 @@ class NightlyRecreate(Construct):
                     f"arn:aws:ec2:{region}:{account}:{kind}/*"
                     for kind in ("network-interface", "vpc-endpoint", "security-group", "volume")
                 ],
-            )
-        )
-        role.add_to_principal_policy(
+            ),
             iam.PolicyStatement(
                 sid="SweepLogGroups",
                 actions=["logs:DeleteLogGroup"],
                 resources=[f"arn:aws:logs:{region}:{account}:log-group:*{prefix}*"],
-            )
-        )
+            ),
+        ]
+        for statement in statements:
+            role.add_to_principal_policy(statement)
         self.rule = events.Rule(
             self,
             "Schedule",
@@ -233,22 +230,13 @@ class NightlyRecreate(Construct):
             "AwsSolutions-CB4",
             "Build artifacts are not produced; logs go to an encrypted-at-rest CloudWatch group.",
         )
-        acknowledge(
+        _acknowledge_wildcards(
             role,
-            "AwsSolutions-IAM5",
-            "Teardown sweeps resources CloudFormation left behind; their ids are not known "
-            "before they exist, and Describe calls cannot be resource-scoped.",
-            "Resource::*",
-            f"Resource::arn:aws:iam::{account}:role/"
-            + CDK_BOOTSTRAP_ROLES.format(account=account, region=region),
-            f"Resource::arn:aws:cloudformation:{region}:{account}:stack/{prefix}-*/*",
-            *(
-                f"Resource::arn:aws:ec2:{region}:{account}:{kind}/*"
-                for kind in ("network-interface", "vpc-endpoint", "security-group", "volume")
-            ),
-            f"Resource::arn:aws:logs:{region}:{account}:log-group:*{prefix}*",
-            f"Resource::arn:aws:sagemaker:{region}:{account}:cluster/*",
-            f"Resource::arn:aws:eks:{region}:{account}:addon/{test_config.eks.cluster_name}/*/*",
+            statements,
+            "Teardown sweeps resources CloudFormation left behind, whose ids are not known "
+            "before they exist; deploys go through the CDK bootstrap roles (one name pattern); "
+            "Describe calls cannot be resource-scoped; the HyperPod cluster and add-on ARNs end "
+            "in generated ids.",
         )
 
 
