@@ -8,10 +8,10 @@ import shutil
 import subprocess
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from infra.config import AppConfig
 from scripts.clients import Clients
 from scripts.common import Check
 from scripts.verify import cluster_names
@@ -30,7 +30,7 @@ def run_tool(argv: list[str]) -> tuple[int, str] | None:
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def check_identity(clients: Clients, cfg: Any) -> Check:
+def check_identity(clients: Clients, cfg: AppConfig) -> Check:
     try:
         ident = clients.aws("sts").get_caller_identity()
     except (ClientError, BotoCoreError) as exc:
@@ -57,14 +57,14 @@ def _quota_values(clients: Clients) -> dict[str, tuple[float, str]]:
     return values
 
 
-def instance_demand(cfg: Any) -> Counter[str]:
+def instance_demand(cfg: AppConfig) -> Counter[str]:
     demand: Counter[str] = Counter()
     for group in (cfg.hyperpod.gpu_group, cfg.hyperpod.system_group):
         demand[group.instance_type] += group.instance_count
     return demand
 
 
-def check_quotas(clients: Clients, cfg: Any) -> list[Check]:
+def check_quotas(clients: Clients, cfg: AppConfig) -> list[Check]:
     try:
         quotas = _quota_values(clients)
     except (ClientError, BotoCoreError) as exc:
@@ -106,7 +106,7 @@ def check_quotas(clients: Clients, cfg: Any) -> list[Check]:
     return checks
 
 
-def check_offerings(clients: Clients, cfg: Any) -> list[Check]:
+def check_offerings(clients: Clients, cfg: AppConfig) -> list[Check]:
     az_id = cfg.network.hyperpod_subnet.az_id
     ec2 = clients.aws("ec2")
     checks = []
@@ -221,7 +221,7 @@ def check_tools(run: ToolRunner, target_minor: str) -> list[Check]:
     return checks
 
 
-def check_cluster_minor(clients: Clients, cfg: Any) -> tuple[Check, str]:
+def check_cluster_minor(clients: Clients, cfg: AppConfig) -> tuple[Check, str]:
     """The kubectl layer is pinned to config's minor; a live cluster must run the same one."""
     layer_minor = cfg.eks.kubernetes_version
     eks_name, _ = cluster_names(cfg)
@@ -248,7 +248,7 @@ def check_cluster_minor(clients: Clients, cfg: Any) -> tuple[Check, str]:
     )
 
 
-def run_preflight(clients: Clients, cfg: Any, run: ToolRunner = run_tool) -> list[Check]:
+def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
     checks = [check_identity(clients, cfg)]
     checks += check_quotas(clients, cfg)
     checks += check_offerings(clients, cfg)

@@ -16,6 +16,7 @@ from typing import Any
 from botocore.exceptions import ClientError, WaiterError
 from kubernetes.client.exceptions import ApiException
 
+from infra.config import AppConfig
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
@@ -27,16 +28,16 @@ LB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # set by the AWS Load Balancer Control
 Log = Callable[[str], None]
 
 
-def is_prod(cfg: Any) -> bool:
+def is_prod(cfg: AppConfig) -> bool:
     """Production by name, or by the protections only production turns on."""
     return (
-        str(cfg.environment).lower().startswith("prod")
-        or bool(cfg.termination_protection)
-        or bool(cfg.retain_stateful_resources)
+        cfg.environment.lower().startswith("prod")
+        or cfg.termination_protection
+        or cfg.retain_stateful_resources
     )
 
 
-def stack_names(cfg: Any) -> list[str]:
+def stack_names(cfg: AppConfig) -> list[str]:
     """Stacks in teardown (reverse deploy) order."""
     return [f"{cfg.stack_prefix}-{s}" for s in reversed(STACK_SUFFIXES)]
 
@@ -62,7 +63,7 @@ class Plan:
         return self.kubernetes + self.stacks + self.leftovers
 
 
-def _tag_filters(cfg: Any) -> list[dict[str, Any]]:
+def _tag_filters(cfg: AppConfig) -> list[dict[str, Any]]:
     return [
         {"Name": "tag:project", "Values": [cfg.project]},
         {"Name": "tag:environment", "Values": [cfg.environment]},
@@ -72,7 +73,7 @@ def _tag_filters(cfg: Any) -> list[dict[str, Any]]:
 # ---- discovery -------------------------------------------------------------------------------
 
 
-def eks_cluster_exists(clients: Clients, cfg: Any) -> bool:
+def eks_cluster_exists(clients: Clients, cfg: AppConfig) -> bool:
     name, _ = cluster_names(cfg)
     try:
         clients.aws("eks").describe_cluster(name=name)
@@ -138,12 +139,12 @@ def cluster_load_balancers(clients: Clients, eks_name: str) -> list[str]:
     return found
 
 
-def environment_vpcs(clients: Clients, cfg: Any) -> list[str]:
+def environment_vpcs(clients: Clients, cfg: AppConfig) -> list[str]:
     vpcs = clients.aws("ec2").describe_vpcs(Filters=_tag_filters(cfg))["Vpcs"]
     return [v["VpcId"] for v in vpcs]
 
 
-def vpc_leftovers(clients: Clients, cfg: Any) -> list[Item]:
+def vpc_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
     ec2 = clients.aws("ec2")
     items: list[Item] = []
     for vpc in environment_vpcs(clients, cfg):
@@ -165,7 +166,7 @@ def vpc_leftovers(clients: Clients, cfg: Any) -> list[Item]:
     return items
 
 
-def account_leftovers(clients: Clients, cfg: Any) -> list[Item]:
+def account_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
     items: list[Item] = []
     eks_name, hp_name = cluster_names(cfg)
     owned = cfg.existing_cluster is None
@@ -196,7 +197,7 @@ def account_leftovers(clients: Clients, cfg: Any) -> list[Item]:
     return items
 
 
-def plan_teardown(clients: Clients, cfg: Any) -> Plan:
+def plan_teardown(clients: Clients, cfg: AppConfig) -> Plan:
     plan = Plan()
     if eks_cluster_exists(clients, cfg):
         try:
@@ -227,7 +228,7 @@ class Timeouts:
     interval_s: float = 10
 
 
-def _delete_endpoints(clients: Clients, cfg: Any, t: Timeouts, log: Log, show: bool) -> None:
+def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: bool) -> None:
     custom = clients.custom()
     endpoints = list_endpoints(clients)
     for item in endpoints:
@@ -354,7 +355,7 @@ def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: boo
 
 
 def execute_teardown(
-    clients: Clients, cfg: Any, log: Log, timeouts: Timeouts | None = None, show: bool = True
+    clients: Clients, cfg: AppConfig, log: Log, timeouts: Timeouts | None = None, show: bool = True
 ) -> None:
     t = timeouts or Timeouts()
     try:
