@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -30,18 +28,6 @@ stack = Stack(app, "Bare", env=Environment(account="111122223333", region="us-we
 ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
 app.synth()
 """
-
-
-def _measure(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one child process tree (python + its jsii node)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(command, cwd=REPO_ROOT, check=True, capture_output=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    # ru_maxrss of children is the largest single child seen so far (KiB on Linux).
-    peak = max(after.ru_maxrss, before.ru_maxrss) / 1024
-    return wall, peak
 
 
 def main(argv: list[str] | None = None) -> int:

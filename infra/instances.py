@@ -16,10 +16,6 @@ class GpuInstance:
     memory_gib: int  # system memory
     nvme_gb: int  # total local instance store
 
-    @property
-    def total_gpu_memory_gib(self) -> int:
-        return self.gpus * self.gpu_memory_gib
-
 
 GPU_INSTANCES: dict[str, GpuInstance] = {
     # G6e: NVIDIA L40S, 48 GB each

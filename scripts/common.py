@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass
 from enum import IntEnum
 from typing import Any, Literal
 
-from rich.console import Console
 from rich.table import Table
 
 Status = Literal["pass", "warn", "fail", "skip"]
@@ -54,7 +53,3 @@ def checks_exit(checks: list[Check]) -> Exit:
 def checks_json(checks: list[Check], **extra: Any) -> str:
     ok = not any(c.status == "fail" for c in checks)
     return json.dumps({"ok": ok, "checks": [asdict(c) for c in checks], **extra}, default=str)
-
-
-def stderr_console() -> Console:
-    return Console(stderr=True)

@@ -21,10 +21,6 @@ REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 MERGE_PATCH = "application/merge-patch+json"
 
 
-def not_found(exc: BaseException) -> bool:
-    return isinstance(exc, ApiException) and exc.status == 404
-
-
 def env_value(container: dict[str, Any], name: str) -> str | None:
     for item in container.get("env") or []:
         if item.get("name") == name:
