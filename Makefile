@@ -74,9 +74,10 @@ preflight verify: install
 teardown: install
 	$(PY) -m scripts teardown --env $(ENV)
 
-## bench: synth time and peak memory of the full app against a bare one-VPC app
+## bench: synth time and peak memory against a bare one-VPC app; TTFT measurement accuracy
 bench: install
 	$(PY) -m bench.synth_bench --env $(ENV)
+	$(PY) -m bench.ttft_accuracy
 
 clean:
 	rm -rf $(OUT) dist .pytest_cache .mypy_cache .ruff_cache

@@ -10,6 +10,7 @@ import http.client
 import json
 import socket
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -86,36 +87,49 @@ def stream_completion(
                 f"POST {base_url}/v1/completions: HTTP {resp.status}: "
                 f"{resp.read(500).decode(errors='replace')}"
             )
-        ttft: float | None = None
-        chunks: list[str] = []
-        usage: dict[str, Any] = {}
-        while True:
-            raw = resp.readline()
-            if not raw:
-                break
-            line = raw.decode().strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                break
-            event = json.loads(data)
-            if event.get("usage"):
-                usage = event["usage"]
-            for choice in event.get("choices") or []:
-                text = choice.get("text") or ""
-                if text and ttft is None:
-                    ttft = (time.perf_counter() - start) * 1000
-                chunks.append(text)
-        total = (time.perf_counter() - start) * 1000
+        events = read_events(iter(resp.readline, b""), start)
     finally:
         conn.close()
-    if ttft is None:
+    if events.ttft_ms is None:
         raise StreamError(f"{base_url}: the stream ended without a generated token")
     return StreamResult(
-        ttft_ms=ttft,
-        total_ms=total,
-        text="".join(chunks),
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
+        ttft_ms=events.ttft_ms,
+        total_ms=events.total_ms,
+        text=events.text,
+        prompt_tokens=events.usage.get("prompt_tokens"),
+        completion_tokens=events.usage.get("completion_tokens"),
     )
+
+
+@dataclass(frozen=True)
+class StreamEvents:
+    ttft_ms: float | None
+    total_ms: float
+    text: str
+    usage: dict[str, Any]
+
+
+def read_events(
+    lines: Iterable[bytes], start: float, clock: Callable[[], float] = time.perf_counter
+) -> StreamEvents:
+    """Read server-sent events until ``[DONE]``; TTFT is ``clock()`` at the first event that
+    carries generated text (role-only or empty chunks do not count), minus ``start``."""
+    ttft: float | None = None
+    chunks: list[str] = []
+    usage: dict[str, Any] = {}
+    for raw in lines:
+        line = raw.decode().strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        event = json.loads(data)
+        if event.get("usage"):
+            usage = event["usage"]
+        for choice in event.get("choices") or []:
+            text = choice.get("text") or ""
+            if text and ttft is None:
+                ttft = (clock() - start) * 1000
+            chunks.append(text)
+    return StreamEvents(ttft, (clock() - start) * 1000, "".join(chunks), usage)

@@ -27,6 +27,13 @@ def _sleep_until(deadline: float) -> None:
         pass
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # The client closes its connection after [DONE]; the reset that follows is not an error.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class _Server:
     def __init__(
         self, first_token_delay_s: float, token_gap_s: float = 0.002, model: str = "qwen2-7b"
@@ -35,7 +42,10 @@ class _Server:
         self.gap = token_gap_s
         self.model = model
         self.prompts: list[str] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        # Per request, on this server's clock: when it arrived, when the first token and the
+        # last token left (seconds). Differences of these are what the tests compare TTFT with.
+        self.timings: list[dict[str, float]] = []
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler())
 
     def serve(self) -> None:
         print(f"PORT {self._server.server_address[1]}", flush=True)
@@ -57,6 +67,8 @@ class _Server:
             def do_GET(self) -> None:
                 if self.path == "/prompts":  # for tests: what this server received
                     body = json.dumps(fake.prompts).encode()
+                elif self.path == "/timings":  # for tests: when it received and answered
+                    body = json.dumps(fake.timings).encode()
                 else:
                     body = json.dumps(
                         {"object": "list", "data": [{"id": fake.model, "object": "model"}]}
@@ -85,7 +97,10 @@ class _Server:
                 # Prefill: the first token leaves `delay` after the request arrived.
                 _sleep_until(received + fake.delay)
                 n = int(req.get("max_tokens", 4))
+                timing = {"received": received}
                 for i in range(n):
+                    if i == 0:  # taken before the write: the client cannot see it earlier
+                        timing["first_token_sent"] = time.perf_counter()
                     self._chunk(
                         {
                             "id": "cmpl-1",
@@ -95,6 +110,8 @@ class _Server:
                         }
                     )
                     time.sleep(fake.gap)
+                timing["last_token_sent"] = time.perf_counter()
+                fake.timings.append(timing)
                 words = len(req["prompt"].split())
                 self._chunk(
                     {
@@ -148,9 +165,18 @@ class FakeVllm:
 
     @property
     def prompts(self) -> list[str]:
-        with urllib.request.urlopen(f"{self.url}/prompts", timeout=10) as resp:
-            data: list[str] = json.loads(resp.read())
+        data: list[str] = self._get("/prompts")
         return data
+
+    @property
+    def timings(self) -> list[dict[str, float]]:
+        """Per request: ``received``, ``first_token_sent``, ``last_token_sent`` (server clock)."""
+        data: list[dict[str, float]] = self._get("/timings")
+        return data
+
+    def _get(self, path: str) -> Any:
+        with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as resp:
+            return json.loads(resp.read())
 
 
 if __name__ == "__main__":

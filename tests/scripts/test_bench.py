@@ -1,13 +1,20 @@
 """`bench` against real local HTTP servers (tests/scripts/fake_vllm.py) that stream tokens after a
-known delay: the measured TTFT must match the injected delay. No AWS or Kubernetes involved."""
+known delay. No AWS or Kubernetes involved.
+
+Nothing here depends on how busy the machine is: a measured TTFT is compared with the interval the
+fake server itself recorded (request received -> first token written), which the client's interval
+(request started -> first token read) must contain whatever the load; the arithmetic is checked on
+the recorded rows. How close TTFT comes to the injected delay is a benchmark figure
+(``python -m bench.ttft_accuracy``), not a test.
+"""
 
 from __future__ import annotations
 
+import itertools
 import json
 import statistics
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from scripts.bench import (
@@ -18,7 +25,7 @@ from scripts.bench import (
     run_turns,
     write_results,
 )
-from scripts.openai_stream import stream_completion
+from scripts.openai_stream import read_events, stream_completion
 from scripts.prompts import make_prompt
 from tests.scripts.fake_vllm import FakeVllm
 
@@ -26,13 +33,51 @@ COLD_S, WARM_S = 0.060, 0.015
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def test_ttft_matches_the_injected_delay() -> None:
+def _server_interval_ms(timing: dict[str, float], end: str) -> float:
+    return (timing[end] - timing["received"]) * 1000
+
+
+def test_ttft_spans_the_servers_prefill() -> None:
+    """The client's TTFT contains the server's received -> first-token interval, and its total
+    contains received -> last token: both hold on any machine, loaded or not."""
     with FakeVllm(COLD_S) as server:
-        ttfts = [
-            stream_completion(server.url, "qwen2-7b", make_prompt(i, 200), max_tokens=4).ttft_ms
-            for i in range(15)
+        results = [
+            stream_completion(server.url, "qwen2-7b", make_prompt(i, 200), max_tokens=4)
+            for i in range(5)
         ]
-    assert abs(statistics.median(ttfts) - COLD_S * 1000) <= 2.0, ttfts
+        timings = server.timings
+    assert len(timings) == len(results)
+    for result, timing in zip(results, timings, strict=True):
+        prefill_ms = _server_interval_ms(timing, "first_token_sent")
+        assert prefill_ms >= COLD_S * 1000  # the server honoured the injected delay
+        assert result.ttft_ms >= prefill_ms, (result, timing)
+        assert result.total_ms >= _server_interval_ms(timing, "last_token_sent"), (result, timing)
+        assert result.ttft_ms <= result.total_ms
+
+
+def _sse(*events: str) -> list[bytes]:
+    return [f"data: {e}\n".encode() for e in events] + [b"data: [DONE]\n"]
+
+
+def test_ttft_is_taken_at_the_first_generated_text() -> None:
+    """With a clock that ticks 10 ms per reading, TTFT is the reading at the first event with
+    text: not at the role-only chunk before it, not at the last token."""
+    ticks = itertools.count(1)
+    lines = _sse(
+        json.dumps({"choices": [{"text": ""}]}),
+        json.dumps({"choices": [{"text": " a"}]}),
+        json.dumps({"choices": [{"text": " b"}]}),
+        json.dumps({"choices": [], "usage": {"prompt_tokens": 7}}),
+    )
+    events = read_events(lines, start=0.0, clock=lambda: next(ticks) * 0.010)
+    assert events.ttft_ms == 10.0  # the first clock reading: at " a"
+    assert events.total_ms == 20.0  # the second and last: at the end of the stream
+    assert events.text == " a b" and events.usage == {"prompt_tokens": 7}
+
+
+def test_a_stream_without_text_has_no_ttft() -> None:
+    events = read_events(_sse(json.dumps({"choices": [{"text": ""}]})), 0.0, clock=lambda: 1.0)
+    assert events.ttft_ms is None
 
 
 def test_stream_returns_text_and_usage() -> None:
@@ -62,12 +107,25 @@ def test_sweep_turns_concurrency_and_files(tmp_path: Path) -> None:
         result.sweep = run_sweep(send, targets, [500, 1000], repeats=3, seed=1)
         result.turns = run_turns(send, targets, turns=3, words_per_turn=100, seed=1)
         result.concurrency = run_concurrency(send, targets, [1, 3], words=200, seed=1)
+        # The sweep's six pairs are the first six requests each server received.
+        cold_prompts, warm_prompts = cold.prompts[:6], warm.prompts[:6]
+        cold_timings, warm_timings = cold.timings[:6], warm.timings[:6]
     summary = result.summary()
-    # Three pairs per length: the 2 ms bound is the dedicated test's; here the shape matters.
+    # Cold requests went to the cold server and warm ones, byte-identical, to the warm server.
+    assert cold_prompts == warm_prompts and len(set(cold_prompts)) == 6
+    for row, timing in zip(result.sweep, cold_timings, strict=True):
+        assert row.cold_ttft_ms >= _server_interval_ms(timing, "first_token_sent")
+    for row, timing in zip(result.sweep, warm_timings, strict=True):
+        assert row.warm_ttft_ms >= _server_interval_ms(timing, "first_token_sent")
+    # The summary is the median over the three repeats of each length.
     for n in ("500", "1000"):
-        assert summary[n]["cold_median_ms"] == pytest.approx(COLD_S * 1000, abs=6.0)
-        assert summary[n]["warm_median_ms"] == pytest.approx(WARM_S * 1000, abs=6.0)
-        assert summary[n]["speedup"] > 2.5
+        rows = [r for r in result.sweep if r.prompt_words == int(n)]
+        assert len(rows) == 3
+        assert summary[n]["cold_median_ms"] == statistics.median(r.cold_ttft_ms for r in rows)
+        assert summary[n]["warm_median_ms"] == statistics.median(r.warm_ttft_ms for r in rows)
+        assert summary[n]["speedup"] == statistics.median(
+            r.cold_ttft_ms / r.warm_ttft_ms for r in rows
+        )
     # History grows every turn.
     sizes = [t.prompt_tokens or 0 for t in result.turns]
     assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
@@ -91,7 +149,7 @@ def test_sweep_turns_concurrency_and_files(tmp_path: Path) -> None:
     assert rows[0].startswith("prompt_words,repeat,prompt_tokens,cold_ttft_ms,warm_ttft_ms")
     assert len(rows) == 1 + 6
     saved = json.loads((tmp_path / "results.json").read_text())
-    assert saved["summary"]["500"]["speedup"] > 2
+    assert saved["summary"] == json.loads(json.dumps(summary))
 
 
 def test_cli_bench_json(tmp_path: Path) -> None:
