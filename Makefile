@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	preflight verify teardown bench clean
+	preflight verify teardown bench deploy-plan clean
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -73,6 +73,10 @@ preflight verify: install
 
 teardown: install
 	$(PY) -m scripts teardown --env $(ENV)
+
+## deploy-plan: modelled duration of cdk deploy/destroy --all from cdk.out (make synth first)
+deploy-plan: install
+	$(PY) -m scripts.deploy_plan --out $(OUT) --png $(OUT)/deploy-plan.png
 
 ## bench: synth time and peak memory against a bare one-VPC app; TTFT measurement accuracy
 bench: install
