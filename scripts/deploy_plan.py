@@ -380,3 +380,36 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+@dataclass(frozen=True)
+class MeasuredRow:
+    stack: str
+    logical_id: str
+    type: str
+    phase: str
+    assumed: float
+    measured: float
+
+
+def measured_rows(
+    cloudformation: Any, stacks: list[str], durations: Durations, outdir: Path | None = None
+) -> list[MeasuredRow]:
+    """Each resource's measured create/delete minutes from the stacks' events, beside the table's
+    value (properties, for the table's overrides, come from cdk.out when it is there)."""
+    properties: dict[ResourceKey, dict[str, Any]] = {}
+    if outdir is not None and (outdir / "manifest.json").is_file():
+        properties = {k: r.properties for k, r in load_assembly(outdir).resources.items()}
+    rows: list[MeasuredRow] = []
+    for stack in stacks:
+        pages = cloudformation.get_paginator("describe_stack_events").paginate(StackName=stack)
+        events = [e for page in pages for e in page["StackEvents"]]
+        types = {e["LogicalResourceId"]: e.get("ResourceType", "") for e in events}
+        for logical_id, phases in sorted(measured_minutes(events).items()):
+            res = Resource(
+                stack, logical_id, types[logical_id], properties.get((stack, logical_id), {})
+            )
+            for phase, minutes in sorted(phases.items()):
+                assumed = durations.minutes(res, phase)
+                rows.append(MeasuredRow(stack, logical_id, res.type, phase, assumed, minutes))
+    return rows

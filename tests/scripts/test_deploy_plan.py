@@ -20,10 +20,12 @@ from scripts.deploy_plan import (
     floor,
     load_assembly,
     measured_minutes,
+    measured_rows,
     report,
 )
 from tests.synth_support import Synth
 
+DURATIONS_TABLE = Durations.load()
 DURATIONS = Durations(
     overhead=1.0,
     default={"create": 1.0, "delete": 1.0},
@@ -151,3 +153,26 @@ def test_model_of_the_dev_environment(dev: Synth, tmp_path: Path) -> None:
     types = [step["type"] for step in deploy["critical_path"]]
     assert types.index("AWS::EKS::Cluster") < types.index("AWS::SageMaker::Cluster")
     assert (tmp_path / "gantt.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_measured_rows_sit_beside_the_assumed_values() -> None:
+    """botocore's Stubber, not moto: moto creates every resource in the same instant, so its
+    events carry no durations to measure; the Stubber returns recorded ones."""
+    import boto3
+    from botocore.stub import Stubber
+
+    t0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
+    client = boto3.client("cloudformation", region_name="us-west-2")
+    stub = Stubber(client)
+    events = [
+        {"StackId": "id", "EventId": str(i), "StackName": "s",
+         "Timestamp": t0 + dt.timedelta(minutes=m), "LogicalResourceId": "Addon",
+         "ResourceType": "AWS::EKS::Addon", "ResourceStatus": status}
+        for i, (m, status) in enumerate([(6, "CREATE_COMPLETE"), (0, "CREATE_IN_PROGRESS")])
+    ]  # fmt: skip
+    stub.add_response("describe_stack_events", {"StackEvents": events}, {"StackName": "s"})
+    with stub:
+        (row,) = measured_rows(client, ["s"], DURATIONS_TABLE)
+    assert (row.logical_id, row.phase, row.measured) == ("Addon", "create", 6.0)
+    assert row.assumed == DURATIONS_TABLE.types["AWS::EKS::Addon"]["create"]
+    stub.assert_no_pending_responses()
