@@ -3,6 +3,13 @@
 The operator re-renders its Deployment on every reconcile, so an edit of the Deployment is undone;
 a mutation of the Pod at CREATE is not, because the operator never edits Pods. One rule per
 endpoint; failurePolicy Fail so a Pod never starts without its L2 when Kyverno is down.
+
+Which container: the operator does not document the model container's name (the AWS walk-through
+patches ``containers[0]``; the HyperPod SDK's log example names it ``inference``), but it always
+injects ``LMCACHE_REMOTE_URL`` into it when ``enableL2Cache`` is set. The rule therefore loops over
+the Pod's containers (Kyverno ``foreach``) and patches only those that carry that variable, whatever
+their name or position. Which Pods: the walk-through selects the endpoint's Pods with
+``app=<InferenceEndpointConfig name>``, the label the operator puts on them.
 """
 
 from __future__ import annotations
@@ -19,6 +26,12 @@ from k8s.l2_volume import PVC
 
 POLICY = "hyperpod-kvcache-l2-curvine"
 VOLUME = "curvine-l2"
+REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
+ENDPOINT_POD_LABEL = "app"
+CONTAINERS = "request.object.spec.containers"
+# JMESPath: how many env entries of the looped container are named LMCACHE_REMOTE_URL (0 when the
+# container has no env at all: `[]` stands in for null).
+CARRIES_REMOTE_URL = f"{{{{ element.env[?name=='{REMOTE_URL_ENV}'] || `[]` | length(@) }}}}"
 
 
 def l2_url(config: AppConfig) -> str:
@@ -29,30 +42,42 @@ def l2_url(config: AppConfig) -> str:
 def l2_env(config: AppConfig) -> list[dict[str, str]]:
     """The env the vLLM container must carry (same keys replace the operator's values)."""
     return [
-        {"name": "LMCACHE_REMOTE_URL", "value": l2_url(config)},
+        {"name": REMOTE_URL_ENV, "value": l2_url(config)},
         {"name": "LMCACHE_REMOTE_SERDE", "value": "naive"},
         {"name": "PYTHONHASHSEED", "value": "0"},
     ]
 
 
-def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
-    # The operator names the model container after the endpoint and labels Pods app=<name>.
+def l2_mounts(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
     # subPath gives each endpoint its own directory while the URL stays the documented one.
+    return [{"name": VOLUME, "mountPath": config.kvcache.l2_mount_path, "subPath": e.name}]
+
+
+def l2_volumes() -> list[dict[str, Any]]:
+    return [{"name": VOLUME, "persistentVolumeClaim": {"claimName": PVC}}]
+
+
+def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
     return {
         "name": f"l2-{e.namespace}-{e.name}"[:63],
         "match": {"any": [{"resources": {
             "kinds": ["Pod"], "operations": ["CREATE"], "namespaces": [e.namespace],
-            "selector": {"matchLabels": {"app": e.name}},
+            "selector": {"matchLabels": {ENDPOINT_POD_LABEL: e.name}},
         }}]},
-        "mutate": {"patchStrategicMerge": {"spec": {
-            "containers": [{
-                "(name)": e.name,
-                "env": l2_env(config),
-                "volumeMounts": [{"name": VOLUME, "mountPath": config.kvcache.l2_mount_path,
-                                  "subPath": e.name}],
-            }],
-            "volumes": [{"name": VOLUME, "persistentVolumeClaim": {"claimName": PVC}}],
-        }}},
+        "mutate": {"foreach": [{
+            "list": CONTAINERS,
+            "preconditions": {"all": [
+                {"key": CARRIES_REMOTE_URL, "operator": "GreaterThan", "value": 0},
+            ]},
+            "patchStrategicMerge": {"spec": {
+                "containers": [{
+                    "name": "{{ element.name }}",
+                    "env": l2_env(config),
+                    "volumeMounts": l2_mounts(config, e),
+                }],
+                "volumes": l2_volumes(),
+            }},
+        }]},
     }  # fmt: skip
 
 
@@ -70,9 +95,14 @@ class PolicyChart(cdk8s.Chart):
             "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
             "metadata": {
                 "name": POLICY, "labels": labels(POLICY, "policy"),
-                "annotations": {"policies.kyverno.io/description":
-                                "Mount curvine-pvc into the endpoint's vLLM container and point "
-                                "LMCache L2 at it (Pods only, at CREATE)."},
+                "annotations": {
+                    "policies.kyverno.io/description":
+                        "Mount curvine-pvc into the endpoint container that carries "
+                        "LMCACHE_REMOTE_URL and point LMCache L2 at it (Pods only, at CREATE).",
+                    # No rules generated for Deployments: the operator owns its Deployment and
+                    # would undo (and fight) a mutation of it; Pods are never re-rendered.
+                    "pod-policies.kyverno.io/autogen-controllers": "none",
+                },
             },
             "spec": {
                 "background": False,

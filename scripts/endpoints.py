@@ -47,10 +47,11 @@ def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) ->
 
 @dataclass(frozen=True)
 class L2Settings:
-    """What the Kyverno rule adds to an endpoint's Pod: in the container named ``container``
-    the ``env`` entries (by name) and ``mounts`` (by mountPath); in the Pod the ``volumes``."""
+    """What the Kyverno rule adds to an endpoint's Pod: in the container that carries the env
+    variable ``marker`` (the operator injects it into the model container) the ``env`` entries
+    (by name) and ``mounts`` (by mountPath); in the Pod the ``volumes``."""
 
-    container: str
+    marker: str
     env: tuple[dict[str, Any], ...]
     mounts: tuple[dict[str, Any], ...]
     volumes: tuple[dict[str, Any], ...]
@@ -61,12 +62,13 @@ class L2Settings:
 
 def l2_settings(cfg: AppConfig, endpoint: EndpointConfig) -> L2Settings:
     """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``."""
-    from k8s.policy import rule
+    from k8s.policy import REMOTE_URL_ENV, rule
 
-    spec = rule(cfg, endpoint)["mutate"]["patchStrategicMerge"]["spec"]
+    (loop,) = rule(cfg, endpoint)["mutate"]["foreach"]
+    spec = loop["patchStrategicMerge"]["spec"]
     (container,) = spec["containers"]
     return L2Settings(
-        container=container["(name)"],
+        marker=REMOTE_URL_ENV,
         env=tuple(container["env"]),
         mounts=tuple(container["volumeMounts"]),
         volumes=tuple(spec["volumes"]),

@@ -1,7 +1,8 @@
 """Point an endpoint's L2 at Curvine without the admission policy (the manual sequence).
 
 ``compute_patch`` is a pure function from the Deployment (a dict as the API server returns it) to
-one RFC 6902 JSON Patch that gives the Pod template exactly what the Kyverno rule of the endpoint
+one RFC 6902 JSON Patch that gives the Pod template (its container carrying
+``LMCACHE_REMOTE_URL``, like the rule) exactly what the Kyverno rule of the endpoint
 gives each Pod (``scripts.endpoints.l2_settings`` reads it from ``k8s.policy.rule``: the fs:// URL,
 the serde, the hash seed, the PVC volume and its mount with the endpoint's subPath). It is empty
 when the template already has them, which makes the command idempotent. ``run_patch`` wraps it in
@@ -18,7 +19,7 @@ from infra.config.kvcache import EndpointConfig
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, L2Settings
-from scripts.kube import MERGE_PATCH, REMOTE_URL_ENV, find_endpoint_deployment, wait_for
+from scripts.kube import MERGE_PATCH, find_endpoint_deployment, model_container_index, wait_for
 
 JsonPatch = list[dict[str, Any]]
 
@@ -51,19 +52,15 @@ def compute_patch(deployment: dict[str, Any], settings: L2Settings) -> JsonPatch
     they already have it."""
     pod = deployment["spec"]["template"]["spec"]
     containers = pod.get("containers") or []
-    index = next((i for i, c in enumerate(containers) if c.get("name") == settings.container), None)
+    index = model_container_index(pod)
     name = deployment["metadata"]["name"]
     if index is None:
         raise OperationError(
-            f"Deployment {name}: no container named {settings.container} (the operator names the "
-            "model container after the endpoint); is this the endpoint's Deployment?"
+            f"Deployment {name}: no container carries {settings.marker} (the operator injects it "
+            "into the model container); is enableL2Cache set on the InferenceEndpointConfig, and "
+            "is this the endpoint's Deployment?"
         )
     container = containers[index]
-    if not any(e.get("name") == REMOTE_URL_ENV for e in container.get("env") or []):
-        raise OperationError(
-            f"Deployment {name}: container {settings.container} has no {REMOTE_URL_ENV}; "
-            "is enableL2Cache set on the InferenceEndpointConfig?"
-        )
     base = f"/spec/template/spec/containers/{index}"
     ops: JsonPatch = []
     env = container.get("env")

@@ -201,15 +201,21 @@ def check_endpoint(clients: Clients, ref: EndpointConfig) -> Check:
     )
 
 
+def _model_container(pod: dict[str, Any], want: L2Settings) -> dict[str, Any] | None:
+    """The container the Kyverno rule patches: the one carrying ``want.marker``."""
+    index = model_container_index(pod["spec"])
+    return None if index is None else pod["spec"]["containers"][index]
+
+
 def _pod_problems(pod: dict[str, Any], want: L2Settings) -> list[str]:
     name = pod["metadata"]["name"]
-    c = next((c for c in pod["spec"]["containers"] if c.get("name") == want.container), None)
+    c = _model_container(pod, want)
     if c is None:
-        return [f"{name}: no container {want.container}"]
+        return [f"{name}: no container carries {want.marker}"]
     problems = [
         f"{name}: {key}={got}"
         for key, value in want.env_values().items()
-        if (got := env_value(c, key)) != value
+        if key != want.marker and (got := env_value(c, key)) != value
     ]
     mounts = {m.get("mountPath"): m for m in c.get("volumeMounts") or []}
     for m in want.mounts:
@@ -223,9 +229,40 @@ def _pod_problems(pod: dict[str, Any], want: L2Settings) -> list[str]:
     return problems
 
 
+def check_remote_url(pods: list[dict[str, Any]], want: L2Settings) -> Check:
+    """Each running Pod's LMCACHE_REMOTE_URL is the Curvine fs:// URL the rule writes: a Pod that
+    kept the operator's sagemaker-hyperpod:// URL shares no cache through Curvine."""
+    stage = f"{want.marker} is Curvine"
+    url = want.env_values()[want.marker]
+    if not pods:
+        return Check(stage, "fail", "no Pods for the endpoint", "wait for the endpoint")
+    wrong = [
+        (pod["metadata"]["name"], env_value(c, want.marker) if c else None)
+        for pod in pods
+        if (c := _model_container(pod, want)) is None or env_value(c, want.marker) != url
+    ]
+    if not wrong:
+        return Check(stage, "pass", f"{len(pods)} Pods: {want.marker}={url}")
+    from k8s.policy import POLICY  # lazily: see scripts/endpoints.py
+
+    ns = pods[0]["metadata"].get("namespace", "")
+    found = "; ".join(
+        f"Pod {n}: {want.marker}={v if v is not None else '(absent)'}" for n, v in wrong
+    )
+    return Check(
+        stage,
+        "fail",
+        f"{found} (want {url})",
+        f"check `kubectl get clusterpolicy {POLICY}` is Ready, then recreate the Pods "
+        f"(kubectl -n {ns} delete pod {' '.join(n for n, _ in wrong)}) so admission repoints "
+        "them, or run `python -m scripts patch`",
+    )
+
+
 def check_pods(pods: list[dict[str, Any]], want: L2Settings) -> Check:
-    """Every Pod carries what the Kyverno rule adds: the env, the mount (with the endpoint's
-    subPath) and the PVC volume, all read from ``k8s.policy.rule``."""
+    """Every Pod carries the rest of what the Kyverno rule adds (the URL has its own row): the
+    env, the mount (with the endpoint's subPath) and the PVC volume, read from
+    ``k8s.policy.rule``."""
     stage = "Pods carry L2 settings"
     if not pods:
         return Check(
@@ -239,7 +276,7 @@ def check_pods(pods: list[dict[str, Any]], want: L2Settings) -> Check:
             "; ".join(problems),
             "check the Kyverno policy (kubectl get clusterpolicy) or run `python -m scripts patch`",
         )
-    env = ", ".join(f"{k}={v}" for k, v in want.env_values().items())
+    env = ", ".join(f"{k}={v}" for k, v in want.env_values().items() if k != want.marker)
     mounts = ", ".join(f"{m['mountPath']} (subPath {m.get('subPath', '-')})" for m in want.mounts)
     return Check(stage, "pass", f"{len(pods)} Pods: {env}; mount {mounts}")
 
@@ -353,21 +390,25 @@ def run_verify(
     pods: list[dict[str, Any]] = []
     if not ref.enable_l2_cache:
         reason = f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
+        checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))
         checks.append(Check("Pods carry L2 settings", "skip", reason))
         checks.append(Check("cross-Pod L2", "skip", reason))
         return checks, None
 
-    def pods_check() -> Check:
+    want = l2_settings(cfg, ref)
+
+    def url_check() -> Check:
         nonlocal pods
         dep = find_endpoint_deployment(clients, ref)
         pods = pods_of(clients, dep) if dep else []
-        return check_pods(pods, l2_settings(cfg, ref))
+        return check_remote_url(pods, want)
 
-    checks.append(_guard("Pods carry L2 settings", pods_check))
+    checks.append(_guard(f"{want.marker} is Curvine", url_check))
+    checks.append(_guard("Pods carry L2 settings", lambda: check_pods(pods, want)))
     if transport is None:
         checks.append(Check("cross-Pod L2", "skip", "--skip-l2-test given"))
         return checks, None
-    if checks[-1].status == "fail":
+    if "fail" in (checks[-1].status, checks[-2].status):
         checks.append(Check("cross-Pod L2", "skip", "Pods are not set up for L2 (see above)"))
         return checks, None
     outcome: CrossPodResult | Check

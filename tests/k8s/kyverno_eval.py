@@ -1,20 +1,41 @@
-"""A small evaluator of the Kyverno features the L2 policy uses, for tests.
+"""A small evaluator of exactly the Kyverno features the L2 policy uses, for tests.
 
-Implements rule matching on ``match.any[].resources`` (kinds, operations, namespaces,
-selector.matchLabels) and ``patchStrategicMerge`` the way Kyverno applies it to a Pod: maps merge
-recursively; lists of containers, env and volumes merge by ``name``, volumeMounts by
-``mountPath`` (their Kubernetes patch merge keys); a ``(key): value`` conditional anchor in a list
-element makes the element apply only to existing elements whose ``key`` equals ``value`` (and
-never adds a new one). The kyverno CLI is not on PyPI/npm, so it is not used here.
+Semantics implemented, from the Kyverno 1.18 documentation (kyverno.io/docs/writing-policies/
+mutate/, sections "Strategic Merge Patch" and "foreach"; preconditions: kyverno.io/docs/
+writing-policies/preconditions/):
+
+- ``match.any[].resources``: kinds, operations, namespaces and ``selector.matchLabels`` must all
+  hold for one block.
+- ``mutate.patchStrategicMerge``: maps merge recursively; lists with a Kubernetes patch merge key
+  (containers, env and volumes by ``name``, volumeMounts by ``mountPath``) merge element by
+  element, other lists are replaced; a ``(key): value`` conditional anchor makes a list element
+  apply only to existing elements whose ``key`` equals ``value``.
+- ``mutate.foreach``: ``list`` is evaluated against the admission request (only
+  ``request.object.spec.containers`` is supported); for each ``element``, ``preconditions.all``
+  must hold, then ``{{ element.name }}`` is substituted in the patch, which is merged into the
+  object as patched by the previous iterations.
+- Preconditions: only the key form the policy uses,
+  ``{{ element.env[?name=='X'] || `[]` | length(@) }}``, with the operators ``GreaterThan`` and
+  ``Equals``; anything else raises, so a policy change cannot pass on an unmodelled feature.
+
+The kyverno CLI is not on PyPI/npm, so it is not used here.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "volumes": "name",
               "volumeMounts": "mountPath", "ports": "containerPort"}  # fmt: skip
+_COUNT_ENV = re.compile(
+    r"^\{\{ element\.env\[\?name=='([A-Z0-9_]+)'\] \|\| `\[\]` \| length\(@\) \}\}$"
+)
+
+
+class Unsupported(ValueError):
+    """The policy uses a Kyverno feature this evaluator does not model."""
 
 
 def matches(rule: dict[str, Any], obj: dict[str, Any], operation: str) -> bool:
@@ -31,11 +52,67 @@ def matches(rule: dict[str, Any], obj: dict[str, Any], operation: str) -> bool:
     return False
 
 
+def _key_value(key: str, element: dict[str, Any]) -> int:
+    m = _COUNT_ENV.match(key)
+    if m is None:
+        raise Unsupported(f"precondition key {key!r}")
+    return sum(1 for e in element.get("env") or [] if e.get("name") == m.group(1))
+
+
+def _holds(conditions: dict[str, Any], element: dict[str, Any]) -> bool:
+    if set(conditions) - {"all"}:
+        raise Unsupported(f"preconditions {sorted(conditions)}")
+    for c in conditions["all"]:
+        got = _key_value(c["key"], element)
+        if c["operator"] == "GreaterThan":
+            ok = got > c["value"]
+        elif c["operator"] == "Equals":
+            ok = got == c["value"]
+        else:
+            raise Unsupported(f"operator {c['operator']}")
+        if not ok:
+            return False
+    return True
+
+
+def _substitute(patch: Any, element: dict[str, Any]) -> Any:
+    if isinstance(patch, dict):
+        return {k: _substitute(v, element) for k, v in patch.items()}
+    if isinstance(patch, list):
+        return [_substitute(v, element) for v in patch]
+    if isinstance(patch, str) and "{{" in patch:
+        if patch != "{{ element.name }}":
+            raise Unsupported(f"variable {patch!r}")
+        return element["name"]
+    return patch
+
+
+def _foreach(out: dict[str, Any], loops: list[dict[str, Any]]) -> dict[str, Any]:
+    for loop in loops:
+        if loop["list"] != "request.object.spec.containers" or set(loop) - {
+            "list",
+            "preconditions",
+            "patchStrategicMerge",
+        }:
+            raise Unsupported(f"foreach {sorted(loop)} over {loop['list']}")
+        for element in copy.deepcopy(out["spec"]["containers"]):
+            if _holds(loop.get("preconditions", {"all": []}), element):
+                out = merge(out, _substitute(loop["patchStrategicMerge"], element))
+    return out
+
+
 def apply_policy(policy: dict[str, Any], obj: dict[str, Any], operation: str) -> dict[str, Any]:
     out = copy.deepcopy(obj)
     for rule in policy["spec"]["rules"]:
-        if matches(rule, out, operation) and "patchStrategicMerge" in rule.get("mutate", {}):
-            out = merge(out, rule["mutate"]["patchStrategicMerge"])
+        if not matches(rule, out, operation):
+            continue
+        mutate = rule.get("mutate", {})
+        if set(mutate) - {"patchStrategicMerge", "foreach"}:
+            raise Unsupported(f"mutate {sorted(mutate)}")
+        if "patchStrategicMerge" in mutate:
+            out = merge(out, mutate["patchStrategicMerge"])
+        if "foreach" in mutate:
+            out = _foreach(out, mutate["foreach"])
     return out
 
 

@@ -42,29 +42,69 @@ def test_policy_shape(policy: dict[str, Any], dev_config: AppConfig) -> None:
         assert m["resources"]["kinds"] == ["Pod"] and m["resources"]["operations"] == ["CREATE"]
 
 
-def test_mutation_repoints_l2_and_mounts_the_pvc(policy: dict[str, Any]) -> None:
-    pod = apply_policy(policy, POD, "CREATE")
-    before = {c["name"]: c for c in POD["spec"]["containers"]}
+def _model(pod: dict[str, Any]) -> dict[str, Any]:
+    (c,) = [c for c in pod["spec"]["containers"] if "LMCACHE_REMOTE_URL" in _env(c)]
+    return c
+
+
+def _renamed(name: str, first: bool) -> dict[str, Any]:
+    """The fixture with the model container renamed and moved (operator versions differ)."""
+    pod = copy.deepcopy(POD)
+    containers = pod["spec"]["containers"]
+    model = containers.pop(0)
+    model["name"] = name
+    containers.insert(0 if first else len(containers), model)
+    return pod
+
+
+@pytest.mark.parametrize(("name", "first"), [("inference", True), ("qwen3-8b", False),
+                                             ("vllm", False)])  # fmt: skip
+def test_mutation_repoints_l2_and_mounts_the_pvc(
+    policy: dict[str, Any], name: str, first: bool
+) -> None:
+    before_pod = _renamed(name, first)
+    pod = apply_policy(policy, before_pod, "CREATE")
+    before = {c["name"]: c for c in before_pod["spec"]["containers"]}
     after = {c["name"]: c for c in pod["spec"]["containers"]}
     assert list(after) == list(before)
-    vllm = after["qwen3-8b"]
-    want = {**_env(before["qwen3-8b"]), "LMCACHE_REMOTE_URL": L2_URL,
+    vllm = after[name]
+    want = {**_env(before[name]), "LMCACHE_REMOTE_URL": L2_URL,
             "LMCACHE_REMOTE_SERDE": "naive", "PYTHONHASHSEED": "0"}  # fmt: skip
     assert _env(vllm) == want
     assert [e["name"] for e in vllm["env"]].count("LMCACHE_REMOTE_URL") == 1
     assert vllm["volumeMounts"] == [
-        {"name": "model-weights", "mountPath": "/opt/ml/model"},
+        *before[name]["volumeMounts"],
         {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "qwen3-8b"},
     ]
     assert pod["spec"]["volumes"] == [
-        {"name": "model-weights", "emptyDir": {}},
+        *before_pod["spec"]["volumes"],
         {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}},
     ]
-    for name in ("reverse-proxy", "otel-collector"):
-        assert after[name] == before[name]
+    for other in ("reverse-proxy", "otel-collector"):
+        assert after[other] == before[other]
+    assert pod["spec"]["initContainers"] == before_pod["spec"]["initContainers"]
     assert {k: v for k, v in vllm.items() if k not in ("env", "volumeMounts")} == {
-        k: v for k, v in before["qwen3-8b"].items() if k not in ("env", "volumeMounts")
+        k: v for k, v in before[name].items() if k not in ("env", "volumeMounts")
     }
+
+
+def test_no_container_carries_the_url_means_no_change(policy: dict[str, Any]) -> None:
+    """Without enableL2Cache the operator injects no LMCACHE_REMOTE_URL: nothing to repoint."""
+    pod = copy.deepcopy(POD)
+    model = _model(pod)
+    model["env"] = [e for e in model["env"] if e["name"] != "LMCACHE_REMOTE_URL"]
+    assert apply_policy(policy, pod, "CREATE") == pod
+
+
+def test_policy_targets_no_container_by_name(policy: dict[str, Any]) -> None:
+    """The rule must not name a container (the operator does not document the name)."""
+    for r in policy["spec"]["rules"]:
+        (loop,) = r["mutate"]["foreach"]
+        assert loop["list"] == "request.object.spec.containers"
+        (c,) = loop["patchStrategicMerge"]["spec"]["containers"]
+        assert c["name"] == "{{ element.name }}" and "(name)" not in c
+    annotations = policy["metadata"]["annotations"]
+    assert annotations["pod-policies.kyverno.io/autogen-controllers"] == "none"
 
 
 @pytest.mark.parametrize("change", ["update", "other-namespace", "other-endpoint"])

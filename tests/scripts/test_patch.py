@@ -142,13 +142,25 @@ def test_no_lmcache_container_is_an_error(deployment: dict[str, Any]) -> None:
         compute_patch(deployment, SETTINGS)
 
 
-def test_a_deployment_without_the_endpoint_container_is_an_error(
+def test_the_container_carrying_the_url_is_patched_whatever_its_name(
     deployment: dict[str, Any],
 ) -> None:
-    # The policy matches the container by the endpoint's name; patch targets the same one.
-    other = l2_settings(CFG, CFG.kvcache.endpoints[1])
-    with pytest.raises(OperationError, match="no container named other-model"):
-        compute_patch(deployment, other)
+    # The policy patches the container that carries LMCACHE_REMOTE_URL; patch targets the same one
+    # even when the operator names it differently or puts it last.
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    (model,) = [c for c in containers if any(e["name"] == "LMCACHE_REMOTE_URL" for e in c["env"])]
+    model["name"] = "inference"
+    containers.append({"name": "reverse-proxy", "image": "nginx:1"})
+    containers.reverse()
+    index = containers.index(model)
+    ops = compute_patch(deployment, SETTINGS)
+    paths = {op["path"] for op in ops if op["op"] != "test"}
+    assert any(p.startswith(f"/spec/template/spec/containers/{index}/env") for p in paths)
+    assert all(
+        p.startswith(f"/spec/template/spec/containers/{index}/")
+        or p.startswith("/spec/template/spec/volumes")
+        for p in paths
+    )
 
 
 def _seed(kube: FakeKube, deployment: dict[str, Any], operator_replicas: int = 2) -> Clients:

@@ -186,7 +186,7 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
         seed=11,
         log_wait_s=0,
     )
-    assert [c.status for c in checks] == ["pass"] * 8, checks
+    assert [c.status for c in checks] == ["pass"] * 9, checks
     assert cross is not None and cross.node_a != cross.node_b
     assert cross.verdict.hit_ratio == 1.0 and cross.verdict.l2_read_ms == pytest.approx(55.75)
     # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
@@ -210,12 +210,30 @@ def test_unpatched_pods_and_wrong_tiered_storage_fail(kube: FakeKube) -> None:
         and "aws-fsx-csi-driver=DEGRADED" in by_stage["add-ons ACTIVE"].detail
     )
     pods = by_stage["Pods carry L2 settings"]
-    assert (
-        pods.status == "fail"
-        and "sagemaker-hyperpod://" in pods.detail
-        and "no mount" in pods.detail
-    )
+    assert pods.status == "fail" and "no mount" in pods.detail
+    url = by_stage["LMCACHE_REMOTE_URL is Curvine"]
+    # One row names each Pod, the value it runs with, the value wanted and the fix.
+    assert url.status == "fail"
+    for pod in ("vllm-kvcache-7d9f-1", "vllm-kvcache-7d9f-2"):
+        assert f"Pod {pod}: LMCACHE_REMOTE_URL=sagemaker-hyperpod://$(NODE_IP):9200" in url.detail
+    assert "(want fs://localhost:0/mnt/curvine/l2cache/)" in url.detail
+    assert "kubectl get clusterpolicy hyperpod-kvcache-l2-curvine" in url.fix
+    assert "delete pod vllm-kvcache-7d9f-1 vllm-kvcache-7d9f-2" in url.fix
     assert by_stage["cross-Pod L2"].status == "skip" and cross is None
+
+
+def test_a_renamed_model_container_is_still_checked(kube: FakeKube) -> None:
+    """The container is found by LMCACHE_REMOTE_URL, as the policy finds it, not by name."""
+    _seed_cluster(kube)
+    for key, obj in kube.objects.items():
+        if "/pods/" in key:
+            model = next(c for c in obj["spec"]["containers"] if c["name"] == REF.name)
+            model["name"] = "inference"
+            obj["spec"]["containers"].reverse()
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
+    by_stage = {c.stage: c for c in checks}
+    assert by_stage["LMCACHE_REMOTE_URL is Curvine"].status == "pass"
+    assert by_stage["Pods carry L2 settings"].status == "pass"
 
 
 def test_zero_hit_on_second_pod_fails(kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]) -> None:
