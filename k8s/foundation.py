@@ -14,9 +14,9 @@ EBS_SC, CURVINE_SC = "ebs-sc", "curvine-sc"
 CURVINE_FS_PATH = "/l2cache"
 
 
-def psa_labels(level: str) -> dict[str, str]:
-    """Enforce ``level``; warn and audit at ``restricted`` so drift towards privilege shows."""
-    warn = "privileged" if level == "privileged" else "restricted"
+def psa_labels(level: str, warn: str = "restricted") -> dict[str, str]:
+    """Enforce ``level``; warn and audit at ``warn`` (``restricted`` unless said otherwise) so
+    anything beyond the strictest level shows in warnings and the audit log."""
     return {f"{PSA}/enforce": level, f"{PSA}/enforce-version": "latest",
             f"{PSA}/warn": warn, f"{PSA}/audit": warn}  # fmt: skip
 
@@ -31,16 +31,23 @@ class NamespacesChart(cdk8s.Chart):
         kplus = kplus_for(config)
         kv = config.kvcache
         levels = {kv.kyverno.namespace: "baseline"}
-        levels.update({ns: "baseline" for ns in endpoint_namespaces(config)})
+        # Endpoint namespaces enforce privileged: with Tiered Storage the operator renders the
+        # model Pod with a hostPath volume (/dev/shm/ai_toolkit_cache, the ai-toolkit daemon's
+        # shared memory that LMCache's sagemaker-hyperpod backend reads), and baseline refuses
+        # every hostPath volume, so the ReplicaSet could create no Pod. Only privileged admits
+        # hostPath; warn and audit stay at restricted so anything else shows.
+        levels.update({ns: "privileged" for ns in endpoint_namespaces(config)})
         if kv.curvine.enabled:
-            # The only privileged namespace: the CSI node plugin mounts FUSE with Bidirectional
-            # propagation and the workers write the host NVMe.
+            # The CSI node plugin mounts FUSE with Bidirectional propagation and the workers
+            # write the host NVMe.
             levels[kv.curvine.namespace] = "privileged"
+        # Curvine's Pods are all privileged by design: warnings there would only be noise.
+        warns = {ns: "privileged" if ns == kv.curvine.namespace else "restricted" for ns in levels}
         for ns, level in sorted(levels.items()):
             kplus.Namespace(
                 self, ns,
                 metadata=cdk8s.ApiObjectMetadata(
-                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level)}),
+                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level, warns[ns])}),
             )  # fmt: skip
 
 
