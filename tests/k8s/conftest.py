@@ -45,3 +45,16 @@ def crd_schema(path: Path, version: str) -> dict[str, Any]:
     (v,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
     schema: dict[str, Any] = v["schema"]["openAPIV3Schema"]
     return schema
+
+
+@pytest.fixture(scope="session")
+def rendered_envs(
+    tmp_path_factory: pytest.TempPathFactory, rendered: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Every shipped environment rendered once (dev reuses ``rendered``)."""
+    out: dict[str, list[dict[str, Any]]] = {"dev": rendered}
+    for env in ("test", "prod"):
+        paths = render(env, tmp_path_factory.mktemp(f"dist-{env}"),
+                       lock_dir=tmp_path_factory.mktemp(f"locks-{env}"))  # fmt: skip
+        out[env] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+    return out

@@ -1,0 +1,92 @@
+"""Deploy rehearsal: what Pod Security admission would refuse, in every shipped environment.
+
+No double for the rendered objects (real cdk8s output). Pod Security admission is modelled by
+``tests.k8s.pod_security`` (the documented baseline/restricted controls), Kyverno by
+``tests.k8s.kyverno_eval``; the operator-rendered endpoint Pod is the model in
+fixtures/operator_pod.yaml (its sources are listed there).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.k8s.kyverno_eval import apply_policy
+from tests.k8s.pod_security import violations
+
+ENVS = ("dev", "test", "prod")
+PSA = "pod-security.kubernetes.io/enforce"
+WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
+OPERATOR_POD = yaml.safe_load(
+    (Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text()
+)
+
+
+def pod_templates(objs: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(object, namespace, Pod spec) of every Pod template we render."""
+    out = []
+    for o in objs:
+        ref = f"{o['kind']} {o['metadata'].get('namespace')}/{o['metadata']['name']}"
+        if o["kind"] in WORKLOADS:
+            out.append((ref, o["metadata"].get("namespace", ""), o["spec"]["template"]["spec"]))
+        elif o["kind"] == "CronJob":
+            spec = o["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+            out.append((ref, o["metadata"].get("namespace", ""), spec))
+    return out
+
+
+def operator_pods(objs: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:
+    """The operator's Pod for each rendered endpoint, as admitted: Kyverno's mutation applied."""
+    policies = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    out = []
+    for iec in (o for o in objs if o["kind"] == "InferenceEndpointConfig"):
+        pod = copy.deepcopy(OPERATOR_POD)
+        name, ns = iec["metadata"]["name"], iec["metadata"]["namespace"]
+        pod["metadata"].update(namespace=ns, labels={"app": name})
+        for policy in policies:
+            pod = apply_policy(policy, pod, "CREATE")
+        out.append((f"Pod {ns}/{name}-* (operator-rendered, Kyverno-mutated)", ns, pod["spec"]))
+    return out
+
+
+def refusals(objs: list[dict[str, Any]]) -> list[str]:
+    levels = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(PSA, "privileged")
+              for o in objs if o["kind"] == "Namespace"}  # fmt: skip
+    out = []
+    for ref, ns, spec in pod_templates(objs) + operator_pods(objs):
+        if ns not in levels:
+            out.append(f"{ref}: namespace {ns} is not rendered (its Pod Security level is unknown)")
+            continue
+        out += [f"{ref}: Pod Security {levels[ns]} (enforce) refuses {v}"
+                for v in violations(spec, levels[ns])]  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_pod_is_admitted_by_its_namespace_pod_security(
+    rendered_envs: dict[str, list[dict[str, Any]]], env: str
+) -> None:
+    objs = rendered_envs[env]
+    assert operator_pods(objs), f"{env}: no endpoint rendered, the operator Pod went unchecked"
+    problems = refusals(objs)
+    assert not problems, f"{env}:\n" + "\n".join(problems)
+
+
+def test_the_model_needs_what_defect_4_refused() -> None:
+    """The operator Pod model is what baseline refuses: it must fail there, or the check above
+    proves nothing."""
+    got = violations(OPERATOR_POD["spec"], "baseline")
+    assert got == ["HostPath Volumes: ai-toolkit-cache (/dev/shm/ai_toolkit_cache)"]
+
+
+def test_helper_knows_the_restricted_controls() -> None:
+    spec = {"containers": [{"name": "c", "image": "x:1"}], "volumes": [{"name": "v", "nfs": {}}]}
+    got = violations(spec, "restricted")
+    for control in ("Volume Types", "Privilege Escalation", "Running as Non-root",
+                    "Seccomp", "Capabilities"):  # fmt: skip
+        assert any(v.startswith(control) for v in got), control
+    assert violations(spec, "baseline") == []
