@@ -1,7 +1,10 @@
-"""Helpers shared by the charts: labels, resources, and raw objects for fields cdk8s-plus lacks."""
+"""Helpers shared by the charts: labels, workload identities, node placement, resources and
+security contexts, all as the typed classes of the pinned cdk8s-plus ``k8s`` module."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import cdk8s
@@ -12,6 +15,17 @@ from infra.versions import SUPPORTED_KUBERNETES
 
 PART_OF = "hyperpod-kvcache"
 CURVINE_LABEL = "app.kubernetes.io/name"
+EBS_SC = "ebs-sc"
+"""StorageClass of the Curvine master volumes (created by k8s.foundation.StorageChart)."""
+
+# The label SageMaker HyperPod puts on every node of an EKS-orchestrated cluster, valued with the
+# node's instance group name (``InstanceGroupName`` of the SageMaker CreateCluster API). HyperPod
+# sets it itself, so it is present even on clusters (existing-cluster mode) whose nodes do not
+# carry the labels configured in ``hyperpod.*_group.labels``. Evidence: public HyperPod EKS
+# manifests and tools select nodes with this key; no AWS documentation page stating it could be
+# read offline. See docs/kubernetes-hardening.md ("Node placement") for how to check it on a
+# cluster (``kubectl get nodes -L sagemaker.amazonaws.com/instance-group-name``).
+INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 
 
 def labels(name: str, component: str) -> dict[str, str]:
@@ -23,29 +37,128 @@ def labels(name: str, component: str) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Workload:
+    """One workload's identity: its selector, its Pod labels and the selector of every Service in
+    front of it all come from here, so they cannot diverge.
+
+    ``selector`` defaults to the workload's name and ``part-of`` label. It may be given explicitly
+    where an existing object's selector (immutable in Kubernetes) must be kept; a selector key
+    that contradicts the standard labels is refused.
+    """
+
+    name: str
+    component: str
+    selector: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.selector:
+            std = labels(self.name, self.component)
+            keys = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
+            object.__setattr__(self, "selector", {k: std[k] for k in keys})
+        clash = {
+            k: v
+            for k, v in self.selector.items()
+            if k in labels(self.name, self.component) and labels(self.name, self.component)[k] != v
+        }
+        if clash:
+            raise ValueError(f"{self.name}: selector {clash} contradicts the standard labels")
+
+    @property
+    def match_labels(self) -> dict[str, str]:
+        return dict(self.selector)
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        """The standard labels plus the selector: a superset of the selector by construction."""
+        return {**labels(self.name, self.component), **self.selector}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels of the workload object itself."""
+        return labels(self.name, self.component)
+
+
+def kplus_for(config: AppConfig) -> Any:
+    """The cdk8s-plus module pinned for the cluster's Kubernetes minor."""
+    return SUPPORTED_KUBERNETES[config.eks.kubernetes_version].cdk8s_plus()
+
+
+def k8s_for(config: AppConfig) -> Any:
+    """The typed L1 classes (``KubeStatefulSet``, ``Container``, ...) of the pinned cdk8s-plus.
+
+    jsii checks every argument at synth: an unknown or mistyped field raises there.
+    """
+    return kplus_for(config).k8s
+
+
+def gpu_node_selector(config: AppConfig) -> dict[str, str]:
+    """Places a Pod on the GPU instance group's nodes, by the label HyperPod sets itself."""
+    return {INSTANCE_GROUP_LABEL: config.hyperpod.gpu_group.name}
+
+
+def system_node_selector(config: AppConfig) -> dict[str, str]:
+    """Places a Pod on the system (CPU) instance group, off the GPU nodes."""
+    return {INSTANCE_GROUP_LABEL: config.hyperpod.system_group.name}
+
+
 def resources(
+    k8s: Any,
     cpu_millicores: int,
     memory_mib: int,
     *,
     cpu_limit_millicores: int | None = None,
     memory_limit_mib: int | None = None,
-) -> dict[str, Any]:
+) -> Any:
     """Requests and limits; limits default to the requests (Guaranteed QoS)."""
-    return {
-        "requests": {"cpu": f"{cpu_millicores}m", "memory": f"{memory_mib}Mi"},
-        "limits": {
-            "cpu": f"{cpu_limit_millicores or cpu_millicores}m",
-            "memory": f"{memory_limit_mib or memory_mib}Mi",
+    q = k8s.Quantity.from_string
+    return k8s.ResourceRequirements(
+        requests={"cpu": q(f"{cpu_millicores}m"), "memory": q(f"{memory_mib}Mi")},
+        limits={
+            "cpu": q(f"{cpu_limit_millicores or cpu_millicores}m"),
+            "memory": q(f"{memory_limit_mib or memory_mib}Mi"),
         },
-    }  # fmt: skip
+    )
+
+
+def hardened(k8s: Any, *, add_capabilities: Sequence[str] = ()) -> Any:
+    """Security context of every container that needs no privilege: no privilege escalation,
+    every capability dropped (callers add back what they need, with the reason next to it), the
+    runtime's default seccomp profile, and a read-only root filesystem (callers mount an emptyDir
+    at each path the image writes)."""
+    return k8s.SecurityContext(
+        allow_privilege_escalation=False,
+        capabilities=k8s.Capabilities(drop=["ALL"], add=list(add_capabilities) or None),
+        seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
+        read_only_root_filesystem=True,
+    )
+
+
+def meta(
+    k8s: Any,
+    name: str,
+    *,
+    namespace: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> Any:
+    return k8s.ObjectMeta(
+        name=name,
+        namespace=namespace,
+        labels=dict(labels) if labels else None,
+        annotations=dict(annotations) if annotations else None,
+    )
+
+
+def port(k8s: Any, number: int) -> Any:
+    return k8s.IntOrString.from_number(number)
 
 
 def raw(scope: Construct, id: str, manifest: dict[str, Any]) -> cdk8s.ApiObject:
     """An object written field by field.
 
-    Used where cdk8s-plus cannot express a field (mount propagation, privileged containers,
-    hostPath types, volume claim templates, CSIDriver/StorageClass/PV/RBAC kinds it does not
-    model) or adds defaults that would change the object (security contexts on privileged Pods).
+    Only for custom resources that have no imported typed class (the Kyverno ClusterPolicy in
+    k8s/policy.py). Built-in kinds use the typed classes of ``k8s_for(config)``.
     """
     obj = cdk8s.ApiObject(
         scope, id, api_version=manifest["apiVersion"], kind=manifest["kind"],
@@ -64,8 +177,3 @@ def _metadata(meta: dict[str, Any]) -> dict[str, Any]:
         **({"labels": meta["labels"]} if "labels" in meta else {}),
         **({"annotations": meta["annotations"]} if "annotations" in meta else {}),
     }
-
-
-def kplus_for(config: AppConfig) -> Any:
-    """The cdk8s-plus module pinned for the cluster's Kubernetes minor."""
-    return SUPPORTED_KUBERNETES[config.eks.kubernetes_version].cdk8s_plus()

@@ -1,4 +1,17 @@
-"""The Curvine CSI driver: CSIDriver, RBAC, controller Deployment and node DaemonSet."""
+"""The Curvine CSI driver: CSIDriver, RBAC, controller Deployment and node DaemonSet.
+
+Does the controller need privilege? No. Curvine's controller service provisions a volume by
+running ``curvine-cli fs mkdir -p <path> --master-addrs ...`` (an RPC to the masters) and deletes
+one with ``curvine-cli`` plus a PV lookup through the Kubernetes API; it never mounts anything
+(CurvineIO/curvine v0.3.2-alpha, commit f40ca6ff7fbc985b15e7a3f3079516d244f10a62,
+``curvine-csi/pkg/csi/controller.go``: CreateVolume/CreateCurinveDir/DeleteVolume). The upstream
+chart nevertheless runs it privileged with SYS_ADMIN by default (CurvineIO/curvine-helm, commit
+adeb66242e975cd64beccf1b5432e4a6da67aef8, ``curvine-csi/values.yaml`` controller
+``securityContext``); we do not. The same binary builds its node service in the controller too
+(``driver.go`` NewDriver): with MOUNT_MODE=embedded that only creates a Kubernetes client and tries
+to read a mount-state Secret, logging a warning when it may not (the controller has no Secret
+access), and mounts nothing until a Node* call, which only the kubelet makes on the node plugin.
+"""
 
 from __future__ import annotations
 
@@ -8,24 +21,51 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from k8s.common import kplus_for, labels, raw, resources
-from k8s.curvine import FUSE_WEB_PORT, _metrics_service
+from k8s.common import (
+    Workload,
+    gpu_node_selector,
+    hardened,
+    k8s_for,
+    kplus_for,
+    labels,
+    meta,
+    resources,
+    system_node_selector,
+)
+from k8s.curvine import FUSE_WEB_PORT, TMP_DIR, metrics_service
 
 DRIVER = "curvine"
 CONTROLLER, NODE = "curvine-csi-controller", "curvine-csi-node"
 KUBELET = "/var/lib/kubelet"
 SOCKET = "/csi/csi.sock"
 
+# The selectors of these two objects predate this module's Workload values and are immutable on
+# a live cluster, so they are kept as they were (``app: <name>``).
+CONTROLLER_WL = Workload(CONTROLLER, "csi", selector={"app": CONTROLLER})
+NODE_WL = Workload(NODE, "csi", selector={"app": NODE})
 
-def _csi_env(ns: str) -> list[dict[str, Any]]:
+
+def _csi_env(k8s: Any, ns: str) -> list[Any]:
+    node_name = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="spec.nodeName"))
     return [
-        {"name": "CSI_ENDPOINT", "value": f"unix://{SOCKET}"},
-        {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
-        {"name": "KUBERNETES_NAMESPACE", "value": ns},
+        k8s.EnvVar(name="CSI_ENDPOINT", value=f"unix://{SOCKET}"),
+        k8s.EnvVar(name="NODE_NAME", value_from=node_name),
+        k8s.EnvVar(name="KUBERNETES_NAMESPACE", value=ns),
         # FUSE runs inside the node plugin container ("embedded"), so the memory limit below is
         # the FUSE process's limit and no unmanaged Pods are created on the GPU nodes.
-        {"name": "MOUNT_MODE", "value": "embedded"},
+        k8s.EnvVar(name="MOUNT_MODE", value="embedded"),
     ]
+
+
+def _host(k8s: Any, name: str, path: str, kind: str) -> Any:
+    return k8s.Volume(name=name, host_path=k8s.HostPathVolumeSource(path=path, type=kind))
+
+
+def _rolling(k8s: Any) -> Any:
+    return k8s.DaemonSetUpdateStrategy(
+        type="RollingUpdate",
+        rolling_update=k8s.RollingUpdateDaemonSet(max_unavailable=k8s.IntOrString.from_number(1)),
+    )
 
 
 class CsiChart(cdk8s.Chart):
@@ -34,161 +74,168 @@ class CsiChart(cdk8s.Chart):
         cv = config.kvcache.curvine
         ns = cv.namespace
         kplus = kplus_for(config)
-        raw(self, "driver", {
-            "apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver",
-            "metadata": {"name": DRIVER, "labels": labels("curvine-csi", "driver")},
-            "spec": {"attachRequired": False, "podInfoOnMount": False,
-                     "volumeLifecycleModes": ["Persistent"]},
-        })  # fmt: skip
+        k8s = k8s_for(config)
+        k8s.KubeCsiDriver(
+            self, "driver",
+            metadata=meta(k8s, DRIVER, labels=labels("curvine-csi", "driver")),
+            spec=k8s.CsiDriverSpec(attach_required=False, pod_info_on_mount=False,
+                                   volume_lifecycle_modes=["Persistent"]),
+        )  # fmt: skip
         for sa in (CONTROLLER, NODE):
             kplus.ServiceAccount(
                 self, f"{sa}-sa",
                 metadata=cdk8s.ApiObjectMetadata(name=sa, namespace=ns, labels=labels(sa, "csi")),
                 automount_token=True,
             )  # fmt: skip
-        self._rbac(ns)
-        fuse = cv.fuse
-        plugin = {
-            "name": "csi-plugin", "image": cv.csi_image, "imagePullPolicy": "IfNotPresent",
-            "command": ["/opt/curvine/csi"],
-            "args": ["--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(NODE_NAME)"],
-            "env": _csi_env(ns),
-            "securityContext": {"privileged": True},
-        }  # fmt: skip
-        provisioner = {
-            "name": "csi-provisioner", "image": cv.csi_provisioner_image,
-            "imagePullPolicy": "IfNotPresent",
-            "args": [f"--csi-address={SOCKET}", "--timeout=300s", "--leader-election",
-                     f"--leader-election-namespace={ns}", "--v=2"],
-            "resources": resources(50, 128, cpu_limit_millicores=500, memory_limit_mib=256),
-            "volumeMounts": [{"name": "socket-dir", "mountPath": "/csi"}],
-        }  # fmt: skip
-        raw(self, "controller", {
-            "apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": CONTROLLER, "namespace": ns, "labels": labels(CONTROLLER, "csi")},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": CONTROLLER}},
-                "template": {
-                    "metadata": {"labels": {"app": CONTROLLER, **labels(CONTROLLER, "csi")}},
-                    "spec": {
-                        "serviceAccountName": CONTROLLER,
-                        "priorityClassName": "system-cluster-critical",
-                        "containers": [
-                            {**plugin, "resources": resources(100, 256, cpu_limit_millicores=1000,
-                                                              memory_limit_mib=1024),
-                             "volumeMounts": [{"name": "socket-dir", "mountPath": "/csi"}]},
-                            provisioner,
-                        ],
-                        "volumes": [{"name": "socket-dir", "emptyDir": {}}],
-                    },
-                },
-            },
-        })  # fmt: skip
-        registrar = {
-            "name": "node-driver-registrar", "image": cv.csi_node_driver_registrar_image,
-            "imagePullPolicy": "IfNotPresent",
-            "args": [f"--csi-address={SOCKET}",
-                     f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock", "--v=2"],
-            "resources": resources(20, 64, cpu_limit_millicores=200, memory_limit_mib=128),
-            "volumeMounts": [{"name": "plugin-dir", "mountPath": "/csi"},
-                             {"name": "registration-dir", "mountPath": "/registration"}],
-        }  # fmt: skip
-        node_plugin = {
+        self._rbac(k8s, ns)
+        socket = k8s.VolumeMount(name="socket-dir", mount_path="/csi")
+        tmp = k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)
+        plugin: dict[str, Any] = dict(
+            name="csi-plugin", image=cv.csi_image, image_pull_policy="IfNotPresent",
+            command=["/opt/curvine/csi"],
+            args=["--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(NODE_NAME)"],
+            env=_csi_env(k8s, ns),
+        )  # fmt: skip
+        controller_plugin = k8s.Container(
             **plugin,
-            "ports": [{"name": "fuse-metrics", "containerPort": FUSE_WEB_PORT}],
-            "resources": resources(
-                fuse.cpu_request_millicores, fuse.memory_request_mib,
+            resources=resources(k8s, 100, 256, cpu_limit_millicores=1000, memory_limit_mib=1024),
+            volume_mounts=[socket, tmp],
+            # Not privileged: the controller only runs curvine-cli over RPC (see the module doc).
+            security_context=hardened(k8s),
+        )  # fmt: skip
+        provisioner = k8s.Container(
+            name="csi-provisioner", image=cv.csi_provisioner_image,
+            image_pull_policy="IfNotPresent",
+            args=[f"--csi-address={SOCKET}", "--timeout=300s", "--leader-election",
+                  f"--leader-election-namespace={ns}", "--v=2"],
+            resources=resources(k8s, 50, 128, cpu_limit_millicores=500, memory_limit_mib=256),
+            volume_mounts=[socket],
+            security_context=hardened(k8s),
+        )  # fmt: skip
+        k8s.KubeDeployment(
+            self, "controller",
+            metadata=meta(k8s, CONTROLLER, namespace=ns, labels=CONTROLLER_WL.labels),
+            spec=k8s.DeploymentSpec(
+                replicas=1,
+                selector=k8s.LabelSelector(match_labels=CONTROLLER_WL.match_labels),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=CONTROLLER_WL.pod_labels),
+                    spec=k8s.PodSpec(
+                        service_account_name=CONTROLLER,
+                        # The provisioner and the plugin (PV lookups) call the Kubernetes API.
+                        automount_service_account_token=True,
+                        priority_class_name="system-cluster-critical",
+                        # On the system group, off the GPU nodes.
+                        node_selector=system_node_selector(config),
+                        containers=[controller_plugin, provisioner],
+                        volumes=[k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource())
+                                 for n in ("socket-dir", "tmp")],
+                    ),
+                ),
+            ),
+        )  # fmt: skip
+        registrar = k8s.Container(
+            name="node-driver-registrar", image=cv.csi_node_driver_registrar_image,
+            image_pull_policy="IfNotPresent",
+            args=[f"--csi-address={SOCKET}",
+                  f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock", "--v=2"],
+            resources=resources(k8s, 20, 64, cpu_limit_millicores=200, memory_limit_mib=128),
+            volume_mounts=[k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
+                           k8s.VolumeMount(name="registration-dir", mount_path="/registration")],
+            security_context=hardened(k8s),
+        )  # fmt: skip
+        fuse = cv.fuse
+        node_plugin = k8s.Container(
+            **plugin,
+            ports=[k8s.ContainerPort(name="fuse-metrics", container_port=FUSE_WEB_PORT)],
+            resources=resources(
+                k8s, fuse.cpu_request_millicores, fuse.memory_request_mib,
                 cpu_limit_millicores=fuse.cpu_limit_millicores,
                 memory_limit_mib=fuse.memory_limit_mib,
             ),
-            "volumeMounts": [
-                {"name": "plugin-dir", "mountPath": "/csi"},
+            volume_mounts=[
+                k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
                 # Bidirectional: the FUSE mount made in this container must propagate to the
-                # kubelet's pod volume dirs on the host (cdk8s-plus has no mountPropagation).
-                {"name": "kubelet-dir", "mountPath": KUBELET, "mountPropagation": "Bidirectional"},
-                {"name": "fuse-device", "mountPath": "/dev/fuse"},
+                # kubelet's pod volume dirs on the host.
+                k8s.VolumeMount(name="kubelet-dir", mount_path=KUBELET,
+                                mount_propagation="Bidirectional"),
+                k8s.VolumeMount(name="fuse-device", mount_path="/dev/fuse"),
             ],
-        }  # fmt: skip
-        sel = {"app": NODE}
-        raw(self, "node", {
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": NODE, "namespace": ns, "labels": labels(NODE, "csi")},
-            "spec": {
-                "selector": {"matchLabels": sel},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-                "template": {
-                    "metadata": {"labels": {**sel, **labels(NODE, "csi")}},
-                    "spec": {
-                        "serviceAccountName": NODE,
-                        "priorityClassName": "system-node-critical",
-                        "nodeSelector": dict(config.hyperpod.gpu_group.labels),
-                        "tolerations": [{"operator": "Exists"}],
-                        "containers": [node_plugin, registrar],
-                        "volumes": [
-                            _host("plugin-dir", f"{KUBELET}/plugins/{DRIVER}", "DirectoryOrCreate"),
-                            _host("kubelet-dir", KUBELET, "Directory"),
-                            _host("registration-dir", f"{KUBELET}/plugins_registry", "Directory"),
-                            _host("fuse-device", "/dev/fuse", "CharDevice"),
+            # The one privileged container: it mounts FUSE (/dev/fuse, mount(2)) with
+            # Bidirectional propagation, which Kubernetes allows only to privileged containers.
+            security_context=k8s.SecurityContext(privileged=True),
+        )  # fmt: skip
+        k8s.KubeDaemonSet(
+            self, "node",
+            metadata=meta(k8s, NODE, namespace=ns, labels=NODE_WL.labels),
+            spec=k8s.DaemonSetSpec(
+                selector=k8s.LabelSelector(match_labels=NODE_WL.match_labels),
+                update_strategy=_rolling(k8s),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=NODE_WL.pod_labels),
+                    spec=k8s.PodSpec(
+                        service_account_name=NODE,
+                        # The plugin keeps its mount state in Secrets of this namespace.
+                        automount_service_account_token=True,
+                        priority_class_name="system-node-critical",
+                        node_selector=gpu_node_selector(config),
+                        tolerations=[k8s.Toleration(operator="Exists")],
+                        containers=[node_plugin, registrar],
+                        volumes=[
+                            _host(k8s, "plugin-dir", f"{KUBELET}/plugins/{DRIVER}",
+                                  "DirectoryOrCreate"),
+                            _host(k8s, "kubelet-dir", KUBELET, "Directory"),
+                            _host(k8s, "registration-dir", f"{KUBELET}/plugins_registry",
+                                  "Directory"),
+                            _host(k8s, "fuse-device", "/dev/fuse", "CharDevice"),
                         ],
-                    },
-                },
-            },
-        })  # fmt: skip
-        _metrics_service(self, "curvine-fuse-metrics", ns, sel, FUSE_WEB_PORT)
+                    ),
+                ),
+            ),
+        )  # fmt: skip
+        metrics_service(self, k8s, "curvine-fuse-metrics", ns, NODE_WL, FUSE_WEB_PORT)
 
-    def _rbac(self, ns: str) -> None:
-        def cluster_role(name: str, rules: list[dict[str, Any]]) -> None:
-            raw(self, f"{name}-role", {
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                "metadata": {"name": name, "labels": labels(name, "csi")}, "rules": rules,
-            })  # fmt: skip
-            raw(self, f"{name}-binding", {
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                "metadata": {"name": name, "labels": labels(name, "csi")},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                            "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
-            })  # fmt: skip
+    def _rbac(self, k8s: Any, ns: str) -> None:
+        def rule(api_group: str, resources: list[str], verbs: list[str]) -> Any:
+            return k8s.PolicyRule(api_groups=[api_group], resources=resources, verbs=verbs)
 
-        def role(name: str, rules: list[dict[str, Any]]) -> None:
-            raw(self, f"{name}-ns-role", {
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
-                "metadata": {"name": name, "namespace": ns, "labels": labels(name, "csi")},
-                "rules": rules,
-            })  # fmt: skip
-            raw(self, f"{name}-ns-binding", {
-                "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                "metadata": {"name": name, "namespace": ns, "labels": labels(name, "csi")},
-                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}],
-            })  # fmt: skip
+        def subjects(name: str) -> list[Any]:
+            return [k8s.Subject(kind="ServiceAccount", name=name, namespace=ns)]
+
+        def cluster_role(name: str, rules: list[Any]) -> None:
+            md = meta(k8s, name, labels=labels(name, "csi"))
+            k8s.KubeClusterRole(self, f"{name}-role", metadata=md, rules=rules)
+            k8s.KubeClusterRoleBinding(
+                self, f"{name}-binding", metadata=md, subjects=subjects(name),
+                role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
+                                     name=name),
+            )  # fmt: skip
+
+        def role(name: str, rules: list[Any]) -> None:
+            md = meta(k8s, name, namespace=ns, labels=labels(name, "csi"))
+            k8s.KubeRole(self, f"{name}-ns-role", metadata=md, rules=rules)
+            k8s.KubeRoleBinding(
+                self, f"{name}-ns-binding", metadata=md, subjects=subjects(name),
+                role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
+                                     name=name),
+            )  # fmt: skip
 
         read = ["get", "list", "watch"]
         cluster_role(CONTROLLER, [
-            {"apiGroups": [""], "resources": ["persistentvolumes"],
-             "verbs": [*read, "create", "delete", "patch", "update"]},
-            {"apiGroups": [""], "resources": ["persistentvolumeclaims"],
-             "verbs": [*read, "update"]},
-            {"apiGroups": ["storage.k8s.io"], "resources": ["storageclasses", "csinodes"],
-             "verbs": read},
-            {"apiGroups": [""], "resources": ["nodes"], "verbs": read},
-            {"apiGroups": [""], "resources": ["events"], "verbs": [*read, "create", "patch"]},
+            rule("", ["persistentvolumes"], [*read, "create", "delete", "patch", "update"]),
+            rule("", ["persistentvolumeclaims"], [*read, "update"]),
+            rule("storage.k8s.io", ["storageclasses", "csinodes"], read),
+            rule("", ["nodes"], read),
+            rule("", ["events"], [*read, "create", "patch"]),
         ])  # fmt: skip
         role(CONTROLLER, [
-            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-             "verbs": [*read, "create", "update", "patch", "delete"]},
+            rule("coordination.k8s.io", ["leases"], [*read, "create", "update", "patch", "delete"]),
         ])  # fmt: skip
         cluster_role(NODE, [
-            {"apiGroups": [""], "resources": ["persistentvolumes"], "verbs": read},
-            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+            rule("", ["persistentvolumes"], read),
+            rule("", ["events"], ["create", "patch"]),
         ])  # fmt: skip
         # Mount state is kept in Secrets/ConfigMaps of the Curvine namespace only.
         role(NODE, [
-            {"apiGroups": [""], "resources": ["secrets", "configmaps"],
-             "verbs": [*read, "create", "update", "patch", "delete"]},
+            rule("", ["secrets", "configmaps"], [*read, "create", "update", "patch", "delete"]),
         ])  # fmt: skip
-
-
-def _host(name: str, path: str, kind: str) -> dict[str, Any]:
-    return {"name": name, "hostPath": {"path": path, "type": kind}}

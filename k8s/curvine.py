@@ -9,7 +9,19 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import CurvineConfig
-from k8s.common import kplus_for, labels, raw, resources
+from k8s.common import (
+    EBS_SC,
+    Workload,
+    gpu_node_selector,
+    hardened,
+    k8s_for,
+    kplus_for,
+    labels,
+    meta,
+    port,
+    resources,
+    system_node_selector,
+)
 
 MASTER, WORKER = "curvine-master", "curvine-worker"
 RPC_PORT, JOURNAL_PORT, WORKER_RPC_PORT = 8995, 8996, 8997
@@ -22,6 +34,18 @@ WORKER_HOST_PATH = "/opt/dlami/nvme/curvine-data"
 # that is not a RocksDB store, but creates a missing one. So a fresh cluster comes up, and no
 # restart ever formats anything: no bootstrap step is needed.
 META_MOUNT, JOURNAL_MOUNT = "/data/meta", "/data/journal"
+WORKER_DATA_MOUNT = "/data/curvine"
+# What the image writes outside its volumes (CurvineIO/curvine v0.3.2-alpha,
+# commit f40ca6ff7fbc985b15e7a3f3079516d244f10a62): curvine-docker/deploy/entrypoint.sh creates
+# ${CURVINE_HOME}/logs and tees the server's output to logs/<service>.out there, with
+# CURVINE_HOME=/app/curvine (curvine-docker/deploy/Dockerfile_ubuntu24). The server itself logs to
+# stdout (orpc/src/common/logger.rs: log_dir defaults to "stdout"). /tmp is given for anything
+# else that expects a writable temporary directory. Everything else is read-only.
+LOG_DIR, TMP_DIR = "/app/curvine/logs", "/tmp"
+
+# One value per workload: selector, Pod labels and the Services in front of it.
+MASTER_WL = Workload(MASTER, "master")
+WORKER_WL = Workload(WORKER, "worker")
 
 
 def master_host(cv: CurvineConfig, i: int) -> str:
@@ -65,7 +89,7 @@ journal_addrs = [
 rpc_port = {WORKER_RPC_PORT}
 web_port = {WORKER_WEB_PORT}
 dir_reserved = "{w.reserved_gib}GB"
-data_dir = ["[SSD:{w.capacity_gib}GB]/data/curvine"]
+data_dir = ["[SSD:{w.capacity_gib}GB]{WORKER_DATA_MOUNT}"]
 
 [client]
 master_addrs = [
@@ -81,32 +105,42 @@ worker_threads = {cv.fuse.worker_threads}
 """
 
 
-def _tcp_probes(port: int) -> dict[str, Any]:
-    def probe(period: int, failures: int) -> dict[str, Any]:
-        return {"tcpSocket": {"port": port}, "periodSeconds": period,
-                "failureThreshold": failures, "timeoutSeconds": 5}  # fmt: skip
+def _tcp_probes(k8s: Any, number: int) -> dict[str, Any]:
+    def probe(period: int, failures: int) -> Any:
+        return k8s.Probe(tcp_socket=k8s.TcpSocketAction(port=port(k8s, number)),
+                         period_seconds=period, failure_threshold=failures,
+                         timeout_seconds=5)  # fmt: skip
 
     # Startup allows 10 minutes: a master replays its journal before it listens.
     return {
-        "startupProbe": probe(10, 60),
-        "readinessProbe": probe(10, 3),
-        "livenessProbe": probe(20, 6),
+        "startup_probe": probe(10, 60),
+        "readiness_probe": probe(10, 3),
+        "liveness_probe": probe(20, 6),
     }
 
 
-def _metrics_service(
-    scope: Construct, name: str, ns: str, selector: dict[str, str], port: int
-) -> None:
-    raw(scope, name, {
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {
-            "name": name, "namespace": ns, "labels": labels(name, "metrics"),
-            "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(port),
-                            "prometheus.io/path": "/metrics"},
-        },
-        "spec": {"selector": selector,
-                 "ports": [{"name": "metrics", "port": port, "targetPort": port}]},
-    })  # fmt: skip
+def metrics_service(
+    scope: Construct, k8s: Any, name: str, ns: str, workload: Workload, number: int
+) -> Any:
+    """A Service that exposes one workload's metrics port for scraping."""
+    return k8s.KubeService(
+        scope, name,
+        metadata=meta(k8s, name, namespace=ns, labels=labels(name, "metrics"), annotations={
+            "prometheus.io/scrape": "true", "prometheus.io/port": str(number),
+            "prometheus.io/path": "/metrics"}),
+        spec=k8s.ServiceSpec(
+            selector=workload.match_labels,
+            ports=[k8s.ServicePort(name="metrics", port=number, target_port=port(k8s, number))],
+        ),
+    )  # fmt: skip
+
+
+def writable_dirs(k8s: Any) -> tuple[list[Any], list[Any]]:
+    """emptyDir volumes and their mounts for the paths the Curvine image writes."""
+    volumes = [k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource()) for n in ("logs", "tmp")]
+    mounts = [k8s.VolumeMount(name="logs", mount_path=LOG_DIR),
+              k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)]  # fmt: skip
+    return volumes, mounts
 
 
 class CurvineChart(cdk8s.Chart):
@@ -117,130 +151,158 @@ class CurvineChart(cdk8s.Chart):
         cv = config.kvcache.curvine
         ns = cv.namespace
         kplus = kplus_for(config)
+        k8s = k8s_for(config)
         kplus.ConfigMap(
             self, "config",
             metadata=cdk8s.ApiObjectMetadata(name=CONFIG_MAP, namespace=ns,
                                              labels=labels("curvine", "config")),
             data={"curvine-cluster.toml": cluster_toml(cv)},
         )  # fmt: skip
-        m_labels = {"app.kubernetes.io/name": MASTER, "app.kubernetes.io/part-of": "curvine"}
-        raw(self, "master-headless", {
-            "apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": MASTER, "namespace": ns, "labels": labels(MASTER, "master")},
-            "spec": {
-                "clusterIP": "None", "publishNotReadyAddresses": True, "selector": m_labels,
-                "ports": [{"name": "rpc", "port": RPC_PORT},
-                          {"name": "journal", "port": JOURNAL_PORT}],
-            },
-        })  # fmt: skip
-        self._master(cv, m_labels)
-        _metrics_service(self, f"{MASTER}-metrics", ns, m_labels, MASTER_WEB_PORT)
-        w_labels = {"app.kubernetes.io/name": WORKER, "app.kubernetes.io/part-of": "curvine"}
-        self._worker(config, w_labels)
-        _metrics_service(self, f"{WORKER}-metrics", ns, w_labels, WORKER_WEB_PORT)
+        k8s.KubeService(
+            self, "master-headless",
+            metadata=meta(k8s, MASTER, namespace=ns, labels=MASTER_WL.labels),
+            spec=k8s.ServiceSpec(
+                cluster_ip="None", publish_not_ready_addresses=True,
+                selector=MASTER_WL.match_labels,
+                ports=[k8s.ServicePort(name="rpc", port=RPC_PORT,
+                                       target_port=port(k8s, RPC_PORT)),
+                       k8s.ServicePort(name="journal", port=JOURNAL_PORT,
+                                       target_port=port(k8s, JOURNAL_PORT))],
+            ),
+        )  # fmt: skip
+        self._master(config, k8s)
+        metrics_service(self, k8s, f"{MASTER}-metrics", ns, MASTER_WL, MASTER_WEB_PORT)
+        self._worker(config, k8s)
+        metrics_service(self, k8s, f"{WORKER}-metrics", ns, WORKER_WL, WORKER_WEB_PORT)
 
     def _container(
         self,
+        k8s: Any,
         cv: CurvineConfig,
         role: str,
-        ports: list[dict[str, Any]],
-        res: dict[str, Any],
-        env: list[dict[str, Any]],
-        mounts: list[dict[str, Any]],
-    ) -> dict[str, Any]:
-        return {
-            "name": role, "image": cv.image, "imagePullPolicy": "IfNotPresent",
-            "args": [role, "start"],
-            "ports": ports,
-            "env": [{"name": "CURVINE_CONF_FILE", "value": f"{CONF_DIR}/curvine-cluster.toml"},
-                    *env],
-            "resources": res,
-            "volumeMounts": [{"name": "config", "mountPath": CONF_DIR, "readOnly": True}, *mounts],
-            **_tcp_probes(ports[0]["containerPort"]),
-        }  # fmt: skip
-
-    def _master(self, cv: CurvineConfig, sel: dict[str, str]) -> None:
-        m = cv.master
-        container = self._container(
-            cv, "master",
-            [{"name": "rpc", "containerPort": RPC_PORT},
-             {"name": "journal", "containerPort": JOURNAL_PORT},
-             {"name": "web", "containerPort": MASTER_WEB_PORT},
-             {"name": "web1", "containerPort": WORKER_WEB_PORT}],
-            resources(m.cpu_millicores, m.memory_mib),
-            # The journal peer list names each master by its stable DNS name.
-            [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-             {"name": "CURVINE_MASTER_HOSTNAME",
-              "value": f"$(POD_NAME).{MASTER}.{cv.namespace}.svc.cluster.local"}],
-            [{"name": "meta", "mountPath": META_MOUNT},
-             {"name": "journal", "mountPath": JOURNAL_MOUNT}],
+        ports: list[tuple[str, int]],
+        res: Any,
+        env: list[Any],
+        mounts: list[Any],
+    ) -> Any:
+        _, scratch = writable_dirs(k8s)
+        return k8s.Container(
+            name=role, image=cv.image, image_pull_policy="IfNotPresent",
+            args=[role, "start"],
+            ports=[k8s.ContainerPort(name=n, container_port=p) for n, p in ports],
+            env=[k8s.EnvVar(name="CURVINE_CONF_FILE", value=f"{CONF_DIR}/curvine-cluster.toml"),
+                 *env],
+            resources=res,
+            volume_mounts=[k8s.VolumeMount(name="config", mount_path=CONF_DIR, read_only=True),
+                           *mounts, *scratch],
+            # Master and worker serve RPC and write their own volumes only: no capability,
+            # no privilege. They run as the image's user (root, no USER in the Dockerfile), which
+            # owns the directories it writes (fresh EBS volumes, the hostPath it creates).
+            security_context=hardened(k8s),
+            **_tcp_probes(k8s, ports[0][1]),
         )  # fmt: skip
 
-        def claim(name: str, size: int) -> dict[str, Any]:
-            return {"metadata": {"name": name, "labels": labels(MASTER, name)},
-                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "ebs-sc",
-                             "resources": {"requests": {"storage": f"{size}Gi"}}}}  # fmt: skip
+    def _master(self, config: AppConfig, k8s: Any) -> None:
+        cv = config.kvcache.curvine
+        m = cv.master
+        field = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="metadata.name"))
+        container = self._container(
+            k8s, cv, "master",
+            [("rpc", RPC_PORT), ("journal", JOURNAL_PORT), ("web", MASTER_WEB_PORT),
+             ("web1", WORKER_WEB_PORT)],
+            resources(k8s, m.cpu_millicores, m.memory_mib),
+            # The journal peer list names each master by its stable DNS name.
+            [k8s.EnvVar(name="POD_NAME", value_from=field),
+             k8s.EnvVar(name="CURVINE_MASTER_HOSTNAME",
+                        value=f"$(POD_NAME).{MASTER}.{cv.namespace}.svc.cluster.local")],
+            [k8s.VolumeMount(name="meta", mount_path=META_MOUNT),
+             k8s.VolumeMount(name="journal", mount_path=JOURNAL_MOUNT)],
+        )  # fmt: skip
 
-        raw(self, "master", {
-            "apiVersion": "apps/v1", "kind": "StatefulSet",
-            "metadata": {"name": MASTER, "namespace": cv.namespace,
-                         "labels": labels(MASTER, "master")},
-            "spec": {
-                "serviceName": MASTER, "replicas": m.replicas, "podManagementPolicy": "Parallel",
-                "selector": {"matchLabels": sel},
+        def claim(name: str, size: int) -> Any:
+            return k8s.KubePersistentVolumeClaimProps(
+                metadata=meta(k8s, name, labels=labels(MASTER, name)),
+                spec=k8s.PersistentVolumeClaimSpec(
+                    access_modes=["ReadWriteOnce"], storage_class_name=EBS_SC,
+                    resources=k8s.VolumeResourceRequirements(
+                        requests={"storage": k8s.Quantity.from_string(f"{size}Gi")}),
+                ),
+            )  # fmt: skip
+
+        scratch, _ = writable_dirs(k8s)
+        k8s.KubeStatefulSet(
+            self, "master",
+            metadata=meta(k8s, MASTER, namespace=cv.namespace, labels=MASTER_WL.labels),
+            spec=k8s.StatefulSetSpec(
+                service_name=MASTER, replicas=m.replicas, pod_management_policy="Parallel",
+                selector=k8s.LabelSelector(match_labels=MASTER_WL.match_labels),
                 # Metadata outlives the StatefulSet: deleting it never deletes the volumes.
-                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain",
-                                                         "whenScaled": "Retain"},
-                "template": {
-                    "metadata": {"labels": {**sel, **labels(MASTER, "master")}},
-                    "spec": {
-                        "terminationGracePeriodSeconds": 60,
-                        "containers": [container],
-                        "volumes": [{"name": "config", "configMap": {"name": CONFIG_MAP}}],
-                        "affinity": {"podAntiAffinity": {
-                            "preferredDuringSchedulingIgnoredDuringExecution": [
-                            {"weight": 100, "podAffinityTerm": {
-                                "labelSelector": {"matchLabels": sel},
-                                "topologyKey": "kubernetes.io/hostname"}}]}},
-                    },
-                },
-                "volumeClaimTemplates": [claim("meta", m.metadata_size_gib),
-                                         claim("journal", m.journal_size_gib)],
-            },
-        })  # fmt: skip
+                persistent_volume_claim_retention_policy=(
+                    k8s.StatefulSetPersistentVolumeClaimRetentionPolicy(
+                        when_deleted="Retain", when_scaled="Retain")),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=MASTER_WL.pod_labels),
+                    spec=k8s.PodSpec(
+                        termination_grace_period_seconds=60,
+                        # Masters do not call the Kubernetes API.
+                        automount_service_account_token=False,
+                        # On the system group: a master must not take a GPU node's room.
+                        node_selector=system_node_selector(config),
+                        containers=[container],
+                        volumes=[k8s.Volume(name="config", config_map=k8s.ConfigMapVolumeSource(
+                            name=CONFIG_MAP)), *scratch],
+                        affinity=k8s.Affinity(pod_anti_affinity=k8s.PodAntiAffinity(
+                            preferred_during_scheduling_ignored_during_execution=[
+                                k8s.WeightedPodAffinityTerm(weight=100,
+                                    pod_affinity_term=k8s.PodAffinityTerm(
+                                        label_selector=k8s.LabelSelector(
+                                            match_labels=MASTER_WL.match_labels),
+                                        topology_key="kubernetes.io/hostname"))])),
+                    ),
+                ),
+                volume_claim_templates=[claim("meta", m.metadata_size_gib),
+                                        claim("journal", m.journal_size_gib)],
+            ),
+        )  # fmt: skip
 
-    def _worker(self, config: AppConfig, sel: dict[str, str]) -> None:
+    def _worker(self, config: AppConfig, k8s: Any) -> None:
         cv = config.kvcache.curvine
         w = cv.worker
+        pod_ip = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="status.podIP"))
         container = self._container(
-            cv, "worker",
-            [{"name": "rpc", "containerPort": WORKER_RPC_PORT},
-             {"name": "web", "containerPort": WORKER_WEB_PORT}],
-            resources(w.cpu_millicores, w.memory_mib),
-            [{"name": "CURVINE_WORKER_HOSTNAME",
-              "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
-            [{"name": "data", "mountPath": "/data/curvine"}],
+            k8s, cv, "worker",
+            [("rpc", WORKER_RPC_PORT), ("web", WORKER_WEB_PORT)],
+            resources(k8s, w.cpu_millicores, w.memory_mib),
+            [k8s.EnvVar(name="CURVINE_WORKER_HOSTNAME", value_from=pod_ip)],
+            [k8s.VolumeMount(name="data", mount_path=WORKER_DATA_MOUNT)],
         )  # fmt: skip
-        raw(self, "worker", {
-            "apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": WORKER, "namespace": cv.namespace,
-                         "labels": labels(WORKER, "worker")},
-            "spec": {
-                "selector": {"matchLabels": sel},
-                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}},
-                "template": {
-                    "metadata": {"labels": {**sel, **labels(WORKER, "worker")}},
-                    "spec": {
+        scratch, _ = writable_dirs(k8s)
+        k8s.KubeDaemonSet(
+            self, "worker",
+            metadata=meta(k8s, WORKER, namespace=cv.namespace, labels=WORKER_WL.labels),
+            spec=k8s.DaemonSetSpec(
+                selector=k8s.LabelSelector(match_labels=WORKER_WL.match_labels),
+                update_strategy=k8s.DaemonSetUpdateStrategy(
+                    type="RollingUpdate",
+                    rolling_update=k8s.RollingUpdateDaemonSet(
+                        max_unavailable=k8s.IntOrString.from_number(1))),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=WORKER_WL.pod_labels),
+                    spec=k8s.PodSpec(
+                        # Workers do not call the Kubernetes API.
+                        automount_service_account_token=False,
                         # One worker per GPU node: the L2 pool is the GPU nodes' local NVMe.
-                        "nodeSelector": dict(config.hyperpod.gpu_group.labels),
-                        "tolerations": [{"operator": "Exists"}],
-                        "containers": [container],
-                        "volumes": [
-                            {"name": "config", "configMap": {"name": CONFIG_MAP}},
-                            {"name": "data", "hostPath": {"path": WORKER_HOST_PATH,
-                                                          "type": "DirectoryOrCreate"}},
+                        node_selector=gpu_node_selector(config),
+                        tolerations=[k8s.Toleration(operator="Exists")],
+                        containers=[container],
+                        volumes=[
+                            k8s.Volume(name="config", config_map=k8s.ConfigMapVolumeSource(
+                                name=CONFIG_MAP)),
+                            k8s.Volume(name="data", host_path=k8s.HostPathVolumeSource(
+                                path=WORKER_HOST_PATH, type="DirectoryOrCreate")),
+                            *scratch,
                         ],
-                    },
-                },
-            },
-        })  # fmt: skip
+                    ),
+                ),
+            ),
+        )  # fmt: skip

@@ -6,11 +6,11 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from k8s.common import kplus_for, labels, raw
+from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
 from k8s.curvine import master_addrs
 
 PSA = "pod-security.kubernetes.io"
-EBS_SC, CURVINE_SC = "ebs-sc", "curvine-sc"
+CURVINE_SC = "curvine-sc"
 CURVINE_FS_PATH = "/l2cache"
 
 
@@ -52,30 +52,31 @@ class NamespacesChart(cdk8s.Chart):
 
 
 class StorageChart(cdk8s.Chart):
-    """StorageClasses: cdk8s-plus has no StorageClass construct, so they are written as is."""
+    """StorageClasses (typed L1: cdk8s-plus has no StorageClass construct)."""
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
-        raw(self, EBS_SC, {
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": EBS_SC, "labels": labels(EBS_SC, "storage")},
-            "provisioner": "ebs.csi.aws.com",
-            "parameters": {"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
-            "volumeBindingMode": "WaitForFirstConsumer",
-            "reclaimPolicy": "Delete",
-            "allowVolumeExpansion": True,
-        })  # fmt: skip
+        k8s = k8s_for(config)
+        k8s.KubeStorageClass(
+            self, EBS_SC,
+            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
+            provisioner="ebs.csi.aws.com",
+            parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+            volume_binding_mode="WaitForFirstConsumer",
+            reclaim_policy="Delete",
+            allow_volume_expansion=True,
+        )  # fmt: skip
         cv = config.kvcache.curvine
         if not cv.enabled:
             return
-        raw(self, CURVINE_SC, {
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": CURVINE_SC, "labels": labels(CURVINE_SC, "storage")},
-            "provisioner": "curvine",
-            "parameters": curvine_volume_parameters(config),
-            "volumeBindingMode": "Immediate",
-            "reclaimPolicy": "Delete",
-        })  # fmt: skip
+        k8s.KubeStorageClass(
+            self, CURVINE_SC,
+            metadata=meta(k8s, CURVINE_SC, labels=labels(CURVINE_SC, "storage")),
+            provisioner="curvine",
+            parameters=curvine_volume_parameters(config),
+            volume_binding_mode="Immediate",
+            reclaim_policy="Delete",
+        )  # fmt: skip
 
 
 def curvine_volume_parameters(config: AppConfig) -> dict[str, str]:

@@ -3,11 +3,14 @@ size-based evictor that bounds the L2 pool."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from k8s.common import kplus_for, labels, raw, resources
+from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
+from k8s.curvine import TMP_DIR
 from k8s.foundation import CURVINE_SC, curvine_volume_parameters, endpoint_namespaces
 
 PVC = "curvine-pvc"
@@ -46,25 +49,24 @@ class L2VolumeChart(cdk8s.Chart):
         kplus = kplus_for(config)
         cv = config.kvcache.curvine
         static = cv.static_pv
+        k8s = k8s_for(config)
         if static.enabled:
-            raw(self, "static-pv", {
-                "apiVersion": "v1", "kind": "PersistentVolume",
-                "metadata": {"name": STATIC_PV, "labels": labels(STATIC_PV, "l2")},
-                "spec": {
-                    "capacity": {"storage": f"{static.size_gib}Gi"},
-                    "accessModes": ["ReadWriteMany"],
+            k8s.KubePersistentVolume(
+                self, "static-pv",
+                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),
+                spec=k8s.PersistentVolumeSpec(
+                    capacity={"storage": k8s.Quantity.from_string(f"{static.size_gib}Gi")},
+                    access_modes=["ReadWriteMany"],
                     # Retain: deleting the PVC (or the stack) keeps the warm cache on Curvine.
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "storageClassName": CURVINE_SC,
-                    "csi": {
-                        "driver": "curvine", "volumeHandle": STATIC_PV,
-                        "volumeAttributes": {
-                            **curvine_volume_parameters(config),
-                            "fs-path": static.curvine_path,
-                        },
-                    },
-                },
-            })  # fmt: skip
+                    persistent_volume_reclaim_policy="Retain",
+                    storage_class_name=CURVINE_SC,
+                    csi=k8s.CsiPersistentVolumeSource(
+                        driver="curvine", volume_handle=STATIC_PV,
+                        volume_attributes={**curvine_volume_parameters(config),
+                                           "fs-path": static.curvine_path},
+                    ),
+                ),
+            )  # fmt: skip
         size = static.size_gib if static.enabled else max(1, pool_bytes(config) // 2**30)
         for ns in endpoint_namespaces(config):
             kplus.PersistentVolumeClaim(
@@ -77,41 +79,53 @@ class L2VolumeChart(cdk8s.Chart):
                     self, f"{ns}-pv", STATIC_PV)
                 if static.enabled else None,
             )  # fmt: skip
-            self._evictor(config, ns)
+            self._evictor(config, k8s, ns)
 
-    def _evictor(self, config: AppConfig, ns: str) -> None:
+    def _evictor(self, config: AppConfig, k8s: Any, ns: str) -> None:
         cv = config.kvcache.curvine
         ev = cv.evictor
         pool = pool_bytes(config)
         env = [
-            {"name": "ROOT", "value": EVICT_MOUNT},
-            {"name": "HIGH", "value": str(pool * ev.high_water_percent // 100)},
-            {"name": "LOW", "value": str(pool * ev.low_water_percent // 100)},
+            k8s.EnvVar(name="ROOT", value=EVICT_MOUNT),
+            k8s.EnvVar(name="HIGH", value=str(pool * ev.high_water_percent // 100)),
+            k8s.EnvVar(name="LOW", value=str(pool * ev.low_water_percent // 100)),
         ]
-        raw(self, f"{ns}-evictor", {
-            "apiVersion": "batch/v1", "kind": "CronJob",
-            "metadata": {"name": EVICTOR, "namespace": ns, "labels": labels(EVICTOR, "l2")},
-            "spec": {
-                "schedule": ev.schedule, "concurrencyPolicy": "Forbid",
-                "successfulJobsHistoryLimit": 1, "failedJobsHistoryLimit": 3,
-                "jobTemplate": {"spec": {"backoffLimit": 1, "activeDeadlineSeconds": 3000,
-                    "template": {
-                        "metadata": {"labels": labels(EVICTOR, "l2")},
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "nodeSelector": dict(config.hyperpod.gpu_group.labels),
-                            "tolerations": [{"operator": "Exists"}],
-                            "containers": [{
-                                "name": "evict", "image": cv.image,
-                                "imagePullPolicy": "IfNotPresent",
-                                "command": ["/bin/sh", "-c", EVICT_SCRIPT], "env": env,
-                                "resources": resources(100, 128, cpu_limit_millicores=1000,
-                                                       memory_limit_mib=512),
-                                "volumeMounts": [{"name": "l2", "mountPath": EVICT_MOUNT}],
-                            }],
-                            "volumes": [{"name": "l2",
-                                         "persistentVolumeClaim": {"claimName": PVC}}],
-                        },
-                    }}},
-            },
-        })  # fmt: skip
+        container = k8s.Container(
+            name="evict", image=cv.image, image_pull_policy="IfNotPresent",
+            command=["/bin/sh", "-c", EVICT_SCRIPT], env=env,
+            resources=resources(k8s, 100, 128, cpu_limit_millicores=1000, memory_limit_mib=512),
+            volume_mounts=[k8s.VolumeMount(name="l2", mount_path=EVICT_MOUNT),
+                           # sort(1) spills to /tmp on a long file list.
+                           k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)],
+            # du/find/rm on files the same user (root, in the vLLM image too) created: the owner
+            # needs no capability to delete them.
+            security_context=hardened(k8s),
+        )  # fmt: skip
+        k8s.KubeCronJob(
+            self, f"{ns}-evictor",
+            metadata=meta(k8s, EVICTOR, namespace=ns, labels=labels(EVICTOR, "l2")),
+            spec=k8s.CronJobSpec(
+                schedule=ev.schedule, concurrency_policy="Forbid",
+                successful_jobs_history_limit=1, failed_jobs_history_limit=3,
+                job_template=k8s.JobTemplateSpec(spec=k8s.JobSpec(
+                    backoff_limit=1, active_deadline_seconds=3000,
+                    template=k8s.PodTemplateSpec(
+                        metadata=k8s.ObjectMeta(labels=labels(EVICTOR, "l2")),
+                        spec=k8s.PodSpec(
+                            restart_policy="Never",
+                            # It reads the pool through the FUSE mount, not the API.
+                            automount_service_account_token=False,
+                            # On a GPU node: the CSI node plugin (FUSE) runs only there.
+                            node_selector=gpu_node_selector(config),
+                            tolerations=[k8s.Toleration(operator="Exists")],
+                            containers=[container],
+                            volumes=[
+                                k8s.Volume(name="l2", persistent_volume_claim=(
+                                    k8s.PersistentVolumeClaimVolumeSource(claim_name=PVC))),
+                                k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                            ],
+                        ),
+                    ),
+                )),
+            ),
+        )  # fmt: skip

@@ -7,6 +7,7 @@ from typing import Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import image_is_pinned
+from k8s.common import gpu_node_selector
 
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
@@ -132,5 +133,5 @@ def test_csi_node_propagates_mounts(rendered: list[dict[str, Any]], dev_config: 
     assert {"name": "kubelet-dir", "mountPath": "/var/lib/kubelet",
             "mountPropagation": "Bidirectional"} in plugin["volumeMounts"]  # fmt: skip
     assert int(plugin["resources"]["limits"]["memory"].removesuffix("Mi")) >= 8192
-    assert spec["nodeSelector"] == dict(dev_config.hyperpod.gpu_group.labels)
+    assert spec["nodeSelector"] == gpu_node_selector(dev_config)
     assert any(o["kind"] == "CSIDriver" and o["metadata"]["name"] == "curvine" for o in rendered)
