@@ -14,6 +14,7 @@ from k8s.curvine import CurvineChart
 from k8s.endpoints import EndpointsChart
 from k8s.foundation import NamespacesChart, StorageChart
 from k8s.l2_volume import L2VolumeChart
+from k8s.network_policy import NetworkPolicyChart
 from k8s.policy import PolicyChart
 
 
@@ -25,6 +26,7 @@ class Charts:
     namespaces: cdk8s.Chart
     storage: cdk8s.Chart
     curvine: cdk8s.Chart | None
+    network_policy: cdk8s.Chart | None
     csi: cdk8s.Chart | None
     l2_volume: cdk8s.Chart | None
     policy: cdk8s.Chart | None
@@ -33,7 +35,9 @@ class Charts:
     @property
     def ordered(self) -> list[tuple[str, cdk8s.Chart]]:
         named = [("00-namespaces", self.namespaces), ("10-storage", self.storage),
-                 ("20-curvine", self.curvine), ("30-curvine-csi", self.csi),
+                 ("20-curvine", self.curvine),
+                 ("25-curvine-network-policy", self.network_policy),
+                 ("30-curvine-csi", self.csi),
                  ("40-l2-volume", self.l2_volume), ("50-l2-policy", self.policy),
                  ("60-endpoints", self.endpoints)]  # fmt: skip
         return [(name, chart) for name, chart in named if chart is not None]
@@ -47,6 +51,9 @@ def build_charts(config: AppConfig, outdir: str | None = None) -> Charts:
         namespaces=NamespacesChart(app, "namespaces", config=config),
         storage=StorageChart(app, "storage", config=config),
         curvine=CurvineChart(app, "curvine", config=config) if on else None,
+        network_policy=NetworkPolicyChart(app, "curvine-network-policy", config=config)
+        if on
+        else None,
         csi=CsiChart(app, "curvine-csi", config=config) if on else None,
         l2_volume=L2VolumeChart(app, "l2-volume", config=config) if on else None,
         policy=PolicyChart(app, "l2-policy", config=config) if on else None,

@@ -1,0 +1,93 @@
+"""NetworkPolicies of the Curvine namespace: deny all ingress, then admit Curvine's RPC from
+Curvine's own Pods and its metrics from the collector.
+
+Who talks to Curvine, from what we render: masters to masters (journal), workers to masters,
+the CSI controller to masters (``curvine-cli fs mkdir``), and the CSI node plugin, whose embedded
+FUSE client reads and writes through masters and workers. All of these run in the Curvine
+namespace on the Pod network (none uses hostNetwork). The inference Pods and the evictor in the
+endpoint namespaces reach the cache only through the FUSE mount that the node plugin serves on
+their node, so no packet from an endpoint namespace is addressed to Curvine: those namespaces
+are not admitted. If a client ever connects directly (a native Curvine connector in vLLM), add
+its namespace to ``rpc_peers`` below.
+
+Enforcement needs a network policy engine (on EKS: the VPC CNI with network policy enabled).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s
+from constructs import Construct
+
+from infra.config import AppConfig
+from k8s.common import Workload, k8s_for, labels, meta
+from k8s.csi import NODE_WL
+from k8s.curvine import (
+    FUSE_WEB_PORT,
+    JOURNAL_PORT,
+    MASTER_WEB_PORT,
+    MASTER_WL,
+    RPC_PORT,
+    WORKER_RPC_PORT,
+    WORKER_WEB_PORT,
+    WORKER_WL,
+)
+
+# The metrics collector that may scrape Curvine: Pods labelled COLLECTOR_POD_LABELS in a
+# namespace labelled COLLECTOR_NAMESPACE_LABELS. Nothing installs it yet; a collector added later
+# must carry these labels (or change them here).
+COLLECTOR_NAMESPACE_LABELS = {"hyperpod-kvcache/metrics-collector": "true"}
+COLLECTOR_POD_LABELS = {"hyperpod-kvcache/metrics-collector": "true"}
+
+DEFAULT_DENY = "curvine-default-deny-ingress"
+
+
+def _tcp(k8s: Any, *numbers: int) -> list[Any]:
+    return [k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n))
+            for n in numbers]  # fmt: skip
+
+
+class NetworkPolicyChart(cdk8s.Chart):
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        k8s = k8s_for(config)
+        ns = config.kvcache.curvine.namespace
+
+        def policy(name: str, target: Workload | None, rules: list[Any]) -> None:
+            k8s.KubeNetworkPolicy(
+                self, name,
+                metadata=meta(k8s, name, namespace=ns, labels=labels(name, "network-policy")),
+                spec=k8s.NetworkPolicySpec(
+                    pod_selector=k8s.LabelSelector(
+                        match_labels=target.match_labels if target else None),
+                    policy_types=["Ingress"],
+                    ingress=rules or None,
+                ),
+            )  # fmt: skip
+
+        def from_pods(*workloads: Workload) -> list[Any]:
+            # A podSelector without namespaceSelector means "in this namespace".
+            return [k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector(
+                match_labels=w.match_labels)) for w in workloads]  # fmt: skip
+
+        # Every Pod of the Curvine namespace (an empty podSelector): its own clients.
+        rpc_peers = [k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector())]
+        collector = [k8s.NetworkPolicyPeer(
+            namespace_selector=k8s.LabelSelector(match_labels=COLLECTOR_NAMESPACE_LABELS),
+            pod_selector=k8s.LabelSelector(match_labels=COLLECTOR_POD_LABELS))]  # fmt: skip
+
+        def rule(peers: list[Any], *numbers: int) -> Any:
+            return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))
+
+        policy(DEFAULT_DENY, None, [])
+        policy("curvine-master-ingress", MASTER_WL, [
+            rule(rpc_peers, RPC_PORT),
+            rule(from_pods(MASTER_WL), JOURNAL_PORT),  # the Raft journal: masters only
+            rule(collector, MASTER_WEB_PORT),
+        ])  # fmt: skip
+        policy("curvine-worker-ingress", WORKER_WL, [
+            rule(rpc_peers, WORKER_RPC_PORT),
+            rule(collector, WORKER_WEB_PORT),
+        ])  # fmt: skip
+        policy("curvine-fuse-metrics-ingress", NODE_WL, [rule(collector, FUSE_WEB_PORT)])
