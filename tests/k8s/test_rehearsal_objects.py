@@ -1,0 +1,360 @@
+"""Deploy rehearsal over the objects we render: what the API server, the controllers and the
+kubelet would refuse or silently leave broken, checked on the real rendered YAML of dev, test and
+prod (no double). Each failure names the object and the rule it breaks."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from k8s.common import INSTANCE_GROUP_LABEL
+
+ENVS = ("dev", "test", "prod")
+WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
+Obj = dict[str, Any]
+
+# Objects our Pods reference that something other than these charts provides, and what does.
+PROVIDED_ELSEWHERE: dict[tuple[str, str], str] = {
+    ("PriorityClass", "system-node-critical"): "Kubernetes built-in PriorityClass",
+    ("PriorityClass", "system-cluster-critical"): "Kubernetes built-in PriorityClass",
+    ("ServiceAccount", "default"): "Kubernetes: created in every namespace by the controller",
+    ("Namespace", "default"): "Kubernetes built-in namespace",
+    ("Namespace", "kube-system"): "Kubernetes built-in namespace",
+}
+
+
+def _id(o: Obj) -> str:
+    ns = o["metadata"].get("namespace")
+    return f"{o['kind']} {ns + '/' if ns else ''}{o['metadata']['name']}"
+
+
+def _template(o: Obj) -> Obj | None:
+    if o["kind"] in WORKLOADS:
+        t: Obj = o["spec"]["template"]
+        return t
+    if o["kind"] == "CronJob":
+        t = o["spec"]["jobTemplate"]["spec"]["template"]
+        return t
+    return None
+
+
+def _templates(objs: list[Obj]) -> Iterator[tuple[Obj, Obj]]:
+    for o in objs:
+        t = _template(o)
+        if t is not None:
+            yield o, t
+
+
+def _selector(o: Obj) -> dict[str, Any] | None:
+    if o["kind"] == "CronJob":
+        sel: dict[str, Any] | None = o["spec"]["jobTemplate"]["spec"].get("selector")
+        return sel
+    sel = o["spec"].get("selector")
+    return sel
+
+
+def _containers(t: Obj) -> list[Obj]:
+    spec = t["spec"]
+    return [*spec.get("initContainers", []), *spec["containers"]]
+
+
+def _named(objs: list[Obj], kind: str) -> set[tuple[str, str]]:
+    """(namespace, name) of every rendered object of ``kind`` ('' for cluster-scoped)."""
+    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objs
+            if o["kind"] == kind}  # fmt: skip
+
+
+def _fail(problems: list[str]) -> None:
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+@pytest.fixture(params=ENVS)
+def objs(request: pytest.FixtureRequest, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
+    return rendered_envs[request.param]
+
+
+# --- selectors and Services -------------------------------------------------------------------
+
+
+def selector_problems(objs: list[Obj]) -> list[str]:
+    problems = []
+    for o, t in _templates(objs):
+        sel = _selector(o)
+        if sel is None:
+            if o["kind"] != "CronJob":
+                problems.append(f"{_id(o)}: has no selector")
+            continue
+        if sel.get("matchExpressions"):
+            problems.append(f"{_id(o)}: matchExpressions are not checked here; use matchLabels")
+        want = sel.get("matchLabels", {})
+        have = t.get("metadata", {}).get("labels", {})
+        if not want or any(have.get(k) != v for k, v in want.items()):
+            problems.append(
+                f"{_id(o)}: selector {want} does not match template labels {have} "
+                "(the API server refuses a workload whose selector does not select its template)"
+            )
+    return problems
+
+
+def test_every_workload_selector_matches_its_template(objs: list[Obj]) -> None:
+    _fail(selector_problems(objs))
+
+
+def service_problems(objs: list[Obj]) -> list[str]:
+    problems = []
+    for svc in (o for o in objs if o["kind"] == "Service"):
+        ns = svc["metadata"].get("namespace")
+        sel = svc["spec"].get("selector", {})
+        if not sel:
+            problems.append(f"{_id(svc)}: has no selector, so it selects no Pod")
+            continue
+        selected = [
+            t for o, t in _templates(objs)
+            if o["metadata"].get("namespace") == ns
+            and all(t.get("metadata", {}).get("labels", {}).get(k) == v for k, v in sel.items())
+        ]  # fmt: skip
+        if not selected:
+            problems.append(f"{_id(svc)}: selector {sel} selects no Pod template in {ns}")
+            continue
+        ports = [p for t in selected for c in _containers(t) for p in c.get("ports", [])]
+        for sp in svc["spec"]["ports"]:
+            target = sp.get("targetPort", sp["port"])
+            key = "name" if isinstance(target, str) else "containerPort"
+            if not any(p.get(key) == target for p in ports):
+                problems.append(
+                    f"{_id(svc)}: targetPort {target!r} is not a container port of the Pods "
+                    "it selects"
+                )
+    return problems
+
+
+def test_every_service_selects_a_pod_and_its_target_ports(objs: list[Obj]) -> None:
+    _fail(service_problems(objs))
+
+
+def test_statefulset_service_name_is_a_headless_service(objs: list[Obj]) -> None:
+    services = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+                for o in objs if o["kind"] == "Service"}  # fmt: skip
+    problems = []
+    for sts in (o for o in objs if o["kind"] == "StatefulSet"):
+        key = (sts["metadata"]["namespace"], sts["spec"].get("serviceName", ""))
+        svc = services.get(key)
+        if svc is None or svc["spec"].get("clusterIP") != "None":
+            problems.append(
+                f"{_id(sts)}: serviceName {key[1]!r} does not name a headless Service "
+                "(Pod DNS names would not resolve)"
+            )
+    _fail(problems)
+
+
+# --- references -------------------------------------------------------------------------------
+
+
+def _exists(objs: list[Obj], kind: str, ns: str, name: str) -> bool:
+    return (ns, name) in _named(objs, kind) or (kind, name) in PROVIDED_ELSEWHERE
+
+
+def reference_problems(objs: list[Obj]) -> list[str]:
+    problems: list[str] = []
+
+    def need(o: Obj, kind: str, ns: str, name: str, via: str) -> None:
+        if not _exists(objs, kind, ns, name):
+            where = f"{ns}/" if ns else ""
+            problems.append(
+                f"{_id(o)}: {via} references {kind} {where}{name}, which is neither rendered "
+                "nor on PROVIDED_ELSEWHERE"
+            )
+
+    for o in objs:
+        ns = o["metadata"].get("namespace")
+        if ns:
+            need(o, "Namespace", "", ns, "metadata.namespace")
+    for o, t in _templates(objs):
+        ns = o["metadata"]["namespace"]
+        spec = t["spec"]
+        need(o, "ServiceAccount", ns, spec.get("serviceAccountName", "default"), "the Pod")
+        if "priorityClassName" in spec:
+            need(o, "PriorityClass", "", spec["priorityClassName"], "priorityClassName")
+        claims = {c["metadata"]["name"] for c in o["spec"].get("volumeClaimTemplates", [])}
+        volumes = {v["name"] for v in spec.get("volumes", [])} | claims
+        for v in spec.get("volumes", []):
+            if "configMap" in v:
+                need(o, "ConfigMap", ns, v["configMap"]["name"], f"volume {v['name']}")
+            if "secret" in v:
+                need(o, "Secret", ns, v["secret"]["secretName"], f"volume {v['name']}")
+            if "persistentVolumeClaim" in v:
+                claim = v["persistentVolumeClaim"]["claimName"]
+                need(o, "PersistentVolumeClaim", ns, claim, f"volume {v['name']}")
+        for c in _containers(t):
+            for m in c.get("volumeMounts", []):
+                if m["name"] not in volumes:
+                    problems.append(
+                        f"{_id(o)}: container {c['name']} mounts volume {m['name']}, "
+                        "which is neither a volume nor a volumeClaimTemplate"
+                    )
+            for e in c.get("env", []):
+                src = e.get("valueFrom", {})
+                if "configMapKeyRef" in src:
+                    need(o, "ConfigMap", ns, src["configMapKeyRef"]["name"], f"env {e['name']}")
+                if "secretKeyRef" in src:
+                    need(o, "Secret", ns, src["secretKeyRef"]["name"], f"env {e['name']}")
+            for ef in c.get("envFrom", []):
+                if "configMapRef" in ef:
+                    need(o, "ConfigMap", ns, ef["configMapRef"]["name"], "envFrom")
+                if "secretRef" in ef:
+                    need(o, "Secret", ns, ef["secretRef"]["name"], "envFrom")
+        for claim_tpl in o["spec"].get("volumeClaimTemplates", []):
+            sc = claim_tpl["spec"].get("storageClassName")
+            if sc:
+                via = f"volumeClaimTemplate {claim_tpl['metadata']['name']}"
+                need(o, "StorageClass", "", sc, via)
+    for o in objs:
+        if o["kind"] in ("PersistentVolumeClaim", "PersistentVolume"):
+            sc = o["spec"].get("storageClassName")
+            if sc:
+                need(o, "StorageClass", "", sc, "storageClassName")
+        if o["kind"] == "PersistentVolumeClaim" and o["spec"].get("volumeName"):
+            need(o, "PersistentVolume", "", o["spec"]["volumeName"], "volumeName")
+        if o["kind"] in ("RoleBinding", "ClusterRoleBinding"):
+            ref = o["roleRef"]
+            role_ns = "" if ref["kind"] == "ClusterRole" else o["metadata"]["namespace"]
+            need(o, ref["kind"], role_ns, ref["name"], "roleRef")
+            for s in o.get("subjects", []):
+                if s["kind"] == "ServiceAccount":
+                    need(o, "ServiceAccount", s["namespace"], s["name"], "subjects")
+        if o["kind"] == "StorageClass" and o["provisioner"] == "curvine":
+            need(o, "CSIDriver", "", "curvine", "provisioner")
+    return problems
+
+
+def test_every_reference_resolves(objs: list[Obj]) -> None:
+    _fail(reference_problems(objs))
+
+
+# --- invariants (issue 17) --------------------------------------------------------------------
+
+
+def _one(objs: list[Obj], kind: str, name: str) -> Obj:
+    found = [o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name]
+    assert found, f"no {kind} {name} rendered"
+    return found[0]
+
+
+def _toml(objs: list[Obj]) -> dict[str, Any]:
+    cm = _one(objs, "ConfigMap", "curvine-cluster-config")
+    return tomllib.loads(cm["data"]["curvine-cluster.toml"])
+
+
+def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
+    claims = [o for o in objs if o["kind"] == "PersistentVolumeClaim"
+              and o["metadata"]["name"] == "curvine-pvc"]  # fmt: skip
+    assert claims
+    for c in claims:
+        assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{_id(c)}: must be ReadWriteMany"
+
+
+def test_worker_data_is_the_nvme_host_path_where_the_toml_points(objs: list[Obj]) -> None:
+    ds = _one(objs, "DaemonSet", "curvine-worker")
+    spec = ds["spec"]["template"]["spec"]
+    (vol,) = [v for v in spec["volumes"] if "hostPath" in v]
+    assert vol["hostPath"]["path"] == "/opt/dlami/nvme/curvine-data", _id(ds)
+    (mount,) = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == vol["name"]]
+    (data_dir,) = _toml(objs)["worker"]["data_dir"]
+    assert data_dir.split("]", 1)[1] == mount["mountPath"], (
+        f"{_id(ds)}: data_dir {data_dir} is not where the NVMe is mounted ({mount['mountPath']})"
+    )
+
+
+def test_master_claims_are_retained(objs: list[Obj]) -> None:
+    sts = _one(objs, "StatefulSet", "curvine-master")
+    policy = sts["spec"]["persistentVolumeClaimRetentionPolicy"]
+    assert policy == {"whenDeleted": "Retain", "whenScaled": "Retain"}, _id(sts)
+
+
+def test_ebs_storage_class_encrypts(objs: list[Obj]) -> None:
+    assert _one(objs, "StorageClass", "ebs-sc")["parameters"]["encrypted"] == "true"
+
+
+def test_only_the_csi_node_plugin_is_privileged(objs: list[Obj]) -> None:
+    privileged = {
+        f"{_id(o)}/{c['name']}"
+        for o, t in _templates(objs) for c in _containers(t)
+        if c.get("securityContext", {}).get("privileged")
+    }  # fmt: skip
+    assert privileged == {"DaemonSet curvine/curvine-csi-node/csi-plugin"}
+
+
+def test_each_port_agrees_across_container_service_and_toml(objs: list[Obj]) -> None:
+    toml = _toml(objs)
+    expected = {  # (workload, container port name) -> the TOML's number
+        ("curvine-master", "rpc"): toml["master"]["rpc_port"],
+        ("curvine-master", "journal"): toml["journal"]["rpc_port"],
+        ("curvine-master", "web"): toml["master"]["web_port"],
+        ("curvine-worker", "rpc"): toml["worker"]["rpc_port"],
+        ("curvine-worker", "web"): toml["worker"]["web_port"],
+        ("curvine-csi-node", "fuse-metrics"): toml["fuse"]["web_port"],
+    }
+    for peer in toml["journal"]["journal_addrs"]:
+        assert peer["port"] == toml["journal"]["rpc_port"]
+    for client in toml["client"]["master_addrs"]:
+        assert client["port"] == toml["master"]["rpc_port"]
+    ports = {
+        (o["metadata"]["name"], p["name"]): p["containerPort"]
+        for o, t in _templates(objs) for c in _containers(t) for p in c.get("ports", [])
+    }  # fmt: skip
+    problems = [f"{w} port {n}: container {ports.get((w, n))} != TOML {v}"
+                for (w, n), v in expected.items() if ports.get((w, n)) != v]  # fmt: skip
+    for svc in (o for o in objs if o["kind"] == "Service"
+                and o["metadata"]["namespace"] == "curvine"):  # fmt: skip
+        for sp in svc["spec"]["ports"]:
+            if sp.get("targetPort", sp["port"]) != sp["port"]:
+                problems.append(f"{_id(svc)}: port {sp['port']} != targetPort {sp['targetPort']}")
+            if sp["port"] not in set(expected.values()):
+                problems.append(f"{_id(svc)}: port {sp['port']} is not a port of the TOML")
+    _fail(problems)
+
+
+# --- placement and hardening (issue 10 rehearsal, issue 11 item 5) ----------------------------
+
+GPU = {"curvine-worker", "curvine-csi-node", "curvine-l2-evictor"}
+SYSTEM = {"curvine-master", "curvine-csi-controller"}
+NEEDS_API = {"curvine-csi-controller", "curvine-csi-node"}
+
+
+def test_gpu_and_system_workloads_select_their_instance_group(
+    objs: list[Obj], rendered_envs: dict[str, list[Obj]]
+) -> None:
+    for o, t in _templates(objs):
+        name = o["metadata"]["name"]
+        group = t["spec"].get("nodeSelector", {}).get(INSTANCE_GROUP_LABEL)
+        if name in GPU:
+            assert group == "gpu", f"{_id(o)}: must run on the GPU instance group"
+        if name in SYSTEM:
+            assert group == "system", f"{_id(o)}: must stay off the GPU nodes (system group)"
+    assert {o["metadata"]["name"] for o, _ in _templates(objs)} <= GPU | SYSTEM
+
+
+def test_unprivileged_containers_are_hardened(objs: list[Obj]) -> None:
+    problems = []
+    for o, t in _templates(objs):
+        for c in _containers(t):
+            sc = c.get("securityContext", {})
+            if sc.get("privileged"):
+                continue
+            wants = {
+                "allowPrivilegeEscalation": sc.get("allowPrivilegeEscalation") is False,
+                "capabilities.drop ALL": sc.get("capabilities", {}).get("drop") == ["ALL"],
+                "no added capability": not sc.get("capabilities", {}).get("add"),
+                "seccomp RuntimeDefault": sc.get("seccompProfile", {}).get("type")
+                == "RuntimeDefault",
+                "readOnlyRootFilesystem": sc.get("readOnlyRootFilesystem") is True,
+            }
+            problems += [f"{_id(o)}/{c['name']}: lacks {k}" for k, ok in wants.items() if not ok]
+        token = t["spec"].get("automountServiceAccountToken")
+        if o["metadata"]["name"] not in NEEDS_API and token is not False:
+            problems.append(f"{_id(o)}: does not call the API but mounts a token")
+    _fail(problems)
