@@ -1,5 +1,12 @@
 """Ordered, re-runnable teardown of one environment, then a sweep of what CloudFormation leaves.
 
+Scope: only what this environment owns, found by exact names and exact tag values, never by a
+substring or prefix of a name: the stacks named ``<stack_prefix>-<suffix>``; the configured
+InferenceEndpointConfigs (``kvcache.endpoints``) and the Curvine PVCs in their namespaces, each only
+when it carries our ownership labels; log groups whose names the stacks' own resources determine
+(read with ListStackResources, which also answers for a deleted stack by its id for 90 days);
+EC2 leftovers by the ``project`` and ``environment`` tags (or inside this environment's tagged VPC).
+
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
 Curvine StorageClass -> stacks in reverse deploy order (kvcache, addons, hyperpod, eks; the VPC
 sweep of available ENIs and GuardDuty's endpoints and security group runs right before the network
@@ -25,6 +32,8 @@ from scripts.verify import cluster_names
 
 STACK_SUFFIXES = ("network", "eks", "hyperpod", "addons", "kvcache")  # deploy order
 LB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # set by the AWS Load Balancer Controller
+MANAGED_BY = "app.kubernetes.io/managed-by"
+PART_OF_LABEL = "app.kubernetes.io/part-of"
 Log = Callable[[str], None]
 
 
@@ -84,32 +93,63 @@ def eks_cluster_exists(clients: Clients, cfg: AppConfig) -> bool:
         raise
 
 
-def list_endpoints(clients: Clients) -> list[Item]:
-    try:
-        listed = clients.custom().list_cluster_custom_object(IEC_GROUP, IEC_VERSION, IEC_PLURAL)
-    except ApiException as exc:
-        if exc.status == 404:  # CRD gone with the operator add-on
-            return []
-        raise
-    return [
-        Item("InferenceEndpointConfig", f"{o['metadata']['namespace']}/{o['metadata']['name']}")
-        for o in listed.get("items") or []
-    ]
+def owned(metadata: Any) -> bool:
+    """Carries the labels every object we render has (k8s/common.py ``labels``)."""
+    from k8s.common import PART_OF  # lazily: see scripts/endpoints.py
+
+    labels = (metadata or {}).get("labels") or {}
+    return labels.get(MANAGED_BY) == "cdk8s" and labels.get(PART_OF_LABEL) == PART_OF
 
 
-def list_curvine_pvcs(clients: Clients) -> list[Item]:
+def owner_selector() -> str:
+    from k8s.common import PART_OF
+
+    return f"{MANAGED_BY}=cdk8s,{PART_OF_LABEL}={PART_OF}"
+
+
+def _endpoints(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[str]]:
+    """(the configured endpoints that exist and are ours, notes on those left in place)."""
+    custom = clients.custom()
+    items: list[Item] = []
+    notes: list[str] = []
+    for ep in cfg.kvcache.endpoints:
+        try:
+            obj = custom.get_namespaced_custom_object(
+                IEC_GROUP, IEC_VERSION, ep.namespace, IEC_PLURAL, ep.name
+            )
+        except ApiException as exc:
+            if exc.status == 404:  # not deployed, or the CRD went with the operator add-on
+                continue
+            raise
+        ref = f"{ep.namespace}/{ep.name}"
+        if owned(obj.get("metadata")):
+            items.append(Item("InferenceEndpointConfig", ref))
+        else:
+            notes.append(
+                f"InferenceEndpointConfig {ref} lacks our ownership labels ({owner_selector()}): "
+                "left in place; delete it with kubectl if it is yours"
+            )
+    return items, notes
+
+
+def list_endpoints(clients: Clients, cfg: AppConfig) -> list[Item]:
+    return _endpoints(clients, cfg)[0]
+
+
+def list_curvine_pvcs(clients: Clients, cfg: AppConfig) -> list[Item]:
+    """Curvine PVCs we rendered, in the configured endpoints' namespaces only."""
     from k8s.foundation import CURVINE_SC  # lazily: see scripts/endpoints.py
 
-    pvcs = clients.core().list_persistent_volume_claim_for_all_namespaces()
-    return [
-        Item(
-            "PersistentVolumeClaim",
-            f"{p.metadata.namespace}/{p.metadata.name}",
-            CURVINE_SC,
-        )
-        for p in pvcs.items
-        if p.spec.storage_class_name == CURVINE_SC
-    ]
+    core = clients.core()
+    items = []
+    for ns in sorted({ep.namespace for ep in cfg.kvcache.endpoints}):
+        pvcs = core.list_namespaced_persistent_volume_claim(ns, label_selector=owner_selector())
+        items += [
+            Item("PersistentVolumeClaim", f"{ns}/{p.metadata.name}", CURVINE_SC)
+            for p in pvcs.items
+            if p.spec.storage_class_name == CURVINE_SC and owned(clients.to_dict(p).get("metadata"))
+        ]
+    return items
 
 
 def stack_status(clients: Clients, name: str) -> str | None:
@@ -166,23 +206,83 @@ def vpc_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
     return items
 
 
-def account_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
+def stack_ids(clients: Clients, cfg: AppConfig) -> list[str]:
+    """Ids of this environment's stacks (exact names): the live ones and, per name, the one
+    deleted last, so that a re-run after the stacks are gone still finds their log groups."""
+    names = set(stack_names(cfg))
+    live: list[str] = []
+    deleted: dict[str, tuple[Any, str]] = {}
+    cfn = clients.aws("cloudformation")
+    for page in cfn.get_paginator("list_stacks").paginate():
+        for s in page["StackSummaries"]:
+            if s["StackName"] not in names:
+                continue
+            if s["StackStatus"] != "DELETE_COMPLETE":
+                live.append(s["StackId"])
+                continue
+            when = s.get("DeletionTime") or s.get("CreationTime")
+            prev = deleted.get(s["StackName"])
+            if prev is None or (when and prev[0] and when > prev[0]):
+                deleted[s["StackName"]] = (when, s["StackId"])
+    return live + [stack_id for _, stack_id in deleted.values()]
+
+
+def stack_resources(clients: Clients, stack_id: str) -> list[dict[str, Any]]:
+    """Every resource of a stack and of its nested stacks."""
+    cfn = clients.aws("cloudformation")
+    found: list[dict[str, Any]] = []
+    for page in cfn.get_paginator("list_stack_resources").paginate(StackName=stack_id):
+        for r in page["StackResourceSummaries"]:
+            found.append(r)
+            if r["ResourceType"] == "AWS::CloudFormation::Stack" and r.get("PhysicalResourceId"):
+                found += stack_resources(clients, r["PhysicalResourceId"])
+    return found
+
+
+def log_group_names(resources: list[dict[str, Any]], hyperpod_name: str) -> set[str]:
+    """Log groups named by these resources: declared ones (CloudFormation keeps retained ones),
+    and the groups Lambda, EKS and HyperPod create for a resource on their own."""
+    names = set()
+    for r in resources:
+        pid, kind = r.get("PhysicalResourceId") or "", r["ResourceType"]
+        if not pid:
+            continue
+        if kind == "AWS::Logs::LogGroup":
+            names.add(pid)
+        elif kind == "AWS::Lambda::Function":
+            names.add(f"/aws/lambda/{pid.rsplit(':', 1)[-1]}")
+        elif kind == "AWS::EKS::Cluster":
+            names.add(f"/aws/eks/{pid}/cluster")
+        elif kind == "AWS::SageMaker::Cluster" and ":cluster/" in pid:
+            # HyperPod writes to /aws/sagemaker/Clusters/<name>/<id>; the id ends the ARN.
+            names.add(f"/aws/sagemaker/Clusters/{hyperpod_name}/{pid.rsplit('/', 1)[-1]}")
+    return names
+
+
+def account_leftovers(
+    clients: Clients, cfg: AppConfig, log_groups: set[str] | None = None
+) -> list[Item]:
+    """Log groups (``log_groups``, else those the stacks' resources name) and available EBS
+    volumes of this environment."""
     items: list[Item] = []
     eks_name, hp_name = cluster_names(cfg)
-    owned = cfg.existing_cluster is None
-    # Names this environment's stacks give their log groups; an attached (existing) cluster's
-    # own log groups are not ours to delete.
-    markers = [cfg.stack_prefix] + ([eks_name, hp_name] if owned else [])
+    owned_cluster = cfg.existing_cluster is None
+    if log_groups is None:
+        resources = [r for sid in stack_ids(clients, cfg) for r in stack_resources(clients, sid)]
+        log_groups = log_group_names(resources, hp_name)
+    wanted = set(log_groups)
+    if owned_cluster:  # an attached (existing) cluster's own log group is not ours to delete
+        wanted.add(f"/aws/eks/{eks_name}/cluster")
     logs = clients.aws("logs")
-    for page in logs.get_paginator("describe_log_groups").paginate():
-        for group in page["logGroups"]:
-            name = group["logGroupName"]
-            if any(m in name for m in markers):
-                items.append(Item("log group", name))
+    for name in sorted(wanted):
+        # The API filters by prefix only; keep the exact name.
+        groups = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+        if any(g["logGroupName"] == name for g in groups):
+            items.append(Item("log group", name))
     ec2 = clients.aws("ec2")
     available = {"Name": "status", "Values": ["available"]}
     volumes = ec2.describe_volumes(Filters=[available, *_tag_filters(cfg)])["Volumes"]
-    if owned:
+    if owned_cluster:
         volumes += ec2.describe_volumes(
             Filters=[
                 available,
@@ -201,7 +301,9 @@ def plan_teardown(clients: Clients, cfg: AppConfig) -> Plan:
     plan = Plan()
     if eks_cluster_exists(clients, cfg):
         try:
-            plan.kubernetes = list_endpoints(clients) + list_curvine_pvcs(clients)
+            endpoints, notes = _endpoints(clients, cfg)
+            plan.kubernetes = endpoints + list_curvine_pvcs(clients, cfg)
+            plan.notes += notes
         except (ApiException, OSError) as exc:
             plan.notes.append(
                 f"Kubernetes API not reachable ({exc}); its objects go with the stacks"
@@ -230,7 +332,7 @@ class Timeouts:
 
 def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: bool) -> None:
     custom = clients.custom()
-    endpoints = list_endpoints(clients)
+    endpoints = list_endpoints(clients, cfg)
     for item in endpoints:
         ns, name = item.id.split("/", 1)
         try:
@@ -242,7 +344,7 @@ def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, s
     if endpoints:
         wait_for(
             "InferenceEndpointConfigs to go",
-            lambda: not list_endpoints(clients),
+            lambda: not list_endpoints(clients, cfg),
             t.endpoint_s,
             t.interval_s,
             show,
@@ -257,9 +359,9 @@ def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, s
     )
 
 
-def _delete_pvcs(clients: Clients, t: Timeouts, log: Log, show: bool) -> None:
+def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: bool) -> None:
     core = clients.core()
-    pvcs = list_curvine_pvcs(clients)
+    pvcs = list_curvine_pvcs(clients, cfg)
     for item in pvcs:
         ns, name = item.id.split("/", 1)
         try:
@@ -271,7 +373,7 @@ def _delete_pvcs(clients: Clients, t: Timeouts, log: Log, show: bool) -> None:
     if pvcs:
         wait_for(
             "Curvine PVCs to go",
-            lambda: not list_curvine_pvcs(clients),
+            lambda: not list_curvine_pvcs(clients, cfg),
             t.pvc_s,
             t.interval_s,
             show,
@@ -359,16 +461,19 @@ def execute_teardown(
 ) -> None:
     t = timeouts or Timeouts()
     try:
+        # Read before the stacks go: the log groups their resources name.
+        log_groups = {i.id for i in account_leftovers(clients, cfg) if i.kind == "log group"}
         if eks_cluster_exists(clients, cfg):
             _delete_endpoints(clients, cfg, t, log, show)
-            _delete_pvcs(clients, t, log, show)
+            _delete_pvcs(clients, cfg, t, log, show)
         else:
             log("EKS cluster not found: Kubernetes phase skipped")
         for name in stack_names(cfg):
             if name.endswith("-network"):
                 _sweep(clients, vpc_leftovers(clients, cfg), t, log, show)
             _delete_stack(clients, name, t, log)
-        _sweep(clients, vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg), t, log, show)
+        leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg, log_groups)
+        _sweep(clients, leftovers, t, log, show)
     except ClientError as exc:
         raise OperationError(
             f"AWS: {exc}; fix and re-run teardown (finished steps are skipped)"

@@ -1,9 +1,11 @@
-"""`teardown`: order, dry-run listing, prod refusal, re-run after a failure half way.
+"""`teardown`: scope (only this environment's resources), order, dry-run listing, prod refusal,
+re-run after a failure half way.
 
 Doubles: moto for CloudFormation (stacks with a trivial resource), EC2 (VPC, ENI, security group,
-VPC endpoint, EBS volume), CloudWatch Logs, ELBv2 and EKS; FakeKube (local in-memory API server
-behind the official client) for InferenceEndpointConfigs and PVCs. A FakeKube hook plays the AWS
-Load Balancer Controller: deleting the endpoint deletes its load balancer."""
+VPC endpoint, EBS volume), CloudWatch Logs, Lambda (functions created through CloudFormation, whose
+log groups teardown derives from ListStackResources), ELBv2 and EKS; FakeKube (local in-memory API
+server behind the official client) for InferenceEndpointConfigs and PVCs. A FakeKube hook plays
+the AWS Load Balancer Controller: deleting the endpoint deletes its load balancer."""
 
 from __future__ import annotations
 
@@ -25,13 +27,52 @@ from tests.scripts.fake_kube import FakeKube
 REGION = "us-west-2"
 FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, interval_s=0.05)
 TEMPLATE = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+OWNED = {"app.kubernetes.io/managed-by": "cdk8s", "app.kubernetes.io/part-of": "hyperpod-kvcache"}
+ENV = "test"
+PREFIX = f"hyperpod-kvcache-{ENV}"
+# Neighbouring environments whose names contain this one's, and a look-alike nothing created.
+NEIGHBOURS = ("test2", "test-west", "testbox")
+
+
+def env_cfg(environment: str = ENV) -> Any:
+    return make_cfg(
+        environment=environment,
+        eks={"cluster_name": f"hyperpod-kvcache-{environment}"},
+        hyperpod={"cluster_name": f"hyperpod-kvcache-{environment}"},
+        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "default", "replicas": 1}]},
+    )
+
+
+def function_template(role_arn: str) -> str:
+    """A stack with a Lambda function (its log group appears outside CloudFormation) and a
+    retained log group (CloudFormation leaves it behind), like the CDK provider stacks."""
+    return json.dumps(
+        {
+            "Resources": {
+                "Fn": {
+                    "Type": "AWS::Lambda::Function",
+                    "Properties": {
+                        "Runtime": "python3.12",
+                        "Handler": "index.handler",
+                        "Role": role_arn,
+                        "Code": {"ZipFile": "def handler(event, context): pass"},
+                    },
+                },
+                "Logs": {
+                    "Type": "AWS::Logs::LogGroup",
+                    "DeletionPolicy": "Retain",
+                    "UpdateReplacePolicy": "Retain",
+                },
+            }
+        }
+    )
 
 
 class World:
     """A moto account holding one dev environment, plus a timeline of every delete."""
 
     def __init__(self, kube: FakeKube) -> None:
-        self.cfg = make_cfg()
+        self.cfg = env_cfg()
         self.kube = kube
         self.timeline: list[str] = []
         self.fail_stack: str | None = None
@@ -51,7 +92,7 @@ class World:
             or params.get("VolumeId")
             or params.get("NetworkInterfaceId")
             or params.get("GroupId")
-            or params.get("VpcEndpointIds")
+            or (params.get("VpcEndpointIds") or [None])[0]
         )
         if model.name == "DeleteStack" and self.fail_stack is not None and name == self.fail_stack:
             self.fail_stack = None  # fail once, like a transient DELETE_FAILED
@@ -61,8 +102,27 @@ class World:
     def build(self) -> None:
         cfg = self.cfg
         cfn = boto3.client("cloudformation", region_name=REGION)
+        logs = boto3.client("logs", region_name=REGION)
+        role = boto3.client("iam", region_name=REGION).create_role(
+            RoleName="fn", AssumeRolePolicyDocument="{}"
+        )["Role"]["Arn"]
         for name in reversed(stack_names(cfg)):  # deploy order
-            cfn.create_stack(StackName=name, TemplateBody=TEMPLATE)
+            body = function_template(role) if name.endswith("-kvcache") else TEMPLATE
+            cfn.create_stack(StackName=name, TemplateBody=body)
+        self.own_groups = self._function_log_groups(f"{PREFIX}-kvcache")
+        # Neighbours: stacks and log groups of environments whose names contain ours.
+        self.neighbour_groups = []
+        for other in NEIGHBOURS:
+            stack = f"hyperpod-kvcache-{other}-kvcache"
+            cfn.create_stack(StackName=stack, TemplateBody=function_template(role))
+            self.neighbour_groups += self._function_log_groups(stack)
+            group = f"/aws/eks/hyperpod-kvcache-{other}/cluster"
+            logs.create_log_group(logGroupName=group)
+            self.neighbour_groups.append(group)
+        # Untagged look-alikes that no stack of ours names.
+        for group in (f"/aws/lambda/{PREFIX}-kvcache-Handmade", f"/aws/eks/{PREFIX}/cluster-old"):
+            logs.create_log_group(logGroupName=group)
+            self.neighbour_groups.append(group)
         ec2 = boto3.client("ec2", region_name=REGION)
         tags = [
             {"Key": "project", "Value": cfg.project},
@@ -89,7 +149,7 @@ class World:
             TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
         )["VolumeId"]
         self.other_volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=50)["VolumeId"]
-        logs = boto3.client("logs", region_name=REGION)
+        self._neighbour_network(ec2)
         for group in (
             f"/aws/eks/{cfg.eks.cluster_name}/cluster",
             f"/aws/lambda/{cfg.stack_prefix}-kvcache-Provider",
@@ -113,12 +173,29 @@ class World:
             Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": cfg.eks.cluster_name}],
         )["LoadBalancers"][0]["LoadBalancerArn"]
         # Kubernetes side: one endpoint, the Curvine PVC and an unrelated PVC.
-        self.kube.put(IECS, endpoint_config())
+        iec = endpoint_config()
+        iec["metadata"]["labels"] = OWNED
+        self.kube.put(IECS, iec)
+        # The cluster owner's endpoints: one we do not configure, one with a configured name
+        # in another namespace; and a PVC on our StorageClass that we did not render.
+        foreign = endpoint_config()
+        foreign["metadata"] = {"name": "owners-model", "namespace": "default"}
+        self.kube.put(IECS, foreign)
+        elsewhere = endpoint_config()
+        elsewhere["metadata"] = {"name": "vllm-kvcache", "namespace": "team-b", "labels": OWNED}
+        self.kube.put(IECS.replace("/default/", "/team-b/"), elsewhere)
         pvcs = "/api/v1/namespaces/default/persistentvolumeclaims"
         self.kube.put(
             pvcs,
             {
-                "metadata": {"name": "curvine-pvc", "namespace": "default"},
+                "metadata": {"name": "curvine-pvc", "namespace": "default", "labels": OWNED},
+                "spec": {"storageClassName": "curvine-sc"},
+            },
+        )
+        self.kube.put(
+            pvcs,
+            {
+                "metadata": {"name": "owners-cache", "namespace": "default"},
                 "spec": {"storageClassName": "curvine-sc"},
             },
         )
@@ -138,6 +215,37 @@ class World:
                 self.timeline.append(f"k8s:{path.rsplit('/', 2)[-2]}")
 
         self.kube.after_write.append(lb_controller)
+
+    def _function_log_groups(self, stack: str) -> list[str]:
+        """The log group Lambda creates for the stack's function on first run."""
+        cfn = boto3.client("cloudformation", region_name=REGION)
+        fn = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="Fn")
+        group = f"/aws/lambda/{fn['StackResourceDetail']['PhysicalResourceId']}"
+        boto3.client("logs", region_name=REGION).create_log_group(logGroupName=group)
+        retained = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="Logs")
+        return [group, retained["StackResourceDetail"]["PhysicalResourceId"]]
+
+    def _neighbour_network(self, ec2: Any) -> None:
+        """test2's VPC (same project, other environment) with the same kinds of leftovers."""
+        tags = [
+            {"Key": "project", "Value": self.cfg.project},
+            {"Key": "environment", "Value": "test2"},
+        ]
+        vpc = ec2.create_vpc(
+            CidrBlock="10.193.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
+        )["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.193.1.0/24")["Subnet"]["SubnetId"]
+        self.neighbour_ec2 = [
+            ec2.create_network_interface(SubnetId=subnet)["NetworkInterface"]["NetworkInterfaceId"],
+            ec2.create_security_group(
+                GroupName=f"GuardDutyManagedSecurityGroup-{vpc}", Description="gd", VpcId=vpc
+            )["GroupId"],
+            ec2.create_volume(
+                AvailabilityZone=f"{REGION}a",
+                Size=50,
+                TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
+            )["VolumeId"],
+        ]
 
 
 @pytest.fixture
@@ -160,6 +268,87 @@ def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
     assert ("log group", "/aws/lambda/someone-elses-function") not in found
     assert ("log group", f"/aws/eks/{world.cfg.eks.cluster_name}/cluster") in found
     assert world.timeline == [] and world.kube.writes() == []
+
+
+def _deleted(world: World) -> set[str]:
+    """Ids of everything deleted, from the AWS calls and the Kubernetes DELETE requests."""
+    aws = {step.split(":", 1)[1] for step in world.timeline if not step.startswith("k8s:")}
+    kube = {
+        "/".join(path.split("/")[-3::2]) for _, path, _ in world.kube.writes("DELETE")
+    }  # .../namespaces/<ns>/<plural>/<name> -> ns/name
+    return aws | kube
+
+
+def test_only_this_environment_and_exactly_the_plan_is_deleted(world: World) -> None:
+    plan = plan_teardown(world.clients, world.cfg)
+    planned = {i.id for i in plan.items()}
+    assert set(world.own_groups) <= planned
+    assert not planned & set(world.neighbour_groups)
+    assert not any("owners-model" in n for n in plan.notes)  # not configured: not considered
+    execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    assert _deleted(world) == planned  # the dry run lists exactly what --yes deletes
+
+    logs = boto3.client("logs", region_name=REGION)
+    left = {g["logGroupName"] for g in logs.describe_log_groups()["logGroups"]}
+    assert set(world.neighbour_groups) <= left and not set(world.own_groups) & left
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    for other in NEIGHBOURS:
+        cfn.describe_stacks(StackName=f"hyperpod-kvcache-{other}-kvcache")  # still there
+    ec2 = boto3.client("ec2", region_name=REGION)
+    eni, sg, volume = world.neighbour_ec2
+    ec2.describe_network_interfaces(NetworkInterfaceIds=[eni])
+    ec2.describe_security_groups(GroupIds=[sg])
+    ec2.describe_volumes(VolumeIds=[volume, world.other_volume])
+    for path in (
+        f"{IECS}/owners-model",
+        f"{IECS.replace('/default/', '/team-b/')}/vllm-kvcache",
+        "/api/v1/namespaces/default/persistentvolumeclaims/owners-cache",
+        "/api/v1/namespaces/default/persistentvolumeclaims/data",
+    ):
+        assert world.kube.get(path) is not None, path
+
+
+def test_a_configured_endpoint_without_our_labels_stays(world: World) -> None:
+    world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = {}
+    plan = plan_teardown(world.clients, world.cfg)
+    assert "default/vllm-kvcache" not in {i.id for i in plan.kubernetes}
+    assert any("default/vllm-kvcache lacks our ownership labels" in n for n in plan.notes)
+
+
+def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
+    """moto re-creates a deleted stack's resources (new physical ids) when they are listed, so
+    this checks which stack ids teardown reads; AWS answers ListStackResources for a deleted
+    stack by its id for 90 days."""
+    from scripts.teardown import stack_ids
+
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    live = {
+        n: cfn.describe_stacks(StackName=n)["Stacks"][0]["StackId"] for n in stack_names(world.cfg)
+    }
+    for name in stack_names(world.cfg):
+        cfn.delete_stack(StackName=name)
+    assert sorted(stack_ids(world.clients, world.cfg)) == sorted(live.values())
+
+
+def test_log_group_names_come_from_the_stack_resources() -> None:
+    from scripts.teardown import log_group_names
+
+    resources = [
+        {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": "/aws/vendedlogs/x"},
+        {"ResourceType": "AWS::Lambda::Function", "PhysicalResourceId": "hyperpod-kvcache-test-F"},
+        {"ResourceType": "AWS::EKS::Cluster", "PhysicalResourceId": "hyperpod-kvcache-test"},
+        {
+            "ResourceType": "AWS::SageMaker::Cluster",
+            "PhysicalResourceId": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
+        },
+        {"ResourceType": "AWS::SNS::Topic", "PhysicalResourceId": "arn:aws:sns:x"},
+    ]
+    assert log_group_names(resources, "hp") == {
+        "/aws/vendedlogs/x",
+        "/aws/lambda/hyperpod-kvcache-test-F",
+        "/aws/eks/hyperpod-kvcache-test/cluster",
+        "/aws/sagemaker/Clusters/hp/abc123",
+    }
 
 
 def test_order_of_operations(world: World) -> None:
@@ -208,7 +397,8 @@ def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.Mon
     from scripts import cli
 
     monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
-    result = CliRunner().invoke(cli.app, ["teardown", "--json"])
+    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
+    result = CliRunner().invoke(cli.app, ["teardown", "--json", "--env", ENV])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["dry_run"] is True and len(data["stacks"]) == 5
@@ -248,6 +438,7 @@ def test_recreate_runs_teardown_then_deploy(world: World, monkeypatch: pytest.Mo
         return 0
 
     monkeypatch.setattr(cli, "DEPLOY", deploy)
+    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
     monkeypatch.setattr("scripts.teardown.Timeouts", lambda: FAST)
     result = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify"])
     assert result.exit_code == 0, result.output
