@@ -15,12 +15,22 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
+from typer.exceptions import Abort, TyperException
 
 from infra.config import AppConfig, ConfigError, load_config
 from infra.config.kvcache import EndpointConfig
 from infra.instances import GPU_INSTANCES
 from scripts.clients import Clients
-from scripts.common import Exit, OperationError, checks_exit, checks_json, checks_table
+from scripts.common import (
+    CliError,
+    Exit,
+    OperationError,
+    checks_exit,
+    checks_json,
+    checks_table,
+    describe_failure,
+)
 from scripts.endpoints import UnknownEndpoint, l2_settings, resolve_endpoint
 
 EXIT_CODES = (
@@ -29,7 +39,54 @@ EXIT_CODES = (
     "4 an AWS/Kubernetes operation failed or timed out."
 )
 
+
+class _State:
+    """What the error layer needs to know about the running command."""
+
+    json = False
+
+
+STATE = _State()
+
+
+def report_failure(failure: CliError, command: str | None) -> None:
+    """The one way a command ends on failure: one line on stderr, and with --json one JSON
+    object on stdout."""
+    if STATE.json:
+        print(
+            json.dumps(
+                {
+                    "ok": False,
+                    "command": command,
+                    "exit_code": int(failure.code),
+                    "error": failure.message,
+                }
+            )
+        )
+    err.print(f"error: {failure.message}", markup=False, highlight=False, soft_wrap=True)
+
+
+class _Commands(TyperGroup):
+    """Runs every command inside the error-translation layer (scripts.common.describe_failure):
+    a failure from AWS, Kubernetes, the network or the file system ends in one line and its
+    exit code, never a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer._click.Context (typer keeps click private)
+        STATE.json = False
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, TyperException, Abort):  # typer's own exits and usage errors
+            raise
+        except Exception as exc:  # translated, or re-raised when not ours
+            failure = describe_failure(exc)
+            if failure is None:
+                raise
+            report_failure(failure, ctx.invoked_subcommand)
+            raise typer.Exit(failure.code) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     help=f"Operations CLI for the tiered KV cache on HyperPod. {EXIT_CODES}",
@@ -44,7 +101,10 @@ ClientsFactory = Callable[[AppConfig, str | None], Clients]
 
 
 def default_clients(cfg: AppConfig, context: str | None) -> Clients:
-    return Clients(cfg.region, kube_context=context)
+    from scripts.verify import cluster_names
+
+    setup = f"aws eks update-kubeconfig --name {cluster_names(cfg)[0]} --region {cfg.region}"
+    return Clients(cfg.region, kube_context=context, kube_setup=setup)
 
 
 def default_deploy(env: str) -> int:
@@ -55,7 +115,22 @@ CLIENTS: ClientsFactory = default_clients
 DEPLOY: Callable[[str], int] = default_deploy
 
 EnvOpt = Annotated[str, typer.Option("--env", "-e", help="Environment: reads config/<env>.yaml.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of tables.")]
+
+
+def _remember_json(value: bool) -> bool:
+    STATE.json = value
+    return value
+
+
+JsonOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print one JSON object instead of tables (errors too).",
+        callback=_remember_json,
+        is_eager=True,
+    ),
+]
 ContextOpt = Annotated[
     str | None, typer.Option("--context", help="kubeconfig context (default: current).")
 ]
@@ -86,8 +161,7 @@ def _config(env: str) -> AppConfig:
     try:
         return load_config(env)
     except ConfigError as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(Exit.USAGE) from None
+        raise CliError(str(exc), Exit.USAGE) from None
 
 
 def _endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> EndpointConfig:
@@ -97,9 +171,8 @@ def _endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> Endpoi
         raise _fail(str(exc), Exit.USAGE) from None
 
 
-def _fail(message: str, code: Exit = Exit.OPERATION_FAILED) -> typer.Exit:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
-    return typer.Exit(code)
+def _fail(message: str, code: Exit = Exit.OPERATION_FAILED) -> CliError:
+    return CliError(message, code)
 
 
 def _transport(direct: bool, context: str | None) -> Any:
@@ -493,8 +566,10 @@ def _teardown(env: str, yes: bool, allow_prod: bool, as_json: bool) -> Exit:
 
     cfg = _config(env)
     if is_prod(cfg) and not allow_prod:
-        err.print(f"refused: {env} is a production environment; pass --allow-prod to tear it down")
-        return Exit.REFUSED
+        raise _fail(
+            f"refused: {env} is a production environment; pass --allow-prod to tear it down",
+            Exit.REFUSED,
+        )
     clients = CLIENTS(cfg, None)
     plan = plan_teardown(clients, cfg)
     if as_json and not yes:
@@ -564,8 +639,7 @@ def recreate(
 ) -> None:
     """Teardown, then `make deploy ENV=<env>`, then verify."""
     if not yes:
-        err.print("refused: recreate deletes the environment first; pass --yes")
-        raise typer.Exit(Exit.REFUSED)
+        raise _fail("refused: recreate deletes the environment first; pass --yes", Exit.REFUSED)
     code = _teardown(env, True, allow_prod, False)
     if code != Exit.OK:
         raise typer.Exit(code)

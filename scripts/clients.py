@@ -13,18 +13,27 @@ import boto3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from scripts.common import OperationError
+
 AwsFactory = Callable[[str], Any]
 KubeFactory = Callable[[], k8s.ApiClient]
 
 
-def _default_kube(context: str | None) -> KubeFactory:
+def _default_kube(context: str | None, setup: str) -> KubeFactory:
     def build() -> k8s.ApiClient:
         # Why kubeconfig first: `aws eks update-kubeconfig` is how operators reach the cluster.
         try:
             return k8s_config.new_client_from_config(context=context)
-        except k8s_config.ConfigException:
+        except k8s_config.ConfigException as exc:
+            reason = " ".join(str(exc).split())[:120]
+        try:
             k8s_config.load_incluster_config()
-            return k8s.ApiClient()
+        except k8s_config.ConfigException:
+            raise OperationError(
+                f"no Kubernetes access: {reason}, and not running in a Pod; run `{setup}`"
+                + (" or check --context" if context else "")
+            ) from None
+        return k8s.ApiClient()
 
     return build
 
@@ -38,10 +47,11 @@ class Clients:
         aws_factory: AwsFactory | None = None,
         kube_factory: KubeFactory | None = None,
         kube_context: str | None = None,
+        kube_setup: str = "aws eks update-kubeconfig --name <cluster> --region <region>",
     ) -> None:
         self.region = region
         self._aws_factory = aws_factory or self._boto3_factory
-        self._kube_factory = kube_factory or _default_kube(kube_context)
+        self._kube_factory = kube_factory or _default_kube(kube_context, kube_setup)
         self._aws: dict[str, Any] = {}
         self._api_client: k8s.ApiClient | None = None
         self._session: boto3.Session | None = None

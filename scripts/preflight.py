@@ -13,7 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
 from scripts.clients import Clients
-from scripts.common import Check
+from scripts.common import Check, describe_failure
 from scripts.verify import cluster_names
 
 # (argv) -> (exit code, stdout); None when the tool is not on PATH.
@@ -31,12 +31,21 @@ def run_tool(argv: list[str]) -> tuple[int, str] | None:
 
 
 def check_identity(clients: Clients, cfg: AppConfig) -> Check:
+    return _identity(clients, cfg)[0]
+
+
+def _identity(clients: Clients, cfg: AppConfig) -> tuple[Check, bool]:
+    """(the credentials row, whether AWS answered at all)."""
     try:
         ident = clients.aws("sts").get_caller_identity()
     except (ClientError, BotoCoreError) as exc:
+        failure = describe_failure(exc)
         return Check(
-            "credentials", "fail", str(exc), "export AWS_PROFILE=<profile> or run `aws sso login`"
-        )
+            "credentials",
+            "fail",
+            failure.message if failure else str(exc),
+            "export AWS_PROFILE=<profile> or run `aws configure` / `aws sso login`",
+        ), False
     account = ident["Account"]
     if account != cfg.account:
         return Check(
@@ -44,8 +53,10 @@ def check_identity(clients: Clients, cfg: AppConfig) -> Check:
             "fail",
             f"account {account}, config wants {cfg.account}",
             f"use credentials for account {cfg.account} (AWS_PROFILE)",
-        )
-    return Check("credentials", "pass", f"{ident['Arn']} in {account}, region {clients.region}")
+        ), True
+    return Check(
+        "credentials", "pass", f"{ident['Arn']} in {account}, region {clients.region}"
+    ), True
 
 
 def _quota_values(clients: Clients) -> dict[str, tuple[float, str]]:
@@ -249,7 +260,18 @@ def check_cluster_minor(clients: Clients, cfg: AppConfig) -> tuple[Check, str]:
 
 
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
-    checks = [check_identity(clients, cfg)]
+    identity, answered = _identity(clients, cfg)
+    checks = [identity]
+    if not answered:
+        # Without working credentials every AWS check would fail the same way: skip them.
+        reason = "skipped: needs working AWS credentials (see the credentials row)"
+        stages = [f"quota {t} for cluster usage" for t in sorted(instance_demand(cfg))]
+        stages += [
+            f"{t} in {cfg.network.hyperpod_subnet.az_id}" for t in sorted(instance_demand(cfg))
+        ]
+        stages.append("kubectl layer minor")
+        checks += [Check(stage, "skip", reason) for stage in stages]
+        return checks + check_tools(run, cfg.eks.kubernetes_version)
     checks += check_quotas(clients, cfg)
     checks += check_offerings(clients, cfg)
     minor_check, cluster_minor = check_cluster_minor(clients, cfg)

@@ -119,6 +119,29 @@ class SizingError(ValueError):
     """config.json lacks a field the arithmetic needs (message names it)."""
 
 
+# Architecture fields the arithmetic reads: each must be a whole number in this range when present.
+INT_FIELDS = (
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "hidden_size",
+    "head_dim",
+    "intermediate_size",
+    "moe_intermediate_size",
+    "vocab_size",
+    "kv_lora_rank",
+    "q_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "n_routed_experts",
+    "num_local_experts",
+    "n_shared_experts",
+    "first_k_dense_replace",
+)
+MAX_FIELD = 10**7  # far above any real model's dimension; keeps the arithmetic finite
+
+
 def load_model_config(source: str) -> tuple[str, dict[str, Any]]:
     """A preset name or a path to a Hugging Face config.json; returns (label, text config)."""
     key = source.lower()
@@ -130,19 +153,45 @@ def load_model_config(source: str) -> tuple[str, dict[str, Any]]:
     if not path.is_file():
         raise SizingError(f"{source}: not a file and not a preset ({', '.join(PRESETS)})")
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SizingError(f"{path}: not valid JSON ({exc})") from None
+        raw = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise SizingError(f"{path}: not a text file; pass a Hugging Face config.json") from None
+    except ValueError as exc:  # JSONDecodeError, and integers longer than Python converts
+        raise SizingError(
+            f"{path}: not valid JSON ({exc}); pass a Hugging Face config.json"
+        ) from None
+    if not isinstance(raw, dict):
+        raise SizingError(
+            f"{path}: a JSON {type(raw).__name__}, not an object; pass a Hugging Face config.json"
+        )
     # Multimodal configs keep the language model under text_config.
     text = raw.get("text_config") or raw
+    if not isinstance(text, dict):
+        raise SizingError(f"{path}: text_config is a {type(text).__name__}, not an object")
     if "torch_dtype" not in text and "torch_dtype" in raw:
         text = {**text, "torch_dtype": raw["torch_dtype"]}
+    _validate(str(path), text)
     return str(path), text
+
+
+def _validate(label: str, cfg: dict[str, Any]) -> None:
+    for key in INT_FIELDS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_FIELD:
+            raise SizingError(
+                f"{label}: {key} is {str(value)[:40]!r}; expected a whole number from 0 to "
+                f"{MAX_FIELD:,}"
+            )
+    dtype = cfg.get("torch_dtype")
+    if dtype is not None and not isinstance(dtype, str):
+        raise SizingError(f"{label}: torch_dtype is {str(dtype)[:40]!r}; expected e.g. bfloat16")
 
 
 def _req(cfg: dict[str, Any], key: str) -> int:
     value = cfg.get(key)
-    if not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise SizingError(f"config.json has no positive integer {key!r}")
     return value
 
