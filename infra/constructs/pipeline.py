@@ -19,6 +19,8 @@ BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 HELM_VERSION = "v3.16.3"
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 # The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
+# The environment's stacks, <stack_prefix>-<suffix> (scripts/teardown.py deletes these).
+ENVIRONMENT_STACKS = ("network", "eks", "hyperpod", "addons", "kvcache")
 CDK_BOOTSTRAP_ROLES = "cdk-hnb659fds-*-role-{account}-{region}"
 
 
@@ -166,7 +168,7 @@ class NightlyRecreate(Construct):
         bootstrap_roles = f"arn:aws:iam::{account}:role/" + CDK_BOOTSTRAP_ROLES.format(
             account=account, region=region
         )
-        prefix = test_config.stack_prefix
+        stack_names = [f"{test_config.stack_prefix}-{s}" for s in ENVIRONMENT_STACKS]
         statements = [
             iam.PolicyStatement(
                 sid="UseConnection",
@@ -181,12 +183,22 @@ class NightlyRecreate(Construct):
             *_read_environment_statements(test_config),
             iam.PolicyStatement(
                 sid="DeleteEnvironmentStacks",
-                actions=["cloudformation:DescribeStacks", "cloudformation:DeleteStack"],
-                resources=[f"arn:aws:cloudformation:{region}:{account}:stack/{prefix}-*/*"],
+                actions=[
+                    "cloudformation:DescribeStacks",
+                    "cloudformation:DescribeStackEvents",
+                    "cloudformation:ListStackResources",
+                    "cloudformation:DeleteStack",
+                ],
+                # Exact stack names: a prefix pattern would also match test2, test-west, ...
+                resources=[
+                    f"arn:aws:cloudformation:{region}:{account}:stack/{name}/*"
+                    for name in stack_names
+                ],
             ),
             iam.PolicyStatement(
                 sid="FindLeftovers",
                 actions=[
+                    "cloudformation:ListStacks",
                     "ec2:DescribeVpcs",
                     "ec2:DescribeNetworkInterfaces",
                     "ec2:DescribeVpcEndpoints",
@@ -199,22 +211,54 @@ class NightlyRecreate(Construct):
                 resources=["*"],
             ),
             iam.PolicyStatement(
-                sid="SweepLeftovers",
+                sid="SweepNetworkLeftovers",
                 actions=[
                     "ec2:DeleteNetworkInterface",
                     "ec2:DeleteVpcEndpoints",
                     "ec2:DeleteSecurityGroup",
-                    "ec2:DeleteVolume",
                 ],
                 resources=[
                     f"arn:aws:ec2:{region}:{account}:{kind}/*"
-                    for kind in ("network-interface", "vpc-endpoint", "security-group", "volume")
+                    for kind in ("network-interface", "vpc-endpoint", "security-group")
                 ],
+            ),
+            iam.PolicyStatement(
+                sid="SweepTaggedVolumes",
+                actions=["ec2:DeleteVolume"],
+                resources=[f"arn:aws:ec2:{region}:{account}:volume/*"],
+                conditions={
+                    "StringEquals": {
+                        "aws:ResourceTag/project": test_config.project,
+                        "aws:ResourceTag/environment": test_config.environment,
+                    }
+                },
+            ),
+            iam.PolicyStatement(
+                sid="SweepClusterVolumes",
+                actions=["ec2:DeleteVolume"],
+                resources=[f"arn:aws:ec2:{region}:{account}:volume/*"],
+                conditions={
+                    "StringEquals": {
+                        f"aws:ResourceTag/kubernetes.io/cluster/{test_config.eks.cluster_name}": (
+                            "owned"
+                        )
+                    }
+                },
             ),
             iam.PolicyStatement(
                 sid="SweepLogGroups",
                 actions=["logs:DeleteLogGroup"],
-                resources=[f"arn:aws:logs:{region}:{account}:log-group:*{prefix}*"],
+                # The names teardown derives from the stacks' resources: CloudFormation names a
+                # resource <stack>-<logical id>-<suffix>, Lambda logs to /aws/lambda/<function>.
+                resources=[
+                    f"arn:aws:logs:{region}:{account}:log-group:{group}:*"
+                    for group in (
+                        *(f"{name}-*" for name in stack_names),
+                        *(f"/aws/lambda/{name}-*" for name in stack_names),
+                        f"/aws/eks/{test_config.eks.cluster_name}/cluster",
+                        f"/aws/sagemaker/Clusters/{test_config.hyperpod.cluster_name}/*",
+                    )
+                ],
             ),
         ]
         for statement in statements:

@@ -174,3 +174,46 @@ def test_pipeline_needs_its_source() -> None:
         "config/prod.yaml: pipeline.connection_arn = (missing): allowed: a value when "
         "pipeline.enabled is true; fix: set pipeline.connection_arn (see README, CI/CD)"
     )
+
+
+def _nightly_statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    policies = [
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy"
+        and any(
+            s.get("Sid") == "SweepLogGroups" for s in r["Properties"]["PolicyDocument"]["Statement"]
+        )
+    ]
+    assert len(policies) == 1
+    return {s.get("Sid", ""): s for s in policies[0]}
+
+
+def _resources(statement: dict[str, Any]) -> list[str]:
+    res = statement["Resource"]
+    return [json.dumps(r) for r in (res if isinstance(res, list) else [res])]
+
+
+def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]) -> None:
+    from infra.constructs.pipeline import ENVIRONMENT_STACKS
+    from scripts.teardown import STACK_SUFFIXES
+
+    assert ENVIRONMENT_STACKS == STACK_SUFFIXES
+    test = load_config("test")
+    by_sid = _nightly_statements(pipeline["template"])
+    stacks = " ".join(_resources(by_sid["DeleteEnvironmentStacks"]))
+    for suffix in STACK_SUFFIXES:
+        assert f"stack/{test.stack_prefix}-{suffix}/*" in stacks
+    assert f"{test.stack_prefix}-*" not in stacks  # would match test2, test-west, testbox
+    for sid in ("SweepTaggedVolumes", "SweepClusterVolumes"):
+        assert by_sid[sid]["Action"] == "ec2:DeleteVolume" and by_sid[sid]["Condition"]
+    tagged = by_sid["SweepTaggedVolumes"]["Condition"]["StringEquals"]
+    assert tagged == {
+        "aws:ResourceTag/project": test.project,
+        "aws:ResourceTag/environment": test.environment,
+    }
+    groups = " ".join(_resources(by_sid["SweepLogGroups"]))
+    assert f"log-group:*{test.stack_prefix}*" not in groups
+    assert f"/aws/eks/{test.eks.cluster_name}/cluster:*" in groups
+    others = [s for s in by_sid.values() if "ec2:DeleteVolume" in json.dumps(s.get("Action"))]
+    assert all(s.get("Condition") for s in others)
