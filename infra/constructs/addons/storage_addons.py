@@ -114,14 +114,16 @@ class FsxCsiDriverAddon(EksAddon):
                     resources=["*"],
                 )
             )
+        # Acknowledge only what is attached: the managed policy or the Describe wildcard.
         acknowledge_findings(
             self.role,
             {
-                wildcard_finding("*"): "fsx:DescribeFileSystems has no resource-level permissions.",
-                managed_policy_finding(
-                    "AmazonFSxFullAccess"
-                ): "AWS documents this policy for the FSx "
-                "CSI driver's dynamic provisioning (opt-in: dynamic_provisioning).",
+                managed_policy_finding("AmazonFSxFullAccess"): "AWS documents this policy for "
+                "the FSx CSI driver's dynamic provisioning (opt-in: dynamic_provisioning)."
+            }
+            if settings.dynamic_provisioning
+            else {
+                wildcard_finding("*"): "fsx:DescribeFileSystems has no resource-level permissions."
             },
         )
         self.association = eks.CfnPodIdentityAssociation(
