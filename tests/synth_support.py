@@ -50,12 +50,18 @@ def dev_config() -> AppConfig:
     return load_config("dev")
 
 
-def existing_cluster_config() -> AppConfig:
+def _dev_raw() -> dict[str, Any]:
     import yaml
 
     from infra.config.loader import CONFIG_DIR
 
-    raw = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    return raw
+
+
+def existing_cluster_config() -> AppConfig:
+    """dev pointed at an existing cluster with a kubectl role the team brings (public endpoint)."""
+    raw = _dev_raw()
     raw["existing_cluster"] = {
         "eks_cluster_name": "team-eks",
         "hyperpod_cluster_name": "team-hyperpod",
@@ -65,3 +71,28 @@ def existing_cluster_config() -> AppConfig:
         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
     }
     return parse_config(raw, "config/dev.yaml (existing-cluster variant)", "dev")
+
+
+# What the console's Quick Install creates for the walk-through's reader (names as in the AWS
+# blog): an EKS cluster hyperpod-cluster-eks and its HyperPod cluster.
+QUICK_INSTALL_CLUSTER = {
+    "eks_cluster_name": "hyperpod-cluster-eks",
+    "hyperpod_cluster_name": "hyperpod-cluster",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/qi0123456789",
+    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
+    "amazonaws.com/id/QUICKINSTALL0123456789ABCDEF",
+}
+QUICK_INSTALL_PRIVATE = {
+    "vpc_id": "vpc-0aaaa1111bbbb2222",
+    "kubectl_subnet_ids": ["subnet-0aaaa1111bbbb2222", "subnet-0cccc3333dddd4444"],
+    "kubectl_security_group_id": "sg-0eeee5555ffff6666",
+}
+
+
+def quick_install_private_config(**overrides: Any) -> AppConfig:
+    """A Quick-Install-shaped cluster reached through a private endpoint; no kubectl role given
+    (the stack creates the handler role and its access entry)."""
+    raw = _dev_raw()
+    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    raw.update(overrides)
+    return parse_config(raw, "config/dev.yaml (Quick Install, private endpoint)", "dev")

@@ -387,16 +387,23 @@ class ExistingClusterConfig(Section):
     """Name of the existing HyperPod cluster orchestrated by that EKS cluster."""
     hyperpod_cluster_arn: str
     """ARN of that HyperPod cluster (its id is not its name; IAM policies are scoped to it)."""
-    kubectl_role_arn: str
-    """IAM role the kubectl provider assumes; it must have a cluster-admin access entry."""
+    kubectl_role_arn: str | None = None
+    """Bring your own execution role for the kubectl handler (a Lambda function). Null (the
+    default): the stack creates that role and a cluster-admin access entry for it, and removes
+    both on destroy. When set, the role is used as it is: it must trust lambda.amazonaws.com,
+    allow eks:DescribeCluster on the cluster and CloudWatch Logs writes (plus
+    AWSLambdaVPCAccessExecutionRole with ``kubectl_subnet_ids``), and already hold an access
+    entry with AmazonEKSClusterAdminPolicy (``python -m scripts preflight`` checks it)."""
     oidc_provider_arn: str
     """IAM OIDC provider of the EKS cluster (the add-ons' IRSA roles trust it)."""
     vpc_id: str | None = None
-    """VPC of the cluster, for a kubectl provider that must run inside it (private endpoint)."""
+    """VPC of the cluster; required with ``kubectl_subnet_ids`` (private endpoint)."""
     kubectl_subnet_ids: tuple[str, ...] = ()
-    """Private subnets for the kubectl provider when the endpoint is private."""
+    """Private subnets (with a route to STS and EKS: NAT or VPC endpoints) for the kubectl
+    handler when the cluster's API endpoint is private. Empty: the endpoint must be public."""
     kubectl_security_group_id: str | None = None
-    """Security group for the kubectl provider when the endpoint is private."""
+    """Security group of the kubectl handler (with ``kubectl_subnet_ids``); the cluster security
+    group must allow HTTPS from it."""
 
     @field_validator("hyperpod_cluster_name")
     @classmethod
@@ -415,10 +422,60 @@ class ExistingClusterConfig(Section):
 
     @field_validator("kubectl_role_arn", "oidc_provider_arn")
     @classmethod
-    def _arn(cls, v: str) -> str:
-        if not ARN.match(v):
+    def _arn(cls, v: str | None) -> str | None:
+        if v is not None and not ARN.match(v):
             raise RuleViolation("an IAM ARN starting with arn:aws", "copy the full ARN")
         return v
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc(cls, v: str | None) -> str | None:
+        return None if v is None else _aws_id(v, "vpc", "existing_cluster.vpc_id")
+
+    @field_validator("kubectl_subnet_ids")
+    @classmethod
+    def _subnets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for subnet in v:
+            _aws_id(subnet, "subnet", "existing_cluster.kubectl_subnet_ids")
+        return v
+
+    @field_validator("kubectl_security_group_id")
+    @classmethod
+    def _sg(cls, v: str | None) -> str | None:
+        return None if v is None else _aws_id(v, "sg", "existing_cluster.kubectl_security_group_id")
+
+    @model_validator(mode="after")
+    def _private_endpoint(self) -> ExistingClusterConfig:
+        """A kubectl handler in the VPC needs the VPC and its own security group: an imported
+        cluster has neither, and CDK would fail on the missing VPC."""
+        if not self.kubectl_subnet_ids:
+            for name in ("vpc_id", "kubectl_security_group_id"):
+                if getattr(self, name) is not None:
+                    raise RuleViolation(
+                        "null unless kubectl_subnet_ids is set (private endpoint)",
+                        "list the kubectl handler's subnets in existing_cluster.kubectl_subnet_ids"
+                        f", or remove existing_cluster.{name}",
+                        field=f"existing_cluster.{name}",
+                        value=getattr(self, name),
+                    )
+            return self
+        for name, example in (("vpc_id", "vpc-0abc1234def567890"),
+                              ("kubectl_security_group_id", "sg-0abc1234def567890")):  # fmt: skip
+            if getattr(self, name) is None:
+                raise RuleViolation(
+                    f"set when kubectl_subnet_ids is (e.g. {example}): the kubectl handler runs "
+                    "in those subnets",
+                    f"run `aws eks describe-cluster --name {self.eks_cluster_name} --query "
+                    "cluster.resourcesVpcConfig` and copy the "
+                    + (
+                        "vpcId"
+                        if name == "vpc_id"
+                        else "id of a security group the cluster security group allows on 443"
+                    ),
+                    field=f"existing_cluster.{name}",
+                    value=None,
+                )
+        return self
 
 
 class AppConfig(Section):

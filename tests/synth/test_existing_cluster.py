@@ -1,0 +1,142 @@
+"""Existing-cluster mode through the whole app: a Quick-Install-shaped cluster behind a private
+endpoint (the stack creates the kubectl handler's role and access entry) next to the shared
+``existing`` fixture (a kubectl role the team brings, public endpoint).
+
+Double: none; the templates are the real synthesized output (one synth for this module).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.config import parse_config
+from infra.config.errors import ConfigError
+from tests.synth_support import (
+    QUICK_INSTALL_CLUSTER,
+    QUICK_INSTALL_PRIVATE,
+    Synth,
+    quick_install_private_config,
+    synth,
+)
+
+HANDLER_DESCRIPTION = "onEvent handler for EKS kubectl resource provider"
+
+
+@pytest.fixture(scope="module")
+def quick_install(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth(
+        quick_install_private_config(),
+        tmp_path_factory.mktemp("quick-install-private"),
+        chart_dir=None,
+    )
+
+
+def _of_type(resources: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in resources.items() if v["Type"] == type_}
+
+
+def _kubectl_handler(resources: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    found = [
+        (k, v)
+        for k, v in _of_type(resources, "AWS::Lambda::Function").items()
+        if v["Properties"].get("Description") == HANDLER_DESCRIPTION
+    ]
+    assert len(found) == 1
+    return found[0]
+
+
+def test_private_endpoint_puts_every_kubectl_function_in_the_subnets(quick_install: Synth) -> None:
+    resources = quick_install.template_json("hyperpod")["Resources"]
+    functions = {
+        k: v
+        for k, v in _of_type(resources, "AWS::Lambda::Function").items()
+        if k.startswith("KubectlProvider")
+    }
+    assert len(functions) == 2  # the kubectl handler and the provider framework's onEvent
+    for function in functions.values():
+        assert function["Properties"]["VpcConfig"] == {
+            "SubnetIds": QUICK_INSTALL_PRIVATE["kubectl_subnet_ids"],
+            "SecurityGroupIds": [QUICK_INSTALL_PRIVATE["kubectl_security_group_id"]],
+        }
+
+
+def test_the_stack_creates_the_handler_role_with_what_the_handler_needs(
+    quick_install: Synth,
+) -> None:
+    resources = quick_install.template_json("hyperpod")["Resources"]
+    _, handler = _kubectl_handler(resources)
+    role_id = handler["Properties"]["Role"]["Fn::GetAtt"][0]
+    role = resources[role_id]
+    assert role["Type"] == "AWS::IAM::Role"
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "lambda.amazonaws.com"}
+    managed = str(role["Properties"]["ManagedPolicyArns"])
+    assert "service-role/AWSLambdaBasicExecutionRole" in managed  # logs
+    assert "service-role/AWSLambdaVPCAccessExecutionRole" in managed  # ENIs in the subnets
+    policies = [
+        p
+        for p in _of_type(resources, "AWS::IAM::Policy").values()
+        if {"Ref": role_id} in p["Properties"]["Roles"]
+    ]
+    statements = [s for p in policies for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    describe = [s for s in statements if s["Action"] == "eks:DescribeCluster"]
+    assert len(describe) == 1
+    assert ":cluster/hyperpod-cluster-eks" in str(describe[0]["Resource"])
+
+
+def test_the_handler_role_gets_a_cluster_admin_entry_removed_on_destroy(
+    quick_install: Synth,
+) -> None:
+    resources = quick_install.template_json("hyperpod")["Resources"]
+    _, handler = _kubectl_handler(resources)
+    role_id = handler["Properties"]["Role"]["Fn::GetAtt"][0]
+    (_, entry), *rest = _of_type(resources, "AWS::EKS::AccessEntry").items()
+    assert not rest
+    assert entry["Properties"]["ClusterName"] == QUICK_INSTALL_CLUSTER["eks_cluster_name"]
+    assert entry["Properties"]["PrincipalArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    (policy,) = entry["Properties"]["AccessPolicies"]
+    assert policy["AccessScope"] == {"Type": "cluster"}
+    assert "cluster-access-policy/AmazonEKSClusterAdminPolicy" in str(policy["PolicyArn"])
+    assert entry.get("DeletionPolicy", "Delete") == "Delete"
+
+
+def test_kubectl_calls_wait_for_the_access_entry(quick_install: Synth) -> None:
+    """Manifests reach the handler through the framework function's ARN (the service token):
+    both functions must depend on the entry, or the first apply can run before it exists (and
+    on destroy the entry could go before the last delete)."""
+    resources = quick_install.template_json("hyperpod")["Resources"]
+    (entry_id,) = _of_type(resources, "AWS::EKS::AccessEntry")
+    for key, function in _of_type(resources, "AWS::Lambda::Function").items():
+        if key.startswith("KubectlProvider"):
+            assert entry_id in function.get("DependsOn", []), key
+
+
+def test_a_kubectl_role_from_config_is_used_as_it_is(existing: Synth) -> None:
+    resources = existing.template_json("hyperpod")["Resources"]
+    assert not _of_type(resources, "AWS::EKS::AccessEntry")
+    _, handler = _kubectl_handler(resources)
+    assert handler["Properties"]["Role"] == "arn:aws:iam::111122223333:role/team-kubectl"
+    assert "VpcConfig" not in handler["Properties"]
+
+
+@pytest.mark.parametrize(
+    ("drop", "field"),
+    [("vpc_id", "existing_cluster.vpc_id"),
+     ("kubectl_security_group_id", "existing_cluster.kubectl_security_group_id")],
+)  # fmt: skip
+def test_private_endpoint_needs_vpc_and_security_group(drop: str, field: str) -> None:
+    cluster = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    del cluster[drop]
+    with pytest.raises(ConfigError) as err:
+        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_vpc_without_kubectl_subnets_is_refused() -> None:
+    cluster = {**QUICK_INSTALL_CLUSTER, "vpc_id": "vpc-0aaaa1111bbbb2222"}
+    with pytest.raises(ConfigError) as err:
+        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
+    assert err.value.field == "existing_cluster.vpc_id"
