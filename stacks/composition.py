@@ -95,7 +95,7 @@ def compose(
         **common("hyperpod"),
     )
     addons = None
-    if config.addons.enabled:
+    if config.addons.any_managed:
         # After the HyperPod stack: add-on Pods need nodes, and the operator needs the cluster ARN.
         addons = AddonsStack(
             app,

@@ -89,10 +89,45 @@ QUICK_INSTALL_PRIVATE = {
 }
 
 
+# The owner's add-ons as DescribeAddon shows them on such a cluster (role and bucket names are
+# made up; what matters is that they are not this app's).
+QUICK_INSTALL_S3_ROLE = "arn:aws:iam::111122223333:role/hyperpod-cluster-s3-csi"
+QUICK_INSTALL_OPERATOR_CONFIGURATION = (
+    '{"executionRoleArn":"arn:aws:iam::111122223333:role/SageMakerHyperPodInference-qi",'
+    '"tlsCertificateS3Bucket":"hyperpod-tls-qi-111122223333",'
+    '"hyperpodClusterArn":"arn:aws:sagemaker:us-west-2:111122223333:cluster/qi0123456789",'
+    '"alb":{"enabled":true,"serviceAccount":{"create":true,'
+    '"roleArn":"arn:aws:iam::111122223333:role/hyperpod-cluster-alb"}},'
+    '"keda":{"enabled":true,"auth":{"aws":{"irsa":{"enabled":true,'
+    '"roleArn":"arn:aws:iam::111122223333:role/hyperpod-cluster-keda"}}}}}'
+)
+QUICK_INSTALL_ADOPTED: dict[str, dict[str, Any]] = {
+    "cert_manager": {"mode": "adopt"},
+    "metrics_server": {"mode": "adopt"},
+    "fsx_csi": {"mode": "adopt"},  # its role reaches it through a pod identity association
+    "s3_csi": {"mode": "adopt", "adopted_role_arn": QUICK_INSTALL_S3_ROLE},
+    "inference_operator": {
+        "mode": "adopt",
+        "adopted_configuration": QUICK_INSTALL_OPERATOR_CONFIGURATION,
+    },
+    "ebs_csi": {"mode": "create"},  # Quick Install does not install it
+}
+
+
 def quick_install_private_config(**overrides: Any) -> AppConfig:
     """A Quick-Install-shaped cluster reached through a private endpoint; no kubectl role given
-    (the stack creates the handler role and its access entry)."""
+    (the stack creates the handler role and its access entry); the five add-ons Quick Install
+    installs on ``adopt`` with the values preflight prints, EBS CSI on ``create``."""
     raw = _dev_raw()
     raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    raw["addons"] = {**raw.get("addons", {}), **QUICK_INSTALL_ADOPTED}
     raw.update(overrides)
     return parse_config(raw, "config/dev.yaml (Quick Install, private endpoint)", "dev")
+
+
+def all_skip_config() -> AppConfig:
+    """A Quick-Install-shaped cluster with every add-on on ``skip`` (the recommended setup)."""
+    raw = _dev_raw()
+    raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)
+    raw["addons"] = {key: {"mode": "skip"} for key in QUICK_INSTALL_ADOPTED}
+    return parse_config(raw, "config/dev.yaml (Quick Install, all skip)", "dev")

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 AddonMode = Literal["create", "adopt", "skip"]
 EKSBUILD_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
+IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")
 S3_BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 # What the inference operator needs before it starts: its init container checks for CSIDriver
@@ -51,18 +52,43 @@ class AddonSettings(Section):
     enabled: bool = True
     """Install (or adopt, or rely on) this add-on. False means the cluster does without it."""
     mode: AddonMode = "create"
-    """``create``: this app installs the add-on (the CloudFormation create fails, naming the
-    add-on, if EKS already has it). ``adopt``: the add-on is already installed as an EKS add-on
-    and is taken over by importing it into the stack (``cdk deploy --import-existing-resources``;
-    kept on destroy). ``skip``: installed and managed elsewhere; this app neither creates nor
-    changes it (nor its IAM role). ``adopt``/``skip`` need ``existing_cluster``."""
+    """``create``: this app installs the add-on with its own IAM roles (the CloudFormation create
+    fails, naming the add-on, if EKS already has it). ``skip``: installed and managed elsewhere
+    (recommended for a cluster set up by the console's Quick Install); this app neither creates
+    nor changes it. ``adopt``: the installed EKS add-on is imported into the stack as it is
+    (``make deploy`` passes ``--import-existing-resources``; kept on destroy): no IAM role,
+    bucket or pod identity association is created for it, and its version, service-account role
+    and configuration come from ``version``, ``adopted_role_arn`` and ``adopted_configuration``
+    (``python -m scripts preflight`` prints them). ``adopt``/``skip`` need ``existing_cluster``."""
     version: str = "v0.0.0-eksbuild.0"
-    """Pinned EKS add-on version (``vX.Y.Z-eksbuild.N``)."""
+    """Pinned EKS add-on version (``vX.Y.Z-eksbuild.N``); with ``adopt`` the installed one."""
+    adopted_role_arn: str | None = None
+    """``adopt`` only: the IAM role the installed add-on's service account uses today
+    (``aws eks describe-addon ... --query addon.serviceAccountRoleArn``); null when it has none."""
+    adopted_configuration: str | None = None
+    """``adopt`` only: the installed add-on's configuration values, character for character as
+    ``aws eks describe-addon ... --query addon.configurationValues`` returns them; null when it
+    has none."""
 
     @field_validator("version")
     @classmethod
     def _version(cls, v: str) -> str:
         return _pinned(v)
+
+    @field_validator("adopted_role_arn")
+    @classmethod
+    def _role(cls, v: str | None) -> str | None:
+        if v is not None and not IAM_ROLE_ARN.match(v):
+            raise RuleViolation(
+                "an IAM role ARN (arn:aws:iam::123456789012:role/Name) or null",
+                "copy serviceAccountRoleArn from `aws eks describe-addon`",
+            )
+        return v
+
+    @property
+    def adopted(self) -> bool:
+        """True when the stack takes over an installed add-on as it is (no new IAM)."""
+        return self.enabled and self.mode == "adopt"
 
     @property
     def managed(self) -> bool:
@@ -140,6 +166,11 @@ class AddonsConfig(Section):
         assert isinstance(value, AddonSettings)
         return value
 
+    @property
+    def any_managed(self) -> bool:
+        """True when this app's stack holds at least one add-on (none: no add-ons stack)."""
+        return self.enabled and any(self.settings(key).managed for key in ADDON_KEYS)
+
 
 ADDON_KEYS: tuple[str, ...] = (
     "cert_manager", "s3_csi", "fsx_csi", "metrics_server", "ebs_csi", "inference_operator",
@@ -161,6 +192,25 @@ def check_addons(app: AppConfig) -> None:
                 field=f"addons.{key}.mode",
                 value=item.mode,
             )
+        for name in ("adopted_role_arn", "adopted_configuration"):
+            if getattr(item, name) is not None and item.mode != "adopt":
+                raise RuleViolation(
+                    "null unless mode is adopt (the values describe an installed add-on taken "
+                    "over as it is; create makes its own roles, skip touches nothing)",
+                    f"remove addons.{key}.{name}, or set addons.{key}.mode to adopt",
+                    field=f"addons.{key}.{name}",
+                    value=getattr(item, name),
+                )
+    operator = addons.inference_operator
+    if operator.adopted and operator.adopted_configuration is None:
+        raise RuleViolation(
+            "the installed add-on's configurationValues (it always has some: its execution role "
+            "and TLS bucket); without them an update would reset the owner's operator",
+            "run `python -m scripts preflight --env <env>` and paste the adopted_configuration "
+            "it prints, or set addons.inference_operator.mode to skip",
+            field="addons.inference_operator.adopted_configuration",
+            value=None,
+        )
     if not addons.inference_operator.enabled:
         return
     for key in INFERENCE_REQUIRES:

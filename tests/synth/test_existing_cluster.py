@@ -7,6 +7,7 @@ Double: none; the templates are the real synthesized output (one synth for this 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -15,8 +16,11 @@ from infra.config import parse_config
 from infra.config.errors import ConfigError
 from tests.synth_support import (
     QUICK_INSTALL_CLUSTER,
+    QUICK_INSTALL_OPERATOR_CONFIGURATION,
     QUICK_INSTALL_PRIVATE,
+    QUICK_INSTALL_S3_ROLE,
     Synth,
+    all_skip_config,
     quick_install_private_config,
     synth,
 )
@@ -31,6 +35,11 @@ def quick_install(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         tmp_path_factory.mktemp("quick-install-private"),
         chart_dir=None,
     )
+
+
+@pytest.fixture(scope="module")
+def all_skip(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    return synth(all_skip_config(), tmp_path_factory.mktemp("all-skip"), chart_dir=None)
 
 
 def _of_type(resources: dict[str, Any], type_: str) -> dict[str, dict[str, Any]]:
@@ -140,3 +149,107 @@ def test_vpc_without_kubectl_subnets_is_refused() -> None:
     with pytest.raises(ConfigError) as err:
         parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
     assert err.value.field == "existing_cluster.vpc_id"
+
+
+# --- adopt: take the installed add-on over as it is -------------------------------------------
+
+
+def _addons(synth_: Synth) -> dict[str, dict[str, Any]]:
+    resources = synth_.template_json("addons")["Resources"]
+    return {
+        v["Properties"]["AddonName"]: v for v in _of_type(resources, "AWS::EKS::Addon").values()
+    }
+
+
+def test_adopted_addons_declare_the_installed_values_only(quick_install: Synth) -> None:
+    addons = _addons(quick_install)
+    cfg = quick_install.config.addons
+    expected = {
+        "cert-manager": {},
+        "metrics-server": {},
+        "aws-fsx-csi-driver": {},
+        "aws-mountpoint-s3-csi-driver": {"ServiceAccountRoleArn": QUICK_INSTALL_S3_ROLE},
+        "amazon-sagemaker-hyperpod-inference": {
+            "ConfigurationValues": QUICK_INSTALL_OPERATOR_CONFIGURATION
+        },
+    }
+    versions = {
+        "cert-manager": cfg.cert_manager.version,
+        "metrics-server": cfg.metrics_server.version,
+        "aws-fsx-csi-driver": cfg.fsx_csi.version,
+        "aws-mountpoint-s3-csi-driver": cfg.s3_csi.version,
+        "amazon-sagemaker-hyperpod-inference": cfg.inference_operator.version,
+    }
+    for name, extra in expected.items():
+        addon = addons[name]
+        assert addon["Properties"] == {
+            "AddonName": name,
+            "AddonVersion": versions[name],
+            "ClusterName": "hyperpod-cluster-eks",
+            "ResolveConflicts": "PRESERVE",
+            **extra,
+        }, name
+        # Auto-import needs Retain; destroy leaves the owner's add-on where it was.
+        assert addon["DeletionPolicy"] == "Retain"
+        assert addon["UpdateReplacePolicy"] == "Retain"
+
+
+def test_adopting_creates_no_role_bucket_or_association(quick_install: Synth) -> None:
+    resources = quick_install.template_json("addons")["Resources"]
+    types = {v["Type"] for v in resources.values()}
+    assert "AWS::S3::Bucket" not in types  # no TLS bucket of ours
+    assert "AWS::EKS::PodIdentityAssociation" not in types
+    roles = [
+        k
+        for k, v in _of_type(resources, "AWS::IAM::Role").items()
+        # CDK's CfnJson provider (it renders EBS CSI's trust condition) is not an add-on role.
+        if "lambda.amazonaws.com" not in str(v["Properties"]["AssumeRolePolicyDocument"])
+    ]
+    # The only add-on role is EBS CSI's (on create): nothing for the adopted add-ons.
+    assert len(roles) == 1 and roles[0].startswith("AddonsEbsCsiDriver")
+    assert addons_on_create(quick_install) == {"aws-ebs-csi-driver"}
+
+
+def addons_on_create(synth_: Synth) -> set[str]:
+    return {k for k, v in _addons(synth_).items() if "DeletionPolicy" not in v}
+
+
+def test_all_skip_has_no_addons_stack(all_skip: Synth) -> None:
+    """With nothing to manage there is no add-ons stack (an empty template cannot deploy), and
+    the Kubernetes layer waits for the HyperPod stack instead."""
+    assert all_skip.stacks.addons is None
+    assert not (all_skip.outdir / "hyperpod-kvcache-dev-addons.template.json").exists()
+    for path in all_skip.outdir.glob("*.template.json"):
+        resources = json.loads(path.read_text()).get("Resources", {})
+        assert not _of_type(resources, "AWS::EKS::Addon"), path.name
+    kvcache = all_skip.stacks.kvcache
+    assert [s.stack_name for s in kvcache.dependencies] == ["hyperpod-kvcache-dev-hyperpod"]
+
+
+def test_adopted_values_are_refused_off_adopt() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(
+            {
+                "account": "111122223333",
+                "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "addons": {"s3_csi": {"mode": "skip", "adopted_role_arn": QUICK_INSTALL_S3_ROLE}},
+            },
+            "t.yaml",
+            "dev",
+        )
+    assert err.value.field == "addons.s3_csi.adopted_role_arn"
+
+
+def test_adopting_the_operator_needs_its_configuration() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(
+            {
+                "account": "111122223333",
+                "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "addons": {"inference_operator": {"mode": "adopt"}},
+            },
+            "t.yaml",
+            "dev",
+        )
+    assert err.value.field == "addons.inference_operator.adopted_configuration"
+    assert "preflight" in err.value.fix

@@ -26,7 +26,8 @@ def resolve_conflicts(settings: AddonSettings, *, existing_cluster: bool) -> str
     - an existing cluster, ``create``: NONE. If a self-managed copy (a Helm release) is already
       there, CreateAddon fails and names the conflicting fields instead of taking them over.
     - ``adopt``: PRESERVE. The add-on was installed before this stack; updates keep the values
-      its owners set on the cluster instead of overwriting them.
+      its owners set on the cluster instead of overwriting them (and ``EksAddon`` declares the
+      installed role and configuration, never new ones).
     """
     if settings.mode == "adopt":
         return "PRESERVE"
@@ -52,6 +53,13 @@ class EksAddon(Construct):
         configuration_values: dict[str, Any] | str | None = None,
     ) -> None:
         super().__init__(scope, id)
+        if settings.adopted:
+            # Taken over as it is: the declared values are the installed ones (config copies
+            # them from DescribeAddon), so the import changes nothing and a later update keeps
+            # the owner's role and configuration. A subclass creates no IAM for it.
+            assert service_account_role_arn is None and configuration_values is None
+            service_account_role_arn = settings.adopted_role_arn
+            configuration_values = settings.adopted_configuration
         if isinstance(configuration_values, dict):
             configuration_values = json.dumps(configuration_values, separators=(",", ":"))
         self.settings = settings
@@ -68,6 +76,9 @@ class EksAddon(Construct):
         if settings.mode == "adopt":
             # It was there before this stack; deleting the stack must leave it as it was.
             self.resource.apply_removal_policy(RemovalPolicy.RETAIN)
+            # Nor does it get this environment's tags: they mark what the app created (teardown
+            # finds leftovers by them), and an update would write them onto the owner's add-on.
+            self.resource.add_property_deletion_override("Tags")
 
     def add_dependency(self, other: EksAddon) -> None:
         self.resource.node.add_dependency(other.resource)

@@ -33,6 +33,11 @@ class CertManagerAddon(EksAddon):
         settings: CertManagerConfig,
         existing_cluster: bool,
     ) -> None:
+        if settings.adopted:  # the owner's configuration, not ours
+            super().__init__(
+                scope, id, cluster=cluster, settings=settings, existing_cluster=existing_cluster
+            )
+            return
         tolerations = [HYPERPOD_HEALTH_CHECK_TOLERATION]
         super().__init__(
             scope,

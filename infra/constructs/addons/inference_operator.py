@@ -65,6 +65,13 @@ class InferenceOperatorAddon(EksAddon):
         execution_role_unique_name: str,
         retain_stateful_resources: bool,
     ) -> None:
+        if settings.adopted:
+            # The installed operator keeps its execution role, TLS bucket and ALB/KEDA roles:
+            # they stay in adopted_configuration, and nothing here would outlive a destroy.
+            super().__init__(
+                scope, id, cluster=cluster, settings=settings, existing_cluster=existing_cluster
+            )
+            return
         holder = Construct(scope, f"{id}Iam")
         self.tls = SecureBucket(scope, "TlsCertificates", retain=retain_stateful_resources)
 

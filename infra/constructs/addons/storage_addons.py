@@ -35,6 +35,11 @@ class S3CsiDriverAddon(EksAddon):
         settings: S3CsiConfig,
         existing_cluster: bool,
     ) -> None:
+        if settings.adopted:  # the installed driver keeps its own role
+            super().__init__(
+                scope, id, cluster=cluster, settings=settings, existing_cluster=existing_cluster
+            )
+            return
         holder = Construct(scope, f"{id}Iam")
         self.role = irsa_role(
             holder,
@@ -94,6 +99,11 @@ class FsxCsiDriverAddon(EksAddon):
         settings: FsxCsiConfig,
         existing_cluster: bool,
     ) -> None:
+        if settings.adopted:  # the installed driver keeps its own role
+            super().__init__(
+                scope, id, cluster=cluster, settings=settings, existing_cluster=existing_cluster
+            )
+            return
         holder = Construct(scope, f"{id}Iam")
         self.role = iam.Role(
             holder,
@@ -160,6 +170,11 @@ class EbsCsiDriverAddon(EksAddon):
         settings: EbsCsiConfig,
         existing_cluster: bool,
     ) -> None:
+        if settings.adopted:  # the installed driver keeps its own role
+            super().__init__(
+                scope, id, cluster=cluster, settings=settings, existing_cluster=existing_cluster
+            )
+            return
         holder = Construct(scope, f"{id}Iam")
         self.role = irsa_role(
             holder,
