@@ -50,9 +50,11 @@ lint: install
 chart: install
 	$(PY) -m scripts.fetch_chart --env $(ENV)
 
-## deploy / destroy: the CDK CLI (pinned in package.json) on config/$(ENV).yaml
+## deploy / destroy: the CDK CLI (pinned in package.json) on config/$(ENV).yaml; deploy adds
+## --import-existing-resources when an add-on is on adopt (scripts/deploy_args.py)
 deploy: install node_modules/.installed chart
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all -c env=$(ENV) --require-approval never
+	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all -c env=$(ENV) $$import --require-approval never
 
 destroy: install node_modules/.installed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk destroy --all -c env=$(ENV) --force
