@@ -588,7 +588,32 @@ class AppConfig(Section):
                 field="hyperpod.system_group.name",
                 value=self.hyperpod.system_group.name,
             )
+        if self.existing_cluster is not None:
+            _describe_existing_groups(self.hyperpod, self.existing_cluster)
         check_addons(self)
         check_kvcache(self)
         check_pipeline(self)
         return self
+
+
+def _describe_existing_groups(hyperpod: HyperPodConfig, existing: ExistingClusterConfig) -> None:
+    """On a cluster the app does not create, the defaults of ``hyperpod.gpu_group`` and
+    ``system_group`` describe nothing: the GPU group's name selects the L2 nodes (HyperPod labels
+    every node with its instance group's name), its type sizes the endpoint and its count the L2
+    pool, and a wrong default would select no node while CloudFormation still succeeds. So both
+    groups must be written out (a group given needs name, instance_type and instance_count);
+    ``python -m scripts preflight`` compares them with DescribeCluster."""
+    for group in ("gpu_group", "system_group"):
+        if group in hyperpod.model_fields_set:
+            continue
+        kind = "GPU" if group == "gpu_group" else "CPU (system)"
+        raise RuleViolation(
+            f"set with existing_cluster: name, instance_type and instance_count of the existing "
+            f"cluster's {kind} instance group (the defaults describe a cluster this app creates)",
+            f"run `aws sagemaker describe-cluster --cluster-name "
+            f"{existing.hyperpod_cluster_name} --query 'InstanceGroups[].[InstanceGroupName,"
+            f"InstanceType,CurrentCount]'` (or `python -m scripts preflight`) and write "
+            f"hyperpod.{group}",
+            field=f"hyperpod.{group}.name",
+            value=None,
+        )

@@ -20,6 +20,10 @@ QUICK_INSTALL_CLUSTER = {
     "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
     "amazonaws.com/id/QI",
 }
+QUICK_INSTALL_GROUPS = {
+    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
+    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
+}
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -29,6 +33,7 @@ def _raw(addons: dict[str, object]) -> dict[str, object]:
         "environment": "qi",
         "account": "111122223333",
         "existing_cluster": dict(QUICK_INSTALL_CLUSTER),
+        "hyperpod": QUICK_INSTALL_GROUPS,
         "addons": addons,
     }
 

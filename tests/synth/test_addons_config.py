@@ -20,6 +20,11 @@ EXISTING = {
     "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
     "amazonaws.com/id/ABCDEF",
 }
+# Existing-cluster mode needs the groups written out (infra/config/model.py).
+EXISTING_GROUPS = {
+    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
+    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
+}
 
 
 def parse(addons: dict[str, Any], **extra: Any) -> Any:
@@ -67,6 +72,7 @@ def test_adopt_and_skip_on_an_existing_cluster() -> None:
     cfg = parse(
         {"cert_manager": {"mode": "adopt"}, "metrics_server": {"mode": "skip"}},
         existing_cluster=EXISTING,
+        hyperpod=EXISTING_GROUPS,
     )
     assert cfg.addons.cert_manager.managed
     assert not cfg.addons.metrics_server.managed

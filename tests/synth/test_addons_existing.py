@@ -24,6 +24,7 @@ from infra.cdk_context import cdk_json_context
 from infra.config import parse_config
 from infra.constructs.addons.inference_operator import execution_role_name
 from stacks.addons_stack import AddonsStack
+from tests.synth_support import EXISTING_GROUPS
 
 OIDC_ARN = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123"
 ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123"
@@ -42,6 +43,7 @@ def resources() -> dict[str, dict[str, Any]]:
                 "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl",
                 "oidc_provider_arn": OIDC_ARN,
             },
+            "hyperpod": EXISTING_GROUPS,
             "addons": {
                 "cert_manager": {"mode": "adopt"},
                 "metrics_server": {"mode": "skip"},

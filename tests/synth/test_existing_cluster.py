@@ -15,6 +15,7 @@ import pytest
 from infra.config import parse_config
 from infra.config.errors import ConfigError
 from tests.synth_support import (
+    EXISTING_GROUPS,
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_OPERATOR_CONFIGURATION,
     QUICK_INSTALL_PRIVATE,
@@ -232,6 +233,7 @@ def test_adopted_values_are_refused_off_adopt() -> None:
             {
                 "account": "111122223333",
                 "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "hyperpod": EXISTING_GROUPS,
                 "addons": {"s3_csi": {"mode": "skip", "adopted_role_arn": QUICK_INSTALL_S3_ROLE}},
             },
             "t.yaml",
@@ -246,6 +248,7 @@ def test_adopting_the_operator_needs_its_configuration() -> None:
             {
                 "account": "111122223333",
                 "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "hyperpod": EXISTING_GROUPS,
                 "addons": {"inference_operator": {"mode": "adopt"}},
             },
             "t.yaml",
@@ -253,3 +256,36 @@ def test_adopting_the_operator_needs_its_configuration() -> None:
         )
     assert err.value.field == "addons.inference_operator.adopted_configuration"
     assert "preflight" in err.value.fix
+
+
+# --- the instance groups of a cluster the app did not create -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hyperpod", "field"),
+    [
+        (None, "hyperpod.gpu_group.name"),
+        ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "hyperpod.system_group.name"),
+    ],
+)  # fmt: skip
+def test_existing_mode_needs_the_groups_written_out(
+    hyperpod: dict[str, Any] | None, field: str
+) -> None:
+    raw: dict[str, Any] = {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER}
+    if hyperpod is not None:
+        raw["hyperpod"] = hyperpod
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "t.yaml", "dev")
+    assert err.value.field == field
+    assert "describe-cluster --cluster-name hyperpod-cluster" in err.value.fix
+    assert "\n" not in str(err.value)
+
+
+def test_the_groups_written_out_are_accepted() -> None:
+    cfg = parse_config(
+        {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER,
+         "hyperpod": EXISTING_GROUPS},
+        "t.yaml",
+        "dev",
+    )  # fmt: skip
+    assert cfg.hyperpod.gpu_group.name == "gpu"
