@@ -14,6 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.config import AppConfig
 from scripts.clients import Clients
 from scripts.common import Check, describe_failure
+from scripts.preflight_existing import run_existing_preflight
 from scripts.verify import cluster_names
 
 # (argv) -> (exit code, stdout); None when the tool is not on PATH.
@@ -272,6 +273,8 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
         stages.append("kubectl layer minor")
         checks += [Check(stage, "skip", reason) for stage in stages]
         return checks + check_tools(run, cfg.eks.kubernetes_version)
+    if cfg.existing_cluster is not None:
+        return run_existing_preflight(clients, cfg, run, identity)
     checks += check_quotas(clients, cfg)
     checks += check_offerings(clients, cfg)
     minor_check, cluster_minor = check_cluster_minor(clients, cfg)

@@ -1,0 +1,252 @@
+"""`preflight` on an existing cluster. Doubles: moto for STS and IAM (roles, OIDC providers);
+botocore's Stubber for EKS (moto 5.2 has no ListAddons, DescribeAddon or access-entry APIs, so
+DescribeCluster is stubbed with them) and SageMaker DescribeCluster (moto's HyperPod model
+rejects ml.g6e types); a fake tool runner for kubectl/helm/node."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+import yaml
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from infra.config import AppConfig
+from infra.config.addons import ADDON_KEYS
+from scripts.clients import Clients
+from scripts.common import Check
+from scripts.preflight import run_preflight
+from scripts.preflight_existing import ADDON_NAMES
+from tests.scripts.conftest import make_cfg
+from tests.scripts.test_preflight import _tools
+
+REGION = "us-west-2"
+ACCOUNT = "123456789012"  # moto's
+ISSUER = "https://oidc.eks.us-west-2.amazonaws.com/id/QUICKINSTALL"
+HP_ARN = f"arn:aws:sagemaker:us-west-2:{ACCOUNT}:cluster/qi0123456789"
+S3_ROLE = f"arn:aws:iam::{ACCOUNT}:role/hyperpod-cluster-s3-csi"
+OPERATOR_CONFIG = (
+    '{"executionRoleArn":"arn:aws:iam::123456789012:role/SageMakerHyperPodInference-qi"}'
+)
+GROUPS = {
+    "gpu_group": {"name": "worker-group-1", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
+    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
+}
+# What Quick Install installs (the issue and the AWS walk-through list these five).
+INSTALLED = {
+    "cert-manager": {"addonVersion": "v1.18.2-eksbuild.2"},
+    "metrics-server": {"addonVersion": "v0.8.0-eksbuild.6"},
+    "aws-fsx-csi-driver": {"addonVersion": "v1.8.0-eksbuild.1"},
+    "aws-mountpoint-s3-csi-driver": {
+        "addonVersion": "v2.7.0-eksbuild.1",
+        "serviceAccountRoleArn": S3_ROLE,
+    },
+    "amazon-sagemaker-hyperpod-inference": {
+        "addonVersion": "v1.0.0-eksbuild.1",
+        "configurationValues": OPERATOR_CONFIG,
+    },
+}
+
+
+def _cfg(oidc_arn: str, **extra: Any) -> AppConfig:
+    existing = {
+        "eks_cluster_name": "hyperpod-cluster-eks",
+        "hyperpod_cluster_name": "hyperpod-cluster",
+        "hyperpod_cluster_arn": HP_ARN,
+        "oidc_provider_arn": oidc_arn,
+        **extra.pop("existing", {}),
+    }
+    return make_cfg(account=ACCOUNT, existing_cluster=existing, hyperpod=GROUPS, **extra)
+
+
+def _eks(*, found: bool = True, mode: str = "API") -> tuple[Any, Stubber]:
+    eks = boto3.client("eks", region_name=REGION)
+    stub = Stubber(eks)
+    if not found:
+        stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+        stub.activate()
+        return eks, stub
+    stub.add_response(
+        "describe_cluster",
+        {
+            "cluster": {
+                "name": "hyperpod-cluster-eks",
+                "version": "1.34",
+                "status": "ACTIVE",
+                "identity": {"oidc": {"issuer": ISSUER}},
+                "accessConfig": {"authenticationMode": mode},
+            }
+        },
+        {"name": "hyperpod-cluster-eks"},
+    )
+    return eks, stub
+
+
+def _addons(stub: Stubber, installed: dict[str, dict[str, Any]] = INSTALLED) -> None:
+    """ListAddons, then DescribeAddon for each installed one in config order (ADDON_KEYS)."""
+    stub.add_response(
+        "list_addons", {"addons": sorted(installed)}, {"clusterName": "hyperpod-cluster-eks"}
+    )
+    for key in ADDON_KEYS:
+        name = ADDON_NAMES[key]
+        if name not in installed:
+            continue
+        stub.add_response(
+            "describe_addon",
+            {"addon": {"addonName": name, "clusterName": "hyperpod-cluster-eks",
+                       **INSTALLED[name]}},
+            {"clusterName": "hyperpod-cluster-eks", "addonName": name},
+        )  # fmt: skip
+
+
+def _sagemaker(gpu_count: int = 2) -> Any:
+    sm = boto3.client("sagemaker", region_name=REGION)
+    stub = Stubber(sm)
+    groups = [("worker-group-1", "ml.g6e.4xlarge", gpu_count), ("system", "ml.c5.4xlarge", 1)]
+    stub.add_response(
+        "describe_cluster",
+        {
+            "ClusterArn": HP_ARN,
+            "ClusterName": "hyperpod-cluster",
+            "ClusterStatus": "InService",
+            "InstanceGroups": [
+                {"InstanceGroupName": n, "InstanceType": t, "CurrentCount": c, "TargetCount": c}
+                for n, t, c in groups
+            ],
+        },
+        {"ClusterName": "hyperpod-cluster"},
+    )
+    stub.activate()
+    return sm
+
+
+def _oidc() -> str:
+    iam = boto3.client("iam", region_name=REGION)
+    return iam.create_open_id_connect_provider(
+        Url=ISSUER, ClientIDList=["sts.amazonaws.com"], ThumbprintList=["a" * 40]
+    )["OpenIDConnectProviderArn"]
+
+
+def _run(cfg: AppConfig, eks: Any, sm: Any) -> dict[str, Check]:
+    doubles = {"eks": eks, "sagemaker": sm}
+    clients = Clients(
+        REGION, aws_factory=lambda s: doubles.get(s) or boto3.client(s, region_name=REGION)
+    )
+    return {c.stage: c for c in run_preflight(clients, cfg, _tools())}
+
+
+@pytest.fixture
+def aws() -> Any:
+    with mock_aws():
+        yield
+
+
+def test_unknown_eks_cluster_fails(aws: None) -> None:
+    eks, _ = _eks(found=False)
+    checks = _run(_cfg(_oidc()), eks, _sagemaker())
+    assert checks["EKS cluster"].status == "fail"
+    assert "not found" in checks["EKS cluster"].detail
+
+
+def test_quick_install_all_skip_passes_and_skips_quotas(aws: None) -> None:
+    eks, stub = _eks()
+    _addons(stub)
+    stub.activate()
+    addons = {k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi",
+                                            "s3_csi", "inference_operator")}  # fmt: skip
+    checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker())
+    assert checks["quotas"].status == "skip" and checks["AZ offerings"].status == "skip"
+    assert not any(k.startswith("quota ml.") for k in checks)
+    assert checks["OIDC provider"].status == "pass"
+    assert checks["kubectl role"].status == "pass"
+    assert checks["add-on aws-ebs-csi-driver"].status == "pass"  # not installed: create
+    failed = {k: c for k, c in checks.items() if c.status == "fail"}
+    assert not failed
+    stub.assert_no_pending_responses()
+
+
+def test_create_on_an_installed_addon_fails_with_the_yaml_to_paste(aws: None) -> None:
+    eks, stub = _eks()
+    _addons(stub)
+    stub.activate()
+    checks = _run(_cfg(_oidc()), eks, _sagemaker())  # every add-on on create
+    s3 = checks["add-on aws-mountpoint-s3-csi-driver"]
+    assert s3.status == "fail" and "create would fail" in s3.detail
+    skip_block, adopt_block = s3.fix.split("(recommended; or take it over as it is:)")
+    assert yaml.safe_load(skip_block.removeprefix("paste into config:\n")) == {
+        "addons": {"s3_csi": {"mode": "skip"}}
+    }
+    pasted = yaml.safe_load(adopt_block.strip().removeprefix("paste into config:\n"))
+    assert pasted == {"addons": {"s3_csi": {"mode": "adopt", "version": "v2.7.0-eksbuild.1",
+                                            "adopted_role_arn": S3_ROLE}}}  # fmt: skip
+
+
+def test_adopt_must_declare_the_installed_configuration(aws: None) -> None:
+    eks, stub = _eks()
+    _addons(stub)
+    stub.activate()
+    addons = {
+        k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi", "s3_csi")
+    } | {"inference_operator": {"mode": "adopt", "adopted_configuration": '{"other":1}'}}
+    checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker())
+    operator = checks["add-on amazon-sagemaker-hyperpod-inference"]
+    assert operator.status == "fail" and "adopted_configuration" in operator.detail
+    pasted = yaml.safe_load(operator.fix.removeprefix("paste into config:\n"))
+    assert pasted["addons"]["inference_operator"]["adopted_configuration"] == OPERATOR_CONFIG
+
+
+def test_instance_group_count_mismatch_prints_the_group(aws: None) -> None:
+    eks, stub = _eks()
+    _addons(stub, {})
+    stub.activate()
+    checks = _run(_cfg(_oidc()), eks, _sagemaker(gpu_count=4))
+    gpu = checks["instance group gpu_group"]
+    assert gpu.status == "fail"
+    assert yaml.safe_load(gpu.fix.removeprefix("paste into config:\n")) == {
+        "hyperpod": {"gpu_group": {"name": "worker-group-1", "instance_type": "ml.g6e.4xlarge",
+                                   "instance_count": 4}}
+    }  # fmt: skip
+    assert checks["instance group system_group"].status == "pass"
+
+
+def test_oidc_provider_of_another_cluster_fails(aws: None) -> None:
+    other = boto3.client("iam", region_name=REGION).create_open_id_connect_provider(
+        Url="https://oidc.eks.us-west-2.amazonaws.com/id/OTHER",
+        ClientIDList=["sts.amazonaws.com"],
+        ThumbprintList=["b" * 40],
+    )["OpenIDConnectProviderArn"]
+    eks, stub = _eks()
+    _addons(stub, {})
+    stub.activate()
+    checks = _run(_cfg(other), eks, _sagemaker())
+    assert checks["OIDC provider"].status == "fail"
+
+
+def test_a_brought_kubectl_role_is_checked(aws: None) -> None:
+    iam = boto3.client("iam", region_name=REGION)
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+             "Principal": {"Service": "ec2.amazonaws.com"}}]}  # fmt: skip
+    arn = iam.create_role(RoleName="team-kubectl", AssumeRolePolicyDocument=json.dumps(trust))[
+        "Role"
+    ]["Arn"]
+    eks, stub = _eks()
+    stub.add_client_error(
+        "list_associated_access_policies", "ResourceNotFoundException", http_status_code=404
+    )
+    _addons(stub, {})
+    stub.activate()
+    checks = _run(_cfg(_oidc(), existing={"kubectl_role_arn": arn}), eks, _sagemaker())
+    assert checks["kubectl role trust"].status == "fail"
+    entry = checks["kubectl access entry"]
+    assert entry.status == "fail" and "aws eks create-access-entry" in entry.fix
+
+
+def test_config_map_only_authentication_fails(aws: None) -> None:
+    eks, stub = _eks(mode="CONFIG_MAP")
+    _addons(stub, {})
+    stub.activate()
+    checks = _run(_cfg(_oidc()), eks, _sagemaker())
+    assert checks["access entries"].status == "fail"
