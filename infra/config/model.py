@@ -16,6 +16,7 @@ from infra.config.addons import AddonsConfig, check_addons
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import KvCacheConfig, check_kvcache
+from infra.config.observability import ObservabilityConfig, check_observability
 from infra.config.pipeline import PipelineConfig, check_pipeline
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.instances import GPU_FAMILIES, GPU_INSTANCES
@@ -503,6 +504,7 @@ class AppConfig(Section):
     addons: AddonsConfig = AddonsConfig()
     kvcache: KvCacheConfig = KvCacheConfig()
     pipeline: PipelineConfig = PipelineConfig()
+    observability: ObservabilityConfig = ObservabilityConfig()
 
     @field_validator("project")
     @classmethod
@@ -593,6 +595,7 @@ class AppConfig(Section):
         check_addons(self)
         check_kvcache(self)
         check_pipeline(self)
+        check_observability(self)
         return self
 
 

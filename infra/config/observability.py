@@ -1,0 +1,135 @@
+"""Metrics, dashboards and alerts for the three cache tiers (``observability`` in config).
+
+Collection is Amazon Managed Service for Prometheus with its agentless collector
+(``AWS::APS::Scraper``); see docs/observability.md for why this path and what it costs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from pydantic import Field, field_validator
+
+from infra.config.base import Section
+from infra.config.errors import RuleViolation
+
+if TYPE_CHECKING:
+    from infra.config.model import AppConfig
+
+TOPIC_NAME = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+# Qwen3-8B in bf16: 36 layers x 8 KV heads x 128 head dim x 2 (K and V) x 2 bytes.
+QWEN3_8B_KV_BYTES_PER_TOKEN = 36 * 8 * 128 * 2 * 2
+
+
+class ObservabilityConfig(Section):
+    enabled: bool = False
+    """Create the metrics store (AMP workspace), the managed scraper, the alert rules and the
+    SNS alert topic, and set ``PROMETHEUS_MULTIPROC_DIR`` in the model container so LMCache's
+    ``lmcache:`` metrics appear on vLLM's /metrics."""
+    scrape_interval_seconds: int = Field(default=30, ge=30, le=300)
+    """Scrape interval of the managed collector, in seconds (AMP accepts 30 or more)."""
+    alert_topic_name: str | None = None
+    """Name of the SNS topic alerts go to (KMS-encrypted, created by the observability stack).
+    null: ``<project>-<environment>-kvcache-alerts``."""
+    alert_emails: tuple[str, ...] = ()
+    """E-mail addresses subscribed to the alert topic (each must confirm once)."""
+    ttft_p95_bound_seconds: float = Field(default=2.0, gt=0, le=600)
+    """Alert when an endpoint's TTFT p95 stays above this for 10 minutes, in seconds."""
+    l2_hit_rate_floor: float = Field(default=0.01, gt=0, lt=1)
+    """Alert when the L2 (cross-Pod) hit rate stays below this share of looked-up tokens for
+    30 minutes while requests flow (missing PYTHONHASHSEED, failed mutation, unmounted PVC)."""
+    l2_high_water_minutes: int = Field(default=15, ge=5, le=1440)
+    """Alert when L2 stays above the evictor's high-water mark this long, in minutes."""
+    kv_bytes_per_token: int = Field(default=QWEN3_8B_KV_BYTES_PER_TOKEN, ge=1024)
+    """KV-cache bytes of one token as LMCache stores it (layers x KV heads x head dim x 2 x
+    dtype bytes; default Qwen3-8B bf16). Turns L2 read bytes into L2 hit tokens."""
+    log_retention_days: int = 30
+    """Retention of the workspace's log group (rule and alert manager errors), in days."""
+    query_endpoint: str | None = None
+    """Prometheus query URL of the workspace for ``scripts.report``
+    (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``). null: found by the
+    workspace alias with DescribeWorkspace."""
+    scraper_subnet_ids: tuple[str, ...] = ()
+    """Existing-cluster mode only: subnets (two AZs or more) for the collector's network
+    interfaces; use the cluster's subnets."""
+    scraper_security_group_ids: tuple[str, ...] = ()
+    """Existing-cluster mode only: security groups of the collector's interfaces; use one that
+    reaches the nodes (the cluster security group)."""
+
+    @field_validator("alert_topic_name")
+    @classmethod
+    def _topic(cls, v: str | None) -> str | None:
+        if v is not None and not TOPIC_NAME.match(v):
+            raise RuleViolation("1-256 letters, digits, '-' and '_'", "rename the topic")
+        return v
+
+    @field_validator("alert_emails")
+    @classmethod
+    def _emails(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for address in v:
+            if not EMAIL.match(address):
+                raise RuleViolation("e-mail addresses (ops@example.com)", f"fix {address!r}")
+        return v
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, v: int) -> int:
+        from infra.config.model import _retention_days
+
+        return _retention_days(v, "observability.log_retention_days")
+
+    @field_validator("query_endpoint")
+    @classmethod
+    def _endpoint(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com"
+                                          r"/workspaces/ws-[0-9a-f-]+/?$", v):  # fmt: skip
+            raise RuleViolation(
+                "https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-<id>/",
+                "copy prometheusEndpoint from `aws amp describe-workspace`, or remove it",
+            )
+        return v
+
+    @field_validator("scraper_subnet_ids")
+    @classmethod
+    def _subnets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for s in v:
+            if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
+                raise RuleViolation("subnet ids (subnet-0abc...)", f"fix {s!r}")
+        return v
+
+    @field_validator("scraper_security_group_ids")
+    @classmethod
+    def _groups(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for s in v:
+            if not re.match(r"^sg-[0-9a-f]{8,17}$", s):
+                raise RuleViolation("security group ids (sg-0abc...)", f"fix {s!r}")
+        return v
+
+
+def topic_name(app: AppConfig) -> str:
+    return app.observability.alert_topic_name or f"{app.stack_prefix}-kvcache-alerts"
+
+
+def check_observability(app: AppConfig) -> None:
+    """Existing clusters: the collector's network comes from config, not from our stacks."""
+    obs = app.observability
+    if not obs.enabled or app.existing_cluster is None:
+        return
+    if len(obs.scraper_subnet_ids) < 2:
+        raise RuleViolation(
+            "two or more subnets in different AZs (the managed collector needs two AZs)",
+            "list the EKS cluster's subnets (aws eks describe-cluster --query "
+            "cluster.resourcesVpcConfig.subnetIds)",
+            field="observability.scraper_subnet_ids",
+            value=list(obs.scraper_subnet_ids),
+        )
+    if not obs.scraper_security_group_ids:
+        raise RuleViolation(
+            "at least one security group that reaches the nodes",
+            "use the cluster security group (aws eks describe-cluster --query "
+            "cluster.resourcesVpcConfig.clusterSecurityGroupId)",
+            field="observability.scraper_security_group_ids",
+            value=[],
+        )
