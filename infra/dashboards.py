@@ -1,0 +1,291 @@
+"""Dashboards and alerts as code, generated from an environment's config.
+
+One definition of every PromQL query (``Panel``/``Target``) feeds the Grafana dashboard, the
+PNG rendering of ``scripts.report``/``scripts.dashboard`` and the tests; the alert rules and the
+alert manager definition are what the observability stack uploads to the AMP workspace. Every
+metric name used here is in ``scripts.metrics_catalog.METRICS`` (a test parses each query).
+
+Tier hit rates are tokens hit over tokens looked up:
+- L0 (GPU prefix cache): vLLM's prefix-cache hits over queries.
+- L1+L2 (LMCache): LMCache's hit tokens over requested tokens (the tokens vLLM asked it for).
+- L2 (Curvine): LMCache's remote read bytes turned into tokens with
+  ``observability.kv_bytes_per_token``, over the same requested tokens; L1 is the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from k8s.l2_volume import pool_bytes
+
+RATE = "5m"
+WORKER = 'job="curvine-worker"'
+
+
+@dataclass(frozen=True)
+class Target:
+    expr: str
+    legend: str
+
+
+@dataclass(frozen=True)
+class Panel:
+    title: str
+    unit: str
+    """Grafana unit id: percentunit, s, reqps, short, bytes, Bps, percent, ms."""
+    targets: tuple[Target, ...]
+    description: str
+    thresholds: tuple[tuple[str, float], ...] = ()
+    """(label, value) horizontal lines, e.g. the evictor's water marks."""
+
+
+@dataclass(frozen=True)
+class Row:
+    title: str
+    panels: tuple[Panel, ...]
+    endpoint: str | None = None
+
+
+@dataclass
+class Queries:
+    """The named queries of one endpoint (shared by panels, alerts and the report)."""
+
+    config: AppConfig
+    endpoint: EndpointConfig
+    window: str = RATE
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def sel(self) -> str:
+        return f'endpoint="{self.endpoint.name}", namespace="{self.endpoint.namespace}"'
+
+    def rate(self, metric: str) -> str:
+        return f"sum(rate({metric}{{{self.sel}}}[{self.window}]))"
+
+    def l2_hit_tokens(self) -> str:
+        bpt = self.config.observability.kv_bytes_per_token
+        return f"({self.rate('lmcache:num_remote_read_bytes_total')} / {bpt})"
+
+    def l0_hit_rate(self) -> str:
+        return (f"{self.rate('vllm:prefix_cache_hits_total')} / "
+                f"{self.rate('vllm:prefix_cache_queries_total')}")  # fmt: skip
+
+    def l1_hit_rate(self) -> str:
+        return (f"clamp_min({self.rate('lmcache:num_hit_tokens_total')} - {self.l2_hit_tokens()}"
+                f", 0) / {self.rate('lmcache:num_requested_tokens_total')}")  # fmt: skip
+
+    def l2_hit_rate(self) -> str:
+        return f"{self.l2_hit_tokens()} / {self.rate('lmcache:num_requested_tokens_total')}"
+
+    def ttft(self, q: float) -> str:
+        return (f"histogram_quantile({q}, sum by (le) (rate(vllm:time_to_first_token_seconds_"
+                f"bucket{{{self.sel}}}[{self.window}])))")  # fmt: skip
+
+    def request_rate(self) -> str:
+        return self.rate("vllm:request_success_total")
+
+    def tokens_saved(self) -> str:
+        return (f"{self.rate('vllm:prefix_cache_hits_total')} + "
+                f"{self.rate('lmcache:num_hit_tokens_total')}")  # fmt: skip
+
+
+def l2_used_percent(config: AppConfig) -> str:
+    return f"100 * sum(fs_used{{{WORKER}}}) / {pool_bytes(config)}"
+
+
+def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
+    q = Queries(config, e)
+    tier = "Tokens hit / tokens looked up, per tier"
+    return Row(
+        title=f"{e.namespace}/{e.name} ({e.routing_strategy})",
+        endpoint=e.name,
+        panels=(
+            Panel("Hit rate by tier", "percentunit",
+                  (Target(q.l0_hit_rate(), "L0 GPU"), Target(q.l1_hit_rate(), "L1 CPU"),
+                   Target(q.l2_hit_rate(), "L2 Curvine")), tier),
+            Panel("TTFT", "s", (Target(q.ttft(0.5), "p50"), Target(q.ttft(0.95), "p95")),
+                  "Time to first token", (("bound", config.observability.ttft_p95_bound_seconds),)),
+            Panel("Request rate", "reqps", (Target(q.request_rate(), "requests/s"),),
+                  "Finished requests per second"),
+            Panel("Prefill tokens saved", "short", (Target(q.tokens_saved(), "tokens/s"),),
+                  "Prompt tokens served from a cache instead of recomputed"),
+            Panel("L1 CPU cache in use", "bytes",
+                  (Target(f'sum by (pod) (lmcache:local_cache_usage{{{q.sel}}})', "{{pod}}"),),
+                  "LMCache's local CPU backend per Pod (bounded by the Tiered Storage share)"),
+        ),
+    )  # fmt: skip
+
+
+def curvine_row(config: AppConfig) -> Row:
+    ev = config.kvcache.curvine.evictor
+    return Row(
+        title="L2: Curvine on the GPU nodes' NVMe",
+        panels=(
+            Panel("L2 capacity used", "percent", (Target(l2_used_percent(config), "used"),),
+                  "Share of the L2 pool used, against the evictor's water marks",
+                  (("high water", ev.high_water_percent), ("low water", ev.low_water_percent))),
+            Panel("NVMe use per node", "percent",
+                  (Target(f"100 * sum by (node) (fs_used{{{WORKER}}}) / "
+                          f"sum by (node) (capacity{{{WORKER}}})", "{{node}}"),),
+                  "Each Curvine worker's share of its NVMe capacity"),
+            Panel("Curvine read throughput", "Bps",
+                  (Target(f"sum by (node) (rate(read_bytes{{{WORKER}}}[{RATE}]))", "{{node}}"),),
+                  "Bytes read from the workers"),
+            Panel("Curvine read latency", "ms",
+                  (Target(f"sum(rate(read_time_us{{{WORKER}}}[{RATE}])) / "
+                          f"sum(rate(read_count{{{WORKER}}}[{RATE}])) / 1000", "worker mean"),
+                   Target("histogram_quantile(0.95, sum by (le) (rate(curvine_fuse_request_"
+                          f'duration_us_bucket{{job="curvine-fuse"}}[{RATE}]))) / 1000',
+                          "FUSE p95")),
+                  "Worker read time per read; FUSE request p95 in the CSI node plugin"),
+            Panel("Curvine workers", "short",
+                  (Target('max(worker_num{job="curvine-master", tag="live"})', "live (master)"),
+                   Target(f"sum(up{{{WORKER}}})", "scraped up")),
+                  "Workers the master counts live, and worker scrapes that succeed",
+                  (("GPU nodes", config.hyperpod.gpu_group.instance_count),)),
+        ),
+    )  # fmt: skip
+
+
+def rows(config: AppConfig) -> list[Row]:
+    out = [endpoint_row(config, e) for e in config.kvcache.endpoints]
+    if config.kvcache.curvine.enabled:
+        out.append(curvine_row(config))
+    return out
+
+
+def all_exprs(config: AppConfig) -> list[str]:
+    """Every PromQL expression of the dashboard and the alert rules."""
+    exprs = [t.expr for r in rows(config) for p in r.panels for t in p.targets]
+    exprs += [rule["expr"] for g in alert_rules(config)["groups"] for rule in g["rules"]]
+    return exprs
+
+
+def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
+    """Grafana dashboard JSON (schema 39), importable by hand: it asks for a Prometheus data
+    source on import (``DS_PROMETHEUS``), e.g. the AMP workspace with SigV4."""
+    ds = {"type": "prometheus", "uid": "${DS_PROMETHEUS}"}
+    panels: list[dict[str, Any]] = []
+    y, pid = 0, 1
+    for row in rows(config):
+        panels.append({"type": "row", "title": row.title, "id": pid, "collapsed": False,
+                       "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})  # fmt: skip
+        pid, y = pid + 1, y + 1
+        width = 24 // len(row.panels)
+        for i, p in enumerate(row.panels):
+            steps = [{"color": "green", "value": None}] + [
+                {"color": "red" if "high" in label or label == "bound" else "orange",
+                 "value": value} for label, value in p.thresholds]  # fmt: skip
+            panels.append({
+                "type": "timeseries", "id": pid, "title": p.title, "description": p.description,
+                "datasource": ds,
+                "gridPos": {"h": 8, "w": width, "x": i * width, "y": y},
+                "fieldConfig": {"defaults": {
+                    "unit": p.unit,
+                    "thresholds": {"mode": "absolute", "steps": steps},
+                    "custom": {"thresholdsStyle": {"mode": "line" if p.thresholds else "off"}},
+                }, "overrides": []},
+                "targets": [{"refId": chr(65 + j), "expr": t.expr, "legendFormat": t.legend,
+                             "datasource": ds} for j, t in enumerate(p.targets)],
+            })  # fmt: skip
+            pid += 1
+        y += 8
+    return {
+        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus (AMP workspace)",
+                      "type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus"}],
+        "title": f"{config.stack_prefix} KV cache tiers",
+        "uid": f"{config.stack_prefix}-kvcache"[:40],
+        "tags": ["hyperpod", "kvcache", config.environment],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "time": {"from": "now-6h", "to": "now"},
+        "refresh": "1m",
+        "panels": panels,
+    }  # fmt: skip
+
+
+def alert_rules(config: AppConfig) -> dict[str, Any]:
+    """Prometheus rule groups for the AMP rule groups namespace."""
+    obs = config.observability
+    ev = config.kvcache.curvine.evictor
+    bpt = obs.kv_bytes_per_token
+    by = "sum by (namespace, endpoint)"
+    rules: list[dict[str, Any]] = [
+        {
+            "alert": "KvCacheTtftP95High",
+            "expr": f"histogram_quantile(0.95, sum by (namespace, endpoint, le) (rate(vllm:"
+                    f"time_to_first_token_seconds_bucket[{RATE}]))) > {obs.ttft_p95_bound_seconds}",
+            "for": "10m",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": "TTFT p95 of {{ $labels.endpoint }} is {{ $value }}s "
+                            f"(bound {obs.ttft_p95_bound_seconds}s)"},
+        },
+        {
+            "alert": "KvCacheL2HitRateNearZero",
+            "expr": f"({by} (rate(lmcache:num_remote_read_bytes_total[15m])) / {bpt}) / "
+                    f"{by} (rate(lmcache:num_requested_tokens_total[15m]))"
+                    f" < {obs.l2_hit_rate_floor}"
+                    f" and {by} (rate(vllm:request_success_total[15m])) > 0",
+            "for": "30m",
+            "labels": {"severity": "warning"},
+            "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
+                            "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
+                            "curvine-pvc mount (python -m scripts verify)"},
+        },
+    ]  # fmt: skip
+    if config.kvcache.curvine.enabled:
+        rules += [
+            {
+                "alert": "KvCacheL2AboveHighWater",
+                "expr": f"{l2_used_percent(config)} > {ev.high_water_percent}",
+                "for": f"{obs.l2_high_water_minutes}m",
+                "labels": {"severity": "warning"},
+                "annotations": {"summary": "L2 holds {{ $value }}% of the pool, above the "
+                                f"evictor's high-water mark ({ev.high_water_percent}%): is the "
+                                "curvine-l2-evictor CronJob running?"},
+            },
+            {
+                "alert": "CurvineWorkerDown",
+                "expr": f"up{{{WORKER}}} == 0",
+                "for": "5m",
+                "labels": {"severity": "critical"},
+                "annotations": {"summary": "Curvine worker on {{ $labels.node }} is not "
+                                "answering its metrics port"},
+            },
+            {
+                "alert": "CurvineWorkersMissing",
+                "expr": f'max(worker_num{{job="curvine-master", tag="live"}}) < '
+                        f"{config.hyperpod.gpu_group.instance_count}",
+                "for": "5m",
+                "labels": {"severity": "critical"},
+                "annotations": {"summary": "The Curvine master counts {{ $value }} live workers "
+                                f"of {config.hyperpod.gpu_group.instance_count} GPU nodes"},
+            },
+        ]  # fmt: skip
+    return {"groups": [{"name": "kvcache-tiers", "rules": rules}]}
+
+
+def alert_rules_yaml(config: AppConfig) -> str:
+    return yaml.safe_dump(alert_rules(config), sort_keys=False, width=200)
+
+
+def alertmanager_definition(config: AppConfig, topic_arn: str) -> str:
+    """AMP alert manager definition: one SNS receiver (the only receiver AMP supports).
+
+    ``topic_arn`` may be a CDK token; it is embedded in the string as is.
+    """
+    inner = yaml.safe_dump({
+        "route": {"receiver": "sns", "group_by": ["alertname", "endpoint"],
+                  "group_wait": "1m", "repeat_interval": "4h"},
+        "receivers": [{"name": "sns", "sns_configs": [{
+            "topic_arn": "TOPIC_ARN", "sigv4": {"region": config.region},
+            "subject": f"[{config.stack_prefix}] {{{{ .GroupLabels.alertname }}}}",
+        }]}],
+    }, sort_keys=False)  # fmt: skip
+    body = "\n".join("  " + line for line in inner.splitlines())
+    return "alertmanager_config: |\n" + body.replace("TOPIC_ARN", topic_arn) + "\n"

@@ -1,0 +1,153 @@
+"""What the cluster side of observability needs: the model container's env, the managed
+collector's scrape configuration, and the collector's RBAC for clusters without access entries.
+
+The scrape targets come from the same constants the charts render (Curvine's metrics Services
+and ports, each endpoint's namespace and metrics port), so a test can compare them with the
+rendered objects.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import cdk8s
+import yaml
+from constructs import Construct
+
+from infra.config import AppConfig
+from k8s.common import labels, raw
+from k8s.curvine import FUSE_WEB_PORT, MASTER_WEB_PORT, WORKER_WEB_PORT
+
+# LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
+# once the variable is set; this is the directory LMCache itself falls back to.
+MULTIPROC_DIR = "/tmp/lmcache_prometheus"
+# The Kubernetes user the AMP docs bind for the aws-auth (ConfigMap) path.
+COLLECTOR_USER = "aps-collector-user"
+COLLECTOR_ROLE = "aps-collector-role"
+
+# job name -> (metrics Service rendered by k8s/curvine.py or k8s/csi.py, its port)
+CURVINE_JOBS: dict[str, tuple[str, int]] = {
+    "curvine-master": ("curvine-master-metrics", MASTER_WEB_PORT),
+    "curvine-worker": ("curvine-worker-metrics", WORKER_WEB_PORT),
+    "curvine-fuse": ("curvine-fuse-metrics", FUSE_WEB_PORT),
+}
+METRICS_PORT_NAME = "metrics"
+
+
+def observability_env(config: AppConfig) -> list[dict[str, str]]:
+    """Env for the vLLM container (added by the L2 admission policy); empty when disabled."""
+    if not config.observability.enabled:
+        return []
+    return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": MULTIPROC_DIR}]
+
+
+def vllm_job(namespace: str, endpoint: str) -> str:
+    return f"vllm-{namespace}-{endpoint}"
+
+
+def _common_labels() -> list[dict[str, Any]]:
+    return [
+        {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "namespace"},
+        {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "pod"},
+        {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "node"},
+    ]
+
+
+def scrape_config(config: AppConfig) -> dict[str, Any]:
+    """The collector's Prometheus configuration (AMP accepts kubernetes_sd_configs only)."""
+    obs = config.observability
+    jobs: list[dict[str, Any]] = []
+    for e in config.kvcache.endpoints:
+        # The operator names the endpoint's Deployment after it (scripts/kube.py relies on the
+        # same), so its Pods are <name>-<hash>-<hash>; the model container exposes the port.
+        jobs.append({
+            "job_name": vllm_job(e.namespace, e.name),
+            "metrics_path": "/metrics",
+            "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [e.namespace]}}],
+            "relabel_configs": [
+                {"source_labels": ["__meta_kubernetes_pod_name",
+                                   "__meta_kubernetes_pod_container_port_number",
+                                   "__meta_kubernetes_pod_phase"],
+                 "regex": f"{re.escape(e.name)}-.+;{e.metrics_port};Running", "action": "keep"},
+                *_common_labels(),
+                {"target_label": "endpoint", "replacement": e.name},
+            ],
+        })  # fmt: skip
+    if config.kvcache.curvine.enabled:
+        ns = config.kvcache.curvine.namespace
+        for job, (service, _port) in CURVINE_JOBS.items():
+            jobs.append({
+                "job_name": job,
+                "metrics_path": "/metrics",
+                "kubernetes_sd_configs": [{"role": "endpoints", "namespaces": {"names": [ns]}}],
+                "relabel_configs": [
+                    {"source_labels": ["__meta_kubernetes_service_name",
+                                       "__meta_kubernetes_endpoint_port_name"],
+                     "regex": f"{service};{METRICS_PORT_NAME}", "action": "keep"},
+                    *_common_labels(),
+                ],
+            })  # fmt: skip
+    return {
+        "global": {
+            "scrape_interval": f"{obs.scrape_interval_seconds}s",
+            "external_labels": {"environment": config.environment},
+        },
+        "scrape_configs": jobs,
+    }
+
+
+def scrape_config_yaml(config: AppConfig) -> str:
+    return yaml.safe_dump(scrape_config(config), sort_keys=False)
+
+
+def scrape_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
+    """job -> (namespace, Service name or endpoint name, port): what a test checks against the
+    rendered objects."""
+    out = {vllm_job(e.namespace, e.name): (e.namespace, e.name, e.metrics_port)
+           for e in config.kvcache.endpoints}  # fmt: skip
+    if config.kvcache.curvine.enabled:
+        ns = config.kvcache.curvine.namespace
+        out |= {job: (ns, svc, port) for job, (svc, port) in CURVINE_JOBS.items()}
+    return out
+
+
+class ObservabilityChart(cdk8s.Chart):
+    """ClusterRole and binding for the collector's Kubernetes user.
+
+    Only needed where the collector cannot get an access entry (a cluster in ``CONFIG_MAP``
+    authentication mode, mapped through aws-auth). With ``API`` or ``API_AND_CONFIG_MAP`` AMP
+    creates the access entry and its policy itself when the scraper is created. Least
+    privilege: read-only discovery of what the scrape configuration uses, and /metrics.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        raw(self, "role", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": COLLECTOR_ROLE, "labels": labels(COLLECTOR_ROLE, "observability")},
+            "rules": [
+                {"apiGroups": [""], "resources": ["pods", "services", "endpoints"],
+                 "verbs": ["get", "list", "watch"]},
+                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                 "verbs": ["get", "list", "watch"]},
+                {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+            ],
+        })  # fmt: skip
+        raw(self, "binding", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{COLLECTOR_USER}-role-binding",
+                         "labels": labels(COLLECTOR_ROLE, "observability")},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": COLLECTOR_ROLE},
+            "subjects": [{"kind": "User", "name": COLLECTOR_USER,
+                          "apiGroup": "rbac.authorization.k8s.io"}],
+        })  # fmt: skip
+
+
+def observability_objects(config: AppConfig) -> list[dict[str, Any]]:
+    """The chart's objects as plain JSON (empty when observability is off)."""
+    if not config.observability.enabled:
+        return []
+    chart = ObservabilityChart(cdk8s.App(), "observability", config=config)
+    return [dict(o) for o in chart.to_json()]
