@@ -16,6 +16,7 @@ from stacks.eks_stack import EksStack
 from stacks.hyperpod_stack import HyperPodStack
 from stacks.kvcache_stack import KvCacheStack
 from stacks.network_stack import NetworkStack
+from stacks.observability_stack import ObservabilityStack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,10 +36,12 @@ class EnvironmentStacks:
     hyperpod: HyperPodStack
     addons: AddonsStack | None
     kvcache: KvCacheStack
+    observability: ObservabilityStack | None = None
 
     @property
     def stacks(self) -> list[Stack]:
-        ordered = (self.network, self.eks, self.hyperpod, self.addons, self.kvcache)
+        ordered = (self.network, self.eks, self.hyperpod, self.addons, self.kvcache,
+                   self.observability)  # fmt: skip
         return [s for s in ordered if s is not None]
 
 
@@ -118,6 +121,24 @@ def compose(
     )
     # The endpoint CRD, the CSI drivers and cert-manager come from the add-ons.
     kvcache.add_stack_dependency(addons or hyperpod)
+    observability = None
+    if config.observability.enabled:
+        # Metrics store, collector and alerts; the collector needs the cluster and its network.
+        observability = ObservabilityStack(
+            app,
+            f"{prefix}-observability",
+            config=config,
+            cluster=hyperpod.eks_cluster,
+            network=network.network if network else None,
+            description="HyperPod KV cache: AMP workspace, managed collector, alerts",
+            **common("observability"),
+        )
+        observability.add_stack_dependency(hyperpod)
     return EnvironmentStacks(
-        network=network, eks=eks_stack, hyperpod=hyperpod, addons=addons, kvcache=kvcache
+        network=network,
+        eks=eks_stack,
+        hyperpod=hyperpod,
+        addons=addons,
+        kvcache=kvcache,
+        observability=observability,
     )

@@ -113,9 +113,12 @@ def topic_name(app: AppConfig) -> str:
 
 
 def check_observability(app: AppConfig) -> None:
-    """Existing clusters: the collector's network comes from config, not from our stacks."""
+    """Existing clusters: the collector's network comes from config, not from our stacks. Both
+    lists or neither (then the collector is left out, with a synth warning)."""
     obs = app.observability
     if not obs.enabled or app.existing_cluster is None:
+        return
+    if not obs.scraper_subnet_ids and not obs.scraper_security_group_ids:
         return
     if len(obs.scraper_subnet_ids) < 2:
         raise RuleViolation(

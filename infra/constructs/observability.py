@@ -1,0 +1,153 @@
+"""Amazon Managed Service for Prometheus for the cache tiers: a KMS-encrypted workspace with
+logging, the agentless collector on the EKS cluster, the alert rules and an SNS alert topic.
+
+IAM: nothing here creates an IAM role. The collector runs as AMP's service-linked role
+(``AWSServiceRoleForAmazonPrometheusScraper``), and on a cluster whose authentication mode
+includes ``API`` AMP creates the collector's EKS access entry and its read-only Kubernetes
+policy itself when the scraper is created (AMP user guide, AMP-collector-how-to, "Configure
+Amazon EKS for scraper access with access entries"); a second access entry for the same role
+would collide with it. The only grants written here are resource policies: the alert topic
+lets ``aps.amazonaws.com`` publish for this workspace only, and the key lets AMP and SNS use
+it for this account only.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from aws_cdk import Annotations, Aws, RemovalPolicy
+from aws_cdk import aws_aps as aps
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subs
+from constructs import Construct
+
+from infra.config import AppConfig
+from infra.config.observability import topic_name
+from infra.dashboards import alert_rules_yaml, alertmanager_definition
+from infra.removal import removal_policy, retention
+from k8s.observability import scrape_config_yaml
+
+
+class Observability(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        cluster_arn: str,
+        subnet_ids: list[str],
+        security_group_ids: list[str],
+    ) -> None:
+        super().__init__(scope, id)
+        obs = config.observability
+        alias = f"{config.stack_prefix}-kvcache"
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"AMP workspace and alert topic of {config.stack_prefix}",
+            enable_key_rotation=True,
+            removal_policy=removal_policy(config),
+        )
+        for service in ("aps.amazonaws.com", "sns.amazonaws.com"):
+            # AMP encrypts the workspace and publishes alerts to the encrypted topic; SNS
+            # decrypts what it delivers. Scoped to this account's requests.
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal(service)],
+                    actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                    resources=["*"],  # in a key policy, "*" is this key
+                    conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+                )
+            )
+        self.log_group = logs.LogGroup(
+            self,
+            "WorkspaceLogs",
+            log_group_name=f"/aws/vendedlogs/prometheus/{alias}",
+            retention=retention(obs.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.topic = sns.Topic(
+            self,
+            "AlertTopic",
+            topic_name=topic_name(config),
+            display_name=f"{config.stack_prefix} KV cache alerts",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        for address in obs.alert_emails:
+            self.topic.add_subscription(subs.EmailSubscription(address))
+        self.workspace = aps.CfnWorkspace(
+            self,
+            "Workspace",
+            alias=alias,
+            kms_key_arn=self.key.key_arn,
+            logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
+                log_group_arn=self.log_group.log_group_arn
+            ),
+            alert_manager_definition=alertmanager_definition(config, self.topic.topic_arn),
+        )
+        self.workspace.node.add_dependency(self.key)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="AmpAlertManagerPublish",
+                principals=[iam.ServicePrincipal("aps.amazonaws.com")],
+                actions=["sns:Publish", "sns:GetTopicAttributes"],
+                resources=[self.topic.topic_arn],
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                    "ArnEquals": {"aws:SourceArn": self.workspace.attr_arn},
+                },
+            )
+        )
+        self.rules = aps.CfnRuleGroupsNamespace(
+            self,
+            "Rules",
+            name="kvcache-tiers",
+            workspace=self.workspace.attr_arn,
+            data=alert_rules_yaml(config),
+        )
+        self.scraper: aps.CfnScraper | None = None
+        if not subnet_ids:
+            Annotations.of(self).add_warning_v2(
+                "observability:no-collector",
+                "no AMP collector: set observability.scraper_subnet_ids and "
+                "scraper_security_group_ids for the existing cluster so metrics flow",
+            )
+        else:
+            self.scraper = self._scraper(config, alias, cluster_arn, subnet_ids,
+                                         security_group_ids)  # fmt: skip
+        self.query_endpoint = self.workspace.attr_prometheus_endpoint
+
+    def _scraper(
+        self,
+        config: AppConfig,
+        alias: str,
+        cluster_arn: str,
+        subnet_ids: list[str],
+        security_group_ids: list[str],
+    ) -> aps.CfnScraper:
+        blob = base64.b64encode(scrape_config_yaml(config).encode()).decode()
+        return aps.CfnScraper(
+            self,
+            "Scraper",
+            alias=alias,
+            source=aps.CfnScraper.SourceProperty(
+                eks_configuration=aps.CfnScraper.EksConfigurationProperty(
+                    cluster_arn=cluster_arn,
+                    subnet_ids=subnet_ids,
+                    security_group_ids=security_group_ids,
+                )
+            ),
+            destination=aps.CfnScraper.DestinationProperty(
+                amp_configuration=aps.CfnScraper.AmpConfigurationProperty(
+                    workspace_arn=self.workspace.attr_arn
+                )
+            ),
+            scrape_configuration=aps.CfnScraper.ScrapeConfigurationProperty(
+                configuration_blob=blob
+            ),
+        )

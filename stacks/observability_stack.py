@@ -1,0 +1,48 @@
+"""Observability stack: the AMP workspace, its collector on the EKS cluster, alert rules and the
+alert topic (``observability.enabled``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.cluster_types import AnyCluster
+from infra.config import AppConfig
+from infra.constructs.network import Network
+from infra.constructs.observability import Observability
+
+
+class ObservabilityStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        cluster: AnyCluster,
+        network: Network | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, id, **kwargs)
+        obs = config.observability
+        if network is not None:
+            # The collector's interfaces go where the control plane's do (two AZs), in the
+            # cluster security group, which admits all traffic from its own members (the nodes).
+            subnets = [s.subnet_id for s in network.vpc.private_subnets]
+            groups = [network.cluster_security_group.security_group_id]
+        else:
+            subnets = list(obs.scraper_subnet_ids)
+            groups = list(obs.scraper_security_group_ids)
+        self.observability = Observability(
+            self,
+            "Observability",
+            config=config,
+            cluster_arn=cluster.cluster_arn,
+            subnet_ids=subnets,
+            security_group_ids=groups,
+        )
+        CfnOutput(self, "QueryEndpoint", value=self.observability.query_endpoint,
+                  description="Prometheus query URL (observability.query_endpoint)")  # fmt: skip
+        CfnOutput(self, "AlertTopicArn", value=self.observability.topic.topic_arn)
