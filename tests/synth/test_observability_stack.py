@@ -1,0 +1,84 @@
+"""The observability stack as synthesized for dev (the shared session synth) and for an existing
+cluster (the shared ``existing`` synth), read back from the real templates."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import yaml
+
+from infra.config.observability import topic_name
+from k8s.observability import scrape_config
+from tests.synth_support import Synth
+
+SUFFIX = "observability"
+
+
+def one(env: Synth, type_: str) -> dict[str, Any]:
+    (resource,) = env.resources(SUFFIX, type_).values()
+    props: dict[str, Any] = resource["Properties"]
+    return props
+
+
+def test_workspace_is_encrypted_and_logs(dev: Synth) -> None:
+    ws = one(dev, "AWS::APS::Workspace")
+    (key_id,) = dev.resources(SUFFIX, "AWS::KMS::Key")
+    assert ws["KmsKeyArn"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    (log_id,) = dev.resources(SUFFIX, "AWS::Logs::LogGroup")
+    assert ws["LoggingConfiguration"]["LogGroupArn"] == {"Fn::GetAtt": [log_id, "Arn"]}
+
+
+def test_scraper_config_is_the_generated_one(dev: Synth) -> None:
+    scraper = one(dev, "AWS::APS::Scraper")
+    blob = scraper["ScrapeConfiguration"]["ConfigurationBlob"]
+    assert yaml.safe_load(base64.b64decode(blob)) == scrape_config(dev.config)
+    eks = scraper["Source"]["EksConfiguration"]
+    assert "eks" in json.dumps(eks["ClusterArn"])
+    assert len(eks["SubnetIds"]) == 2  # the managed collector needs two AZs
+    assert "ClusterSecurityGroup" in json.dumps(eks["SecurityGroupIds"])
+
+
+def test_no_iam_role_and_no_access_entry(dev: Synth) -> None:
+    # AMP makes the collector's access entry itself (API auth mode); a second one collides.
+    types = {r["Type"] for r in dev.template_json(SUFFIX)["Resources"].values()}
+    assert "AWS::IAM::Role" not in types
+    assert "AWS::EKS::AccessEntry" not in types
+
+
+def test_alert_topic_is_named_encrypted_and_scoped_to_the_workspace(dev: Synth) -> None:
+    topic = one(dev, "AWS::SNS::Topic")
+    assert topic["TopicName"] == topic_name(dev.config)
+    assert "KmsMasterKeyId" in topic
+    policy = one(dev, "AWS::SNS::TopicPolicy")["PolicyDocument"]["Statement"]
+    (aps,) = [s for s in policy if s.get("Principal") == {"Service": "aps.amazonaws.com"}]
+    assert sorted(aps["Action"]) == ["sns:GetTopicAttributes", "sns:Publish"]
+    (ws_id,) = dev.resources(SUFFIX, "AWS::APS::Workspace")
+    assert aps["Condition"]["ArnEquals"]["aws:SourceArn"] == {"Fn::GetAtt": [ws_id, "Arn"]}
+
+
+def test_alert_manager_routes_to_the_topic(dev: Synth) -> None:
+    definition = one(dev, "AWS::APS::Workspace")["AlertManagerDefinition"]
+    (topic_id,) = dev.resources(SUFFIX, "AWS::SNS::Topic")
+    assert {"Ref": topic_id} in definition["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "TOPIC" for p in definition["Fn::Join"][1])
+    inner = yaml.safe_load(yaml.safe_load(text)["alertmanager_config"])
+    assert inner["receivers"][0]["sns_configs"][0]["topic_arn"] == "TOPIC"
+    assert inner["receivers"][0]["sns_configs"][0]["sigv4"]["region"] == dev.config.region
+
+
+def test_rule_groups_hold_the_four_alerts(dev: Synth) -> None:
+    rules = yaml.safe_load(one(dev, "AWS::APS::RuleGroupsNamespace")["Data"])
+    names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
+    assert {"KvCacheL2AboveHighWater", "KvCacheL2HitRateNearZero", "CurvineWorkerDown",
+            "KvCacheTtftP95High"} <= names  # fmt: skip
+    (high,) = [r for g in rules["groups"] for r in g["rules"]
+               if r["alert"] == "KvCacheL2AboveHighWater"]  # fmt: skip
+    assert high["for"] == "15m"
+
+
+def test_existing_cluster_without_collector_network_has_no_scraper(existing: Synth) -> None:
+    # The shared existing-cluster variant sets no scraper subnets: workspace and alerts only.
+    assert existing.resources(SUFFIX, "AWS::APS::Workspace")
+    assert not existing.resources(SUFFIX, "AWS::APS::Scraper")
