@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	preflight verify teardown bench deploy-plan clean
+	preflight verify teardown bench deploy-plan dashboard clean
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -84,6 +84,10 @@ deploy-plan: install
 bench: install
 	$(PY) -m bench.synth_bench --env $(ENV)
 	$(PY) -m bench.ttft_accuracy
+
+## dashboard: Grafana dashboard JSON and alert rules of config/$(ENV).yaml into dist/$(ENV)/
+dashboard: install
+	$(PY) -m scripts.dashboard --env $(ENV)
 
 clean:
 	rm -rf $(OUT) dist .pytest_cache .mypy_cache .ruff_cache
