@@ -157,6 +157,7 @@ def render_png(
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.dates import DateFormatter
 
     ncols = max(len(r.panels) for r in rows_)
     fig, axes = plt.subplots(len(rows_), ncols, figsize=(4.2 * ncols, 3.2 * len(rows_)),
@@ -171,8 +172,8 @@ def render_png(
             for t in p.targets:
                 for labels, points in fetch(p, t):
                     legend = t.legend
-                    for key, value in labels.items():
-                        legend = legend.replace("{{" + key + "}}", value)
+                    for key, label_value in labels.items():
+                        legend = legend.replace("{{" + key + "}}", label_value)
                     xs = [datetime.fromtimestamp(ts, UTC) for ts, _ in points]
                     ys = [v * (100 if p.unit == "percentunit" else 1) for _, v in points]
                     ax.plot(xs, ys, label=legend)
@@ -182,7 +183,7 @@ def render_png(
             unit = {"percentunit": "%", "percent": "%"}.get(p.unit, p.unit)
             ax.set_title(f"{p.title} ({unit})", fontsize=9)
             ax.tick_params(labelsize=7)
-            ax.xaxis.set_major_formatter(matplotlib.dates.DateFormatter("%H:%M"))
+            ax.xaxis.set_major_formatter(DateFormatter("%H:%M"))
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(fontsize=7)
         axes[i][0].set_ylabel(row.title, fontsize=8)
