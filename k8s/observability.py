@@ -21,6 +21,7 @@ from k8s.curvine import FUSE_WEB_PORT, MASTER_WEB_PORT, WORKER_WEB_PORT
 
 # LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
 # once the variable is set; this is the directory LMCache itself falls back to.
+MULTIPROC_VOLUME = "prometheus-multiproc"
 MULTIPROC_DIR = "/tmp/lmcache_prometheus"
 # The Kubernetes user the AMP docs bind for the aws-auth (ConfigMap) path.
 COLLECTOR_USER = "aps-collector-user"
@@ -40,6 +41,21 @@ def observability_env(config: AppConfig) -> list[dict[str, str]]:
     if not config.observability.enabled:
         return []
     return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": MULTIPROC_DIR}]
+
+
+def observability_mounts(config: AppConfig) -> list[dict[str, str]]:
+    """The directory PROMETHEUS_MULTIPROC_DIR names must exist, be writable and start empty
+    (vLLM does not create a directory the user names, and stale files skew the metrics): an
+    emptyDir per Pod gives all three."""
+    if not config.observability.enabled:
+        return []
+    return [{"name": MULTIPROC_VOLUME, "mountPath": MULTIPROC_DIR}]
+
+
+def observability_volumes(config: AppConfig) -> list[dict[str, Any]]:
+    if not config.observability.enabled:
+        return []
+    return [{"name": MULTIPROC_VOLUME, "emptyDir": {}}]
 
 
 def vllm_job(namespace: str, endpoint: str) -> str:

@@ -23,6 +23,7 @@ from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.common import labels, raw
 from k8s.l2_volume import PVC
+from k8s.observability import observability_env, observability_mounts, observability_volumes
 
 POLICY = "hyperpod-kvcache-l2-curvine"
 VOLUME = "curvine-l2"
@@ -72,10 +73,11 @@ def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
             "patchStrategicMerge": {"spec": {
                 "containers": [{
                     "name": "{{ element.name }}",
-                    "env": l2_env(config),
-                    "volumeMounts": l2_mounts(config, e),
+                    # LMCache's metrics join vLLM's /metrics once the multiprocess dir is set.
+                    "env": [*l2_env(config), *observability_env(config)],
+                    "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
                 }],
-                "volumes": l2_volumes(),
+                "volumes": [*l2_volumes(), *observability_volumes(config)],
             }},
         }]},
     }  # fmt: skip

@@ -13,7 +13,9 @@ from k8s.observability import (
     METRICS_PORT_NAME,
     MULTIPROC_DIR,
     observability_env,
+    observability_mounts,
     observability_objects,
+    observability_volumes,
     scrape_config,
     scrape_targets,
 )
@@ -45,12 +47,6 @@ def test_curvine_targets_are_rendered_services_and_ports(
         assert jobs[job]["kubernetes_sd_configs"][0]["namespaces"]["names"] == [ns]
 
 
-@pytest.mark.xfail(
-    reason="on this branch's base the master and worker Services select part-of=curvine while "
-    "the Pods carry part-of=hyperpod-kvcache; main fixes it with k8s.common.Workload (c21c543). "
-    "Remove this marker after the merge.",
-    strict=False,
-)
 def test_curvine_metrics_services_select_pods_listening_on_the_port(
     dev_config: AppConfig, rendered: list[dict[str, Any]]
 ) -> None:
@@ -128,3 +124,9 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
         update={"observability": dev_config.observability.model_copy(update={"enabled": False})}
     )
     assert observability_env(off) == [] and observability_objects(off) == []
+    # The directory the env names is an emptyDir mounted there: it exists and starts empty.
+    (mount,) = observability_mounts(dev_config)
+    (volume,) = observability_volumes(dev_config)
+    assert mount == {"name": volume["name"], "mountPath": MULTIPROC_DIR}
+    assert volume["emptyDir"] == {}
+    assert observability_mounts(off) == [] and observability_volumes(off) == []

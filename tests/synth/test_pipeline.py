@@ -88,7 +88,8 @@ def test_test_stage_deploys_in_order_then_verifies(pipeline: dict[str, Any]) -> 
         and a["Configuration"].get("ActionMode") == "CHANGE_SET_REPLACE"
     ]
     assert deployed == [
-        f"hyperpod-kvcache-test-{s}" for s in ("network", "eks", "hyperpod", "addons", "kvcache")
+        f"hyperpod-kvcache-test-{s}"
+        for s in ("network", "eks", "hyperpod", "addons", "observability", "kvcache")
     ]
     assert actions[-1]["Name"] == "VerifyTest"
 
