@@ -14,6 +14,7 @@ from pydantic import field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
+from infra.config.operator_versions import OperatorVersion, operator_for_addon
 
 if TYPE_CHECKING:
     from infra.config.model import AppConfig
@@ -141,7 +142,9 @@ class EbsCsiConfig(AddonSettings):
 
 class InferenceOperatorConfig(AddonSettings):
     version: str = "v1.0.0-eksbuild.1"
-    """``amazon-sagemaker-hyperpod-inference`` add-on version."""
+    """``amazon-sagemaker-hyperpod-inference`` add-on version; must be a row of the table in
+    infra/config/operator_versions.py, which names the operator it ships (v1.0.0-eksbuild.1:
+    operator 3.0) and the CRD the endpoints are checked against."""
     alb_enabled: bool = True
     """Let the add-on install its AWS Load Balancer Controller (role
     ``hyperpod-inference-system:aws-load-balancer-controller``). False when the cluster already
@@ -149,6 +152,17 @@ class InferenceOperatorConfig(AddonSettings):
     keda_enabled: bool = True
     """Let the add-on install KEDA for endpoint autoscaling (role
     ``hyperpod-inference-system:keda-operator``)."""
+
+    @field_validator("version")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        operator_for_addon(_pinned(v))
+        return v
+
+    @property
+    def operator(self) -> OperatorVersion:
+        """The operator this add-on version ships (its CRD and the model sources it accepts)."""
+        return operator_for_addon(self.version)
 
 
 class AddonsConfig(Section):

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, field_validator
 
+from infra.config.addons import S3_BUCKET_NAME
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
+from infra.config.operator_versions import ADDON_NAME
 from infra.instances import GPU_INSTANCES
 
 if TYPE_CHECKING:
@@ -186,19 +188,47 @@ class KyvernoConfig(Section):
         return v
 
 
+# A bucket name S3 reserves for documentation (prefix amzn-s3-demo-): nobody can create it, so a
+# config that keeps it fails to load weights instead of reading a stranger's bucket.
+PLACEHOLDER_MODEL_BUCKET = "amzn-s3-demo-replace-with-model-bucket"
+
+
 class ModelConfig(Section):
-    source: Literal["huggingface", "s3"] = "huggingface"
-    """Where the operator downloads the weights from."""
+    source: Literal["huggingface", "s3"] = "s3"
+    """Where the operator downloads the weights from. ``s3``: ``s3_bucket``/``s3_prefix`` (stage
+    them with ``aws s3 sync``, docs/endpoints-and-l2-policy.md). ``huggingface`` needs an add-on
+    whose operator is 3.1 or later (infra/config/operator_versions.py)."""
     hugging_face_model_id: str = "Qwen/Qwen3-8B"
     """Hugging Face model id (source huggingface)."""
-    s3_bucket: str | None = None
-    """Bucket of the weights (source s3)."""
-    s3_prefix: str = ""
-    """Key prefix of the weights in the bucket (source s3)."""
+    s3_bucket: str | None = PLACEHOLDER_MODEL_BUCKET
+    """Bucket of the weights (source s3); a placeholder until replaced. The S3 CSI driver's role
+    may read it (it is added to ``addons.s3_csi.model_bucket_names``)."""
+    s3_prefix: str = "Qwen/Qwen3-8B"
+    """Key prefix of the weights in the bucket (source s3), without a leading ``/``."""
     parameters_billion: float = Field(default=8.2, gt=0)
     """Parameter count in billions (for the fits-in-GPU-memory check)."""
     bytes_per_parameter: float = Field(default=2.0, gt=0)
     """Bytes per parameter as served (2 for bf16/fp16, 1 for fp8)."""
+
+    @field_validator("s3_bucket")
+    @classmethod
+    def _bucket(cls, v: str | None) -> str | None:
+        if v is not None and not S3_BUCKET_NAME.match(v):
+            raise RuleViolation(
+                "an S3 bucket name (3-63 lower-case letters, digits, '.' and '-'), not an ARN "
+                "or s3:// URL",
+                "write the bare bucket name; put the key prefix in s3_prefix",
+            )
+        return v
+
+    @field_validator("s3_prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if v.startswith(("/", "s3://")):
+            raise RuleViolation(
+                "a key prefix inside the bucket, like Qwen/Qwen3-8B", "drop the leading / or s3://"
+            )
+        return v
 
 
 class EndpointConfig(Section):
@@ -359,6 +389,20 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=f"{field}.model.parameters_billion",
             value=m.parameters_billion,
         )
+    addon = app.addons.inference_operator
+    op = addon.operator
+    if m.source not in op.model_sources:
+        raise RuleViolation(
+            f"{' or '.join(op.model_sources)} (model sources of operator {op.version}, shipped "
+            f"by the pinned add-on {addon.version})",
+            "use source s3 with model.s3_bucket (stage the weights with aws s3 sync, see "
+            "docs/endpoints-and-l2-policy.md), or pin an add-on version shipping operator 3.1+ "
+            "after checking `aws eks describe-addon-versions --addon-name "
+            f"{ADDON_NAME} --kubernetes-version {app.eks.kubernetes_version}` and adding "
+            "its CRD (infra/config/operator_versions.py)",
+            field=f"{field}.model.source",
+            value=m.source,
+        )
     if m.source == "s3" and not m.s3_bucket:
         raise RuleViolation(
             "a bucket name when model.source is s3",
@@ -380,6 +424,16 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=f"{field}.enable_l2_cache",
             value=True,
         )
+
+
+def model_bucket_names(app: AppConfig) -> tuple[str, ...]:
+    """Buckets the S3 CSI driver's role may read: ``addons.s3_csi.model_bucket_names`` plus the
+    bucket of every endpoint whose model source is s3 (added here, so the two cannot diverge)."""
+    names = list(app.addons.s3_csi.model_bucket_names)
+    for e in app.kvcache.endpoints:
+        if e.model.source == "s3" and e.model.s3_bucket and e.model.s3_bucket not in names:
+            names.append(e.model.s3_bucket)
+    return tuple(names)
 
 
 def _check_gpu_slots(app: AppConfig) -> None:

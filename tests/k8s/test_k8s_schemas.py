@@ -1,26 +1,34 @@
 """Every rendered object validates: built-in kinds against the Kubernetes OpenAPI schema of the
 configured minor (kubernetes-validate, strict), custom resources against their CRD's
-openAPIV3Schema (jsonschema). Real schemas, no double."""
+openAPIV3Schema (jsonschema); each InferenceEndpointConfig against the CRD of the operator its
+config pins, picked through infra/config/operator_versions.py. Real schemas, no double."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import pytest
 
-from infra.config import AppConfig
+from infra.config import AppConfig, load_config
+from infra.config.operator_versions import OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
 from tests.k8s.conftest import SCHEMAS, crd_schema
 
+IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
+# Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
 CUSTOM = {
-    "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig": (
-        SCHEMAS / "hyperpod-inference"
-        / "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml", "v1"),
     "kyverno.io/v1/ClusterPolicy": (
         SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
 }  # fmt: skip
+ENVS = ("dev", "test", "prod")
+
+
+def pinned_iec_schema(config: AppConfig) -> dict[str, Any]:
+    """openAPIV3Schema (v1) of the CRD of the operator the config's add-on version ships."""
+    return crd_schema(config.addons.inference_operator.operator.crd_path, "v1")
 
 
 def _key(obj: dict[str, Any]) -> str:
@@ -31,7 +39,7 @@ def test_builtin_kinds_validate_strictly(
     rendered: list[dict[str, Any]], dev_config: AppConfig
 ) -> None:
     version = SUPPORTED_KUBERNETES[dev_config.eks.kubernetes_version].schema_version
-    builtin = [o for o in rendered if _key(o) not in CUSTOM]
+    builtin = [o for o in rendered if _key(o) not in CUSTOM and _key(o) != IEC]
     assert len(builtin) > 20
     for obj in builtin:
         try:
@@ -52,14 +60,56 @@ def test_custom_resources_validate_against_their_crd(
         jsonschema.validate(obj, schema)
 
 
-def test_crd_schema_catches_a_bad_backend(rendered: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize("env", ENVS)
+def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
+    rendered_envs: dict[str, list[dict[str, Any]]], env: str
+) -> None:
+    config = load_config(env)
+    schema = pinned_iec_schema(config)
+    iecs = [o for o in rendered_envs[env] if _key(o) == IEC]
+    assert iecs, f"{env}: no InferenceEndpointConfig rendered"
+    op = config.addons.inference_operator
+    for obj in iecs:
+        try:
+            jsonschema.validate(obj, schema)
+        except jsonschema.ValidationError as exc:  # pragma: no cover - failure path
+            pytest.fail(
+                f"{env}: InferenceEndpointConfig {obj['metadata']['name']} is refused by the CRD "
+                f"of operator {op.operator.version} (add-on {op.version}): {exc.message} at "
+                f"{'.'.join(str(p) for p in exc.absolute_path)}"
+            )
+
+
+def test_every_pinned_operator_has_its_crd() -> None:
+    for op in OPERATORS.values():
+        crd = crd_schema(op.crd_path, "v1")
+        source = crd["properties"]["spec"]["properties"]["modelSourceConfig"]
+        assert sorted(source["properties"]["modelSourceType"]["enum"]) == sorted(
+            op.model_sources
+        ), f"operator {op.version}: the table's model sources differ from its CRD's enum"
+
+
+def test_the_operator_3_0_crd_refuses_huggingface(rendered: list[dict[str, Any]]) -> None:
+    """The 3.0 copy is the right one: the model source that arrived with 3.1 fails it, and
+    passes the 3.2 copy."""
+    iec = next(o for o in rendered if _key(o) == IEC)
+    hf = {**iec, "spec": {**iec["spec"], "modelSourceConfig": {
+        "modelSourceType": "huggingface",
+        "huggingFaceModel": {"modelId": "Qwen/Qwen3-8B"}}}}  # fmt: skip
+    with pytest.raises(jsonschema.ValidationError, match="huggingface"):
+        jsonschema.validate(hf, crd_schema(OPERATORS["3.0"].crd_path, "v1"))
+    jsonschema.validate(hf, crd_schema(OPERATORS["3.2"].crd_path, "v1"))
+
+
+def test_crd_schema_catches_a_bad_backend(
+    rendered: list[dict[str, Any]], dev_config: AppConfig
+) -> None:
     """The CRD check is real: a backend the operator rejects fails validation."""
-    path, version = CUSTOM["inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"]
     iec = next(o for o in rendered if o["kind"] == "InferenceEndpointConfig")
     bad = {**iec, "spec": {**iec["spec"], "kvCacheSpec": {
         "enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "curvine"}}}}  # fmt: skip
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, crd_schema(path, version))
+        jsonschema.validate(bad, pinned_iec_schema(dev_config))
 
 
 def test_kubernetes_validate_catches_a_typo(
@@ -70,3 +120,16 @@ def test_kubernetes_validate_catches_a_typo(
     bad = {**sts, "spec": {**sts["spec"], "replica": 1}}
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(bad, version, strict=True)
+
+
+def test_crd_copies_match_their_recorded_sha256() -> None:
+    """Each operator's CRD is the recorded upstream file (k8s/schemas/SOURCES.md)."""
+    rows = {}
+    for line in (SCHEMAS / "SOURCES.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 4 and cells[0].startswith("hyperpod-inference/"):
+            rows[cells[0]] = cells[3]
+    for op in OPERATORS.values():
+        rel = op.crd_path.relative_to(SCHEMAS).as_posix()
+        assert rel in rows, f"{rel}: no row in k8s/schemas/SOURCES.md"
+        assert hashlib.sha256(op.crd_path.read_bytes()).hexdigest() == rows[rel], rel
