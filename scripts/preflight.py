@@ -12,6 +12,7 @@ from collections.abc import Callable
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
+from infra.config.operator_versions import ADDON_NAME
 from scripts.clients import Clients
 from scripts.common import Check, describe_failure
 from scripts.preflight_existing import run_existing_preflight
@@ -260,6 +261,44 @@ def check_cluster_minor(clients: Clients, cfg: AppConfig) -> tuple[Check, str]:
     )
 
 
+def check_inference_addon_version(clients: Clients, cfg: AppConfig, minor: str) -> Check:
+    """EKS offers the pinned inference add-on version for the cluster's Kubernetes minor."""
+    addon = cfg.addons.inference_operator
+    stage = f"{ADDON_NAME} {addon.version}"
+    if not (cfg.addons.enabled and addon.enabled):
+        return Check(stage, "skip", "addons.inference_operator.enabled is false")
+    try:
+        pages = (
+            clients.aws("eks")
+            .get_paginator("describe_addon_versions")
+            .paginate(addonName=ADDON_NAME, kubernetesVersion=minor)
+        )
+        offered = [
+            v["addonVersion"]
+            for page in pages
+            for a in page.get("addons", [])
+            if a.get("addonName") == ADDON_NAME
+            for v in a.get("addonVersions", [])
+        ]
+    except (ClientError, BotoCoreError) as exc:
+        return Check(stage, "warn", f"cannot list add-on versions: {exc}",
+                     "grant eks:DescribeAddonVersions")  # fmt: skip
+    operator = addon.operator.version
+    if addon.version in offered:
+        return Check(stage, "pass", f"offered for Kubernetes {minor} (operator {operator})")
+    if not offered:
+        return Check(
+            stage, "fail", f"EKS offers no {ADDON_NAME} version for Kubernetes {minor} in "
+            f"{clients.region}", "use a region and Kubernetes minor where `aws eks "
+            f"describe-addon-versions --addon-name {ADDON_NAME}` lists it",
+        )  # fmt: skip
+    return Check(
+        stage, "fail", f"not offered for Kubernetes {minor}; offered: {', '.join(offered)}",
+        f"set addons.inference_operator.version to one of {', '.join(offered)} after adding it "
+        "and its operator's CRD to infra/config/operator_versions.py",
+    )  # fmt: skip
+
+
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
     identity, answered = _identity(clients, cfg)
     checks = [identity]
@@ -279,5 +318,6 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
     checks += check_offerings(clients, cfg)
     minor_check, cluster_minor = check_cluster_minor(clients, cfg)
     checks.append(minor_check)
+    checks.append(check_inference_addon_version(clients, cfg, cluster_minor))
     checks += check_tools(run, cluster_minor)
     return checks

@@ -12,7 +12,7 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from scripts.clients import Clients
-from scripts.preflight import check_tools, run_preflight
+from scripts.preflight import check_inference_addon_version, check_tools, run_preflight
 from tests.scripts.conftest import make_cfg
 
 REGION = "us-west-2"
@@ -69,6 +69,8 @@ def test_everything_passes_in_an_offered_az() -> None:
     assert status["quota ml.g6e.4xlarge for cluster usage"] == "pass"
     assert status["ml.g6e.4xlarge in usw2-az2"] == "pass"
     assert status["kubectl layer minor"] == "pass"
+    # moto has no DescribeAddonVersions (test_moto_lacks_describe_addon_versions_so_the_check_warns)
+    assert status.pop(f"{ADDON} v1.0.0-eksbuild.1") == "warn"
     assert all(v == "pass" for v in status.values()), checks
 
 
@@ -104,3 +106,62 @@ def test_missing_tools() -> None:
     ]
     skew_ok = check_tools(_tools("33"), "1.34")
     assert skew_ok[0].status == "pass"
+
+
+# The inference add-on check. Double: botocore's Stubber on EKS DescribeAddonVersions; moto 5.2.5
+# does not implement that operation (it answers 404 "Not yet implemented", pinned below).
+ADDON = "amazon-sagemaker-hyperpod-inference"
+
+
+def _addon_versions(offered: list[str], minor: str = "1.34") -> Any:
+    eks = boto3.client("eks", region_name=REGION)
+    stub = Stubber(eks)
+    versions = [{"addonVersion": v} for v in offered]
+    addons = [{"addonName": ADDON, "addonVersions": versions}] if offered else []
+    stub.add_response(
+        "describe_addon_versions",
+        {"addons": addons},
+        {"addonName": ADDON, "kubernetesVersion": minor},
+    )
+    stub.activate()
+    return eks, stub
+
+
+def _addon_check(offered: list[str], minor: str = "1.34") -> Any:
+    eks, stub = _addon_versions(offered, minor)
+    clients = Clients(REGION, aws_factory=lambda s: eks)
+    check = check_inference_addon_version(clients, make_cfg(), minor)
+    stub.assert_no_pending_responses()
+    return check
+
+
+def test_inference_addon_version_offered_for_the_cluster_minor() -> None:
+    check = _addon_check(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"], "1.33")
+    assert (check.stage, check.status) == (f"{ADDON} v1.0.0-eksbuild.1", "pass")
+    assert check.detail == "offered for Kubernetes 1.33 (operator 3.0)"
+
+
+def test_inference_addon_version_not_offered_names_the_offered_ones() -> None:
+    check = _addon_check(["v1.1.0-eksbuild.1", "v1.2.0-eksbuild.1"])
+    assert check.status == "fail"
+    assert check.detail == (
+        "not offered for Kubernetes 1.34; offered: v1.1.0-eksbuild.1, v1.2.0-eksbuild.1"
+    )
+    assert "one of v1.1.0-eksbuild.1, v1.2.0-eksbuild.1" in check.fix
+    assert "infra/config/operator_versions.py" in check.fix
+
+
+def test_inference_addon_not_offered_at_all() -> None:
+    check = _addon_check([])
+    assert check.status == "fail" and "no amazon-sagemaker-hyperpod-inference version" in (
+        check.detail
+    )
+    assert f"describe-addon-versions --addon-name {ADDON}" in check.fix
+
+
+def test_moto_lacks_describe_addon_versions_so_the_check_warns() -> None:
+    with mock_aws():
+        clients = Clients(REGION, aws_factory=lambda s: boto3.client(s, region_name=REGION))
+        check = check_inference_addon_version(clients, make_cfg(), "1.34")
+    assert check.status == "warn" and "Not yet implemented" in check.detail
+    assert check.fix == "grant eks:DescribeAddonVersions"
