@@ -262,8 +262,10 @@ class EndpointConfig(Section):
     """Port vLLM listens on."""
     metrics_port: int = Field(default=8000, ge=1024, le=65535)
     """Port of vLLM's /metrics (the operator scrapes it)."""
-    cpu: int = Field(default=8, ge=1)
-    """CPU request and limit per replica, in cores."""
+    cpu: int = Field(default=7, ge=1)
+    """CPU request and limit per replica, in cores. 7 leaves room on one ml.g6e.4xlarge (16
+    vCPUs) for the Curvine worker, its FUSE node plugin, the operator's sidecars and the EKS and
+    HyperPod daemons (tests/k8s/test_rehearsal_budget.py)."""
     memory_gib: int = Field(default=64, ge=4)
     """Memory request and limit per replica, in GiB (L1 CPU offload lives here)."""
     routing_strategy: str = "prefixaware"
