@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig, load_config
+from infra.config.model import InstanceGroupConfig
 from infra.instances import GPU_INSTANCES
+from k8s.common import INSTANCE_GROUP_LABEL
 
 ENVS = ("dev", "test", "prod")
 
@@ -83,6 +85,12 @@ def requests(spec: dict[str, Any]) -> tuple[int, int]:
     return cpu, mem
 
 
+def node_labels(group: InstanceGroupConfig) -> dict[str, str]:
+    """The labels a node of ``group`` carries: the configured ones, and the instance group's
+    name, which HyperPod puts on every node itself."""
+    return {**group.labels, INSTANCE_GROUP_LABEL: group.name}
+
+
 def lands_on(spec: dict[str, Any], node_labels: dict[str, str]) -> bool:
     selector = spec.get("nodeSelector") or {}
     return bool(selector) and all(node_labels.get(k) == v for k, v in selector.items())
@@ -93,7 +101,7 @@ def gpu_node_pieces(objs: list[dict[str, Any]], config: AppConfig) -> list[tuple
     gpu = config.hyperpod.gpu_group
     pieces = [(f"{name} [{why}]", c, m) for name, (c, m, why) in NODE_DAEMONS.items()]
     for o in objs:
-        if o["kind"] in ("DaemonSet", "CronJob") and lands_on(pod_spec(o), gpu.labels):
+        if o["kind"] in ("DaemonSet", "CronJob") and lands_on(pod_spec(o), node_labels(gpu)):
             c, m = requests(pod_spec(o))
             pieces.append((f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}",
                            c, m))  # fmt: skip
@@ -167,11 +175,6 @@ def test_allocatable_follows_the_eks_formula() -> None:
     assert inst.allocatable_memory_mib == 131072 - 3005 - 100
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the Curvine master has no system-group nodeSelector on this branch; another branch "
-    "adds it (issue 10, per-node budget)",
-)
 @pytest.mark.parametrize("env", ENVS)
 def test_the_curvine_master_stays_off_gpu_nodes(
     rendered_envs: dict[str, list[dict[str, Any]]], env: str
@@ -180,8 +183,9 @@ def test_the_curvine_master_stays_off_gpu_nodes(
     sts = [o for o in rendered_envs[env] if o["kind"] == "StatefulSet"]
     master = next(o for o in sts if o["metadata"]["name"] == "curvine-master")
     spec = pod_spec(master)
-    assert lands_on(spec, config.hyperpod.system_group.labels), (
+    system = node_labels(config.hyperpod.system_group)
+    assert lands_on(spec, system), (
         f"{env}: StatefulSet curvine/curvine-master has nodeSelector {spec.get('nodeSelector')}: "
-        f"it can take a GPU node's room (want {config.hyperpod.system_group.labels})"
+        f"it can take a GPU node's room (want a selector that system nodes {system} match)"
     )
-    assert not lands_on(spec, config.hyperpod.gpu_group.labels)
+    assert not lands_on(spec, node_labels(config.hyperpod.gpu_group))
