@@ -6,7 +6,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from aws_cdk import Annotations, CfnElement, Duration, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnElement, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -182,6 +182,12 @@ class HyperPodDependencies(Construct):
     The chart is not published to a Helm repository, so ``make chart`` checks the pinned commit
     out into ``.charts/`` and CDK ships it as an asset. Without it synth still works (offline
     tests) but warns, and nothing is installed: ``make deploy`` always fetches it first.
+
+    Installed without waiting for Pods: it goes in before the HyperPod cluster, when no node
+    exists, and its values enable Deployments by default (training operator, MPI operator) that
+    cannot schedule until nodes join. AWS's own installers run it without waiting too (Terraform
+    ``helm_release`` ``wait = false``; the CloudFormation injector's plain ``helm install``).
+    Whatever needs its Pods running depends on the node readiness gate instead.
     """
 
     def __init__(
@@ -212,8 +218,8 @@ class HyperPodDependencies(Construct):
             namespace=config.namespace,
             create_namespace=False,
             values=CHART_VALUES,
-            wait=True,
-            timeout=Duration.minutes(15),
+            # Never wait here: no node exists yet (see the class docstring).
+            wait=False,
         )
 
 
