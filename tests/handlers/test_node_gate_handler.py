@@ -1,0 +1,250 @@
+"""Node readiness gate handler (infra/handlers/node_gate).
+
+Doubles, and why:
+- botocore's Stubber on a real SageMaker client for the states in between: moto 5.2 creates every
+  node Running at once and keeps CurrentCount == TargetCount, so it cannot show a group that is
+  still filling up, a Pending or failed node, a failed cluster or throttling. The Stubber also
+  checks each request against botocore's service model (MaxResults, NextToken).
+- moto 5.2 (mock_aws) for the end-to-end happy path: it implements DescribeCluster and
+  ListClusterNodes with moto's own response shapes. Its ListClusterNodes paging is broken (it
+  answers every page with the first page and the same NextToken; a canary below pins that), so
+  paging is tested with the Stubber, and against moto only one page is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import botocore.session
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from infra.handlers.node_gate import index, nodes
+from infra.handlers.node_gate.nodes import GateError
+
+CLUSTER = "hp-test"
+NOW = 1_800_000_000.0
+REGION = "us-west-2"
+
+
+def event(kind: str = "Create", started: float | None = NOW, **extra: Any) -> dict[str, Any]:
+    e: dict[str, Any] = {
+        "RequestType": kind,
+        "LogicalResourceId": "NodesReadyA319CD07",
+        "ResourceProperties": {"ClusterName": CLUSTER, "Fingerprint": "abc"},
+    }
+    if started is not None:
+        e[index.STARTED_AT] = started
+    return {**e, **extra}
+
+
+def describe(status: str = "InService", **groups: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "ClusterArn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+        "ClusterName": CLUSTER,
+        "ClusterStatus": status,
+        "InstanceGroups": [
+            {"InstanceGroupName": name, "CurrentCount": current, "TargetCount": target}
+            for name, (current, target) in groups.items()
+        ],
+        "FailureMessage": "capacity error" if status == "Failed" else "",
+    }
+
+
+def node(group: str, i: int, status: str = "Running") -> dict[str, Any]:
+    return {
+        "InstanceGroupName": group,
+        "InstanceId": f"i-{group}{i:015d}"[:19],
+        "InstanceType": "ml.g6e.4xlarge",
+        "LaunchTime": NOW,
+        "InstanceStatus": {"Status": status, "Message": "lifecycle script running"},
+    }
+
+
+@pytest.fixture(scope="module")
+def session() -> Any:
+    return botocore.session.get_session()
+
+
+@pytest.fixture
+def stub(session: Any) -> Iterator[tuple[Any, Stubber]]:
+    client = session.create_client(
+        "sagemaker",
+        region_name=REGION,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    with Stubber(client) as stubber:
+        yield client, stubber
+        stubber.assert_no_pending_responses()
+
+
+def queue(stubber: Stubber, desc: dict[str, Any], *pages: list[dict[str, Any]]) -> None:
+    stubber.add_response("describe_cluster", desc, {"ClusterName": CLUSTER})
+    for i, page in enumerate(pages):
+        params: dict[str, Any] = {"ClusterName": CLUSTER, "MaxResults": nodes.PAGE_SIZE}
+        if i:
+            params["NextToken"] = f"t{i}"
+        response: dict[str, Any] = {"ClusterNodeSummaries": page}
+        if i < len(pages) - 1:
+            response["NextToken"] = f"t{i + 1}"
+        stubber.add_response("list_cluster_nodes", response, params)
+
+
+def test_on_event_create_makes_no_call_and_records_the_start(
+    stub: tuple[Any, Stubber],
+) -> None:
+    client, _ = stub
+    answer = index.on_event(event(started=None), None, client=client, now=NOW)
+    assert answer == {"PhysicalResourceId": f"nodes-ready:{CLUSTER}", index.STARTED_AT: NOW}
+
+
+def test_ready_when_every_group_is_at_target_and_running(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    queue(
+        stubber,
+        describe(gpu=(2, 2), system=(1, 1)),
+        [node("gpu", 0), node("system", 0)],
+        [node("gpu", 1)],  # second page: paging is followed
+    )
+    assert index.is_complete(event(), None, client=client, now=NOW + 60) == {"IsComplete": True}
+
+
+@pytest.mark.parametrize(
+    ("groups", "nodes_", "why"),
+    [
+        ({"gpu": (1, 2), "system": (1, 1)}, [node("gpu", 0), node("system", 0)], "count short"),
+        (
+            {"gpu": (2, 2), "system": (1, 1)},
+            [node("gpu", 0), node("gpu", 1, "Pending"), node("system", 0)],
+            "a node Pending",
+        ),
+        (
+            {"gpu": (2, 2), "system": (1, 1)},
+            [node("gpu", 0), node("gpu", 1), node("system", 0, "DeepHealthCheckInProgress")],
+            "a node in deep health check",
+        ),
+        ({"gpu": (2, 2), "system": (1, 1)}, [node("gpu", 0), node("system", 0)], "node unlisted"),
+    ],
+)
+def test_not_ready_until_counts_and_statuses(
+    stub: tuple[Any, Stubber], groups: dict[str, tuple[int, int]], nodes_: Any, why: str
+) -> None:
+    client, stubber = stub
+    queue(stubber, describe(**groups), nodes_)
+    assert index.is_complete(event(), None, client=client, now=NOW + 60) == {"IsComplete": False}
+
+
+def test_timeout_message_names_groups_counts_statuses_and_the_command(
+    stub: tuple[Any, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, stubber = stub
+    monkeypatch.setenv(index.DEADLINE_ENV, "600")
+    queue(
+        stubber,
+        describe(gpu=(1, 2), system=(1, 1)),
+        [node("gpu", 0, "Pending"), node("system", 0)],
+    )
+    with pytest.raises(GateError) as raised:
+        index.is_complete(event(), None, client=client, now=NOW + 601)
+    message = str(raised.value)
+    assert "Timed out after 10 minutes" in message
+    assert "group 'gpu': 1/2 instances (Pending=1)" in message
+    assert "group 'system': 1/1 instances (Running=1)" in message
+    assert f"aws sagemaker list-cluster-nodes --cluster-name {CLUSTER}" in message
+    assert "\n" not in message
+
+
+def test_failed_cluster_fails_at_once(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    stubber.add_response(
+        "describe_cluster", describe("Failed", gpu=(0, 2)), {"ClusterName": CLUSTER}
+    )
+    with pytest.raises(GateError, match="is Failed \\(capacity error\\)"):
+        index.is_complete(event(), None, client=client, now=NOW + 60)
+
+
+def test_throttling_is_tried_again_on_the_next_poll(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    stubber.add_client_error("describe_cluster", "ThrottlingException", "slow down")
+    assert index.is_complete(event(), None, client=client, now=NOW + 60) == {"IsComplete": False}
+
+
+def test_access_denied_names_the_permission(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    stubber.add_response("describe_cluster", describe(gpu=(1, 1)), {"ClusterName": CLUSTER})
+    stubber.add_client_error("list_cluster_nodes", "AccessDeniedException", "not authorized")
+    with pytest.raises(GateError, match="sagemaker:ListClusterNodes on this cluster's ARN"):
+        index.is_complete(event(), None, client=client, now=NOW + 60)
+
+
+def test_delete_is_a_no_op_and_makes_no_call(stub: tuple[Any, Stubber]) -> None:
+    client, _ = stub
+    delete = event("Delete", PhysicalResourceId=f"nodes-ready:{CLUSTER}")
+    assert index.on_event(delete, None, client=client, now=NOW)["PhysicalResourceId"] == (
+        f"nodes-ready:{CLUSTER}"
+    )
+    assert index.is_complete(delete, None, client=client, now=NOW) == {"IsComplete": True}
+    # Even with a cluster that is gone and an id that is not ours.
+    odd = event(
+        "Delete", PhysicalResourceId="AWSCDK::CustomResourceProviderFramework::CREATE_FAILED"
+    )
+    assert index.is_complete(odd, None, client=client, now=NOW) == {"IsComplete": True}
+
+
+def test_a_repeated_page_token_is_not_followed_forever(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    stubber.add_response("describe_cluster", describe(gpu=(1, 1)), {"ClusterName": CLUSTER})
+    first = {"ClusterName": CLUSTER, "MaxResults": nodes.PAGE_SIZE}
+    again = {**first, "NextToken": "same"}
+    page = {"ClusterNodeSummaries": [node("gpu", 0)], "NextToken": "same"}
+    stubber.add_response("list_cluster_nodes", page, first)
+    stubber.add_response("list_cluster_nodes", page, again)
+    assert index.is_complete(event(), None, client=client, now=NOW + 60) == {"IsComplete": False}
+
+
+@pytest.fixture
+def moto_sagemaker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with mock_aws():
+        client = boto3.client("sagemaker", region_name=REGION)
+        client.create_cluster(
+            ClusterName=CLUSTER,
+            InstanceGroups=[
+                {
+                    "InstanceGroupName": name,
+                    "InstanceType": "ml.g5.4xlarge",  # moto rejects ml.g6e.*
+                    "InstanceCount": count,
+                    "LifeCycleConfig": {"SourceS3Uri": "s3://sagemaker-lc/", "OnCreate": "x.sh"},
+                    "ExecutionRole": "arn:aws:iam::123456789012:role/hyperpod-nodes",
+                    "ThreadsPerCore": 1,
+                }
+                for name, count in (("gpu", 3), ("system", 1))
+            ],
+            VpcConfig={"SecurityGroupIds": ["sg-0123456789abcdef0"], "Subnets": ["subnet-0123"]},
+        )
+        yield client
+
+
+def test_against_moto(moto_sagemaker: Any) -> None:
+    state = nodes.read_state(moto_sagemaker, CLUSTER)
+    assert [(g.name, g.current, g.target, g.running) for g in state.groups] == [
+        ("gpu", 3, 3, 3),
+        ("system", 1, 1, 1),
+    ]
+    assert index.is_complete(event(), None, client=moto_sagemaker, now=NOW) == {"IsComplete": True}
+
+
+def test_canary_moto_list_cluster_nodes_paging_repeats_its_first_page(moto_sagemaker: Any) -> None:
+    # When this fails, moto's paging works: test read_state's paging against moto as well.
+    first = moto_sagemaker.list_cluster_nodes(ClusterName=CLUSTER, MaxResults=2)
+    second = moto_sagemaker.list_cluster_nodes(
+        ClusterName=CLUSTER, MaxResults=2, NextToken=first["NextToken"]
+    )
+    ids = [[n["InstanceId"] for n in p["ClusterNodeSummaries"]] for p in (first, second)]
+    assert ids[0] == ids[1] and second["NextToken"] == first["NextToken"]
