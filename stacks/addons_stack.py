@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
@@ -30,6 +30,7 @@ class AddonsStack(Stack):
         cluster: AnyCluster,
         oidc_provider: iam.IOpenIdConnectProvider,
         hyperpod_cluster_arn: str,
+        nodes_ready: IDependable | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
@@ -41,3 +42,7 @@ class AddonsStack(Stack):
             oidc_provider=oidc_provider,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
         )
+        if nodes_ready is not None:
+            # Add-ons with Deployments stay DEGRADED until nodes exist (a stack dependency).
+            for addon in self.platform.addons.values():
+                addon.resource.node.add_dependency(nodes_ready)

@@ -107,6 +107,7 @@ def compose(
             cluster=hyperpod.eks_cluster,
             oidc_provider=hyperpod.oidc_provider,
             hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
+            nodes_ready=hyperpod.nodes_ready,
             description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
             **common("addons"),
         )
@@ -116,6 +117,7 @@ def compose(
         f"{prefix}-kvcache",
         config=config,
         cluster=hyperpod.eks_cluster,
+        nodes_ready=hyperpod.nodes_ready,
         description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints",
         **common("kvcache"),
     )

@@ -5,6 +5,9 @@ Two modes, one interface for the stacks above it (``eks_cluster``, ``oidc_provid
 - created: lifecycle scripts, instance role, dependencies chart, the cluster, coredns;
 - existing (``existing_cluster`` in config): the clusters are imported and only the settings the
   app owns (Tiered Storage) and a kubectl provider for the imported EKS cluster are created.
+
+Both modes end in ``nodes_ready`` (the node readiness gate): everything that needs nodes, in this
+stack and the ones above it, depends on that construct.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from infra.constructs.hyperpod import (
     instance_groups_hash,
 )
 from infra.constructs.network import Network
+from infra.constructs.node_gate import NodeReadinessGate
 from infra.constructs.tiered_storage import TieredStorage
 from infra.nag import acknowledge_findings, render_intrinsic
 from infra.versions import SUPPORTED_KUBERNETES
@@ -41,6 +45,7 @@ class HyperPodStack(Stack):
     oidc_provider: iam.IOpenIdConnectProvider
     hyperpod_cluster_name: str
     hyperpod_cluster_arn: str
+    nodes_ready: NodeReadinessGate
 
     def __init__(
         self,
@@ -56,6 +61,12 @@ class HyperPodStack(Stack):
         super().__init__(scope, id, **kwargs)
         if config.existing_cluster is not None:
             self._attach(config, config.existing_cluster)
+            self.nodes_ready = NodeReadinessGate(
+                self,
+                "NodesReady",
+                cluster_name=self.hyperpod_cluster_name,
+                cluster_arn=self.hyperpod_cluster_arn,
+            )
         else:
             assert network is not None and eks_stack is not None
             self._create(config, network, eks_stack, chart_dir)
@@ -108,8 +119,17 @@ class HyperPodStack(Stack):
         self.hyperpod.cluster.node.add_dependency(self.execution_role)
         if self.dependencies_chart.chart is not None:
             self.hyperpod.cluster.node.add_dependency(self.dependencies_chart.chart)
+        # Instances join after the cluster is InService (Continuous provisioning): wait for them.
+        self.nodes_ready = NodeReadinessGate(
+            self,
+            "NodesReady",
+            cluster_name=config.hyperpod.cluster_name,
+            cluster_arn=self.hyperpod.cluster.attr_cluster_arn,
+            fingerprint=instance_groups_hash(config.hyperpod),
+        )
+        self.nodes_ready.resource.node.add_dependency(self.hyperpod.cluster)
         coredns = add_coredns(self, cluster=eks_stack.cluster, version=config.eks.addons.coredns)
-        coredns.node.add_dependency(self.hyperpod.cluster)
+        coredns.node.add_dependency(self.nodes_ready)
         self.eks_cluster = eks_stack.cluster
         self.oidc_provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
             self, "OidcProvider", eks_stack.control_plane.oidc_provider.oidc_provider_arn

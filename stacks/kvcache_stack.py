@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_cdk import Duration, Stack
 from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
@@ -24,6 +24,7 @@ class KvCacheStack(Stack):
         *,
         config: AppConfig,
         cluster: AnyCluster,
+        nodes_ready: IDependable | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
@@ -55,5 +56,10 @@ class KvCacheStack(Stack):
         kyverno.node.add_dependency(manifests["00-namespaces"])
         if "50-l2-policy" in manifests:
             manifests["50-l2-policy"].node.add_dependency(kyverno)
+        if nodes_ready is not None:
+            # Kyverno waits for its Pods and Curvine's Pods need nodes (a stack dependency).
+            kyverno.node.add_dependency(nodes_ready)
+            for m in manifests.values():
+                m.node.add_dependency(nodes_ready)
         self.manifests = manifests
         self.kyverno = kyverno

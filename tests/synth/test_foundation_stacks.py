@@ -133,7 +133,8 @@ def test_core_addons_pinned_and_coredns_waits_for_nodes(dev: Synth) -> None:
     }
     coredns = dev.template_json("hyperpod")["Resources"]["CoreDns"]
     assert coredns["Properties"]["AddonVersion"] == versions.coredns
-    assert "HyperPodCluster11759092" in coredns["DependsOn"]
+    # After the node readiness gate, which itself follows the cluster.
+    assert coredns["DependsOn"] == ["NodesReadyA319CD07"]
 
 
 def test_kubectl_provider_uses_the_pinned_layer(dev: Synth) -> None:

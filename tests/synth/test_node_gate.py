@@ -1,0 +1,69 @@
+"""The node readiness gate as synthesized, in both modes (shared ``dev``/``existing`` synths)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.constructs.node_gate import RESOURCE_TYPE
+from tests.synth_support import Synth
+
+CLUSTER_LOGICAL_ID = "HyperPodCluster11759092"
+
+
+def gate(result: Synth) -> tuple[str, dict[str, Any]]:
+    resources = result.resources("hyperpod", RESOURCE_TYPE)
+    assert len(resources) == 1, f"expected one {RESOURCE_TYPE}, found {sorted(resources)}"
+    return next(iter(resources.items()))
+
+
+def gate_policy(result: Synth) -> list[dict[str, Any]]:
+    resources = result.template_json("hyperpod")["Resources"]
+    policies = [
+        v["Properties"]["PolicyDocument"]["Statement"]
+        for k, v in resources.items()
+        if v["Type"] == "AWS::IAM::Policy" and k.startswith("NodesReadyHandlerRole")
+    ]
+    assert len(policies) == 1
+    return policies[0]
+
+
+def test_created_cluster_gate_follows_the_cluster_and_is_bounded(dev: Synth) -> None:
+    logical_id, resource = gate(dev)
+    assert dev.stacks.hyperpod.nodes_ready.resource.node.path.endswith("NodesReady/Resource")
+    assert CLUSTER_LOGICAL_ID in resource["DependsOn"]
+    props = resource["Properties"]
+    assert props["ClusterName"] == dev.config.hyperpod.cluster_name
+    assert props["ClusterArn"] == {"Fn::GetAtt": [CLUSTER_LOGICAL_ID, "ClusterArn"]}
+    assert props["Fingerprint"]
+    # Well under CloudFormation's one-hour limit; the handler's own deadline fires first.
+    assert int(props["ServiceTimeout"]) <= 3000
+    functions = dev.resources("hyperpod", "AWS::Lambda::Function")
+    deadlines = [
+        int(f["Properties"]["Environment"]["Variables"]["NODE_GATE_DEADLINE_SECONDS"])
+        for f in functions.values()
+        if "NODE_GATE_DEADLINE_SECONDS" in str(f)
+    ]
+    assert deadlines and all(d < int(props["ServiceTimeout"]) - 5 * 60 for d in deadlines)
+    assert logical_id == "NodesReadyA319CD07"
+
+
+def test_gate_role_reads_only_this_cluster(dev: Synth) -> None:
+    statements = {s.get("Sid"): s for s in gate_policy(dev)}
+    read = statements["ReadClusterNodes"]
+    assert sorted(read["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"]
+    assert read["Resource"] == {"Fn::GetAtt": [CLUSTER_LOGICAL_ID, "ClusterArn"]}
+
+
+def test_existing_cluster_gate_reads_the_configured_cluster(existing: Synth) -> None:
+    _, resource = gate(existing)
+    existing_cfg = existing.config.existing_cluster
+    assert existing_cfg is not None
+    props = resource["Properties"]
+    assert props["ClusterName"] == existing_cfg.hyperpod_cluster_name
+    read = {s.get("Sid"): s for s in gate_policy(existing)}["ReadClusterNodes"]
+    assert read["Resource"] == existing_cfg.hyperpod_cluster_arn
+
+
+def test_dependencies_chart_does_not_wait(dev: Synth) -> None:
+    charts = dev.resources("hyperpod", "Custom::AWSCDK-EKS-HelmChart")
+    assert charts and all("Wait" not in c["Properties"] for c in charts.values())
