@@ -10,6 +10,7 @@ claim templates).
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -45,3 +46,46 @@ SUPPORTED_KUBERNETES: dict[str, KubernetesPins] = {
 }
 
 DEFAULT_KUBERNETES_VERSION = "1.34"
+
+
+@dataclass(frozen=True)
+class CoreAddonVersions:
+    """EKS add-on versions the app installs on a cluster of one Kubernetes minor."""
+
+    vpc_cni: str
+    kube_proxy: str
+    coredns: str
+    pod_identity_agent: str
+
+
+# Used for every ``eks.addons.*`` key the config leaves out. Sources (Amazon EKS User Guide, the
+# "latest version of the Amazon EKS add-on type for each Kubernetes version" tables):
+# - kube-proxy (minor-bound: its minor must equal the cluster's):
+#   https://docs.aws.amazon.com/eks/latest/userguide/managing-kube-proxy.html
+# - CoreDNS: https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html
+# - VPC CNI (one version for every supported minor; network policy needs 1.14.0 or later,
+#   HyperPod 1.18.3 or later): https://docs.aws.amazon.com/eks/latest/userguide/managing-vpc-cni.html
+# - EKS Pod Identity agent (one version for every supported minor):
+#   https://docs.aws.amazon.com/eks/latest/userguide/workloads-add-ons-available-eks.html
+# Check a pin for a Region with `aws eks describe-addon-versions --addon-name <name>
+# --kubernetes-version <minor>` (preflight does this on a real account).
+CORE_ADDON_VERSIONS: dict[str, CoreAddonVersions] = {
+    "1.33": CoreAddonVersions(
+        vpc_cni="v1.20.4-eksbuild.2",
+        kube_proxy="v1.33.5-eksbuild.2",
+        coredns="v1.12.4-eksbuild.1",
+        pod_identity_agent="v1.3.9-eksbuild.3",
+    ),
+    "1.34": CoreAddonVersions(
+        vpc_cni="v1.20.4-eksbuild.2",
+        kube_proxy="v1.34.1-eksbuild.2",
+        coredns="v1.12.4-eksbuild.1",
+        pod_identity_agent="v1.3.9-eksbuild.3",
+    ),
+}
+
+
+def addon_minor(version: str) -> str | None:
+    """``v1.33.5-eksbuild.2`` -> ``1.33`` (None when the string has no such prefix)."""
+    m = re.match(r"^v(\d+)\.(\d+)\.", version)
+    return f"{m[1]}.{m[2]}" if m else None

@@ -21,9 +21,11 @@ from infra.config.pipeline import PipelineConfig, check_pipeline
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.instances import GPU_FAMILIES, GPU_INSTANCES
 from infra.versions import (
+    CORE_ADDON_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
     HYPERPOD_SUPPORTED_MINORS,
     SUPPORTED_KUBERNETES,
+    addon_minor,
 )
 
 HYPERPOD_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -239,6 +241,33 @@ class EksConfig(Section):
             f"{supported} (HyperPod supports {', '.join(HYPERPOD_SUPPORTED_MINORS)})",
             f'set eks.kubernetes_version to "{DEFAULT_KUBERNETES_VERSION}" (quoted)',
         )
+
+    @model_validator(mode="after")
+    def _addon_versions_follow_the_minor(self) -> EksConfig:
+        """Keys left out of ``eks.addons`` come from the minor's table (infra/versions.py)."""
+        minor = self.kubernetes_version
+        table = CORE_ADDON_VERSIONS.get(minor)
+        if table is None:
+            raise RuleViolation(
+                f"a minor with an add-on version table in infra/versions.py "
+                f"({', '.join(CORE_ADDON_VERSIONS)})",
+                "add the minor to CORE_ADDON_VERSIONS or pick one listed",
+                field="eks.kubernetes_version",
+                value=minor,
+            )
+        chosen = self.addons.model_fields_set
+        defaults = {k: getattr(table, k) for k in EksAddonVersions.model_fields if k not in chosen}
+        addons = self.addons.model_copy(update=defaults)
+        proxy_minor = addon_minor(addons.kube_proxy)
+        if proxy_minor != minor:
+            raise RuleViolation(
+                f"a kube-proxy version of the cluster's minor {minor} (e.g. {table.kube_proxy})",
+                f"set eks.addons.kube_proxy to {table.kube_proxy}, or remove the key to use it",
+                field="eks.addons.kube_proxy",
+                value=addons.kube_proxy,
+            )
+        object.__setattr__(self, "addons", addons)  # frozen model: set once, while validating
+        return self
 
     @field_validator("admin_principal_arns")
     @classmethod
