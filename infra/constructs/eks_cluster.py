@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -23,6 +25,14 @@ ALL_LOG_TYPES = [
     eks.ClusterLoggingTypes.SCHEDULER,
 ]
 CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# Enforce Kubernetes NetworkPolicies (the KV cache holds data derived from users' prompts): the
+# vpc-cni add-on (1.14.0 or later) then runs its network policy agent as a second container of
+# the aws-node DaemonSet on every node, enforcing with eBPF (kernel 5.10+, as on the HyperPod
+# AL2023 AMIs). The key is a string "true" in the add-on's configuration schema. Source: Amazon EKS
+# User Guide, "Restrict Pod network traffic with Kubernetes network policies"
+# (https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html); check with
+# `aws eks describe-addon-configuration --addon-name vpc-cni --addon-version <pin>`.
+VPC_CNI_CONFIGURATION = json.dumps({"enableNetworkPolicy": "true"})
 
 
 class EksControlPlane(Construct):
@@ -120,12 +130,19 @@ class EksControlPlane(Construct):
         """
         versions = config.addons
         return [
-            self._addon("VpcCni", "vpc-cni", versions.vpc_cni),
+            self._addon(
+                "VpcCni",
+                "vpc-cni",
+                versions.vpc_cni,
+                configuration_values=VPC_CNI_CONFIGURATION,
+            ),
             self._addon("KubeProxy", "kube-proxy", versions.kube_proxy),
             self._addon("PodIdentityAgent", "eks-pod-identity-agent", versions.pod_identity_agent),
         ]
 
-    def _addon(self, id: str, name: str, version: str) -> eks.CfnAddon:
+    def _addon(
+        self, id: str, name: str, version: str, *, configuration_values: str | None = None
+    ) -> eks.CfnAddon:
         # OVERWRITE: no self-managed copies are bootstrapped, so nothing user-made is replaced.
         return eks.CfnAddon(
             self,
@@ -134,6 +151,7 @@ class EksControlPlane(Construct):
             addon_version=version,
             cluster_name=self.cluster.cluster_name,
             resolve_conflicts="OVERWRITE",
+            configuration_values=configuration_values,
         )
 
 
