@@ -90,6 +90,13 @@ class HyperPodExecutionRole(Construct):
         )
         arn = stack.format_arn
         eni_arn = arn(service="ec2", resource="network-interface", resource_name="*")
+        instance_arn = arn(service="ec2", resource="instance", resource_name="*")
+        # Every registry the nodes pull from is regional: the HyperPod chart's images come from
+        # a per-Region AWS account (regional-values/values-<region>.yaml), the EKS add-ons from
+        # the per-Region EKS registry, vLLM/DLC and the inference operator from per-Region
+        # accounts, the user's own images from their account. Those accounts differ per Region
+        # and per component version, so they are not enumerated: pulls are scoped to this Region.
+        ecr_repos_arn = arn(service="ecr", resource="repository", resource_name="*", account="*")
         subnet_arn = arn(service="ec2", resource="subnet", resource_name=subnet.subnet_id)
         sg_arn = arn(
             service="ec2", resource="security-group", resource_name=security_group.security_group_id
@@ -101,13 +108,18 @@ class HyperPodExecutionRole(Construct):
                 actions=["ec2:CreateNetworkInterface"],
                 resources=[eni_arn, subnet_arn, sg_arn],
             ),
+            # Attach/Detach authorize on the instance as well as on the ENI (AWS's reference
+            # HyperPod EKS role grants instance/* too).
+            iam.PolicyStatement(
+                sid="AttachEnisToNodes",
+                actions=["ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface"],
+                resources=[eni_arn, instance_arn],
+            ),
             iam.PolicyStatement(
                 sid="ManageEnis",
                 actions=[
                     "ec2:AssignPrivateIpAddresses",
                     "ec2:UnassignPrivateIpAddresses",
-                    "ec2:AttachNetworkInterface",
-                    "ec2:DetachNetworkInterface",
                     "ec2:DeleteNetworkInterface",
                     "ec2:ModifyNetworkInterfaceAttribute",
                     "ec2:CreateNetworkInterfacePermission",
@@ -115,12 +127,9 @@ class HyperPodExecutionRole(Construct):
                 ],
                 resources=[eni_arn],
             ),
-            iam.PolicyStatement(
-                sid="TagEnis",
-                actions=["ec2:CreateTags"],
-                resources=[eni_arn],
-                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
-            ),
+            # The VPC CNI also tags ENIs it did not create (the node's primary ENI), so tagging is
+            # not limited to CreateNetworkInterface; ENIs of this account and Region only.
+            iam.PolicyStatement(sid="TagEnis", actions=["ec2:CreateTags"], resources=[eni_arn]),
             # Describe calls cannot be scoped to resources (IAM does not support it).
             iam.PolicyStatement(
                 sid="DescribeNetwork",
@@ -132,18 +141,23 @@ class HyperPodExecutionRole(Construct):
                     "ec2:DescribeVpcs",
                     "ec2:DescribeDhcpOptions",
                     "ec2:DescribeTags",
+                    # The VPC CNI looks up ENI/IP limits of instance types it has no table for.
+                    "ec2:DescribeInstanceTypes",
                 ],
                 resources=["*"],
+            ),
+            # GetAuthorizationToken has no resource type: it is the only ECR action on "*".
+            iam.PolicyStatement(
+                sid="EcrLogin", actions=["ecr:GetAuthorizationToken"], resources=["*"]
             ),
             iam.PolicyStatement(
                 sid="PullImages",
                 actions=[
-                    "ecr:GetAuthorizationToken",
                     "ecr:BatchCheckLayerAvailability",
                     "ecr:BatchGetImage",
                     "ecr:GetDownloadUrlForLayer",
                 ],
-                resources=["*"],
+                resources=[ecr_repos_arn],
             ),
             iam.PolicyStatement(
                 sid="PodIdentity", actions=["eks-auth:AssumeRoleForPodIdentity"], resources=["*"]
@@ -166,10 +180,19 @@ class HyperPodExecutionRole(Construct):
             f"Policy::arn:<AWS::Partition>:iam::aws:policy/{INSTANCE_ROLE_POLICY}",
         )
         for finding, why in (
-            ("Resource::*", "ec2 Describe*, ecr auth/pull and eks-auth cannot be resource-scoped."),
+            ("Resource::*", "ec2 Describe*, ecr:GetAuthorizationToken and eks-auth: no resources."),
             (
                 f"Resource::{finding_name(self, eni_arn)}",
                 "ENI ids are created at run time by the VPC CNI.",
+            ),
+            (
+                f"Resource::{finding_name(self, instance_arn)}",
+                "HyperPod instance ids are assigned at run time (CNI attaches ENIs to them).",
+            ),
+            (
+                f"Resource::{finding_name(self, ecr_repos_arn)}",
+                "Image pulls: the registries (per-Region AWS accounts of HyperPod, EKS, DLC and "
+                "the user's) cannot be enumerated; scoped to this Region.",
             ),
             (f"Resource::{lifecycle_bucket_ref}/*", "Lifecycle scripts are read by key."),
         ):

@@ -1,0 +1,44 @@
+"""HyperPod execution role: parity with AWS's reference role and ECR pulls off ``*``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.synth_support import Synth
+
+
+def statements(dev: Synth) -> dict[str, dict[str, Any]]:
+    policies = [
+        v["Properties"]["PolicyDocument"]["Statement"]
+        for k, v in dev.resources("hyperpod", "AWS::IAM::Policy").items()
+        if k.startswith("ExecutionRoleInline")
+    ]
+    assert len(policies) == 1
+    return {s["Sid"]: s for s in policies[0]}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def test_only_ecr_login_is_on_every_resource(dev: Synth) -> None:
+    by_sid = statements(dev)
+    for sid, statement in by_sid.items():
+        if "*" in as_list(statement["Resource"]):
+            assert not [a for a in as_list(statement["Action"]) if a.startswith("ecr:")] or (
+                as_list(statement["Action"]) == ["ecr:GetAuthorizationToken"]
+            ), f"{sid} grants ECR actions other than GetAuthorizationToken on *"
+    pulls = by_sid["PullImages"]
+    assert "ecr:BatchGetImage" in pulls["Action"]
+    # This Region's registries only.
+    assert f":ecr:{dev.config.region}:*:repository/*" in json.dumps(pulls["Resource"])
+
+
+def test_parity_with_the_reference_role(dev: Synth) -> None:
+    by_sid = statements(dev)
+    assert "ec2:DescribeInstanceTypes" in by_sid["DescribeNetwork"]["Action"]
+    attach = by_sid["AttachEnisToNodes"]
+    assert set(attach["Action"]) == {"ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface"}
+    assert ":instance/*" in json.dumps(attach["Resource"])
+    assert "Condition" not in by_sid["TagEnis"]
