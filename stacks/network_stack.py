@@ -15,6 +15,13 @@ from infra.removal import removal_policy
 class NetworkStack(Stack):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, id, **kwargs)
+        self._azs = list(config.network.availability_zones)
         self.network = Network(
             self, "Network", config=config.network, removal_policy=removal_policy(config)
         )
+
+    @property
+    def availability_zones(self) -> list[str]:
+        """The configured AZs. The Vpc checks its AZs against this list; CDK's default asks the
+        account (a context lookup that needs credentials under the CLI)."""
+        return self._azs
