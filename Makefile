@@ -1,4 +1,5 @@
 # The commands the README gives. Everything installs itself into .venv on first use.
+# `make` (or `make help`) lists the targets from the `## target: text` lines below.
 ENV ?= dev
 PYTHON ?= python3
 VENV := .venv
@@ -6,9 +7,17 @@ PY := $(VENV)/bin/python
 OUT := cdk.out
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
+CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
-.PHONY: install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
+.DEFAULT_GOAL := help
+.PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
 	preflight verify teardown bench deploy-plan dashboard clean
+
+## help: list the targets with one line each
+help:
+	@sed -n 's/^## \([a-z-]*\): \(.*\)/  \1|\2/p' $(firstword $(MAKEFILE_LIST)) \
+		| awk -F'|' '{printf "%-16s %s\n", $$1, $$2}'
+	@echo "Variable: ENV=dev|test|prod (config/<ENV>.yaml)"
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -16,20 +25,21 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
+## install: create .venv from the pinned requirements (every target does this first)
 install: $(VENV)/.installed
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	touch $@
 
-## synth: synthesize config/$(ENV).yaml into cdk.out/ (no CLI, no network), then validate it
+## synth: synthesize config/<ENV>.yaml into cdk.out/ and dist/<ENV>/ (no network), validate
 synth: install
 	rm -rf $(OUT)
 	$(PY) app.py -c env=$(ENV) --outdir $(OUT)
 	$(PY) -m k8s.render --env $(ENV) --out dist/$(ENV)
 	$(MAKE) --no-print-directory validate
 
-## validate: cfn-lint on every template (cdk-nag already ran inside the synth)
+## validate: cfn-lint on every template in cdk.out/ (cdk-nag already ran inside the synth)
 validate: install
 	$(PY) -m scripts.validate_templates $(OUT)
 
@@ -41,6 +51,7 @@ test: install
 docs: install
 	$(PY) -m scripts.config_reference
 
+## lint: ruff (lint and format check) and mypy
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -50,16 +61,16 @@ lint: install
 chart: install
 	$(PY) -m scripts.fetch_chart --env $(ENV)
 
-## deploy / destroy: the CDK CLI (pinned in package.json) on config/$(ENV).yaml; deploy adds
-## --import-existing-resources when an add-on is on adopt (scripts/deploy_args.py)
+## deploy: make chart, then cdk deploy --all (--import-existing-resources when an add-on is adopted)
 deploy: install node_modules/.installed chart
 	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy --all -c env=$(ENV) $$import --require-approval never
+	$(CDK) deploy --all -c env=$(ENV) $$import --require-approval never
 
+## destroy: cdk destroy --all (python -m scripts teardown also sweeps what CloudFormation leaves)
 destroy: install node_modules/.installed
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk destroy --all -c env=$(ENV) --force
+	$(CDK) destroy --all -c env=$(ENV) --force
 
-## pipeline-synth: synthesize the delivery pipeline defined in config/$(ENV).yaml (prod)
+## pipeline-synth: synthesize the delivery pipeline defined in config/<ENV>.yaml (prod)
 pipeline-synth: install
 	rm -rf $(OUT)
 	$(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
@@ -67,12 +78,14 @@ pipeline-synth: install
 
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
 pipeline: install node_modules/.installed chart
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk deploy -c env=$(ENV) -c pipeline=true --all --require-approval never
+	$(CDK) deploy -c env=$(ENV) -c pipeline=true --all --require-approval never
 
-## preflight / verify / teardown: the operations CLI on config/$(ENV).yaml (see README)
+## preflight: check credentials, quotas, AZ offerings and local tools before a deploy
+## verify: check a deployed environment end to end, including a cross-Pod L2 hit
 preflight verify: install
 	$(PY) -m scripts $@ --env $(ENV)
 
+## teardown: list what `python -m scripts teardown --yes` would delete, in order
 teardown: install
 	$(PY) -m scripts teardown --env $(ENV)
 
@@ -89,5 +102,6 @@ bench: install
 dashboard: install
 	$(PY) -m scripts.dashboard --env $(ENV)
 
+## clean: remove cdk.out/, dist/ and the tool caches
 clean:
 	rm -rf $(OUT) dist .pytest_cache .mypy_cache .ruff_cache
