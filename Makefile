@@ -7,6 +7,14 @@ PY := $(VENV)/bin/python
 OUT := cdk.out
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
+# CDK's approval prompt for security-relevant changes (IAM, security groups) stays on at a
+# workstation. CI cannot answer it: GitHub Actions sets CI=true, CodeBuild (the nightly recreate)
+# sets CODEBUILD_BUILD_ID. Override with `make deploy APPROVAL=never` (or any-change).
+ifneq ($(CI)$(CODEBUILD_BUILD_ID),)
+APPROVAL ?= never
+else
+APPROVAL ?= broadening
+endif
 CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
@@ -17,7 +25,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 help:
 	@sed -n 's/^## \([a-z-]*\): \(.*\)/  \1|\2/p' $(firstword $(MAKEFILE_LIST)) \
 		| awk -F'|' '{printf "%-16s %s\n", $$1, $$2}'
-	@echo "Variable: ENV=dev|test|prod (config/<ENV>.yaml)"
+	@echo "Variables: ENV=dev|test|prod (config/<ENV>.yaml), APPROVAL=broadening|never|any-change"
 
 # Reinstall only when a requirements file changes.
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -61,10 +69,11 @@ lint: install
 chart: install
 	$(PY) -m scripts.fetch_chart --env $(ENV)
 
-## deploy: make chart, then cdk deploy --all (--import-existing-resources when an add-on is adopted)
+## deploy: make chart, then cdk deploy --all (asks before security-relevant changes; CI: never;
+## --import-existing-resources when an add-on is adopted)
 deploy: install node_modules/.installed chart
 	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
-	$(CDK) deploy --all -c env=$(ENV) $$import --require-approval never
+	$(CDK) deploy --all -c env=$(ENV) $$import --require-approval $(APPROVAL)
 
 ## destroy: cdk destroy --all (python -m scripts teardown also sweeps what CloudFormation leaves)
 destroy: install node_modules/.installed
@@ -78,7 +87,7 @@ pipeline-synth: install
 
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
 pipeline: install node_modules/.installed chart
-	$(CDK) deploy -c env=$(ENV) -c pipeline=true --all --require-approval never
+	$(CDK) deploy -c env=$(ENV) -c pipeline=true --all --require-approval $(APPROVAL)
 
 ## preflight: check credentials, quotas, AZ offerings and local tools before a deploy
 ## verify: check a deployed environment end to end, including a cross-Pod L2 hit
