@@ -51,8 +51,8 @@ synth: install
 validate: install
 	$(PY) -m scripts.validate_templates $(OUT)
 
-## test: the whole test suite
-test: install
+## test: the whole test suite (installs the pinned CDK CLI: one test runs its synth)
+test: install node_modules/.installed
 	$(PY) -m pytest
 
 ## docs: regenerate the configuration reference in README.md from the config model

@@ -1,0 +1,94 @@
+"""The CDK CLI synthesizes the same templates as `python app.py`, with no AWS credentials.
+
+One CLI synth (``node_modules/.bin/cdk``, installed by ``npm ci``; ``make test`` runs it) and one
+direct synth run side by side. Both get an empty HOME, credential files that do not exist and no
+instance metadata, so any context lookup (e.g. availability zones) fails the CLI synth.
+
+What is normalised before comparing, and why: the CLI turns on path and asset metadata by default
+(``aws:cdk:enable-path-metadata``, ``aws:cdk:enable-asset-metadata``), so its templates carry
+``Metadata`` entries ``aws:cdk:path`` and ``aws:asset:*`` that a direct synth leaves out; these
+are removed, as is a ``CDKMetadata`` resource with its condition (version reporting, also a CLI
+default). Asset hashes are not normalised: they must match, and they do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CDK = ROOT / "node_modules" / ".bin" / "cdk"
+PYTHON = ROOT / ".venv" / "bin" / "python"
+
+pytestmark = pytest.mark.skipif(
+    not CDK.exists(), reason="node_modules/.bin/cdk is not installed: run `npm ci` (make test does)"
+)
+
+
+def no_credentials_env(home: Path) -> dict[str, str]:
+    home.mkdir()
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_CONFIG_FILE": str(home / "no-such-config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-such-credentials"),
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def normalised(template: dict[str, Any]) -> dict[str, Any]:
+    resources = template.get("Resources", {})
+    resources.pop("CDKMetadata", None)
+    for resource in resources.values():
+        metadata = resource.get("Metadata", {})
+        for key in [k for k in metadata if k == "aws:cdk:path" or k.startswith("aws:asset:")]:
+            del metadata[key]
+        if "Metadata" in resource and not metadata:
+            del resource["Metadata"]
+    conditions = template.get("Conditions", {})
+    conditions.pop("CDKMetadataAvailable", None)
+    if "Conditions" in template and not conditions:
+        del template["Conditions"]
+    return template
+
+
+def templates(outdir: Path) -> dict[str, dict[str, Any]]:
+    return {
+        path.name: normalised(json.loads(path.read_text()))
+        for path in sorted(outdir.glob("*.template.json"))
+    }
+
+
+def test_cdk_cli_synth_matches_direct_synth_without_credentials(tmp_path: Path) -> None:
+    env = no_credentials_env(tmp_path / "home")
+    cli_out, direct_out = tmp_path / "cli", tmp_path / "direct"
+    python = str(PYTHON) if PYTHON.exists() else sys.executable
+    run = {"cwd": ROOT, "env": env, "capture_output": True, "text": True}
+    # cdk.json's "app" runs .venv/bin/python: no activated virtualenv is needed.
+    cli = subprocess.Popen(
+        [str(CDK), "synth", "-c", "env=dev", "--output", str(cli_out), "--quiet", "--no-notices"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    direct = subprocess.run(
+        [python, "app.py", "-c", "env=dev", "--outdir", str(direct_out)], check=False, **run
+    )
+    cli_stdout, cli_stderr = cli.communicate(timeout=600)
+    assert direct.returncode == 0, direct.stderr[-3000:]
+    assert cli.returncode == 0, (cli_stdout + cli_stderr)[-3000:]
+    manifest = json.loads((cli_out / "manifest.json").read_text())
+    assert not manifest.get("missing"), f"synth asked for context lookups: {manifest['missing']}"
+
+    cli_templates, direct_templates = templates(cli_out), templates(direct_out)
+    assert sorted(cli_templates) == sorted(direct_templates)
+    assert len(direct_templates) == 5
+    for name, template in direct_templates.items():
+        assert cli_templates[name] == template, f"{name} differs between the CLI and app.py"
