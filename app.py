@@ -9,10 +9,12 @@ the delivery pipeline defined in that environment's ``pipeline`` section instead
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
-from aws_cdk import App, Environment
+from aws_cdk import App, Environment, cx_api
 
 from infra.cdk_context import cdk_json_context
 from infra.config import AppConfig, ConfigError, load_config
@@ -45,6 +47,26 @@ def _pipeline(app: App, config: AppConfig) -> None:
     )
 
 
+def synth_messages(assembly: cx_api.CloudAssembly) -> list[str]:
+    """The assembly's unacknowledged warnings and errors, one line each, as the CLI shows them."""
+    levels = (cx_api.SynthesisMessageLevel.WARNING, cx_api.SynthesisMessageLevel.ERROR)
+    lines = []
+    for stack in assembly.stacks:
+        for message in stack.messages:
+            if message.level in levels:
+                text = " ".join(str(message.entry.data).split())
+                lines.append(f"{message.level.value.lower()}: {message.id.lstrip('/')}: {text}")
+    return lines
+
+
+def report(assembly: cx_api.CloudAssembly, stream: TextIO) -> None:
+    """Print the warnings of a direct synth (make synth); the CDK CLI prints its own."""
+    if os.environ.get("CDK_OUTDIR"):  # set by the CDK CLI, which prints them itself
+        return
+    for line in synth_messages(assembly):
+        print(line, file=stream)
+
+
 def main(argv: list[str]) -> None:
     args = _direct_args(argv)
     context = cdk_json_context()
@@ -66,7 +88,7 @@ def main(argv: list[str]) -> None:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     enable_checks(app)
-    app.synth()
+    report(app.synth(), sys.stderr)
 
 
 if __name__ == "__main__":

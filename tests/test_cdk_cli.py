@@ -21,6 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aws_cdk import cx_api
+
+from app import synth_messages
 
 ROOT = Path(__file__).resolve().parents[1]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
@@ -86,6 +89,10 @@ def test_cdk_cli_synth_matches_direct_synth_without_credentials(tmp_path: Path) 
     assert cli.returncode == 0, (cli_stdout + cli_stderr)[-3000:]
     manifest = json.loads((cli_out / "manifest.json").read_text())
     assert not manifest.get("missing"), f"synth asked for context lookups: {manifest['missing']}"
+
+    # make synth shows the person running it every warning (e.g. the missing HyperPod chart).
+    warnings = synth_messages(cx_api.CloudAssembly(str(direct_out)))
+    assert all(line in direct.stderr for line in warnings), direct.stderr[-3000:]
 
     cli_templates, direct_templates = templates(cli_out), templates(direct_out)
     assert sorted(cli_templates) == sorted(direct_templates)
