@@ -55,9 +55,10 @@ validate: install
 test: install node_modules/.installed
 	$(PY) -m pytest
 
-## docs: regenerate the configuration reference in README.md from the config model
+## docs: regenerate the configuration reference in README.md and config/schema.json
 docs: install
 	$(PY) -m scripts.config_reference
+	$(PY) -m scripts.config_schema
 
 ## lint: ruff (lint and format check) and mypy
 lint: install
