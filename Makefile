@@ -19,7 +19,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	preflight verify teardown bench deploy-plan dashboard clean
+	manifests preflight verify teardown bench deploy-plan dashboard clean
 
 ## help: list the targets with one line each
 help:
@@ -65,6 +65,10 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+
+## manifests: write dist/<ENV>/ for kubectl or GitOps (one file per chart + kustomization.yaml)
+manifests: install
+	$(PY) -m k8s.render --env $(ENV) --out dist/$(ENV)
 
 ## chart: fetch the pinned HyperPod dependencies chart into .charts/ (needs git, helm, network)
 chart: install
