@@ -55,7 +55,7 @@ validate: install
 test: install node_modules/.installed
 	$(PY) -m pytest
 
-## docs: regenerate the configuration reference in README.md and config/schema.json
+## docs: regenerate docs/configuration.md and config/schema.json from the config model
 docs: install
 	$(PY) -m scripts.config_reference
 	$(PY) -m scripts.config_schema

@@ -1,7 +1,9 @@
-"""Write the configuration reference (README.md) from the config model's docstrings.
+"""Write the configuration reference (docs/configuration.md) from the config model's docstrings.
 
 Usage: python -m scripts.config_reference [--check]
-The README section between the markers is generated; a test fails when it is out of date.
+The section between the markers is generated; a test fails when it is out of date. A meaning
+shared by several keys (an add-on's ``mode``, an instance group's fields) is written out once, at
+its first key; the others point there.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pydantic_core import PydanticUndefined
 
 from infra.config.model import AppConfig
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 START = "<!-- config-reference:start -->"
 END = "<!-- config-reference:end -->"
 
@@ -80,12 +82,18 @@ def rows(
 
 def render() -> str:
     lines = ["| key | default | meaning |", "| --- | --- | --- |"]
+    first_key: dict[str, str] = {}
     for key, default, doc in rows(AppConfig):
-        lines.append(f"| `{key}` | {default} | {doc.replace('|', '/')} |")
+        if doc and doc in first_key:
+            meaning = f"as `{first_key[doc]}`"
+        else:
+            first_key[doc] = key
+            meaning = doc.replace("|", "/")
+        lines.append(f"| `{key}` | {default} | {meaning} |")
     return "\n".join(lines)
 
 
-def updated_readme(text: str) -> str:
+def updated_reference(text: str) -> str:
     head, _, rest = text.partition(START)
     _, _, tail = rest.partition(END)
     return f"{head}{START}\n{render()}\n{END}{tail}"
@@ -93,19 +101,19 @@ def updated_readme(text: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is stale")
+    parser.add_argument("--check", action="store_true", help="exit 1 if the reference is stale")
     args = parser.parse_args(argv)
-    text = README.read_text()
+    text = REFERENCE.read_text()
     if START not in text or END not in text:
-        print(f"README.md lacks the markers {START} / {END}", file=sys.stderr)
+        print(f"docs/configuration.md lacks the markers {START} / {END}", file=sys.stderr)
         return 1
-    new = updated_readme(text)
+    new = updated_reference(text)
     if args.check:
         if new != text:
-            print("README.md configuration reference is stale: run `make docs`", file=sys.stderr)
+            print("docs/configuration.md is stale: run `make docs`", file=sys.stderr)
             return 1
         return 0
-    README.write_text(new)
+    REFERENCE.write_text(new)
     return 0
 
 

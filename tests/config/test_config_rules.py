@@ -201,8 +201,8 @@ def test_app_prints_one_line_and_no_traceback(repo_root: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
-def test_readme_configuration_reference_is_current() -> None:
-    from scripts.config_reference import README, updated_readme
+def test_configuration_reference_is_current() -> None:
+    from scripts.config_reference import REFERENCE, updated_reference
 
-    text = README.read_text()
-    assert updated_readme(text) == text, "run `make docs`"
+    text = REFERENCE.read_text()
+    assert updated_reference(text) == text, "run `make docs`"
