@@ -5,7 +5,7 @@
 Writes one file per chart in apply order (``00-namespaces.yaml`` ...) and records the values that
 cannot change after the first deploy in ``k8s/locks/<env>.json`` (commit it). For kubectl and
 GitOps it also writes ``kustomization.yaml`` (the files in apply order, with patches that give
-each object its file's Argo CD sync wave: ``00-`` -> 0, ``10-`` -> 1, ...) and ``README.md``: what
+each object its file's Argo CD sync wave: first file 0, next 1, ...) and ``README.md``: what
 must exist first (Kyverno, the inference operator add-on) and a Flux layout
 (docs/kubernetes-layer.md).
 """
