@@ -32,6 +32,7 @@ from scripts.common import (
     describe_failure,
 )
 from scripts.endpoints import UnknownEndpoint, l2_settings, resolve_endpoint
+from scripts.kube import Reporter
 
 EXIT_CODES = (
     "Exit codes: 0 ok; 1 a check or verdict failed; 2 bad option or invalid config; "
@@ -113,6 +114,8 @@ def default_deploy(env: str) -> int:
 
 CLIENTS: ClientsFactory = default_clients
 DEPLOY: Callable[[str], int] = default_deploy
+# Where long waits report (stderr: stdout keeps the one JSON object of --json) and on which clock.
+PROGRESS = Reporter()
 
 EnvOpt = Annotated[str, typer.Option("--env", "-e", help="Environment: reads config/<env>.yaml.")]
 
@@ -305,7 +308,7 @@ def patch(
             )
             raise typer.Exit(Exit.OK)
         result = run_patch(
-            clients, ref, settings, deployment, timeout_minutes * 60.0, show_progress=not as_json
+            clients, ref, settings, deployment, timeout_minutes * 60.0, show_progress=PROGRESS
         )
     except OperationError as exc:
         raise _fail(str(exc)) from None
@@ -598,7 +601,7 @@ def _teardown(env: str, yes: bool, allow_prod: bool, as_json: bool) -> Exit:
             out.print(f"- {msg}")
 
     try:
-        execute_teardown(clients, cfg, log, show=not as_json)
+        execute_teardown(clients, cfg, log, show=PROGRESS)
     except OperationError as exc:
         if as_json:
             print(json.dumps({"environment": env, "ok": False, "error": str(exc), "steps": done}))

@@ -19,7 +19,13 @@ from infra.config.kvcache import EndpointConfig
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, L2Settings
-from scripts.kube import MERGE_PATCH, find_endpoint_deployment, model_container_index, wait_for
+from scripts.kube import (
+    MERGE_PATCH,
+    Show,
+    find_endpoint_deployment,
+    model_container_index,
+    wait_for,
+)
 
 JsonPatch = list[dict[str, Any]]
 
@@ -101,7 +107,7 @@ def run_patch(
     deployment_name: str | None = None,
     timeout_s: float = 900.0,
     interval_s: float = 5.0,
-    show_progress: bool = True,
+    show_progress: Show = True,
 ) -> PatchOutcome:
     dep = find_endpoint_deployment(clients, ref, deployment_name)
     if dep is None:
@@ -122,9 +128,10 @@ def run_patch(
         _scale(clients, name, ns, 0)
         outcome.steps.append(f"scaled {name} to 0")
 
-        def drained() -> bool:
+        def drained() -> tuple[bool, str]:
             status = apps.read_namespaced_deployment(name, ns).status
-            return not (status.replicas or 0)
+            left = status.replicas or 0
+            return not left, f"{left} Pods left"
 
         wait_for(f"{name} to scale to 0", drained, timeout_s, interval_s, show_progress)
         # Re-read: the operator may have re-rendered the Deployment just before it was paused.
@@ -138,10 +145,11 @@ def run_patch(
         _scale(clients, name, ns, replicas)
         outcome.steps.append(f"scaled {name} back to {replicas}")
 
-        def ready() -> bool:
-            d = apps.read_namespaced_deployment(name, ns)
-            s = d.status
-            return (s.ready_replicas or 0) >= replicas and (s.updated_replicas or 0) >= replicas
+        def ready() -> tuple[bool, str]:
+            s = apps.read_namespaced_deployment(name, ns).status
+            ready_n, updated = s.ready_replicas or 0, s.updated_replicas or 0
+            done = ready_n >= replicas and updated >= replicas
+            return done, f"{updated}/{replicas} updated, {ready_n}/{replicas} Ready"
 
         wait_for(
             f"{name} to be Ready ({replicas} replicas)", ready, timeout_s, interval_s, show_progress

@@ -12,6 +12,10 @@ Curvine StorageClass -> stacks in reverse deploy order (kvcache, addons, hyperpo
 sweep of available ENIs and GuardDuty's endpoints and security group runs right before the network
 stack) -> log groups and retained EBS volumes. Each step looks at what exists now, so a re-run
 after a failure skips what is already gone.
+
+Every wait goes through ``scripts.kube.wait_for``: a stack deletion (up to 90 minutes) shows the
+elapsed time, the stack's status and its latest resource event, and a DELETE_FAILED names each
+resource that failed to delete with CloudFormation's reason.
 """
 
 from __future__ import annotations
@@ -20,14 +24,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError, WaiterError
+from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
-from scripts.kube import wait_for
+from scripts.kube import Show, wait_for
 from scripts.verify import cluster_names
 
 STACK_SUFFIXES = ("network", "eks", "hyperpod", "addons", "kvcache")  # deploy order
@@ -330,7 +334,7 @@ class Timeouts:
     interval_s: float = 10
 
 
-def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: bool) -> None:
+def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: Show) -> None:
     custom = clients.custom()
     endpoints = list_endpoints(clients, cfg)
     for item in endpoints:
@@ -359,7 +363,7 @@ def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, s
     )
 
 
-def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: bool) -> None:
+def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: Show) -> None:
     core = clients.core()
     pvcs = list_curvine_pvcs(clients, cfg)
     for item in pvcs:
@@ -380,34 +384,87 @@ def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: 
         )
 
 
-def _delete_stack(clients: Clients, name: str, t: Timeouts, log: Log) -> None:
-    status = stack_status(clients, name)
-    if status is None:
+def _stack(cfn: Any, ref: str) -> dict[str, Any] | None:
+    """The stack by name or id; None when it no longer exists."""
+    try:
+        stacks = cfn.describe_stacks(StackName=ref)["Stacks"]
+    except ClientError as exc:
+        if "does not exist" in exc.response["Error"].get("Message", ""):
+            return None
+        raise
+    return stacks[0] if stacks else None
+
+
+def _events_of_this_delete(cfn: Any, stack_id: str) -> list[dict[str, Any]]:
+    """The stack's events (newest first) back to the start of the current deletion."""
+    events = cfn.describe_stack_events(StackName=stack_id)["StackEvents"]
+    found = []
+    for event in events:
+        found.append(event)
+        is_stack = event.get("ResourceType") == "AWS::CloudFormation::Stack"
+        if is_stack and event.get("ResourceStatus") == "DELETE_IN_PROGRESS":
+            break
+    return found
+
+
+def _describe_event(event: dict[str, Any]) -> str:
+    reason = event.get("ResourceStatusReason") or ""
+    text = f"{event['LogicalResourceId']} {event.get('ResourceStatus', '')}"
+    return f"{text}: {reason}" if reason else text
+
+
+def delete_failure(cfn: Any, name: str, stack: dict[str, Any]) -> str:
+    """Which resources failed to delete, and why, from the events of this deletion."""
+    failed = [
+        e
+        for e in _events_of_this_delete(cfn, stack["StackId"])
+        if e.get("ResourceStatus") == "DELETE_FAILED"
+        and e.get("ResourceType") != "AWS::CloudFormation::Stack"
+    ]
+    if not failed:
+        reason = stack.get("StackStatusReason") or "no reason given"
+        return f"stack {name}: {stack['StackStatus']} ({reason}); fix it and re-run teardown"
+    parts = [
+        f"{e['LogicalResourceId']} ({e.get('ResourceType', '?')} "
+        f"{e.get('PhysicalResourceId') or '-'}): {e.get('ResourceStatusReason') or 'no reason'}"
+        for e in failed
+    ]
+    return (
+        f"stack {name}: DELETE_FAILED; failed to delete {'; '.join(parts)}. Remove what holds it "
+        "(or delete it by hand) and re-run teardown"
+    )
+
+
+def _delete_stack(clients: Clients, name: str, t: Timeouts, log: Log, show: Show = False) -> None:
+    """DeleteStack, then poll until it is gone, showing the status and the latest event."""
+    cfn = clients.aws("cloudformation")
+    stack = _stack(cfn, name)
+    if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":
         log(f"stack {name}: not found, skipped")
         return
-    cfn = clients.aws("cloudformation")
+    stack_id = stack["StackId"]  # by id, the stack still answers once it is deleted
     cfn.delete_stack(StackName=name)
-    log(f"stack {name}: delete requested (was {status})")
-    delay = max(1, int(t.interval_s))
-    try:
-        cfn.get_waiter("stack_delete_complete").wait(
-            StackName=name,
-            WaiterConfig={"Delay": delay, "MaxAttempts": max(1, int(t.stack_s // delay))},
+    log(f"stack {name}: delete requested (was {stack['StackStatus']})")
+
+    def gone() -> tuple[bool, str]:
+        now = _stack(cfn, stack_id)
+        if now is None or now["StackStatus"] == "DELETE_COMPLETE":
+            return True, "DELETE_COMPLETE"
+        if now["StackStatus"] == "DELETE_FAILED":
+            raise OperationError(delete_failure(cfn, name, now))
+        events = _events_of_this_delete(cfn, stack_id)
+        latest = next(
+            (e for e in events if e.get("ResourceType") != "AWS::CloudFormation::Stack"), None
         )
-    except WaiterError as exc:
-        reason = ""
-        try:
-            stack = cfn.describe_stacks(StackName=name)["Stacks"][0]
-            reason = f"{stack['StackStatus']}: {stack.get('StackStatusReason', '')}"
-        except ClientError:
-            pass
-        raise OperationError(
-            f"stack {name} did not delete ({reason or exc}); fix and re-run teardown"
-        ) from None
+        return False, now["StackStatus"] + (
+            f"; latest: {_describe_event(latest)}" if latest else ""
+        )
+
+    wait_for(f"stack {name} to delete", gone, t.stack_s, t.interval_s, show)
     log(f"stack {name}: deleted")
 
 
-def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: bool) -> None:
+def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: Show) -> None:
     ec2, logs = clients.aws("ec2"), clients.aws("logs")
     gone_codes = (
         "NotFound",
@@ -457,7 +514,7 @@ def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: boo
 
 
 def execute_teardown(
-    clients: Clients, cfg: AppConfig, log: Log, timeouts: Timeouts | None = None, show: bool = True
+    clients: Clients, cfg: AppConfig, log: Log, timeouts: Timeouts | None = None, show: Show = True
 ) -> None:
     t = timeouts or Timeouts()
     try:
@@ -471,7 +528,7 @@ def execute_teardown(
         for name in stack_names(cfg):
             if name.endswith("-network"):
                 _sweep(clients, vpc_leftovers(clients, cfg), t, log, show)
-            _delete_stack(clients, name, t, log)
+            _delete_stack(clients, name, t, log, show)
         leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg, log_groups)
         _sweep(clients, leftovers, t, log, show)
     except ClientError as exc:

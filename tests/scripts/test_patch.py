@@ -275,3 +275,20 @@ def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run"])
     assert result.exit_code == 2 and "enable_l2_cache is false" in result.stderr
+
+
+def test_rollout_progress_shows_ready_counts_on_a_fake_clock(
+    kube: FakeKube, deployment: dict[str, Any]
+) -> None:
+    from tests.scripts.test_progress import FakeClock, plain
+
+    clients = _seed(kube, deployment)
+    kube.after_write.clear()  # nothing makes the Pods Ready: the wait runs to its timeout
+    fake = FakeClock()
+    rep, stream = plain(fake)
+    with pytest.raises(OperationError, match=r"timed out after 1m00s .* \(last state: "):
+        run_patch(clients, REF, SETTINGS, timeout_s=60, interval_s=20, show_progress=rep)
+    text = stream.getvalue()
+    assert "waiting for vllm-kvcache to scale to 0 (up to 1m00s)" in text
+    assert "vllm-kvcache to scale to 0: 2 Pods left (0s elapsed)" in text
+    assert fake.t == 60  # the clock is fake: the minute took no real time
