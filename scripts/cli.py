@@ -213,19 +213,29 @@ def _verify(
     direct: bool,
     context: str | None,
     l2: dict[str, Any],
-) -> Exit:
-    from scripts.verify import run_verify
+    wait_minutes: float = 0,
+    emit: bool = True,
+) -> tuple[Exit, dict[str, Any]]:
+    """Run verify; returns the exit code and the JSON object (printed unless ``emit`` is off)."""
+    from scripts.verify import run_verify, wait_until_ready
 
     cfg = _config(env)
     ref = _endpoint(cfg, endpoint, namespace)
     clients = CLIENTS(cfg, context)
+    waited: dict[str, float] = {}
+    if wait_minutes > 0:
+        waited = wait_until_ready(clients, cfg, ref, wait_minutes * 60.0, show=PROGRESS)
     transport = None if skip_l2 else _transport(direct, context)
     checks, cross = run_verify(clients, cfg, ref, transport, **l2)
-    if as_json:
-        print(checks_json(checks, environment=env, l2_test=cross.as_dict() if cross else None))
-    else:
+    extra: dict[str, Any] = {"environment": env, "l2_test": cross.as_dict() if cross else None}
+    if waited:
+        extra["waited_seconds"] = {k: round(v, 1) for k, v in waited.items()}
+    payload = json.loads(checks_json(checks, **extra))
+    if emit and as_json:
+        print(json.dumps(payload))
+    elif emit:
         out.print(checks_table(f"verify: {env} {ref.namespace}/{ref.name}", checks))
-    return checks_exit(checks)
+    return checks_exit(checks), payload
 
 
 @app.command(epilog="Example: python -m scripts verify --env dev --endpoint qwen3-8b -n inference")
@@ -246,6 +256,13 @@ def verify(
         float, typer.Option(help="Pass when the 2nd Pod hits this share.")
     ] = 0.5,
     port: Annotated[int | None, typer.Option(help="Model port (default: the container's).")] = None,
+    wait_minutes: Annotated[
+        float,
+        typer.Option(
+            help="First wait up to this long for each of: Tiered Storage (InService, config "
+            "read back), the GPU nodes Ready, the endpoint's rollout; progress on stderr."
+        ),
+    ] = 0,
 ) -> None:
     """Check a live environment stage by stage, then prove cross-Pod reuse through L2."""
     l2 = {
@@ -255,7 +272,48 @@ def verify(
         "min_hit_ratio": min_hit_ratio,
         "port": port,
     }
-    raise typer.Exit(_verify(env, namespace, endpoint, as_json, skip_l2_test, direct, context, l2))
+    code, _ = _verify(
+        env, namespace, endpoint, as_json, skip_l2_test, direct, context, l2, wait_minutes
+    )
+    raise typer.Exit(code)
+
+
+@app.command(
+    "wait-tiered-storage",
+    epilog="Example: python -m scripts wait-tiered-storage --env dev --timeout-minutes 45",
+)
+def wait_tiered_storage(
+    env: EnvOpt = "dev",
+    timeout_minutes: Annotated[float, typer.Option(help="Give up after this long.")] = 45,
+    interval_seconds: Annotated[float, typer.Option(help="Seconds between polls.")] = 30,
+    as_json: JsonOpt = False,
+) -> None:
+    """Follow the Tiered Storage update: poll DescribeCluster until the config reads back and
+    the cluster is InService (progress on stderr)."""
+    from scripts.kube import wait_for
+    from scripts.verify import cluster_names, tiered_storage_state
+
+    cfg = _config(env)
+    clients = CLIENTS(cfg, None)
+    last = {"state": ""}
+
+    def poll() -> tuple[bool, str]:
+        done, last["state"] = tiered_storage_state(clients, cfg)
+        return done, last["state"]
+
+    name = cluster_names(cfg)[1]
+    seconds = wait_for(
+        f"Tiered Storage on {name}", poll, timeout_minutes * 60.0, interval_seconds, PROGRESS
+    )
+    if as_json:
+        print(
+            json.dumps(
+                {"ok": True, "environment": env, "cluster": name, "seconds": round(seconds, 1),
+                 "state": last["state"]}
+            )
+        )  # fmt: skip
+    else:
+        out.print(f"Tiered Storage on {name}: {last['state']} (after {seconds:.0f}s)")
 
 
 # ---- patch -------------------------------------------------------------------------------------
@@ -564,7 +622,11 @@ def size(
 # ---- teardown / recreate -----------------------------------------------------------------------
 
 
-def _teardown(env: str, yes: bool, allow_prod: bool, as_json: bool) -> Exit:
+def _teardown(
+    env: str, yes: bool, allow_prod: bool, as_json: bool, emit: bool = True
+) -> tuple[Exit, dict[str, Any]]:
+    """Plan (and with ``yes`` run) the teardown; returns the exit code and the JSON object (printed
+    unless ``emit`` is off). Steps go to stdout as a list, or to stderr with --json."""
     from scripts.teardown import execute_teardown, is_prod, plan_teardown
 
     cfg = _config(env)
@@ -575,9 +637,11 @@ def _teardown(env: str, yes: bool, allow_prod: bool, as_json: bool) -> Exit:
         )
     clients = CLIENTS(cfg, None)
     plan = plan_teardown(clients, cfg)
-    if as_json and not yes:
-        print(json.dumps({"environment": env, "dry_run": True, **plan.as_dict()}))
-        return Exit.OK
+    if not yes:
+        payload = {"environment": env, "dry_run": True, **plan.as_dict()}
+        if as_json and emit:
+            print(json.dumps(payload))
+            return Exit.OK, payload
     if not as_json:
         table = Table(
             title=f"teardown plan: {env} ({'deleting' if yes else 'dry run: nothing is deleted'})"
@@ -590,26 +654,30 @@ def _teardown(env: str, yes: bool, allow_prod: bool, as_json: bool) -> Exit:
         for note in plan.notes:
             out.print(f"note: {note}")
     if not yes:
-        if not as_json:
-            out.print("Nothing deleted. Re-run with --yes to delete the above in order.")
-        return Exit.OK
+        out.print("Nothing deleted. Re-run with --yes to delete the above in order.")
+        return Exit.OK, payload
     done: list[str] = []
 
     def log(msg: str) -> None:
         done.append(msg)
-        if not as_json:
+        if as_json:
+            PROGRESS.line(msg)
+        else:
             out.print(f"- {msg}")
 
     try:
         execute_teardown(clients, cfg, log, show=PROGRESS)
     except OperationError as exc:
-        if as_json:
-            print(json.dumps({"environment": env, "ok": False, "error": str(exc), "steps": done}))
-        err.print(f"error: {exc}", markup=False)
-        return Exit.OPERATION_FAILED
-    if as_json:
-        print(json.dumps({"environment": env, "ok": True, "steps": done}))
-    return Exit.OK
+        payload = {"environment": env, "ok": False, "error": str(exc), "steps": done}
+        if as_json and emit:
+            print(json.dumps(payload))
+        if emit:
+            err.print(f"error: {exc}", markup=False)
+        return Exit.OPERATION_FAILED, payload
+    payload = {"environment": env, "ok": True, "steps": done}
+    if as_json and emit:
+        print(json.dumps(payload))
+    return Exit.OK, payload
 
 
 @app.command(
@@ -625,7 +693,7 @@ def teardown(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete endpoints, PVCs, stacks (reverse order) and tagged leftovers; re-runnable."""
-    raise typer.Exit(_teardown(env, yes, allow_prod, as_json))
+    raise typer.Exit(_teardown(env, yes, allow_prod, as_json)[0])
 
 
 @app.command(epilog="Example: python -m scripts recreate --env test --yes")
@@ -639,21 +707,88 @@ def recreate(
     ] = False,
     skip_verify: Annotated[bool, typer.Option(help="Do not run verify after the deploy.")] = False,
     direct: DirectOpt = False,
+    wait_minutes: Annotated[
+        float, typer.Option(help="verify first waits this long for Tiered Storage, nodes, rollout.")
+    ] = 30,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Teardown, then `make deploy ENV=<env>`, then verify."""
+    """Teardown, then `make deploy ENV=<env>`, then verify; reports each phase with its time."""
+    from scripts.kube import fmt_duration
+
     if not yes:
         raise _fail("refused: recreate deletes the environment first; pass --yes", Exit.REFUSED)
-    code = _teardown(env, True, allow_prod, False)
-    if code != Exit.OK:
-        raise typer.Exit(code)
-    out.print(f"deploying: make deploy ENV={env}")
-    if DEPLOY(env) != 0:
-        raise _fail(
-            "make deploy failed; fix it and run `make deploy` then `python -m scripts verify`"
+    clock = PROGRESS.clock
+    phases: list[dict[str, Any]] = []
+    result: dict[str, Any] = {"command": "recreate", "environment": env, "phases": phases}
+
+    def phase(name: str, run: Callable[[], tuple[Exit, dict[str, Any] | None]]) -> Exit:
+        PROGRESS.line(f"recreate {env}: {name} started")
+        started = clock.monotonic()
+        error: str | None = None
+        try:
+            code, detail = run()
+        except Exception as exc:  # translated into the phase's result, or re-raised (a bug)
+            failure = describe_failure(exc)
+            if failure is None:
+                raise
+            code, detail, error = failure.code, None, failure.message
+            if not as_json:  # with --json the line comes once, after the object
+                err.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
+        seconds = clock.monotonic() - started
+        entry: dict[str, Any] = {"phase": name, "ok": code == Exit.OK, "seconds": round(seconds, 1)}
+        if error is None and detail is not None and not detail.get("ok", True):
+            error = detail.get("error")
+        if error:
+            entry["error"] = error
+        phases.append(entry)
+        if detail is not None:
+            result[name] = detail
+        verdict = "done" if code == Exit.OK else f"failed (exit {int(code)})"
+        PROGRESS.line(f"recreate {env}: {name} {verdict} after {fmt_duration(seconds)}")
+        return code
+
+    def deploy() -> tuple[Exit, dict[str, Any] | None]:
+        if not as_json:
+            out.print(f"deploying: make deploy ENV={env}")
+        if DEPLOY(env) != 0:
+            raise _fail(
+                "make deploy failed; fix it and run `make deploy` then `python -m scripts verify`"
+            )
+        return Exit.OK, None
+
+    steps: list[tuple[str, Callable[[], tuple[Exit, dict[str, Any] | None]]]] = [
+        ("teardown", lambda: _teardown(env, True, allow_prod, as_json, emit=not as_json)),
+        ("deploy", deploy),
+    ]
+    if not skip_verify:
+        steps.append(
+            (
+                "verify",
+                lambda: _verify(
+                    env, None, None, as_json, False, direct, None, {}, wait_minutes, not as_json
+                ),
+            )
         )
-    if skip_verify:
-        raise typer.Exit(Exit.OK)
-    raise typer.Exit(_verify(env, None, None, False, False, direct, None, {}))
+    code = Exit.OK
+    for name, run in steps:
+        code = phase(name, run)
+        if code != Exit.OK:
+            break
+    result["ok"] = code == Exit.OK
+    result["exit_code"] = int(code)
+    if as_json:
+        print(json.dumps(result, default=str))
+    else:
+        table = Table(title=f"recreate: {env}")
+        for col in ("phase", "result", "time"):
+            table.add_column(col)
+        for p in phases:
+            table.add_row(p["phase"], "ok" if p["ok"] else "failed", fmt_duration(p["seconds"]))
+        out.print(table)
+    failed = next((p for p in phases if not p["ok"]), None)
+    if as_json and failed is not None and failed.get("error"):
+        err.print(f"error: {failed['error']}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
 
 
 def main() -> None:

@@ -17,6 +17,7 @@ from scripts.clients import Clients
 from scripts.common import Check
 from scripts.endpoints import L2Settings, l2_settings
 from scripts.kube import (
+    Show,
     Transport,
     container_port,
     env_value,
@@ -26,6 +27,7 @@ from scripts.kube import (
     pods_of,
     read_endpoint,
     selector_string,
+    wait_for,
 )
 from scripts.lmcache_logs import L2Verdict, l2_verdict, parse_log
 from scripts.openai_stream import StreamResult, list_models, stream_completion
@@ -64,7 +66,8 @@ def _guard(stage: str, fn: Callable[[], Check]) -> Check:
         return Check(stage, "fail", f"AWS: {exc}", "check credentials and region")
 
 
-def check_tiered_storage(clients: Clients, cfg: AppConfig) -> Check:
+def _tiered_storage(clients: Clients, cfg: AppConfig) -> tuple[bool, str, str]:
+    """(matches the config, what it reads, ClusterStatus) from DescribeCluster."""
     _, hp_name = cluster_names(cfg)
     desc = clients.aws("sagemaker").describe_cluster(ClusterName=hp_name)
     got = desc.get("TieredStorageConfig") or {}
@@ -76,6 +79,11 @@ def check_tiered_storage(clients: Clients, cfg: AppConfig) -> Check:
     detail = (
         f"Mode={mode} {pct}% (config: {want.mode} {want.instance_memory_allocation_percentage}%)"
     )
+    return ok, detail, str(desc.get("ClusterStatus", "?"))
+
+
+def check_tiered_storage(clients: Clients, cfg: AppConfig) -> Check:
+    ok, detail, _ = _tiered_storage(clients, cfg)
     return Check(
         "tiered storage",
         "pass" if ok else "fail",
@@ -437,3 +445,64 @@ def run_verify(
         )
     )
     return checks, outcome
+
+
+# ---- waits (progress through scripts.kube.wait_for) ---------------------------------------------
+
+
+def tiered_storage_state(clients: Clients, cfg: AppConfig) -> tuple[bool, str]:
+    """Done when the cluster is InService and its TieredStorageConfig reads back as configured
+    (the update goes through UpdateCluster, which takes the cluster through Updating)."""
+    ok, detail, status = _tiered_storage(clients, cfg)
+    return ok and status == "InService", f"{status}; {detail}"
+
+
+def nodes_ready_state(clients: Clients, cfg: AppConfig) -> tuple[bool, str]:
+    want = cfg.hyperpod.gpu_group.instance_count
+    ready = sum(1 for node in gpu_nodes(clients, cfg) if pod_ready(node))  # same condition shape
+    return ready >= want, f"{ready}/{want} GPU nodes Ready"
+
+
+def rollout_state(clients: Clients, ref: EndpointConfig) -> tuple[bool, str]:
+    dep = find_endpoint_deployment(clients, ref)
+    if dep is None:
+        return False, "no Deployment yet"
+    want = int(dep["spec"].get("replicas") or 0)
+    status = dep.get("status") or {}
+    updated, ready = int(status.get("updatedReplicas") or 0), int(status.get("readyReplicas") or 0)
+    done = want > 0 and updated >= want and ready >= want
+    return done, f"{updated}/{want} updated, {ready}/{want} Ready"
+
+
+def wait_until_ready(
+    clients: Clients,
+    cfg: AppConfig,
+    ref: EndpointConfig | None,
+    timeout_s: float,
+    interval_s: float = 15.0,
+    show: Show = True,
+) -> dict[str, float]:
+    """Wait for Tiered Storage, the GPU nodes and (with ``ref``) the endpoint's rollout, each
+    within ``timeout_s``; returns the seconds each took."""
+    _, hp_name = cluster_names(cfg)
+    waited = {
+        "tiered_storage": wait_for(
+            f"Tiered Storage on {hp_name} (InService, config read back)",
+            lambda: tiered_storage_state(clients, cfg),
+            timeout_s,
+            interval_s,
+            show,
+        ),
+        "gpu_nodes": wait_for(
+            "GPU nodes Ready", lambda: nodes_ready_state(clients, cfg), timeout_s, interval_s, show
+        ),
+    }
+    if ref is not None:
+        waited["rollout"] = wait_for(
+            f"rollout of {ref.namespace}/{ref.name}",
+            lambda: rollout_state(clients, ref),
+            timeout_s,
+            interval_s,
+            show,
+        )
+    return waited

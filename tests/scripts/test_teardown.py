@@ -443,3 +443,42 @@ def test_recreate_runs_teardown_then_deploy(world: World, monkeypatch: pytest.Mo
     result = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify"])
     assert result.exit_code == 0, result.output
     assert deployed == ["dev"] and not plan_teardown(world.clients, world.cfg).stacks
+
+
+def test_recreate_reports_its_phases_with_timings(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from scripts import cli
+    from scripts.kube import Reporter
+    from tests.scripts.test_progress import FakeClock
+
+    fake = FakeClock()  # the deploy "takes" 25 minutes of fake time
+    monkeypatch.setattr(cli, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
+    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
+    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
+    monkeypatch.setattr("scripts.teardown.Timeouts", lambda: FAST)
+    outcomes = iter([0, 2])
+
+    def deploy(env: str) -> int:
+        fake.t += 1500
+        return next(outcomes)
+
+    monkeypatch.setattr(cli, "DEPLOY", deploy)
+    result = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # one JSON object; progress went to stderr
+    assert data["ok"] is True and data["exit_code"] == 0
+    assert [(p["phase"], p["ok"]) for p in data["phases"]] == [("teardown", True), ("deploy", True)]
+    assert data["phases"][1]["seconds"] == 1500
+    assert any(s.endswith(": deleted") for s in data["teardown"]["steps"])
+    assert "recreate dev: deploy done after 25m00s" in result.stderr
+    assert "stack hyperpod-kvcache-test-kvcache: deleted" in result.stderr
+
+    failed = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify", "--json"])
+    assert failed.exit_code == 4
+    data = json.loads(failed.stdout)
+    assert data["ok"] is False and data["exit_code"] == 4
+    deploy_phase = data["phases"][-1]
+    assert deploy_phase["phase"] == "deploy" and not deploy_phase["ok"]
+    assert deploy_phase["error"].startswith("make deploy failed")
+    assert failed.stderr.strip().splitlines()[-1].startswith("error: make deploy failed")

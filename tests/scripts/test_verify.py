@@ -46,11 +46,25 @@ ADDONS = [
 CLUSTER_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456"
 
 
+def _cluster(status: str, tiered: dict[str, Any] | None) -> dict[str, Any]:
+    desc = {
+        "ClusterArn": CLUSTER_ARN,
+        "ClusterName": "hyperpod-kvcache",
+        "ClusterStatus": status,
+        "InstanceGroups": [],
+    }
+    return {**desc, "TieredStorageConfig": tiered} if tiered else desc
+
+
 def _stubbed_aws(
-    tiered_pct: int = 20, addon_status: dict[str, str] | None = None
+    tiered_pct: int = 20,
+    addon_status: dict[str, str] | None = None,
+    before: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     sm = boto3.client("sagemaker", region_name="us-west-2")
     sm_stub = Stubber(sm)
+    for desc in before or []:  # what a wait reads first
+        sm_stub.add_response("describe_cluster", desc, {"ClusterName": "hyperpod-kvcache"})
     sm_stub.add_response(
         "describe_cluster",
         {
@@ -294,3 +308,93 @@ def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch)
 
     unknown = CliRunner().invoke(cli.app, ["verify", "--endpoint", "nope"])
     assert unknown.exit_code == 2 and "configured: default/vllm-kvcache" in unknown.stderr
+
+
+ENABLED = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
+
+
+def _fake_progress(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from scripts import cli
+    from scripts.kube import Reporter
+    from tests.scripts.test_progress import FakeClock
+
+    fake = FakeClock()
+    monkeypatch.setattr(cli, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
+    return fake
+
+
+def test_wait_tiered_storage_follows_describe_cluster(
+    kube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from scripts import cli
+
+    _fake_progress(monkeypatch)
+    before = [_cluster("InService", None), _cluster("Updating", ENABLED)]
+    aws = _stubbed_aws(before=before)  # then InService with the config
+    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    result = CliRunner().invoke(cli.app, ["wait-tiered-storage", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] is True and data["seconds"] == 60  # two 30 s polls of fake time
+    assert data["state"].startswith("InService; Mode=Enable 20%")
+    lines = result.stderr.splitlines()
+    assert "Tiered Storage on hyperpod-kvcache: InService; Mode=None None%" in lines[1]
+    assert "Tiered Storage on hyperpod-kvcache: Updating; Mode=Enable 20%" in lines[2]
+    assert lines[-1].endswith("Tiered Storage on hyperpod-kvcache: done after 1m00s")
+
+
+def test_wait_tiered_storage_times_out_in_one_json_object(
+    kube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from scripts import cli
+
+    _fake_progress(monkeypatch)
+    aws = _stubbed_aws(before=[_cluster("Updating", None)] * 2)
+    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    args = ["wait-tiered-storage", "--json", "--timeout-minutes", "1", "--interval-seconds", "60"]
+    result = CliRunner().invoke(cli.app, args)
+    assert result.exit_code == 4
+    data = json.loads(result.stdout)
+    assert data["error"].startswith("timed out after 1m00s waiting for Tiered Storage")
+    assert "(last state: Updating; Mode=None" in data["error"]
+
+
+def test_verify_waits_for_nodes_and_rollout_first(
+    kube: FakeKube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from scripts import cli
+
+    _seed_cluster(kube)
+    fake = _fake_progress(monkeypatch)
+    nodes = [kube.get(f"/api/v1/nodes/hyperpod-i-0{i}") for i in (1, 2)]
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+
+    def sleep_and_join(seconds: float) -> None:  # the second node joins after the first poll
+        fake.t += seconds
+        for node in nodes:
+            assert node is not None
+            kube.put("/api/v1/nodes", {**node, "status": ready})
+
+    monkeypatch.setattr(cli.PROGRESS.clock, "sleep", sleep_and_join)
+    dep = kube.get(f"{DEPLOYMENTS}/vllm-kvcache")
+    assert dep is not None
+    want = dep["spec"]["replicas"]
+    dep["status"] = {"replicas": want, "updatedReplicas": want, "readyReplicas": want}
+    aws = _stubbed_aws(before=[_cluster("InService", ENABLED)])
+    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    args = ["verify", "--skip-l2-test", "--json", "--wait-minutes", "10"]
+    result = CliRunner().invoke(cli.app, args)
+    data = json.loads(result.stdout)
+    assert result.exit_code == 0, result.output
+    assert data["waited_seconds"] == {"tiered_storage": 0, "gpu_nodes": 15, "rollout": 0}
+    assert "GPU nodes Ready: 0/2 GPU nodes Ready (0s elapsed)" in result.stderr
+    assert "rollout of default/vllm-kvcache: done after 0s" in result.stderr
