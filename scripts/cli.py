@@ -1,5 +1,6 @@
-"""`python -m scripts <command>`: the operations CLI (preflight, verify, patch, bench, size,
-teardown, recreate). Each command reads config/<env>.yaml; exit codes are in ``Exit``."""
+"""`python -m scripts <command>`: the operations CLI (preflight, verify, wait-tiered-storage,
+patch, bench, size, teardown, recreate, durations). Each command reads config/<env>.yaml; exit
+codes are in ``Exit``."""
 
 from __future__ import annotations
 
@@ -789,6 +790,69 @@ def recreate(
     if as_json and failed is not None and failed.get("error"):
         err.print(f"error: {failed['error']}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+# ---- durations ---------------------------------------------------------------------------------
+
+
+@app.command(epilog="Example: python -m scripts durations --env test --json")
+def durations(
+    env: EnvOpt = "dev",
+    cdk_out: Annotated[
+        Path,
+        typer.Option(
+            "--cdk-out",
+            help="Cloud assembly of this environment, for the table's per-property overrides "
+            "(used when it holds a manifest.json).",
+        ),
+    ] = Path("cdk.out"),
+    as_json: JsonOpt = False,
+) -> None:
+    """Measured create/delete minutes of every resource (CloudFormation events of the deployed
+    stacks) beside the minutes scripts/deploy_durations.yaml assumes."""
+    from dataclasses import asdict
+
+    from botocore.exceptions import ClientError
+
+    from scripts.deploy_plan import DURATIONS_FILE, Durations, measured_rows
+    from scripts.teardown import stack_names
+
+    cfg = _config(env)
+    cfn = CLIENTS(cfg, None).aws("cloudformation")
+    table = Durations.load()
+    outdir = cdk_out if (cdk_out / "manifest.json").is_file() else None
+    rows, missing = [], []
+    for stack in stack_names(cfg):
+        try:
+            rows += measured_rows(cfn, [stack], table, outdir)
+        except ClientError as exc:
+            if "does not exist" not in exc.response["Error"].get("Message", ""):
+                raise
+            missing.append(stack)
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "environment": env,
+                    "durations_file": DURATIONS_FILE.name,
+                    "cdk_out": str(outdir) if outdir else None,
+                    "rows": [asdict(r) for r in rows],
+                    "missing_stacks": missing,
+                }
+            )
+        )
+        return
+    grid = Table(title=f"measured vs assumed minutes: {env} ({DURATIONS_FILE.name})")
+    for col in ("stack", "resource", "type", "phase", "assumed", "measured", "ratio"):
+        grid.add_column(col)
+    for r in rows:
+        ratio = f"{r.measured / r.assumed:.2f}" if r.assumed else "-"
+        grid.add_row(
+            r.stack, r.logical_id, r.type, r.phase, f"{r.assumed:.1f}", f"{r.measured:.1f}", ratio
+        )
+    out.print(grid)
+    for stack in missing:
+        out.print(f"note: stack {stack} does not exist (not deployed, or deleted)")
 
 
 def main() -> None:
