@@ -297,7 +297,7 @@ def test_execution_role_name_and_trust(synth: Synth) -> None:
     assert synth.resources[bucket_ref["Fn::GetAtt"][0]]["Type"] == "AWS::S3::Bucket"
 
 
-def test_gated_model_role_trust_uses_string_like(synth: Synth) -> None:
+def test_gated_model_role_trusts_the_endpoint_namespaces(synth: Synth) -> None:
     roles = [
         r for r in synth.resources.values()
         if r["Type"] == "AWS::IAM::Role"
@@ -306,7 +306,10 @@ def test_gated_model_role_trust_uses_string_like(synth: Synth) -> None:
     assert len(roles) == 1
     assert trust_conditions(synth, roles[0]) == {
         "StringLike": {
-            f"{ISSUER}:sub": "system:serviceaccount:*:hyperpod-inference-service-account*"
+            f"{ISSUER}:sub": [
+                f"system:serviceaccount:{ns}:hyperpod-inference-service-account*"
+                for ns in sorted({ep.namespace for ep in synth.config.kvcache.endpoints})
+            ]
         },
         "StringEquals": {f"{ISSUER}:aud": "sts.amazonaws.com"},
     }

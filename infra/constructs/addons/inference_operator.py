@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
-from aws_cdk import Aws, CfnElement, Stack
+from aws_cdk import Aws, CfnElement, CfnJson, Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
@@ -15,12 +16,12 @@ from infra.constructs.addons.alb_controller_policy import (
     alb_controller_statements,
 )
 from infra.constructs.addons.base import EksAddon
-from infra.constructs.addons.irsa import irsa_role
+from infra.constructs.addons.irsa import STS_AUDIENCE, irsa_role
 from infra.constructs.addons.service_accounts import (
     ALB_CONTROLLER,
-    GATED_MODEL_DOWNLOAD,
     INFERENCE_CONTROLLER,
     KEDA_OPERATOR,
+    gated_model_download,
 )
 from infra.constructs.buckets import SecureBucket
 from infra.nag import acknowledge_findings, managed_policy_finding, ref, wildcard_finding
@@ -47,6 +48,32 @@ def execution_role_name(unique: str) -> str:
     return f"{EXECUTION_ROLE_PREFIX}-{unique[:keep].rstrip('-')}-{digest}"
 
 
+def gated_model_principal(
+    scope: Construct,
+    oidc_provider: iam.IOpenIdConnectProvider,
+    namespaces: Sequence[str],
+) -> iam.IPrincipal:
+    """SageMaker, and the operator's gated-download service accounts in exactly ``namespaces``
+    (one ``StringLike`` value per namespace: the account name ends in a generated suffix)."""
+    sagemaker = iam.ServicePrincipal("sagemaker.amazonaws.com")
+    if not namespaces:  # no endpoints: no service account may assume it
+        return sagemaker
+    issuer = oidc_provider.open_id_connect_provider_issuer
+    subjects = [gated_model_download(ns).subject for ns in sorted(set(namespaces))]
+    conditions = {
+        "StringLike": CfnJson(
+            scope, "GatedModelRoleTrustSubCondition", value={f"{issuer}:sub": subjects}
+        ),
+        "StringEquals": CfnJson(
+            scope, "GatedModelRoleTrustAudCondition", value={f"{issuer}:aud": STS_AUDIENCE}
+        ),
+    }
+    web = iam.FederatedPrincipal(
+        oidc_provider.open_id_connect_provider_arn, conditions, "sts:AssumeRoleWithWebIdentity"
+    )
+    return iam.CompositePrincipal(web, sagemaker)
+
+
 class InferenceOperatorAddon(EksAddon):
     ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
     CONFIG_KEY = "inference_operator"
@@ -64,6 +91,7 @@ class InferenceOperatorAddon(EksAddon):
         existing_cluster: bool,
         execution_role_unique_name: str,
         retain_stateful_resources: bool,
+        endpoint_namespaces: Sequence[str] = (),
     ) -> None:
         if settings.adopted:
             # The installed operator keeps its execution role, TLS bucket and ALB/KEDA roles:
@@ -107,12 +135,10 @@ class InferenceOperatorAddon(EksAddon):
                 "the operator writes into its own TLS bucket; keys are generated per endpoint.",
             },
         )
-        self.gated_model_role = irsa_role(
+        self.gated_model_role = iam.Role(
             holder,
             "GatedModelRole",
-            oidc_provider=oidc_provider,
-            service_account=GATED_MODEL_DOWNLOAD,
-            also_trusted_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=gated_model_principal(holder, oidc_provider, endpoint_namespaces),
             description="Downloads gated JumpStart models for HyperPod inference endpoints",
         )
         self.gated_model_role.add_managed_policy(

@@ -109,6 +109,7 @@ class PlatformAddons(Construct):
                     existing_cluster=existing,
                     execution_role_unique_name=f"{config.stack_prefix}-{config.region}",
                     retain_stateful_resources=config.retain_stateful_resources,
+                    endpoint_namespaces=[ep.namespace for ep in config.kvcache.endpoints],
                 )
             )
         for addon in self.addons.values():

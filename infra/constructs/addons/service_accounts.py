@@ -31,7 +31,15 @@ FSX_CSI_CONTROLLER = ServiceAccount("kube-system", "fsx-csi-controller-sa")
 INFERENCE_CONTROLLER = ServiceAccount(
     "hyperpod-inference-system", "hyperpod-inference-controller-manager"
 )
-# The operator creates one such service account per model namespace for gated JumpStart downloads.
-GATED_MODEL_DOWNLOAD = ServiceAccount("*", "hyperpod-inference-service-account*")
+# The operator creates one such service account per model namespace for gated JumpStart downloads;
+# the role trusts it only in the namespaces the config deploys endpoints to.
+GATED_MODEL_DOWNLOAD_NAME = "hyperpod-inference-service-account*"
+
+
+def gated_model_download(namespace: str) -> ServiceAccount:
+    """The gated-model download service account(s) the operator creates in ``namespace``."""
+    return ServiceAccount(namespace, GATED_MODEL_DOWNLOAD_NAME)
+
+
 ALB_CONTROLLER = ServiceAccount("hyperpod-inference-system", "aws-load-balancer-controller")
 KEDA_OPERATOR = ServiceAccount("hyperpod-inference-system", "keda-operator")
