@@ -105,6 +105,10 @@ class VerifyRole(Construct):
         )
 
 
+# GuardDuty tags the VPC endpoint and security group it creates for runtime monitoring.
+GUARDDUTY_TAG = "GuardDutyManaged"
+
+
 class NightlyRecreate(Construct):
     """A scheduled CodeBuild run of `scripts recreate` on the test environment: teardown,
     deploy, verify. Failures show drift and recreate problems before a release."""
@@ -210,17 +214,19 @@ class NightlyRecreate(Construct):
                 ],
                 resources=["*"],
             ),
+            # Teardown sweeps GuardDuty's endpoint and security group, which block the VPC's
+            # deletion: GuardDuty creates them (not our stacks), tagged GuardDutyManaged=true.
+            # No network-interface deletes: ENIs carry no tags and the VPC id changes with every
+            # recreate, so no condition could keep them to this environment; teardown leaves
+            # them to CloudFormation (docs/operations-cli.md).
             iam.PolicyStatement(
-                sid="SweepNetworkLeftovers",
-                actions=[
-                    "ec2:DeleteNetworkInterface",
-                    "ec2:DeleteVpcEndpoints",
-                    "ec2:DeleteSecurityGroup",
-                ],
+                sid="SweepGuardDutyNetworkLeftovers",
+                actions=["ec2:DeleteVpcEndpoints", "ec2:DeleteSecurityGroup"],
                 resources=[
                     f"arn:aws:ec2:{region}:{account}:{kind}/*"
-                    for kind in ("network-interface", "vpc-endpoint", "security-group")
+                    for kind in ("vpc-endpoint", "security-group")
                 ],
+                conditions={"StringEquals": {f"aws:ResourceTag/{GUARDDUTY_TAG}": "true"}},
             ),
             iam.PolicyStatement(
                 sid="SweepTaggedVolumes",

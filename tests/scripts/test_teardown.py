@@ -482,3 +482,32 @@ def test_recreate_reports_its_phases_with_timings(
     assert deploy_phase["phase"] == "deploy" and not deploy_phase["ok"]
     assert deploy_phase["error"].startswith("make deploy failed")
     assert failed.stderr.strip().splitlines()[-1].startswith("error: make deploy failed")
+
+
+def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
+    """Stubber: moto allows every call, so a role without ec2:DeleteNetworkInterface (the
+    nightly role) cannot be played by it."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import Item, _sweep
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_client_error(
+            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            expected_params={"NetworkInterfaceId": "eni-1"},
+        )  # fmt: skip
+        stub.add_response("delete_volume", {}, {"VolumeId": "vol-1"})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        items = [Item("available ENI", "eni-1"), Item("EBS volume", "vol-1")]
+        _sweep(clients, items, FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "available ENI eni-1: not allowed to delete (UnauthorizedOperation); "
+        "left to CloudFormation",
+        "deleted EBS volume vol-1",
+    ]
+    with Stubber(ec2) as stub, pytest.raises(Exception, match="UnauthorizedOperation"):
+        stub.add_client_error("delete_volume", "UnauthorizedOperation", "not authorized")
+        _sweep(clients, [Item("EBS volume", "vol-1")], FAST, steps.append, False)

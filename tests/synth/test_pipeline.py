@@ -218,3 +218,19 @@ def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]
     assert f"/aws/eks/{test.eks.cluster_name}/cluster:*" in groups
     others = [s for s in by_sid.values() if "ec2:DeleteVolume" in json.dumps(s.get("Action"))]
     assert all(s.get("Condition") for s in others)
+
+
+def test_nightly_role_deletes_network_leftovers_only_by_tag(pipeline: dict[str, Any]) -> None:
+    """Every EC2 delete is conditioned; GuardDuty's endpoint and security group by the tag
+    GuardDuty puts on them; no network-interface delete at all (ENIs carry no tags, and the VPC
+    id changes with every recreate)."""
+    by_sid = _nightly_statements(pipeline["template"])
+    deletes = [
+        s for s in by_sid.values() if "ec2:Delete" in json.dumps(s.get("Action"))
+    ]  # fmt: skip
+    assert deletes and all(s.get("Condition") for s in deletes)
+    assert "ec2:DeleteNetworkInterface" not in json.dumps(list(by_sid.values()))
+    sweep = by_sid["SweepGuardDutyNetworkLeftovers"]
+    assert sorted(sweep["Action"]) == ["ec2:DeleteSecurityGroup", "ec2:DeleteVpcEndpoints"]
+    assert sweep["Condition"] == {"StringEquals": {"aws:ResourceTag/GuardDutyManaged": "true"}}
+    assert all(r.endswith(('vpc-endpoint/*"', 'security-group/*"')) for r in _resources(sweep))
