@@ -733,8 +733,6 @@ def recreate(
             if failure is None:
                 raise
             code, detail, error = failure.code, None, failure.message
-            if not as_json:  # with --json the line comes once, after the object
-                err.print(f"error: {error}", markup=False, highlight=False, soft_wrap=True)
         seconds = clock.monotonic() - started
         entry: dict[str, Any] = {"phase": name, "ok": code == Exit.OK, "seconds": round(seconds, 1)}
         if error is None and detail is not None and not detail.get("ok", True):
@@ -758,7 +756,7 @@ def recreate(
         return Exit.OK, None
 
     steps: list[tuple[str, Callable[[], tuple[Exit, dict[str, Any] | None]]]] = [
-        ("teardown", lambda: _teardown(env, True, allow_prod, as_json, emit=not as_json)),
+        ("teardown", lambda: _teardown(env, True, allow_prod, as_json, emit=False)),
         ("deploy", deploy),
     ]
     if not skip_verify:
@@ -777,6 +775,9 @@ def recreate(
             break
     result["ok"] = code == Exit.OK
     result["exit_code"] = int(code)
+    failed = next((p for p in phases if not p["ok"]), None)
+    if failed is not None and failed.get("error"):
+        result["error"] = failed["error"]  # as in every command's failure object
     if as_json:
         print(json.dumps(result, default=str))
     else:
@@ -786,8 +787,7 @@ def recreate(
         for p in phases:
             table.add_row(p["phase"], "ok" if p["ok"] else "failed", fmt_duration(p["seconds"]))
         out.print(table)
-    failed = next((p for p in phases if not p["ok"]), None)
-    if as_json and failed is not None and failed.get("error"):
+    if failed is not None and failed.get("error"):  # the last line, as for every command
         err.print(f"error: {failed['error']}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 

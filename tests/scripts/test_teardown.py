@@ -481,6 +481,7 @@ def test_recreate_reports_its_phases_with_timings(
     deploy_phase = data["phases"][-1]
     assert deploy_phase["phase"] == "deploy" and not deploy_phase["ok"]
     assert deploy_phase["error"].startswith("make deploy failed")
+    assert data["error"] == deploy_phase["error"] and data["command"] == "recreate"
     assert failed.stderr.strip().splitlines()[-1].startswith("error: make deploy failed")
 
 
