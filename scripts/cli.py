@@ -795,6 +795,26 @@ def recreate(
 # ---- durations ---------------------------------------------------------------------------------
 
 
+@app.command(epilog="Example: python -m scripts report --env dev --window 1h")
+def report(
+    env: EnvOpt = "dev",
+    window: Annotated[str, typer.Option(help="How far back: 15m, 1h, 1d.")] = "1h",
+    as_json: JsonOpt = False,
+    png: Annotated[
+        Path | None, typer.Option(help="PNG of the panels (default dist/<env>/report.png).")
+    ] = None,
+    endpoint: Annotated[
+        str | None, typer.Option(help="Prometheus query URL (default: the AMP workspace).")
+    ] = None,
+) -> None:
+    """Each tier's hit rate, TTFT percentiles and L2 use over a window, from the metrics store."""
+    from scripts.report import main as report_main
+
+    argv = ["--env", env, "--window", window, *(["--json"] if as_json else [])]
+    argv += [*(["--png", str(png)] if png else []), *(["--endpoint", endpoint] if endpoint else [])]
+    raise typer.Exit(report_main(argv))
+
+
 @app.command(epilog="Example: python -m scripts durations --env test --json")
 def durations(
     env: EnvOpt = "dev",

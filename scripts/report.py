@@ -212,8 +212,12 @@ def main(argv: list[str] | None = None) -> int:
     base = args.endpoint or query_endpoint(config)
     found = boto3.Session(region_name=config.region).get_credentials()
     if found is None:
-        print("error: no AWS credentials to sign AMP queries with", file=sys.stderr)
-        return 2
+        print(
+            "error: no AWS credentials to sign AMP queries with: run `aws configure` or set "
+            "AWS_PROFILE",
+            file=sys.stderr,
+        )
+        return 4  # could not operate (scripts.common.Exit.OPERATION_FAILED)
     frozen = found.get_frozen_credentials()
     credentials = Credentials(frozen.access_key, frozen.secret_key, frozen.token)
     client = PromClient(base, config.region, credentials)

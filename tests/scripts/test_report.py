@@ -87,3 +87,38 @@ def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFi
 def test_bad_window_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     assert report.main(["--env", "dev", "--window", "an hour"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_cli_report_command_reaches_the_fake(fake: FakePrometheus, tmp_path: Path) -> None:
+    """`python -m scripts report` is the same report, through the CLI's entry point."""
+    from typer.testing import CliRunner
+
+    from scripts.cli import app
+
+    png = tmp_path / "cli.png"
+    with fake.serve() as url:
+        result = CliRunner().invoke(
+            app, ["report", "--env", "dev", "--json", "--endpoint", url, "--png", str(png)]
+        )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["l2"]["high_water_percent"] == 85
+    assert png.is_file()
+
+
+def test_cli_report_without_credentials_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from scripts.cli import app
+
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = CliRunner().invoke(app, ["report", "--env", "dev", "--endpoint", "http://127.0.0.1:9"])
+    assert result.exit_code == 4
+    assert result.stderr.strip().splitlines() == [
+        "error: no AWS credentials to sign AMP queries with: run `aws configure` or set AWS_PROFILE"
+    ]
