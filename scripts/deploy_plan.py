@@ -1,7 +1,8 @@
 """A model of how long `cdk deploy --all` and `cdk destroy --all` take, read from cdk.out.
 
 Resources come from the synthesized templates, their dependencies from ``DependsOn``, ``Ref``,
-``Fn::GetAtt``, ``Fn::Sub`` and ``Fn::ImportValue`` (through the producing stack's exports), and
+``Fn::GetAtt``, ``Fn::Sub``, ``Fn::ImportValue`` and ``Fn::GetStackOutput`` (through the producing
+stack's exports and outputs), and
 from the ``hyperpod-kvcache:needs`` metadata that ``infra.deps.needs`` writes where one resource
 waits for a resource of another stack without referencing it (CloudFormation cannot express that;
 CDK turns it into a stack dependency). Durations come from one table, deploy_durations.yaml.
@@ -65,6 +66,8 @@ def _refs(value: Any) -> Iterator[tuple[str, str]]:
                 yield "local", name
             elif fn == "Fn::ImportValue" and isinstance(arg, str):
                 yield "import", arg
+            elif fn == "Fn::GetStackOutput" and isinstance(arg, dict):  # a weak reference
+                yield "output", f"{arg.get('StackName')}:{arg.get('OutputName')}"
             elif fn == "Fn::Sub":
                 text = arg[0] if isinstance(arg, list) else arg
                 for name in _SUB_REF.findall(text):
@@ -87,12 +90,16 @@ def load_assembly(outdir: Path) -> Assembly:
         stacks[name] = set(artifact.get("dependencies") or [])
     for name in stacks:
         stacks[name] &= set(stacks)  # asset manifests are not stacks
+    # What each export (strong reference) and each output (weak reference) reads.
     exports: dict[str, set[ResourceKey]] = {}
     for name, template in templates.items():
-        for output in template.get("Outputs", {}).values():
+        stack_name = manifest["artifacts"][name]["properties"].get("stackName", name)
+        for output_name, output in template.get("Outputs", {}).items():
+            reads = {(name, r) for kind, r in _refs(output["Value"]) if kind == "local"}
+            exports[f"{stack_name}:{output_name}"] = reads
             export = output.get("Export", {}).get("Name")
             if isinstance(export, str):
-                exports[export] = {(name, r) for kind, r in _refs(output["Value"])}
+                exports[export] = reads
     resources: dict[ResourceKey, Resource] = {}
     for name, template in templates.items():
         local = template.get("Resources", {})
@@ -104,7 +111,7 @@ def load_assembly(outdir: Path) -> Assembly:
             for kind, ref in _refs(body.get("Properties", {})):
                 if kind == "local" and ref in local:
                     res.needs.add((name, ref))
-                elif kind == "import":
+                elif kind in ("import", "output"):
                     res.needs |= exports.get(ref, set())
             for item in body.get("Metadata", {}).get(NEEDS_METADATA, []):
                 res.needs.add((item["stack"], item["logicalId"]))

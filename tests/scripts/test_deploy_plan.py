@@ -86,6 +86,16 @@ def test_floor_waits_only_for_what_each_resource_needs(two_stacks: Path) -> None
     assert schedule.minutes == 11.0
 
 
+def test_a_weak_reference_is_a_dependency_too(two_stacks: Path) -> None:
+    """Fn::GetStackOutput (CDK's weak cross-stack reference) reads the producer's output."""
+    template = json.loads((two_stacks / "top.template.json").read_text())
+    template["Resources"]["T"]["Properties"]["X"] = {
+        "Fn::GetStackOutput": {"StackName": "base", "OutputName": "A"}
+    }
+    (two_stacks / "top.template.json").write_text(json.dumps(template))
+    assert load_assembly(two_stacks).resources[("top", "T")].needs == {("base", "A")}
+
+
 def test_deletion_runs_the_graph_backwards(two_stacks: Path) -> None:
     schedule = as_deployed(load_assembly(two_stacks), DURATIONS, "delete")
     # top goes first (U, then T), then base (A and S in parallel; S takes 4).
