@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App, CfnWaitConditionHandle, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
@@ -24,6 +24,7 @@ PRUNE = "aws.cdk.eks/prune-"
 def template(dev_config: AppConfig) -> Template:
     app = App(context=cdk_json_context())
     ref = Stack(app, "ClusterRef")
+    CfnWaitConditionHandle(ref, "NotEmpty")  # an empty stack fails CloudFormation's validation
     provider = eks.KubectlProvider.from_kubectl_provider_attributes(
         ref, "Provider", service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
         role=iam.Role.from_role_arn(ref, "Role", "arn:aws:iam::111122223333:role/kubectl"),

@@ -56,6 +56,7 @@ def resources() -> dict[str, dict[str, Any]]:
     app = cdk.App(context=cdk_json_context())
     stack = cdk.Stack(app, "Imports", env=cdk.Environment(account=config.account,
                                                           region=config.region))  # fmt: skip
+    cdk.CfnWaitConditionHandle(stack, "NotEmpty")  # an empty stack fails CloudFormation's checks
     assert config.existing_cluster is not None
     cluster = eks.Cluster.from_cluster_attributes(
         stack, "Cluster", cluster_name=config.existing_cluster.eks_cluster_name
