@@ -60,11 +60,19 @@ docs: install
 	$(PY) -m scripts.config_reference
 	$(PY) -m scripts.config_schema
 
-## lint: ruff (lint and format check) and mypy
-lint: install
+## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing)
+lint: install .venv-checkov/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	test -f $(OUT)/manifest.json -a -d dist/$(ENV) || $(MAKE) --no-print-directory synth
+	$(PY) -m scripts.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
+
+# checkov pins older boto3/packaging/networkx than requirements.txt: it gets its own virtualenv.
+.venv-checkov/.installed: requirements-checkov.txt
+	test -x .venv-checkov/bin/python || $(PYTHON) -m venv .venv-checkov
+	.venv-checkov/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
 
 ## manifests: write dist/<ENV>/ for kubectl or GitOps (one file per chart + kustomization.yaml)
 manifests: install
