@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from infra.config.addons import S3_BUCKET_NAME
 from infra.config.base import Section
@@ -26,6 +26,13 @@ if TYPE_CHECKING:
 
 LOCK_DIR = Path(__file__).resolve().parents[2] / "k8s" / "locks"
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
+L2_BACKENDS = ("curvine", "fsx_lustre")
+# FSx for Lustre PERSISTENT_2 (SSD): throughput per TiB it accepts, and its capacity steps
+# (CreateFileSystem / UpdateFileSystem, "Managing throughput capacity" in the Lustre guide).
+FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
+FSX_FIRST_CAPACITY_GIB, FSX_CAPACITY_STEP_GIB = 1200, 2400
+FSX_LUSTRE_VERSIONS = ("2.12", "2.15")
+REGION_CODE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -173,6 +180,145 @@ class CurvineConfig(Section):
         return f"{self.csi_image_repository}:{self.version}"
 
 
+class FsxDataRepositoryConfig(Section):
+    """T4: a data repository association exporting the L2 files to S3, so sessions survive a
+    cluster (and file system) rebuild. The app does not own the bucket: expiry of the exported
+    objects is an S3 lifecycle rule on the bucket (an association has no expiry setting)."""
+
+    bucket: str
+    """Bare name of the S3 bucket (no ``s3://``, no ARN) the L2 files are exported to."""
+    bucket_region: str
+    """Region of that bucket; must be the environment's region (an association links a bucket
+    in the file system's region)."""
+    prefix: str = "l2cache/"
+    """Key prefix in the bucket, ending in ``/`` (empty: the whole bucket)."""
+    import_on_create: bool = True
+    """List the bucket's objects under the prefix in the file system when the association is
+    created (``BatchImportMetaDataOnCreate``): a rebuilt file system finds the earlier sessions
+    and loads their bytes from S3 on first read."""
+
+    @field_validator("bucket")
+    @classmethod
+    def _bucket(cls, v: str) -> str:
+        if not S3_BUCKET_NAME.match(v):
+            raise RuleViolation(
+                "an S3 bucket name (3-63 lower-case letters, digits, '.' and '-'), not an ARN "
+                "or s3:// URL",
+                "write the bare bucket name; put the key prefix in prefix",
+            )
+        return v
+
+    @field_validator("bucket_region")
+    @classmethod
+    def _region(cls, v: str) -> str:
+        if not REGION_CODE.match(v):
+            raise RuleViolation("a region code like us-west-2", "run `aws s3api "
+                                "get-bucket-location --bucket <name>` and copy it")  # fmt: skip
+        return v
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, v: str) -> str:
+        if v.startswith(("/", "s3://")) or (v and not v.endswith("/")):
+            raise RuleViolation(
+                "a key prefix inside the bucket ending in '/', like l2cache/ (or empty)",
+                "drop a leading / or s3:// and end it with /",
+            )
+        return v
+
+    @property
+    def s3_uri(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+
+class FsxLustreConfig(Section):
+    """The shared tier on Amazon FSx for Lustre (``l2_backend: fsx_lustre``): one PERSISTENT_2
+    file system in the HyperPod subnet, mounted RWX in every endpoint Pod through the FSx CSI
+    driver. Data compression is off: KV blocks are dense tensors that LZ4 barely shrinks, and
+    compression adds CPU work on the file servers to every read on the TTFT path."""
+
+    storage_capacity_gib: int = 1200
+    """Capacity in GiB: 1200, 2400, then steps of 2400 (PERSISTENT_2 SSD). Also the size the
+    evictor keeps the L2 tree under (``curvine.evictor`` percentages)."""
+    throughput_mb_per_tib: int = 250
+    """Throughput per TiB of storage (``PerUnitStorageThroughput``): 125, 250, 500 or 1000
+    MB/s/TiB. The file system serves capacity (TiB) x this value in aggregate."""
+    file_system_type_version: str = "2.15"
+    """Lustre version of the file system (2.12 or 2.15; the FSx CSI driver's client mounts both)."""
+    backup_retention_days: int | None = Field(default=None, ge=0, le=90)
+    """Daily automatic backups kept, in days. Null: 7 when ``retain_stateful_resources`` is on
+    (prod), 0 (no backups: the cache is recomputable) otherwise."""
+    data_repository: FsxDataRepositoryConfig | None = None
+    """Optional T4: export new L2 files to S3 (null: no S3 link)."""
+    hyperpod_subnet_id: str | None = None
+    """Existing-cluster mode only: the HyperPod cluster's subnet (``aws sagemaker
+    describe-cluster --query VpcConfig.Subnets``). The file system is placed there, in the GPU
+    nodes' AZ. With a cluster the app creates, its HyperPod subnet is used and this stays null."""
+    vpc_id: str | None = None
+    """Existing-cluster mode only: the VPC of that subnet (the file system's security group)."""
+    client_security_group_id: str | None = None
+    """Existing-cluster mode only: the security group of the HyperPod nodes (``VpcConfig.
+    SecurityGroupIds``); Lustre's ports are opened to it only."""
+
+    @field_validator("storage_capacity_gib")
+    @classmethod
+    def _capacity(cls, v: int) -> int:
+        if v != FSX_FIRST_CAPACITY_GIB and (v <= 0 or v % FSX_CAPACITY_STEP_GIB):
+            lower = max(FSX_CAPACITY_STEP_GIB, v // FSX_CAPACITY_STEP_GIB * FSX_CAPACITY_STEP_GIB)
+            raise RuleViolation(
+                f"{FSX_FIRST_CAPACITY_GIB} or a multiple of {FSX_CAPACITY_STEP_GIB} GiB "
+                "(FSx for Lustre PERSISTENT_2 SSD)",
+                f"use {lower} or {lower + FSX_CAPACITY_STEP_GIB}",
+            )
+        return v
+
+    @field_validator("throughput_mb_per_tib")
+    @classmethod
+    def _throughput(cls, v: int) -> int:
+        if v not in FSX_PERSISTENT_2_THROUGHPUTS:
+            raise RuleViolation(
+                f"{', '.join(map(str, FSX_PERSISTENT_2_THROUGHPUTS))} MB/s/TiB (PERSISTENT_2)",
+                "pick one of them; aggregate throughput = capacity in TiB x this value",
+            )
+        return v
+
+    @field_validator("file_system_type_version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if v not in FSX_LUSTRE_VERSIONS:
+            raise RuleViolation(
+                f"{' or '.join(FSX_LUSTRE_VERSIONS)} (Lustre versions of PERSISTENT_2)",
+                "use 2.15",
+            )
+        return v
+
+    @field_validator("hyperpod_subnet_id")
+    @classmethod
+    def _subnet(cls, v: str | None) -> str | None:
+        return None if v is None else _aws_id(v, "subnet", "kvcache.fsx.hyperpod_subnet_id")
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc(cls, v: str | None) -> str | None:
+        return None if v is None else _aws_id(v, "vpc", "kvcache.fsx.vpc_id")
+
+    @field_validator("client_security_group_id")
+    @classmethod
+    def _sg(cls, v: str | None) -> str | None:
+        return None if v is None else _aws_id(v, "sg", "kvcache.fsx.client_security_group_id")
+
+    def backup_days(self, retain: bool) -> int:
+        if self.backup_retention_days is not None:
+            return self.backup_retention_days
+        return 7 if retain else 0
+
+
+def _aws_id(value: str, kind: str, field: str) -> str:
+    if not re.match(rf"^{kind}-[0-9a-f]{{8,17}}$", value):
+        raise RuleViolation(f"an id like {kind}-0abc1234def567890", f"copy the id into {field}")
+    return value
+
+
 class KyvernoConfig(Section):
     chart_version: str = "3.8.2"
     """Kyverno Helm chart version (3.8.2 ships Kyverno v1.18.2); k8s/schemas/kyverno holds the
@@ -296,12 +442,45 @@ class EndpointConfig(Section):
 
 
 class KvCacheConfig(Section):
+    l2_backend: Literal["curvine", "fsx_lustre"] = "curvine"
+    """The shared L2 store: ``curvine`` (the GPU nodes' NVMe pooled by Curvine) or
+    ``fsx_lustre`` (an FSx for Lustre file system, optionally exported to S3; Curvine is then
+    not deployed). Recorded in the lock file: switching loses the L2 contents and needs
+    ``l2_backend_switch_confirmed``. docs/architecture.md says when to pick which."""
+    l2_backend_switch_confirmed: bool = False
+    """Set to true (for one deploy) to switch ``l2_backend`` on an environment whose lock file
+    records the other backend; the cached KV of the old store is lost."""
     curvine: CurvineConfig = CurvineConfig()
+    fsx: FsxLustreConfig = FsxLustreConfig()
+    """The FSx for Lustre file system (used when ``l2_backend`` is ``fsx_lustre``)."""
     kyverno: KyvernoConfig = KyvernoConfig()
     endpoints: tuple[EndpointConfig, ...] = (EndpointConfig(),)
     """Inference endpoints served from the cluster; all share one Curvine."""
     l2_mount_path: str = "/mnt/curvine/l2cache"
     """Where the policy mounts curvine-pvc in the vLLM container."""
+
+    @model_validator(mode="after")
+    def _backend_owns_curvine(self) -> KvCacheConfig:
+        """With fsx_lustre Curvine is not deployed: ``curvine.enabled`` follows the backend
+        unless written out, and written out as true it contradicts it."""
+        if self.l2_backend != "fsx_lustre" or not self.curvine.enabled:
+            return self
+        if "enabled" in self.curvine.model_fields_set:
+            raise RuleViolation(
+                "false (or absent) when kvcache.l2_backend is fsx_lustre: the file system is "
+                "the L2 store and Curvine is not deployed",
+                "remove kvcache.curvine.enabled, or set kvcache.l2_backend to curvine",
+                field="kvcache.curvine.enabled",
+                value=True,
+            )
+        # frozen model: set once, while validating
+        object.__setattr__(self, "curvine", self.curvine.model_copy(update={"enabled": False}))
+        return self
+
+    @property
+    def l2_enabled(self) -> bool:
+        """A shared L2 store is deployed (Curvine, or the FSx file system)."""
+        return self.curvine.enabled or self.l2_backend == "fsx_lustre"
 
 
 def read_lock(env: str, lock_dir: Path = LOCK_DIR) -> dict[str, Any] | None:
@@ -317,6 +496,9 @@ def lock_of(app: AppConfig) -> dict[str, Any]:
     kv = app.kvcache
     return {
         "curvine_master_replicas": kv.curvine.master.replicas if kv.curvine.enabled else None,
+        # Only a backend other than the default is written, so the locks of Curvine
+        # environments stay as they were; a lock without the key means curvine.
+        **({"l2_backend": kv.l2_backend} if kv.l2_backend != "curvine" else {}),
         "endpoints": {
             f"{e.namespace}/{e.name}": {"routing_strategy": e.routing_strategy}
             for e in kv.endpoints
@@ -329,6 +511,7 @@ def check_lock(app: AppConfig, lock: dict[str, Any] | None) -> None:
     if lock is None:
         return
     env = app.environment
+    _check_backend_switch(app, lock)
     old = lock.get("curvine_master_replicas")
     new = app.kvcache.curvine.master.replicas
     if app.kvcache.curvine.enabled and old is not None and old != new:
@@ -351,6 +534,64 @@ def check_lock(app: AppConfig, lock: dict[str, Any] | None) -> None:
                 field=f"kvcache.endpoints.{i}.routing_strategy",
                 value=e.routing_strategy,
             )
+
+
+def _check_backend_switch(app: AppConfig, lock: dict[str, Any]) -> None:
+    """The L2 store cannot change under a running environment without losing what it holds."""
+    kv = app.kvcache
+    was = lock.get("l2_backend", "curvine")
+    if was == kv.l2_backend or kv.l2_backend_switch_confirmed:
+        return
+    raise RuleViolation(
+        f"{was!r} (recorded in k8s/locks/{app.environment}.json): switching the L2 store "
+        f"loses its contents (the cached KV of every endpoint)",
+        f"set it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: true for the "
+        "deploy that switches (then remove it)",
+        field="kvcache.l2_backend",
+        value=kv.l2_backend,
+    )
+
+
+def _check_fsx(app: AppConfig) -> None:
+    """Where the file system goes, and what its S3 link may name."""
+    fsx = app.kvcache.fsx
+    placement = ("hyperpod_subnet_id", "vpc_id", "client_security_group_id")
+    if app.existing_cluster is None:
+        for name in placement:
+            if getattr(fsx, name) is not None:
+                raise RuleViolation(
+                    "null with a cluster the app creates: the file system goes into its HyperPod "
+                    "subnet (network.hyperpod_subnet) and admits its cluster security group",
+                    f"remove kvcache.fsx.{name}",
+                    field=f"kvcache.fsx.{name}",
+                    value=getattr(fsx, name),
+                )
+    else:
+        cluster = app.existing_cluster.hyperpod_cluster_name
+        for name, query in (
+            ("hyperpod_subnet_id", "VpcConfig.Subnets[0]"),
+            ("vpc_id", "VpcConfig.Subnets[0] (then aws ec2 describe-subnets for its VpcId)"),
+            ("client_security_group_id", "VpcConfig.SecurityGroupIds[0]"),
+        ):
+            if getattr(fsx, name) is None:
+                raise RuleViolation(
+                    "set with existing_cluster and l2_backend fsx_lustre: the file system is "
+                    "placed in the HyperPod subnet (the GPU nodes' AZ) and admits only the nodes' "
+                    "security group",
+                    f"run `aws sagemaker describe-cluster --cluster-name {cluster} --query "
+                    f"{query}` and write kvcache.fsx.{name}",
+                    field=f"kvcache.fsx.{name}",
+                    value=None,
+                )
+    repo = fsx.data_repository
+    if repo is not None and repo.bucket_region != app.region:
+        raise RuleViolation(
+            f"{app.region} (the environment's region: the association links a bucket in the "
+            "file system's region)",
+            f"use a bucket in {app.region}, or remove kvcache.fsx.data_repository",
+            field="kvcache.fsx.data_repository.bucket_region",
+            value=repo.bucket_region,
+        )
 
 
 def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
@@ -419,7 +660,7 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=f"{field}.enable_l2_cache",
             value=True,
         )
-    if e.enable_l2_cache and not app.kvcache.curvine.enabled:
+    if e.enable_l2_cache and not app.kvcache.l2_enabled:
         raise RuleViolation(
             "false while kvcache.curvine.enabled is false (Curvine is the L2 store)",
             "set kvcache.curvine.enabled to true, or enable_l2_cache to false",
@@ -514,6 +755,8 @@ def check_kvcache(app: AppConfig, lock_dir: Path = LOCK_DIR) -> None:
             field="kvcache.curvine.namespace",
             value=cv.namespace,
         )
+    if kv.l2_backend == "fsx_lustre":
+        _check_fsx(app)
     for i, e in enumerate(kv.endpoints):
         _check_endpoint(app, i, e)
     _check_gpu_slots(app)
