@@ -13,7 +13,7 @@ from k8s.csi import CsiChart
 from k8s.curvine import CurvineChart
 from k8s.endpoints import EndpointsChart
 from k8s.foundation import NamespacesChart, StorageChart
-from k8s.l2_volume import L2VolumeChart
+from k8s.l2_volume import FsxVolume, L2VolumeChart
 from k8s.network_policy import NetworkPolicyChart
 from k8s.policy import PolicyChart
 
@@ -43,9 +43,15 @@ class Charts:
         return [(name, chart) for name, chart in named if chart is not None]
 
 
-def build_charts(config: AppConfig, outdir: str | None = None) -> Charts:
+def build_charts(
+    config: AppConfig, outdir: str | None = None, *, fsx: FsxVolume | None = None
+) -> Charts:
+    """``fsx``: the file system of ``l2_backend: fsx_lustre`` (CDK passes its attributes; the
+    YAML renderer, which has none, writes placeholders)."""
     app = cdk8s.App(outdir=outdir) if outdir else cdk8s.App()
     on = config.kvcache.curvine.enabled
+    # The L2 claim and policy exist with either store; Curvine's own charts only with Curvine.
+    l2 = config.kvcache.l2_enabled
     return Charts(
         app=app,
         namespaces=NamespacesChart(app, "namespaces", config=config),
@@ -55,8 +61,8 @@ def build_charts(config: AppConfig, outdir: str | None = None) -> Charts:
         if on
         else None,
         csi=CsiChart(app, "curvine-csi", config=config) if on else None,
-        l2_volume=L2VolumeChart(app, "l2-volume", config=config) if on else None,
-        policy=PolicyChart(app, "l2-policy", config=config) if on else None,
+        l2_volume=L2VolumeChart(app, "l2-volume", config=config, fsx=fsx) if l2 else None,
+        policy=PolicyChart(app, "l2-policy", config=config) if l2 else None,
         endpoints=EndpointsChart(app, "endpoints", config=config),
     )
 

@@ -1,8 +1,13 @@
 """The RWX PVC ``curvine-pvc`` in each endpoint namespace, the optional static PV, and the
-size-based evictor that bounds the L2 pool."""
+size-based evictor that bounds the L2 pool.
+
+With ``kvcache.l2_backend: fsx_lustre`` the same claim binds a static PersistentVolume of the FSx
+CSI driver (one per endpoint namespace, all on the one file system), so the endpoints, the L2
+policy and the L2 URL stay as they are; the evictor bounds the file system the same way."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import cdk8s
@@ -17,6 +22,29 @@ PVC = "curvine-pvc"
 STATIC_PV = "curvine-l2-static"
 EVICTOR = "curvine-l2-evictor"
 EVICT_MOUNT = "/l2"
+FSX_DRIVER = "fsx.csi.aws.com"
+FSX_PV_PREFIX = "fsx-l2-"
+FSX_EVICTOR = "fsx-l2-evictor"
+# flock: LMCache's file-system connector and the evictor may touch one file from several nodes;
+# Lustre refuses flock() without it. noatime: a read of a KV chunk must not turn into a metadata
+# write on the servers (the storage post's mount advice: flock,noatime).
+FSX_MOUNT_OPTIONS = ("flock", "noatime")
+
+
+@dataclass(frozen=True)
+class FsxVolume:
+    """What a static FSx CSI volume names: the file system id (volumeHandle), its DNS name and
+    its Lustre mount name (volumeAttributes dnsname and mountname)."""
+
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+
+
+# What `python -m k8s.render` writes when no file system exists yet (plain YAML for kubectl or
+# GitOps): replace them with the FSx stack outputs (docs/kubernetes-layer.md). CDK deploys pass
+# the real values (stacks/kvcache_stack.py).
+FSX_PLACEHOLDER = FsxVolume("FSX_FILE_SYSTEM_ID", "FSX_DNS_NAME", "FSX_MOUNT_NAME")
 
 # Deletes the oldest LMCache chunk files (*.data) once the tree holds more than HIGH bytes, until
 # it holds less than LOW. The fs connector never deletes, and Curvine has no size-based eviction
@@ -35,7 +63,10 @@ echo "l2 after eviction used=${used}"
 
 
 def pool_bytes(config: AppConfig) -> int:
-    """Capacity of the L2 pool: every GPU node's worker capacity."""
+    """Capacity of the L2 pool: every GPU node's worker capacity (Curvine), or the file
+    system's capacity (FSx for Lustre)."""
+    if config.kvcache.l2_backend == "fsx_lustre":
+        return config.kvcache.fsx.storage_capacity_gib * 2**30
     return (
         config.kvcache.curvine.worker.capacity_gib
         * config.hyperpod.gpu_group.instance_count
@@ -44,8 +75,13 @@ def pool_bytes(config: AppConfig) -> int:
 
 
 class L2VolumeChart(cdk8s.Chart):
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+    def __init__(
+        self, scope: Construct, id: str, *, config: AppConfig, fsx: FsxVolume | None = None
+    ):
         super().__init__(scope, id, disable_resource_name_hashes=True)
+        if config.kvcache.l2_backend == "fsx_lustre":
+            self._fsx(config, fsx or FSX_PLACEHOLDER)
+            return
         kplus = kplus_for(config)
         cv = config.kvcache.curvine
         static = cv.static_pv
@@ -81,7 +117,46 @@ class L2VolumeChart(cdk8s.Chart):
             )  # fmt: skip
             self._evictor(config, k8s, ns)
 
-    def _evictor(self, config: AppConfig, k8s: Any, ns: str) -> None:
+    def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
+        """Per endpoint namespace: a static PV on the file system, pre-bound to curvine-pvc."""
+        k8s = k8s_for(config)
+        size = k8s.Quantity.from_string(f"{config.kvcache.fsx.storage_capacity_gib}Gi")
+        for ns in endpoint_namespaces(config):
+            pv = f"{FSX_PV_PREFIX}{ns}"
+            k8s.KubePersistentVolume(
+                self, f"{ns}-pv",
+                metadata=meta(k8s, pv, labels=labels(pv, "l2")),
+                spec=k8s.PersistentVolumeSpec(
+                    capacity={"storage": size},
+                    volume_mode="Filesystem",
+                    access_modes=["ReadWriteMany"],
+                    mount_options=list(FSX_MOUNT_OPTIONS),
+                    # Retain: CloudFormation owns the file system; deleting a claim must never
+                    # ask the driver to delete it.
+                    persistent_volume_reclaim_policy="Retain",
+                    # "": no StorageClass, so no dynamic provisioner can answer the claim.
+                    storage_class_name="",
+                    claim_ref=k8s.ObjectReference(namespace=ns, name=PVC),
+                    csi=k8s.CsiPersistentVolumeSource(
+                        driver=FSX_DRIVER, volume_handle=fsx.file_system_id,
+                        volume_attributes={"dnsname": fsx.dns_name,
+                                           "mountname": fsx.mount_name},
+                    ),
+                ),
+            )  # fmt: skip
+            k8s.KubePersistentVolumeClaim(
+                self, f"{ns}-pvc",
+                metadata=meta(k8s, PVC, namespace=ns, labels=labels(PVC, "l2")),
+                spec=k8s.PersistentVolumeClaimSpec(
+                    access_modes=["ReadWriteMany"],
+                    storage_class_name="",
+                    volume_name=pv,
+                    resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
+                ),
+            )  # fmt: skip
+            self._evictor(config, k8s, ns, name=FSX_EVICTOR)
+
+    def _evictor(self, config: AppConfig, k8s: Any, ns: str, name: str = EVICTOR) -> None:
         cv = config.kvcache.curvine
         ev = cv.evictor
         pool = pool_bytes(config)
@@ -90,6 +165,7 @@ class L2VolumeChart(cdk8s.Chart):
             k8s.EnvVar(name="HIGH", value=str(pool * ev.high_water_percent // 100)),
             k8s.EnvVar(name="LOW", value=str(pool * ev.low_water_percent // 100)),
         ]
+        # The Curvine image also on FSx: it ships GNU find (-printf), which busybox lacks.
         container = k8s.Container(
             name="evict", image=cv.image, image_pull_policy="IfNotPresent",
             command=["/bin/sh", "-c", EVICT_SCRIPT], env=env,
@@ -103,19 +179,20 @@ class L2VolumeChart(cdk8s.Chart):
         )  # fmt: skip
         k8s.KubeCronJob(
             self, f"{ns}-evictor",
-            metadata=meta(k8s, EVICTOR, namespace=ns, labels=labels(EVICTOR, "l2")),
+            metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),
             spec=k8s.CronJobSpec(
                 schedule=ev.schedule, concurrency_policy="Forbid",
                 successful_jobs_history_limit=1, failed_jobs_history_limit=3,
                 job_template=k8s.JobTemplateSpec(spec=k8s.JobSpec(
                     backoff_limit=1, active_deadline_seconds=3000,
                     template=k8s.PodTemplateSpec(
-                        metadata=k8s.ObjectMeta(labels=labels(EVICTOR, "l2")),
+                        metadata=k8s.ObjectMeta(labels=labels(name, "l2")),
                         spec=k8s.PodSpec(
                             restart_policy="Never",
                             # It reads the pool through the FUSE mount, not the API.
                             automount_service_account_token=False,
-                            # On a GPU node: the CSI node plugin (FUSE) runs only there.
+                            # On a GPU node: the CSI node plugin (FUSE) runs only there (FSx:
+                            # where the endpoints already hold the Lustre mount).
                             node_selector=gpu_node_selector(config),
                             tolerations=[k8s.Toleration(operator="Exists")],
                             containers=[container],

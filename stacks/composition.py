@@ -118,6 +118,7 @@ def compose(
         config=config,
         cluster=hyperpod.eks_cluster,
         nodes_ready=hyperpod.nodes_ready,
+        l2_file_system=hyperpod.l2_file_system,
         description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints",
         **common("kvcache"),
     )

@@ -25,6 +25,7 @@ from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.config.model import ExistingClusterConfig
 from infra.constructs.eks_cluster import add_coredns
+from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.hyperpod import (
     HyperPodCluster,
     HyperPodDependencies,
@@ -84,6 +85,11 @@ class HyperPodStack(Stack):
         if config.existing_cluster is None:
             # Re-asserted after every cluster update (the hash changes with the groups).
             self.tiered_storage.resource.node.add_dependency(self.hyperpod.cluster)
+        # The FSx L2 lives here because this stack has the HyperPod subnet and the nodes'
+        # security group in both modes (kvcache.l2_backend: fsx_lustre).
+        self.l2_file_system: FsxLustreL2 | None = None
+        if config.kvcache.l2_backend == "fsx_lustre":
+            self.l2_file_system = l2_file_system(self, config, network)
 
     def _create(
         self, config: AppConfig, network: Network, eks_stack: EksStack, chart_dir: Path

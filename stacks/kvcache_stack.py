@@ -11,6 +11,7 @@ from constructs import Construct, IDependable
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
+from infra.constructs.fsx_lustre import FsxLustreL2
 from k8s.app import build_charts
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"
@@ -25,10 +26,11 @@ class KvCacheStack(Stack):
         config: AppConfig,
         cluster: AnyCluster,
         nodes_ready: IDependable | None = None,
+        l2_file_system: FsxLustreL2 | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
-        charts = build_charts(config)
+        charts = build_charts(config, fsx=l2_file_system.volume if l2_file_system else None)
         target = as_icluster(cluster)
         manifests: dict[str, eks.KubernetesManifest] = {}
         previous: eks.KubernetesManifest | None = None
