@@ -560,12 +560,24 @@ def size(
         float, typer.Option(help="vLLM --gpu-memory-utilization.")
     ] = 0.9,
     prompt_tokens: Annotated[
-        int | None, typer.Option(help="Typical prompt length, for the L2 pay-off flag.")
+        int | None,
+        typer.Option(help="Typical prompt length: the L2 pay-off flag and the tier advice."),
+    ] = None,
+    prefill_tokens_per_s: Annotated[
+        float | None,
+        typer.Option(help="Measured prefill rate of one replica (bench); default: an estimate."),
+    ] = None,
+    sessions: Annotated[
+        int, typer.Option(min=1, help="Concurrent sessions whose KV should stay cached.")
+    ] = 1,
+    context_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Context length per session (default: prompt).")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """KV bytes per token, weights, and how many tokens L0, L1 and L2 hold on this environment."""
-    from scripts.sizing import GIB, SizingError, load_model_config, size_model
+    """KV bytes per token, weights, and how many tokens L0, L1 and L2 hold on this environment;
+    with --prompt-tokens, whether each tier's read-back beats recomputing and which L2 to use."""
+    from scripts.sizing import GIB, SizingError, load_model_config, size_model, tier_advice
 
     cfg = _config(env)
     itype = instance_type or cfg.hyperpod.gpu_group.instance_type
@@ -600,10 +612,32 @@ def size(
             gpu_memory_utilization=gpu_memory_utilization,
             prompt_tokens=prompt_tokens,
         )
+        advice = (
+            tier_advice(
+                model_cfg,
+                prompt_tokens=prompt_tokens,
+                sessions=sessions,
+                context_tokens=context_tokens or prompt_tokens,
+                curvine_pool_bytes=int(
+                    (l2_worker_gib or curvine.worker.capacity_gib) * GIB * report.gpu_nodes
+                ),
+                fsx_capacity_gib=cfg.kvcache.fsx.storage_capacity_gib,
+                fsx_throughput_mb_per_tib=cfg.kvcache.fsx.throughput_mb_per_tib,
+                gpus=inst.gpus,
+                prefill_tokens_per_s=prefill_tokens_per_s,
+                params=int(params) if params else None,
+                kv_dtype=kv_dtype,
+            )
+            if prompt_tokens
+            else None
+        )
     except SizingError as exc:
         raise _fail(str(exc), Exit.USAGE) from None
     if as_json:
-        print(json.dumps(report.as_dict()))
+        data = report.as_dict()
+        if advice is not None:
+            data["tier_advice"] = advice.as_dict()
+        print(json.dumps(data))
         return
     out.print(
         f"{report.model}: {report.attention}, {report.kv_bytes_per_token:,} KV bytes/token, "
@@ -618,6 +652,23 @@ def size(
     out.print(table)
     for flag in report.flags:
         out.print(f"[yellow]! {flag}[/]")
+    if advice is None:
+        return
+    reads = Table(
+        title=f"{advice.prompt_tokens:,}-token prompt ({advice.prompt_bytes / 1e9:.2f} GB of KV):"
+        f" recompute {advice.recompute_seconds:.3f} s at {advice.prefill_tokens_per_s:,.0f}"
+        f" tokens/s ({advice.prefill_source})"
+    )
+    for col in ("tier", "read s", "beats recompute"):
+        reads.add_column(col)
+    for r in advice.reads:
+        reads.add_row(r.tier, f"{r.seconds:.3f}", "yes" if r.beats_recompute else "no")
+    out.print(reads)
+    out.print(
+        f"working set: {advice.sessions:,} sessions x {advice.context_tokens:,} tokens = "
+        f"{advice.working_set_tb:.3f} TB"
+    )
+    out.print(f"recommend: {advice.recommendation} ({advice.reason})")
 
 
 # ---- teardown / recreate -----------------------------------------------------------------------
