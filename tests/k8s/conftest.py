@@ -15,7 +15,8 @@ import yaml
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from infra.config import AppConfig, load_config
+from infra.config import AppConfig, load_config, parse_config
+from k8s.app import build_charts, manifests
 from k8s.render import render
 
 REPO = Path(__file__).resolve().parents[2]
@@ -47,14 +48,42 @@ def crd_schema(path: Path, version: str) -> dict[str, Any]:
     return schema
 
 
+# The FSx variant of the rehearsal: dev's config with the shared tier on FSx for Lustre (and its
+# S3 link). Confirmed: dev's committed lock records Curvine.
+FSX_VARIANT = "fsx"
+FSX_KVCACHE: dict[str, Any] = {
+    "l2_backend": "fsx_lustre",
+    "l2_backend_switch_confirmed": True,
+    "fsx": {"data_repository": {"bucket": "amzn-s3-demo-kv-archive", "bucket_region": "us-west-2"}},
+}
+
+
+def fsx_config() -> AppConfig:
+    raw: dict[str, Any] = yaml.safe_load((REPO / "config" / "dev.yaml").read_text())
+    raw["kvcache"] = {**raw.get("kvcache", {}), **FSX_KVCACHE}
+    return parse_config(raw, "config/dev.yaml (fsx variant)", "dev")
+
+
+def env_config(env: str) -> AppConfig:
+    """The config behind ``rendered_envs[env]``."""
+    return fsx_config() if env == FSX_VARIANT else load_config(env)
+
+
 @pytest.fixture(scope="session")
 def rendered_envs(
     tmp_path_factory: pytest.TempPathFactory, rendered: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every shipped environment rendered once (dev reuses ``rendered``)."""
+    """Every shipped environment rendered once (dev reuses ``rendered``), and the FSx variant
+    (built by the same charts, through YAML as the renderer writes it)."""
     out: dict[str, list[dict[str, Any]]] = {"dev": rendered}
     for env in ("test", "prod"):
         paths = render(env, tmp_path_factory.mktemp(f"dist-{env}"),
                        lock_dir=tmp_path_factory.mktemp(f"locks-{env}"))  # fmt: skip
         out[env] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+    out[FSX_VARIANT] = [
+        o
+        for objs in manifests(build_charts(fsx_config())).values()
+        for o in yaml.safe_load_all(yaml.safe_dump_all(objs, sort_keys=False))
+        if o
+    ]
     return out

@@ -12,10 +12,10 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from infra.config import AppConfig, load_config
+from infra.config import AppConfig
 from infra.config.operator_versions import OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
-from tests.k8s.conftest import SCHEMAS, crd_schema
+from tests.k8s.conftest import SCHEMAS, crd_schema, env_config
 
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 # Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
@@ -23,7 +23,7 @@ CUSTOM = {
     "kyverno.io/v1/ClusterPolicy": (
         SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
 }  # fmt: skip
-ENVS = ("dev", "test", "prod")
+ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 
 
 def pinned_iec_schema(config: AppConfig) -> dict[str, Any]:
@@ -64,7 +64,7 @@ def test_custom_resources_validate_against_their_crd(
 def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
     rendered_envs: dict[str, list[dict[str, Any]]], env: str
 ) -> None:
-    config = load_config(env)
+    config = env_config(env)
     schema = pinned_iec_schema(config)
     iecs = [o for o in rendered_envs[env] if _key(o) == IEC]
     assert iecs, f"{env}: no InferenceEndpointConfig rendered"

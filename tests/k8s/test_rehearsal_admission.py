@@ -18,7 +18,7 @@ import yaml
 from tests.k8s.kyverno_eval import apply_policy
 from tests.k8s.pod_security import violations
 
-ENVS = ("dev", "test", "prod")
+ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
 OPERATOR_POD = yaml.safe_load(

@@ -19,8 +19,10 @@ from infra.config import AppConfig, load_config
 from infra.config.model import InstanceGroupConfig
 from infra.instances import GPU_INSTANCES
 from k8s.common import INSTANCE_GROUP_LABEL
+from tests.k8s.conftest import env_config
 
-ENVS = ("dev", "test", "prod")
+CURVINE_ENVS = ("dev", "test", "prod")
+ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 
 # (cpu millicores, memory MiB) requested on every node by what EKS and HyperPod install.
 # "est." = upstream sets no request (or none we could confirm offline): a conservative estimate,
@@ -139,11 +141,15 @@ def overruns(objs: list[dict[str, Any]], config: AppConfig) -> list[str]:
 def test_one_gpu_node_fits_its_requests(
     rendered_envs: dict[str, list[dict[str, Any]]], env: str
 ) -> None:
-    config = load_config(env)
+    config = env_config(env)
     names = [p[0] for p in gpu_node_pieces(rendered_envs[env], config)]
     # our per-node objects were found through the GPU group's nodeSelector
-    assert any("curvine-worker" in n for n in names), names
-    assert any("curvine-csi-node" in n for n in names), names
+    if config.kvcache.curvine.enabled:
+        assert any("curvine-worker" in n for n in names), names
+        assert any("curvine-csi-node" in n for n in names), names
+    else:
+        assert any("fsx-l2-evictor" in n for n in names), names
+        assert not any("curvine" in n for n in names), names
     problems = overruns(rendered_envs[env], config)
     assert not problems, f"{env}:\n" + "\n".join(problems)
 
@@ -175,7 +181,7 @@ def test_allocatable_follows_the_eks_formula() -> None:
     assert inst.allocatable_memory_mib == 131072 - 3005 - 100
 
 
-@pytest.mark.parametrize("env", ENVS)
+@pytest.mark.parametrize("env", CURVINE_ENVS)
 def test_the_curvine_master_stays_off_gpu_nodes(
     rendered_envs: dict[str, list[dict[str, Any]]], env: str
 ) -> None:

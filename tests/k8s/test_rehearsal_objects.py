@@ -1,6 +1,7 @@
 """Deploy rehearsal over the objects we render: what the API server, the controllers and the
 kubelet would refuse or silently leave broken, checked on the real rendered YAML of dev, test and
-prod (no double). Each failure names the object and the rule it breaks."""
+prod, and of dev with the FSx for Lustre L2 (no double). Each failure names the object and the
+rule it breaks."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import pytest
 
 from k8s.common import INSTANCE_GROUP_LABEL
 
-ENVS = ("dev", "test", "prod")
+CURVINE_ENVS = ("dev", "test", "prod")
+ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 Obj = dict[str, Any]
 
@@ -74,6 +76,12 @@ def _fail(problems: list[str]) -> None:
 
 @pytest.fixture(params=ENVS)
 def objs(request: pytest.FixtureRequest, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
+    return rendered_envs[request.param]
+
+
+@pytest.fixture(params=CURVINE_ENVS)
+def curvine_objs(request: pytest.FixtureRequest, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
+    """Environments that deploy Curvine (its own invariants)."""
     return rendered_envs[request.param]
 
 
@@ -257,20 +265,20 @@ def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
         assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{_id(c)}: must be ReadWriteMany"
 
 
-def test_worker_data_is_the_nvme_host_path_where_the_toml_points(objs: list[Obj]) -> None:
-    ds = _one(objs, "DaemonSet", "curvine-worker")
+def test_worker_data_is_the_nvme_host_path_where_the_toml_points(curvine_objs: list[Obj]) -> None:
+    ds = _one(curvine_objs, "DaemonSet", "curvine-worker")
     spec = ds["spec"]["template"]["spec"]
     (vol,) = [v for v in spec["volumes"] if "hostPath" in v]
     assert vol["hostPath"]["path"] == "/opt/dlami/nvme/curvine-data", _id(ds)
     (mount,) = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == vol["name"]]
-    (data_dir,) = _toml(objs)["worker"]["data_dir"]
+    (data_dir,) = _toml(curvine_objs)["worker"]["data_dir"]
     assert data_dir.split("]", 1)[1] == mount["mountPath"], (
         f"{_id(ds)}: data_dir {data_dir} is not where the NVMe is mounted ({mount['mountPath']})"
     )
 
 
-def test_master_claims_are_retained(objs: list[Obj]) -> None:
-    sts = _one(objs, "StatefulSet", "curvine-master")
+def test_master_claims_are_retained(curvine_objs: list[Obj]) -> None:
+    sts = _one(curvine_objs, "StatefulSet", "curvine-master")
     policy = sts["spec"]["persistentVolumeClaimRetentionPolicy"]
     assert policy == {"whenDeleted": "Retain", "whenScaled": "Retain"}, _id(sts)
 
@@ -279,17 +287,17 @@ def test_ebs_storage_class_encrypts(objs: list[Obj]) -> None:
     assert _one(objs, "StorageClass", "ebs-sc")["parameters"]["encrypted"] == "true"
 
 
-def test_only_the_csi_node_plugin_is_privileged(objs: list[Obj]) -> None:
+def test_only_the_csi_node_plugin_is_privileged(curvine_objs: list[Obj]) -> None:
     privileged = {
         f"{_id(o)}/{c['name']}"
-        for o, t in _templates(objs) for c in _containers(t)
+        for o, t in _templates(curvine_objs) for c in _containers(t)
         if c.get("securityContext", {}).get("privileged")
     }  # fmt: skip
     assert privileged == {"DaemonSet curvine/curvine-csi-node/csi-plugin"}
 
 
-def test_each_port_agrees_across_container_service_and_toml(objs: list[Obj]) -> None:
-    toml = _toml(objs)
+def test_each_port_agrees_across_container_service_and_toml(curvine_objs: list[Obj]) -> None:
+    toml = _toml(curvine_objs)
     expected = {  # (workload, container port name) -> the TOML's number
         ("curvine-master", "rpc"): toml["master"]["rpc_port"],
         ("curvine-master", "journal"): toml["journal"]["rpc_port"],
@@ -304,11 +312,11 @@ def test_each_port_agrees_across_container_service_and_toml(objs: list[Obj]) -> 
         assert client["port"] == toml["master"]["rpc_port"]
     ports = {
         (o["metadata"]["name"], p["name"]): p["containerPort"]
-        for o, t in _templates(objs) for c in _containers(t) for p in c.get("ports", [])
+        for o, t in _templates(curvine_objs) for c in _containers(t) for p in c.get("ports", [])
     }  # fmt: skip
     problems = [f"{w} port {n}: container {ports.get((w, n))} != TOML {v}"
                 for (w, n), v in expected.items() if ports.get((w, n)) != v]  # fmt: skip
-    for svc in (o for o in objs if o["kind"] == "Service"
+    for svc in (o for o in curvine_objs if o["kind"] == "Service"
                 and o["metadata"]["namespace"] == "curvine"):  # fmt: skip
         for sp in svc["spec"]["ports"]:
             if sp.get("targetPort", sp["port"]) != sp["port"]:
@@ -320,7 +328,7 @@ def test_each_port_agrees_across_container_service_and_toml(objs: list[Obj]) -> 
 
 # --- placement and hardening (issue 10 rehearsal, issue 11 item 5) ----------------------------
 
-GPU = {"curvine-worker", "curvine-csi-node", "curvine-l2-evictor"}
+GPU = {"curvine-worker", "curvine-csi-node", "curvine-l2-evictor", "fsx-l2-evictor"}
 SYSTEM = {"curvine-master", "curvine-csi-controller"}
 NEEDS_API = {"curvine-csi-controller", "curvine-csi-node"}
 

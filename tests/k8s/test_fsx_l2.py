@@ -1,0 +1,110 @@
+"""The FSx for Lustre L2 in the Kubernetes layer: the static PV/PVC against the Kubernetes schema
+(kubernetes-validate, strict) and the FSx CSI driver's static provisioning contract
+(kubernetes-sigs/aws-fsx-csi-driver, examples/kubernetes/static_provisioning: driver
+fsx.csi.aws.com, volumeHandle = file system id, volumeAttributes dnsname and mountname, mount
+option flock); Curvine absent; the endpoints' L2 policy the same as with Curvine. Real charts,
+no double."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from infra.versions import SUPPORTED_KUBERNETES
+from k8s.app import build_charts, manifests
+from k8s.foundation import endpoint_namespaces
+from k8s.l2_volume import FSX_PLACEHOLDER, PVC, FsxVolume
+from k8s.policy import POLICY
+from tests.k8s.conftest import FSX_VARIANT, fsx_config
+
+Obj = dict[str, Any]
+REAL = FsxVolume("fs-0123456789abcdef0", "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
+                 "abcdefgh")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def objs(rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
+    return rendered_envs[FSX_VARIANT]
+
+
+def _kind(objs: list[Obj], kind: str) -> list[Obj]:
+    return [o for o in objs if o["kind"] == kind]
+
+
+def test_pv_and_pvc_validate_strictly(objs: list[Obj]) -> None:
+    version = SUPPORTED_KUBERNETES[fsx_config().eks.kubernetes_version].schema_version
+    volumes = _kind(objs, "PersistentVolume") + _kind(objs, "PersistentVolumeClaim")
+    assert len(volumes) == 2 * len(endpoint_namespaces(fsx_config()))
+    for obj in volumes:
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> None:
+    config = fsx_config()
+    pvs = {(pv["spec"]["claimRef"]["namespace"], pv["spec"]["claimRef"]["name"]): pv
+           for pv in _kind(objs, "PersistentVolume")}  # fmt: skip
+    for ns in endpoint_namespaces(config):
+        pv = pvs[(ns, PVC)]
+        spec = pv["spec"]
+        assert spec["csi"] == {
+            "driver": "fsx.csi.aws.com",
+            "volumeHandle": FSX_PLACEHOLDER.file_system_id,
+            "volumeAttributes": {
+                "dnsname": FSX_PLACEHOLDER.dns_name,
+                "mountname": FSX_PLACEHOLDER.mount_name,
+            },
+        }
+        assert {"flock", "noatime"} <= set(spec["mountOptions"])
+        assert spec["accessModes"] == ["ReadWriteMany"]
+        assert spec["persistentVolumeReclaimPolicy"] == "Retain"
+        assert spec["storageClassName"] == ""
+        assert spec["capacity"]["storage"] == f"{config.kvcache.fsx.storage_capacity_gib}Gi"
+        (pvc,) = [c for c in _kind(objs, "PersistentVolumeClaim")
+                  if c["metadata"]["namespace"] == ns]  # fmt: skip
+        assert pvc["metadata"]["name"] == PVC
+        assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+        assert pvc["spec"]["storageClassName"] == ""
+        assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+def test_cdk_fills_the_file_system_in() -> None:
+    objs = manifests(build_charts(fsx_config(), fsx=REAL))["40-l2-volume"]
+    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
+    assert pv["spec"]["csi"]["volumeHandle"] == REAL.file_system_id
+    assert pv["spec"]["csi"]["volumeAttributes"] == {"dnsname": REAL.dns_name,
+                                                     "mountname": REAL.mount_name}  # fmt: skip
+
+
+def test_curvine_is_not_deployed(objs: list[Obj]) -> None:
+    # Kept by name: the endpoints' claim and the L2 policy do not change between backends.
+    left = [
+        f"{o['kind']} {o['metadata']['name']}"
+        for o in objs
+        if "curvine" in o["metadata"]["name"] and o["metadata"]["name"] not in (PVC, POLICY)
+    ]
+    assert not left
+    assert not _kind(objs, "NetworkPolicy") and not _kind(objs, "CSIDriver")
+    assert {o["metadata"]["name"] for o in _kind(objs, "StorageClass")} == {"ebs-sc"}
+
+
+def test_endpoints_and_l2_policy_do_not_change_shape(
+    objs: list[Obj], rendered_files: dict[str, list[Obj]]
+) -> None:
+    """dev with Curvine and dev with FSx: the same policy (claim, mount, URL) and endpoints."""
+    for kind in ("ClusterPolicy", "InferenceEndpointConfig"):
+        assert _kind(objs, kind) == [o for f in ("50-l2-policy", "60-endpoints")
+                                     for o in rendered_files[f] if o["kind"] == kind]  # fmt: skip
+
+
+def test_evictor_bounds_the_file_system(objs: list[Obj]) -> None:
+    config = fsx_config()
+    (job,) = _kind(objs, "CronJob")
+    env = {
+        e["name"]: e["value"]
+        for e in job["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    }
+    capacity = config.kvcache.fsx.storage_capacity_gib * 2**30  # 1200 GiB
+    assert int(env["HIGH"]) == capacity * 85 // 100 == 1_095_216_660_480
+    assert int(env["LOW"]) == capacity * 70 // 100
