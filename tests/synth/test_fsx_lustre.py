@@ -1,0 +1,130 @@
+"""The FSx for Lustre L2 in the synthesized templates: cfn-lint clean, the file system's
+settings, its security group admitting Lustre only from the nodes and itself, the S3 link, the
+retention per environment, and the PV built from the file system's attributes. Two extra synths
+(created cluster with the S3 link; existing cluster that retains state). Real CDK, no double."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from infra.config import parse_config
+from infra.validation import errors_only, lint_template, templates_in
+from tests.k8s.conftest import FSX_KVCACHE
+from tests.synth_support import EXISTING_GROUPS, Synth, _dev_raw, synth
+
+EXISTING_FSX = {
+    "hyperpod_subnet_id": "subnet-0aaaa1111bbbb2222",
+    "vpc_id": "vpc-0aaaa1111bbbb2222",
+    "client_security_group_id": "sg-0eeee5555ffff6666",
+}
+
+
+@pytest.fixture(scope="module")
+def created(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    raw = _dev_raw()
+    raw["kvcache"] = {**raw["kvcache"], **FSX_KVCACHE}
+    config = parse_config(raw, "config/dev.yaml (fsx variant)", "dev")
+    return synth(config, tmp_path_factory.mktemp("fsx-created"))
+
+
+@pytest.fixture(scope="module")
+def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    raw = _dev_raw()
+    raw["retain_stateful_resources"] = True
+    raw["hyperpod"] = EXISTING_GROUPS
+    raw["kvcache"] = {**raw["kvcache"], "l2_backend": "fsx_lustre",
+                      "l2_backend_switch_confirmed": True, "fsx": EXISTING_FSX}  # fmt: skip
+    raw["existing_cluster"] = {
+        "eks_cluster_name": "team-eks",
+        "hyperpod_cluster_name": "team-hyperpod",
+        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+        "kubectl_role_arn": "arn:aws:iam::111122223333:role/team-kubectl",
+        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
+        "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
+    }
+    config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
+    return synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
+
+
+def _one(s: Synth, type_: str) -> dict[str, Any]:
+    (res,) = s.resources("hyperpod", type_).values()
+    return res
+
+
+@pytest.mark.parametrize("fixture", ["created", "existing"])
+def test_templates_pass_cfn_lint(fixture: str, request: pytest.FixtureRequest) -> None:
+    s: Synth = request.getfixturevalue(fixture)
+    for template in templates_in(s.outdir):
+        errors = errors_only(lint_template(template, [s.config.region]))
+        assert not errors, f"{template.name}: {errors}"
+
+
+def test_file_system_settings(created: Synth) -> None:
+    fs = _one(created, "AWS::FSx::FileSystem")
+    props = fs["Properties"]
+    assert props["FileSystemType"] == "LUSTRE" and props["StorageType"] == "SSD"
+    assert props["StorageCapacity"] == 1200 and props["FileSystemTypeVersion"] == "2.15"
+    assert props["LustreConfiguration"] == {
+        "DeploymentType": "PERSISTENT_2",
+        "PerUnitStorageThroughput": 250,
+        "DataCompressionType": "NONE",
+        "AutomaticBackupRetentionDays": 0,
+    }
+    (key_id,) = created.resources("hyperpod", "AWS::KMS::Key")
+    assert props["KmsKeyId"] == {"Ref": key_id}
+    # The HyperPod subnet the network stack creates (AZ id network.hyperpod_subnet.az_id).
+    (subnet,) = props["SubnetIds"]
+    assert "NetworkHyperPodSubnet" in json.dumps(subnet)
+    assert fs["DeletionPolicy"] == "Delete"
+
+
+def test_security_group_admits_lustre_only_from_nodes_and_itself(created: Synth) -> None:
+    rules = created.resources("hyperpod", "AWS::EC2::SecurityGroupIngress").values()
+    (sg_id,) = created.resources("hyperpod", "AWS::EC2::SecurityGroup")
+    into_fsx = [r["Properties"] for r in rules
+                if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}]  # fmt: skip
+    ports = {(p["FromPort"], p["ToPort"]) for p in into_fsx}
+    assert ports == {(988, 988), (1018, 1023)}
+    for p in into_fsx:
+        assert p["IpProtocol"] == "tcp" and "CidrIp" not in p
+        source = json.dumps(p["SourceSecurityGroupId"])
+        assert sg_id in source or "NetworkClusterSecurityGroup" in source, p
+
+
+def test_s3_link_exports_new_files(created: Synth) -> None:
+    dra = _one(created, "AWS::FSx::DataRepositoryAssociation")["Properties"]
+    assert dra["DataRepositoryPath"] == "s3://amzn-s3-demo-kv-archive/l2cache/"
+    assert dra["S3"] == {"AutoExportPolicy": {"Events": ["NEW"]}}
+    assert dra["FileSystemPath"] == "/" and dra["BatchImportMetaDataOnCreate"] is True
+
+
+def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
+    manifests = [r for k, r in created.resources("kvcache", "Custom::AWSCDK-EKS-KubernetesResource")
+                 .items() if "40l2volume" in k]  # fmt: skip
+    (m,) = manifests
+    text = json.dumps(m["Properties"]["Manifest"])
+    for attr in ("DNSName", "LustreMountName", "ExportsOutputRefL2FileSystem"):
+        assert attr in text
+    assert "FSX_FILE_SYSTEM_ID" not in text
+
+
+def test_existing_cluster_uses_configured_ids_and_retains(existing: Synth) -> None:
+    fs = _one(existing, "AWS::FSx::FileSystem")
+    assert fs["Properties"]["SubnetIds"] == [EXISTING_FSX["hyperpod_subnet_id"]]
+    assert fs["DeletionPolicy"] == "Retain" and fs["UpdateReplacePolicy"] == "Retain"
+    lustre = fs["Properties"]["LustreConfiguration"]
+    assert lustre["AutomaticBackupRetentionDays"] == 7 and lustre["CopyTagsToBackups"] is True
+    sources = {
+        json.dumps(r["Properties"].get("SourceSecurityGroupId"))
+        for r in existing.resources("hyperpod", "AWS::EC2::SecurityGroupIngress").values()
+    }
+    assert json.dumps(EXISTING_FSX["client_security_group_id"]) in sources
+    assert not existing.resources("hyperpod", "AWS::FSx::DataRepositoryAssociation")
+
+
+def test_the_default_environment_has_no_file_system(dev: Synth) -> None:
+    for suffix in ("hyperpod", "kvcache"):
+        assert not dev.resources(suffix, "AWS::FSx::FileSystem")
