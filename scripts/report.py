@@ -77,10 +77,10 @@ class PromClient:
                 for r in data.get("result", [])]  # fmt: skip
 
 
-def query_endpoint(config: AppConfig) -> str:
+def query_endpoint(config: AppConfig, amp: Any = None) -> str:
     if config.observability.query_endpoint:
         return config.observability.query_endpoint
-    amp = boto3.client("amp", region_name=config.region)
+    amp = amp or boto3.client("amp", region_name=config.region)
     alias = f"{config.stack_prefix}-kvcache"
     for ws in amp.list_workspaces(alias=alias).get("workspaces", []):
         described = amp.describe_workspace(workspaceId=ws["workspaceId"])["workspace"]

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 from kubernetes.client.exceptions import ApiException
 
@@ -377,6 +378,69 @@ def cross_pod_l2(
     )
 
 
+# Below this L2 hit rate while requests flow, the cross-Pod reuse is not happening (the alert of
+# the same name: a missing PYTHONHASHSEED, a mutation that did not apply, an unmounted claim).
+L2_NEAR_ZERO = 0.01
+
+
+def check_metrics(
+    cfg: AppConfig, ref: EndpointConfig, connect: Callable[[], Any], window: str = "1h"
+) -> Check:
+    """The endpoint's tier hit rates from the metrics store, when it has samples. ``connect``
+    gives a ``scripts.report.PromClient`` (None without credentials). The metrics are extra
+    evidence: when there are none, or the store cannot be reached, the row is skipped with the
+    reason and the cross-Pod test below, which reads LMCache's logs, decides."""
+    from datetime import UTC, datetime
+
+    from scripts.report import summary
+
+    stage = "metrics: tier hit rates"
+    if not cfg.observability.enabled:
+        return Check(stage, "skip", "observability.enabled is false: logs are used")
+    try:
+        prom = connect()
+        if prom is None:
+            return Check(stage, "skip", "no credentials to query the metrics store: logs are used")
+        found = summary(cfg, prom, window, datetime.now(UTC))["endpoints"]
+    except (OSError, RuntimeError, LookupError, ClientError, BotoCoreError) as exc:
+        return Check(stage, "skip", f"metrics store not reachable ({exc}): logs are used")
+    rates = found.get(f"{ref.namespace}/{ref.name}") or {}
+    l2, rps = rates.get("l2_hit_rate"), rates.get("requests_per_second")
+    if l2 is None:
+        return Check(stage, "skip", f"no L2 samples in the last {window}: logs are used")
+
+    def pct(key: str) -> str:
+        value = rates.get(key)
+        return "-" if value is None else f"{value:.0%}"
+
+    ttft = rates.get("ttft_p95_seconds")
+    detail = (
+        f"last {window}: L0 {pct('l0_hit_rate')}, L1 {pct('l1_hit_rate')}, L2 {pct('l2_hit_rate')}"
+        f"; TTFT p95 {'-' if ttft is None else f'{ttft * 1000:.0f} ms'}"
+    )
+    if (rps or 0) > 0 and l2 < L2_NEAR_ZERO:
+        return Check(
+            stage, "fail", f"{detail}: L2 hit rate near zero while requests flow",
+            "compare PYTHONHASHSEED and the L2 mount on the Pods (rows above)",
+        )  # fmt: skip
+    return Check(stage, "pass", detail)
+
+
+def metrics_client(cfg: AppConfig, clients: Clients) -> Any:
+    """A signed client of the environment's metrics store, or None without credentials."""
+    from botocore.credentials import Credentials
+
+    from scripts.report import PromClient, query_endpoint
+
+    found = boto3.Session(region_name=cfg.region).get_credentials()
+    if found is None:
+        return None
+    frozen = found.get_frozen_credentials()
+    base = query_endpoint(cfg, clients.aws("amp"))
+    return PromClient(base, cfg.region, Credentials(frozen.access_key, frozen.secret_key,
+                                                    frozen.token))  # fmt: skip
+
+
 def run_verify(
     clients: Clients,
     cfg: AppConfig,
@@ -394,6 +458,7 @@ def run_verify(
         _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
         _guard(f"PVC {ref.namespace}/{PVC}", lambda: check_pvc(clients, ref)),
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
+        check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
     ]
     pods: list[dict[str, Any]] = []
     if not ref.enable_l2_cache:

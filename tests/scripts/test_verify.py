@@ -15,6 +15,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from infra.config import AppConfig
 from scripts.clients import Clients
 from scripts.endpoints import l2_settings
 from scripts.patch import compute_patch
@@ -24,6 +25,7 @@ from tests.scripts.conftest import (
     IECS,
     PODS,
     endpoint_config,
+    make_cfg,
     recorded_cfg,
     recorded_deployment,
     recorded_endpoint,
@@ -200,7 +202,11 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
         seed=11,
         log_wait_s=0,
     )
-    assert [c.status for c in checks] == ["pass"] * 9, checks
+    # No metrics store in this double: the metrics row is skipped and the logs decide.
+    by_stage = {c.stage: c for c in checks}
+    metrics = by_stage.pop("metrics: tier hit rates")
+    assert metrics.status == "skip" and "logs are used" in metrics.detail, metrics
+    assert [c.status for c in by_stage.values()] == ["pass"] * 9, checks
     assert cross is not None and cross.node_a != cross.node_b
     assert cross.verdict.hit_ratio == 1.0 and cross.verdict.l2_read_ms == pytest.approx(55.75)
     # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
@@ -398,3 +404,54 @@ def test_verify_waits_for_nodes_and_rollout_first(
     assert data["waited_seconds"] == {"tiered_storage": 0, "gpu_nodes": 15, "rollout": 0}
     assert "GPU nodes Ready: 0/2 GPU nodes Ready (0s elapsed)" in result.stderr
     assert "rollout of default/vllm-kvcache: done after 0s" in result.stderr
+
+
+# ---- the metrics row: a local Prometheus-compatible fake (tests/scripts/fake_prometheus.py) ----
+
+
+def _prom(instant: dict[str, float]) -> Any:
+    from tests.scripts.fake_prometheus import FakePrometheus
+
+    return FakePrometheus(instant, {})
+
+
+def _queries(cfg: AppConfig) -> Any:
+    from infra.dashboards import Queries
+
+    return Queries(cfg, cfg.kvcache.endpoints[0], window="1h")
+
+
+@pytest.mark.parametrize(
+    ("l2", "rps", "status"), [(0.31, 2.0, "pass"), (0.0, 2.0, "fail"), (0.0, 0.0, "pass")]
+)
+def test_metrics_row_reads_the_tier_hit_rates(l2: float, rps: float, status: str) -> None:
+    from scripts.report import PromClient
+    from scripts.verify import check_metrics
+
+    cfg = make_cfg(observability={"enabled": True})
+    q = _queries(cfg)
+    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): l2,
+                  q.request_rate(): rps, q.ttft(0.95): 0.25})  # fmt: skip
+    with fake.serve() as url:
+        check = check_metrics(
+            cfg, cfg.kvcache.endpoints[0], lambda: PromClient(url, "us-west-2", None)
+        )
+    assert check.status == status, check
+    assert f"L2 {l2:.0%}" in check.detail and "TTFT p95 250 ms" in check.detail
+    if status == "fail":
+        assert "near zero while requests flow" in check.detail and "PYTHONHASHSEED" in check.fix
+
+
+def test_metrics_row_is_skipped_without_samples_or_store() -> None:
+    from scripts.report import PromClient
+    from scripts.verify import check_metrics
+
+    cfg = make_cfg(observability={"enabled": True})
+    ref = cfg.kvcache.endpoints[0]
+    with _prom({}).serve() as url:
+        empty = check_metrics(cfg, ref, lambda: PromClient(url, "us-west-2", None))
+    assert empty.status == "skip" and "no L2 samples" in empty.detail
+    gone = check_metrics(cfg, ref, lambda: PromClient("http://127.0.0.1:9", "us-west-2", None))
+    assert gone.status == "skip" and "not reachable" in gone.detail
+    off = make_cfg(observability={"enabled": False})
+    assert check_metrics(off, ref, lambda: None).status == "skip"
