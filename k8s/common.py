@@ -16,7 +16,13 @@ from infra.versions import SUPPORTED_KUBERNETES
 PART_OF = "hyperpod-kvcache"
 CURVINE_LABEL = "app.kubernetes.io/name"
 EBS_SC = "ebs-sc"
-"""StorageClass of the Curvine master volumes (created by k8s.foundation.StorageChart)."""
+"""StorageClass of the Curvine master volumes that k8s.foundation.StorageChart creates, unless
+``kvcache.curvine.master.storage_class`` names an existing one (``master_storage_class``)."""
+
+
+def master_storage_class(config: AppConfig) -> str:
+    return config.kvcache.curvine.master.storage_class or EBS_SC
+
 
 # The label SageMaker HyperPod puts on every node of an EKS-orchestrated cluster, valued with the
 # node's instance group name (``InstanceGroupName`` of the SageMaker CreateCluster API). HyperPod

@@ -10,13 +10,13 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.config.kvcache import CurvineConfig
 from k8s.common import (
-    EBS_SC,
     Workload,
     gpu_node_selector,
     hardened,
     k8s_for,
     kplus_for,
     labels,
+    master_storage_class,
     meta,
     port,
     resources,
@@ -223,7 +223,8 @@ class CurvineChart(cdk8s.Chart):
             return k8s.KubePersistentVolumeClaimProps(
                 metadata=meta(k8s, name, labels=labels(MASTER, name)),
                 spec=k8s.PersistentVolumeClaimSpec(
-                    access_modes=["ReadWriteOnce"], storage_class_name=EBS_SC,
+                    access_modes=["ReadWriteOnce"],
+                    storage_class_name=master_storage_class(config),
                     resources=k8s.VolumeResourceRequirements(
                         requests={"storage": k8s.Quantity.from_string(f"{size}Gi")}),
                 ),

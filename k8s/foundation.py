@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import cdk8s
 from constructs import Construct
 
@@ -30,7 +32,8 @@ class NamespacesChart(cdk8s.Chart):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         kplus = kplus_for(config)
         kv = config.kvcache
-        levels = {kv.kyverno.namespace: "baseline"}
+        # An installed Kyverno (kyverno.install false) keeps its own namespace.
+        levels = {kv.kyverno.namespace: "baseline"} if kv.kyverno.install else {}
         # Endpoint namespaces enforce privileged: with Tiered Storage the operator renders the
         # model Pod with a hostPath volume (/dev/shm/ai_toolkit_cache, the ai-toolkit daemon's
         # shared memory that LMCache's sagemaker-hyperpod backend reads), and baseline refuses
@@ -57,15 +60,8 @@ class StorageChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         k8s = k8s_for(config)
-        k8s.KubeStorageClass(
-            self, EBS_SC,
-            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
-            provisioner="ebs.csi.aws.com",
-            parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
-            volume_binding_mode="WaitForFirstConsumer",
-            reclaim_policy="Delete",
-            allow_volume_expansion=True,
-        )  # fmt: skip
+        if config.kvcache.curvine.master.storage_class is None:
+            self._ebs(k8s)
         cv = config.kvcache.curvine
         if not cv.enabled:
             return
@@ -76,6 +72,17 @@ class StorageChart(cdk8s.Chart):
             parameters=curvine_volume_parameters(config),
             volume_binding_mode="Immediate",
             reclaim_policy="Delete",
+        )  # fmt: skip
+
+    def _ebs(self, k8s: Any) -> None:
+        k8s.KubeStorageClass(
+            self, EBS_SC,
+            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
+            provisioner="ebs.csi.aws.com",
+            parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+            volume_binding_mode="WaitForFirstConsumer",
+            reclaim_policy="Delete",
+            allow_volume_expansion=True,
         )  # fmt: skip
 
 

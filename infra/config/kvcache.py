@@ -71,6 +71,18 @@ class CurvineMasterConfig(Section):
     """CPU request and limit of a master, in millicores."""
     memory_mib: int = Field(default=8192, ge=1024)
     """Memory request and limit of a master, in MiB."""
+    storage_class: str | None = None
+    """StorageClass of the master volumes. Null (the default): the app creates ``ebs-sc`` (gp3,
+    encrypted) and uses it. A name: use that existing StorageClass (provisioner
+    ``ebs.csi.aws.com``, checked at deploy on an existing cluster) and create none; on an
+    existing cluster that already has an ``ebs-sc``, set ``ebs-sc`` here to use it."""
+
+    @field_validator("storage_class")
+    @classmethod
+    def _sc(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", v):
+            raise RuleViolation("a StorageClass name (lower-case DNS subdomain)", "fix the name")
+        return v
 
     @field_validator("replicas")
     @classmethod
@@ -325,6 +337,10 @@ class KyvernoConfig(Section):
     ClusterPolicy CRD of that release for offline validation."""
     namespace: str = "kyverno"
     """Namespace of the Kyverno release."""
+    install: bool = True
+    """Install Kyverno (Helm release ``kyverno``, its namespace created by the app). False: use
+    the Kyverno already installed on an existing cluster (its ClusterPolicy CRD is checked at
+    deploy); the app adds only its own ClusterPolicy and never upgrades or removes Kyverno."""
 
     @field_validator("chart_version")
     @classmethod
@@ -757,6 +773,13 @@ def check_kvcache(app: AppConfig, lock_dir: Path = LOCK_DIR) -> None:
         )
     if kv.l2_backend == "fsx_lustre":
         _check_fsx(app)
+    if not kv.kyverno.install and app.existing_cluster is None:
+        raise RuleViolation(
+            "true on a cluster this app creates (no Kyverno is installed there)",
+            "remove kvcache.kyverno.install, or set existing_cluster to use an installed Kyverno",
+            field="kvcache.kyverno.install",
+            value=False,
+        )
     for i, e in enumerate(kv.endpoints):
         _check_endpoint(app, i, e)
     _check_gpu_slots(app)
