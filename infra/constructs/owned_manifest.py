@@ -1,0 +1,240 @@
+"""Ownership-aware apply of the Kubernetes layer on a cluster the app does not own.
+
+``Custom::HyperPodOwnedManifest`` replaces CDK's ``KubernetesManifest`` (``kubectl apply``, then
+``kubectl delete`` of every object on destroy) in existing-cluster mode. Its handler
+(``infra/handlers/owned_manifest``) talks to the API server with the official Kubernetes client:
+it creates what is absent with the annotation ``hyperpod-kvcache/owner: <project>-<environment>``,
+updates only objects carrying that mark, refuses with one line (before changing anything) what
+exists and is not ours, and on Delete removes only marked objects. A failed Create answers with
+the Provider framework's CREATE_FAILED marker, whose Delete never reaches the handler.
+
+The handler runs as the kubectl provider's own role (it already holds the cluster-admin access
+entry and eks:DescribeCluster), in the same subnets and security group for a private endpoint. It
+ships with the ``kubernetes`` client pinned in requirements.txt and its pure-Python dependencies,
+copied from this virtualenv by a local bundler (no Docker, no network).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    CustomResource,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    RemovalPolicy,
+)
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.constructs.tiered_storage import pinned_versions
+from infra.handlers.owned_manifest.kinds import Ref, UnknownKind
+from infra.nag import acknowledge
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+HANDLER_DIR = REPO_ROOT / "infra" / "handlers" / "owned_manifest"
+HANDLER_PACKAGE = HANDLER_DIR.name
+RESOURCE_TYPE = "Custom::HyperPodOwnedManifest"
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+FALLBACK_IMAGE = "public.ecr.aws/sam/build-python3.13"  # never run: the local bundler is used
+# The kubernetes client and what ``import kubernetes`` pulls in; all pure Python (compiled
+# speed-ups of PyYAML and charset-normalizer are left out, both fall back to Python code).
+BUNDLED_DISTRIBUTIONS = (
+    "kubernetes",
+    "urllib3",
+    "six",
+    "python-dateutil",
+    "PyYAML",
+    "requests",
+    "requests-oauthlib",
+    "oauthlib",
+    "certifi",
+    "charset-normalizer",
+    "idna",
+    "websocket-client",
+    "durationpy",
+)
+
+
+def _skip(relative: Path) -> bool:
+    parts = relative.parts
+    if parts[0] == ".." or "__pycache__" in parts or relative.suffix in {".pyc", ".so"}:
+        return True
+    if parts[0] == "kubernetes" and len(parts) > 1 and parts[1] in {"aio", "test", "e2e_test"}:
+        return True  # the asyncio client (needs aiohttp) and the package's own tests
+    if parts[0] == "_yaml" or (parts[0] == "bin"):
+        return True
+    return parts[0].endswith(".dist-info") and relative.name in {
+        "RECORD",
+        "INSTALLER",
+        "REQUESTED",
+        "direct_url.json",
+    }
+
+
+def bundle(output_dir: Path) -> None:
+    """Write the Lambda package: ``owned_manifest/`` plus the kubernetes client."""
+    pins = pinned_versions()
+    target = output_dir / HANDLER_PACKAGE
+    target.mkdir(parents=True, exist_ok=True)
+    for source in sorted(HANDLER_DIR.glob("*.py")):
+        shutil.copyfile(source, target / source.name)
+    for name in BUNDLED_DISTRIBUTIONS:
+        dist = importlib.metadata.distribution(name)
+        pinned = pins.get(name.lower())
+        if pinned is not None and dist.version != pinned:
+            raise RuntimeError(
+                f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
+                "run `.venv/bin/pip install -r requirements.txt` before synth"
+            )
+        for relative in dist.files or ():
+            rel = Path(str(relative))
+            if _skip(rel):
+                continue
+            destination = output_dir / rel
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(Path(str(relative.locate())), destination)
+
+
+@jsii.implements(ILocalBundling)
+class LocalBundler:
+    def try_bundle(self, output_dir: str, *_options: Any, **_kw: Any) -> bool:
+        bundle(Path(output_dir))
+        return True
+
+
+def handler_code() -> lambda_.Code:
+    return lambda_.Code.from_asset(
+        str(HANDLER_DIR),
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(
+            image=DockerImage.from_registry(FALLBACK_IMAGE), local=LocalBundler()
+        ),
+    )
+
+
+def refs_of(objects: Sequence[Mapping[str, Any]]) -> list[Ref]:
+    """Every object's ref; an unknown kind fails the synth with one line."""
+    try:
+        return [Ref.of(dict(o)) for o in objects]
+    except UnknownKind as e:
+        raise ValueError(str(e)) from e
+
+
+def _ref_json(ref: Ref) -> dict[str, Any]:
+    meta = {"name": ref.name, **({"namespace": ref.namespace} if ref.namespace else {})}
+    return {"apiVersion": ref.api_version, "kind": ref.kind, "metadata": meta}
+
+
+class OwnedManifests(Construct):
+    """One handler and Provider; ``add`` declares one ``Custom::HyperPodOwnedManifest``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        cluster_name: str,
+        owner: str,
+        role: iam.IRole,
+        vpc: ec2.IVpc | None = None,
+        subnet_ids: Sequence[str] = (),
+        security_group_id: str | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        super().__init__(scope, id)
+        self.cluster_name = cluster_name
+        self.owner = owner
+        network: dict[str, Any] = {}
+        if subnet_ids:
+            network = {
+                "vpc": vpc,
+                "vpc_subnets": ec2.SubnetSelection(
+                    subnets=[
+                        ec2.Subnet.from_subnet_id(self, f"Subnet{i}", s)
+                        for i, s in enumerate(subnet_ids)
+                    ]
+                ),
+                "security_groups": [
+                    ec2.SecurityGroup.from_security_group_id(
+                        self, "SecurityGroup", security_group_id
+                    )
+                ]
+                if security_group_id
+                else None,
+            }
+        self.on_event_function = lambda_.Function(
+            self,
+            "OnEvent",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=f"{HANDLER_PACKAGE}.index.on_event",
+            code=handler_code(),
+            role=role,
+            timeout=Duration.minutes(5),
+            memory_size=512,
+            log_group=logs.LogGroup(
+                self, "HandlerLogs", retention=log_retention,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
+            description="Kubernetes objects applied with an ownership check (existing cluster)",
+            **network,
+        )  # fmt: skip
+        self.provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=self.on_event_function,
+            log_group=logs.LogGroup(
+                self, "FrameworkLogs", retention=log_retention,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
+            **network,
+        )  # fmt: skip
+        acknowledge(
+            self.on_event_function,
+            "AwsSolutions-L1",
+            f"{RUNTIME.name} is pinned on purpose; move RUNTIME in "
+            "infra/constructs/owned_manifest.py to a newer one after a test deploy.",
+        )
+
+    def add(
+        self,
+        id: str,
+        objects: Sequence[Mapping[str, Any]],
+        *,
+        preflight: Sequence[Mapping[str, Any]] = (),
+        present: Sequence[Mapping[str, Any]] = (),
+        absent: Sequence[Mapping[str, Any]] = (),
+        hints: Mapping[str, str] | None = None,
+    ) -> CustomResource:
+        refs_of(objects)
+        later = refs_of(preflight)
+        return CustomResource(
+            self,
+            id,
+            service_token=self.provider.service_token,
+            resource_type=RESOURCE_TYPE,
+            service_timeout=Duration.minutes(10),
+            properties={
+                "ClusterName": self.cluster_name,
+                "Owner": self.owner,
+                "Manifest": json.dumps(list(objects), sort_keys=True),
+                "Preflight": json.dumps([_ref_json(r) for r in later]),
+                "Present": json.dumps(list(present)),
+                "Absent": json.dumps(list(absent)),
+                "Hints": json.dumps(dict(hints or {}), sort_keys=True),
+            },
+        )

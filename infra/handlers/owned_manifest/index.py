@@ -1,0 +1,74 @@
+"""Entry point for ``aws_cdk.custom_resources.Provider``: ``on_event`` (no is_complete: an apply
+takes seconds).
+
+Properties (strings or JSON strings, as CloudFormation delivers them): ``ClusterName``, ``Owner``,
+``Manifest`` (the objects), ``Preflight`` (refs of later applies, checked up front), ``Present``
+and ``Absent`` (checks, Create only for Absent), ``Hints`` (object key -> the fix).
+
+Delete never fails: a cluster or object that is gone counts as done, objects that are not ours
+are left, and an object that cannot be deleted is logged and left.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from .connect import ClusterGone, api_client
+from .kinds import Ref
+from .ownership import Check, Cluster, OwnershipError, apply, delete
+
+log = logging.getLogger(__name__)
+logging.getLogger().setLevel(logging.INFO)
+
+
+def _json(props: dict[str, Any], key: str, default: Any) -> Any:
+    value = props.get(key)
+    return default if value in (None, "") else json.loads(value)
+
+
+def _cluster() -> Any:
+    import boto3
+
+    return boto3.session.Session()
+
+
+def on_event(
+    event: dict[str, Any], context: Any, *, cluster: Cluster | None = None
+) -> dict[str, Any]:
+    kind = event["RequestType"]
+    props = event.get("ResourceProperties", {})
+    name, owner = str(props.get("ClusterName", "")), str(props.get("Owner", ""))
+    physical = f"owned-manifest:{owner}:{event.get('LogicalResourceId', '')}"
+    objects = _json(props, "Manifest", [])
+    if kind == "Delete":
+        physical = str(event.get("PhysicalResourceId") or physical)
+        try:
+            cluster = cluster or Cluster(api_client(_cluster(), name))
+        except ClusterGone:
+            log.info("EKS cluster %s is gone: nothing to delete", name)
+            return {"PhysicalResourceId": physical}
+        except Exception as e:  # Delete never wedges the stack
+            log.warning("cannot reach EKS cluster %s (%s): objects left in place", name, e)
+            return {"PhysicalResourceId": physical}
+        for line in delete(cluster, owner, objects):
+            log.info("%s", line)
+        return {"PhysicalResourceId": physical}
+    if not owner:
+        raise OwnershipError("Owner is empty: the construct must pass the owner value")
+    cluster = cluster or Cluster(api_client(_cluster(), name))
+    old = event.get("OldResourceProperties", {}) if kind == "Update" else {}
+    done = apply(
+        cluster,
+        owner,
+        objects,
+        preflight=[Ref.of(r) for r in _json(props, "Preflight", [])],
+        present=[Check.of(c) for c in _json(props, "Present", [])],
+        absent=[Check.of(c) for c in _json(props, "Absent", [])] if kind == "Create" else [],
+        hints=_json(props, "Hints", {}),
+        previous=_json(old, "Manifest", []) if old.get("Owner") == owner else [],
+    )
+    for line in done:
+        log.info("%s", line)
+    return {"PhysicalResourceId": physical if kind == "Create" else event["PhysicalResourceId"]}

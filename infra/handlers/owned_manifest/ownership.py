@@ -1,0 +1,252 @@
+"""Apply and delete objects only where the app owns them.
+
+An object is ours when its annotation ``hyperpod-kvcache/owner`` equals this deployment's owner
+value (``<project>-<environment>``). Apply: absent objects are created with that annotation, ours
+are updated (server-side apply), and if any object exists without our mark nothing is changed and
+the apply fails with one line naming it and the fix. Delete: only ours, and gone counts as done.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+
+from .kinds import Ref
+
+log = logging.getLogger(__name__)
+
+OWNER_ANNOTATION = "hyperpod-kvcache/owner"
+FIELD_MANAGER = "hyperpod-kvcache"
+DEFAULT_FIX = "rename ours in config or remove theirs"
+
+
+class OwnershipError(Exception):
+    """A refusal or failure the user must act on; ``str(error)`` is one line."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """An object that must exist (``present``) or must not exist unless ours (``absent``)."""
+
+    ref: Ref
+    fix: str
+    match: Mapping[str, str] | None = None  # top-level fields it must have, e.g. provisioner
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> Check:
+        ref = Ref.of(
+            {
+                "apiVersion": data["apiVersion"],
+                "kind": data["kind"],
+                "metadata": {"name": data["name"], "namespace": data.get("namespace")},
+            }
+        )
+        return cls(ref=ref, fix=str(data["fix"]), match=data.get("match"))
+
+
+class Cluster:
+    """The few REST calls needed, through the official client's ``ApiClient.call_api``."""
+
+    def __init__(self, api: ApiClient) -> None:
+        self.api = api
+
+    def _call(self, method: str, path: str, body: Any = None, **extra: Any) -> Any:
+        headers = {"Accept": "application/json"}
+        query: list[tuple[str, str]] = []
+        if extra.get("content_type"):
+            headers["Content-Type"] = extra["content_type"]
+        if extra.get("apply"):
+            query = [("fieldManager", FIELD_MANAGER), ("force", "true")]
+        if extra.get("propagation"):
+            body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+        return self.api.call_api(
+            path,
+            method,
+            query_params=query,
+            header_params=headers,
+            body=body,
+            response_types_map={200: "object", 201: "object", 202: "object"},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+            _request_timeout=30,
+        )
+
+    def get(self, ref: Ref) -> dict[str, Any] | None:
+        try:
+            found: dict[str, Any] = self._call("GET", ref.path)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise
+        return found
+
+    def create(self, ref: Ref, obj: dict[str, Any]) -> None:
+        self._call("POST", ref.collection, obj, content_type="application/json")
+
+    def apply(self, ref: Ref, obj: dict[str, Any]) -> None:
+        # Server-side apply, forced: fields this manager set before are updated or removed,
+        # fields the cluster filled in (a Service's clusterIP, a bound PVC's volumeName) stay.
+        self._call(
+            "PATCH", ref.path, json.dumps(obj), content_type="application/apply-patch+yaml",
+            apply=True,
+        )  # fmt: skip
+
+    def delete(self, ref: Ref) -> bool:
+        """True when it was deleted, False when it was gone already."""
+        try:
+            self._call("DELETE", ref.path, propagation=True)
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise
+        return True
+
+
+def owner_of(obj: Mapping[str, Any] | None) -> str | None:
+    if obj is None:
+        return None
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(OWNER_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def stamped(obj: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """A copy of ``obj`` carrying our owner annotation."""
+    out = json.loads(json.dumps(obj))
+    meta = out.setdefault("metadata", {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), OWNER_ANNOTATION: owner}
+    return out
+
+
+def _refusal(ref: Ref, current: Mapping[str, Any], hints: Mapping[str, str]) -> str:
+    mark = owner_of(current)
+    whose = f"marked {OWNER_ANNOTATION}={mark}" if mark else f"has no {OWNER_ANNOTATION} mark"
+    return f"{ref} exists and is not ours ({whose}): {hints.get(ref.key, DEFAULT_FIX)}"
+
+
+def check(
+    cluster: Cluster,
+    owner: str,
+    refs: Iterable[Ref],
+    *,
+    present: Sequence[Check] = (),
+    absent: Sequence[Check] = (),
+    hints: Mapping[str, str] | None = None,
+) -> dict[Ref, dict[str, Any] | None]:
+    """Read everything first; raise OwnershipError (nothing changed) on the first problem."""
+    hints = hints or {}
+    for c in present:
+        current = cluster.get(c.ref)
+        if current is None:
+            raise OwnershipError(f"{c.ref} does not exist: {c.fix}. Nothing was changed.")
+        for field, want in (c.match or {}).items():
+            if current.get(field) != want:
+                raise OwnershipError(
+                    f"{c.ref} has {field} {current.get(field)!r}, not {want!r}: {c.fix}. "
+                    "Nothing was changed."
+                )
+    for c in absent:
+        current = cluster.get(c.ref)
+        if current is not None and owner_of(current) != owner:
+            raise OwnershipError(f"{c.ref} exists: {c.fix}. Nothing was changed.")
+    found: dict[Ref, dict[str, Any] | None] = {}
+    refused: list[str] = []
+    for ref in refs:
+        current = cluster.get(ref)
+        found[ref] = current
+        if current is not None and owner_of(current) != owner:
+            refused.append(_refusal(ref, current, hints))
+    if refused:
+        more = f" (and {len(refused) - 1} more object(s) not ours)" if len(refused) > 1 else ""
+        raise OwnershipError(f"{refused[0]}{more}. Nothing was changed.")
+    return found
+
+
+def apply(
+    cluster: Cluster,
+    owner: str,
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    preflight: Sequence[Ref] = (),
+    present: Sequence[Check] = (),
+    absent: Sequence[Check] = (),
+    hints: Mapping[str, str] | None = None,
+    previous: Sequence[Mapping[str, Any]] = (),
+) -> list[str]:
+    """Create or update ``objects``; prune ours that ``previous`` had and ``objects`` lost.
+
+    ``preflight`` names further objects (of later applies) checked for ownership up front, so a
+    refusal comes before anything is changed. Returns what was done, for the log.
+    """
+    refs = [Ref.of(dict(o)) for o in objects]
+    extra = [r for r in preflight if r not in refs]
+    found = check(cluster, owner, [*refs, *extra], present=present, absent=absent, hints=hints)
+    done: list[str] = []
+    created: list[Ref] = []
+    for ref, obj in zip(refs, objects, strict=True):
+        verb = "update" if found[ref] is not None else "create"
+        try:
+            if found[ref] is None:
+                cluster.create(ref, stamped(obj, owner))
+                created.append(ref)
+            else:
+                cluster.apply(ref, stamped(obj, owner))
+        except ApiException as e:
+            undone = _undo(cluster, created)
+            raise OwnershipError(
+                f"{verb} {ref} failed: HTTP {e.status} {_reason(e)}{undone}. Fix the object in "
+                "the chart or the cluster, then deploy again."
+            ) from e
+        done.append(f"{verb}d {ref}")
+    kept = set(refs)
+    for old in reversed([Ref.of(dict(o)) for o in previous]):
+        if old not in kept:
+            done.append(delete_one(cluster, owner, old))
+    return done
+
+
+def _undo(cluster: Cluster, created: Sequence[Ref]) -> str:
+    for ref in reversed(created):
+        try:
+            cluster.delete(ref)
+        except ApiException as e:  # reported in the log; the message says what may remain
+            log.warning("could not remove %s after a failed apply: %s", ref, e)
+    if not created:
+        return ""
+    return f"; removed what this apply had created ({', '.join(str(r) for r in created)})"
+
+
+def _reason(e: ApiException) -> str:
+    try:
+        message = json.loads(e.body or "{}").get("message")
+    except (ValueError, AttributeError):
+        message = None
+    return str(message or e.reason or "").replace("\n", " ")
+
+
+def delete_one(cluster: Cluster, owner: str, ref: Ref) -> str:
+    current = cluster.get(ref)
+    if current is None:
+        return f"{ref} is gone already"
+    mark = owner_of(current)
+    if mark != owner:
+        return f"left {ref}: not ours ({OWNER_ANNOTATION}={mark or 'absent'})"
+    return f"deleted {ref}" if cluster.delete(ref) else f"{ref} is gone already"
+
+
+def delete(cluster: Cluster, owner: str, objects: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Delete ours, in reverse apply order; never raises for one object (logged instead)."""
+    done: list[str] = []
+    for obj in reversed(objects):
+        ref = Ref.of(dict(obj))
+        try:
+            done.append(delete_one(cluster, owner, ref))
+        except ApiException as e:
+            done.append(f"could not delete {ref}: HTTP {e.status} {_reason(e)}; left in place")
+    return done
