@@ -93,7 +93,7 @@ class Cluster:
         # Server-side apply, forced: fields this manager set before are updated or removed,
         # fields the cluster filled in (a Service's clusterIP, a bound PVC's volumeName) stay.
         self._call(
-            "PATCH", ref.path, json.dumps(obj), content_type="application/apply-patch+yaml",
+            "PATCH", ref.path, obj, content_type="application/apply-patch+yaml",
             apply=True,
         )  # fmt: skip
 

@@ -1,0 +1,280 @@
+"""Ownership-aware apply (infra/handlers/owned_manifest) against a cluster that has an owner.
+
+Double: a local fake Kubernetes API server (tests/handlers/ownership_fake_kube.py, built on
+tests/scripts/fake_kube.py) driven by the official ``kubernetes`` client, so the handler's real
+URLs, verbs, content types and error statuses are exercised. The fake stores objects and does not
+run admission or controllers (a deleted Namespace does not delete its contents).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import boto3
+import pytest
+
+from infra.handlers.owned_manifest import connect, index
+from infra.handlers.owned_manifest.kinds import Ref
+from infra.handlers.owned_manifest.ownership import (
+    OWNER_ANNOTATION,
+    Check,
+    Cluster,
+    OwnershipError,
+    apply,
+    delete,
+)
+from tests.handlers.ownership_fake_kube import ApplyFakeKube
+
+OWNER = "hyperpod-kvcache-dev"
+NS = "/api/v1/namespaces"
+SC = "/apis/storage.k8s.io/v1/storageclasses"
+CRD = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def ns(name: str, owner: str | None = None, **labels: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if owner:
+        meta["annotations"] = {OWNER_ANNOTATION: owner}
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def sc(name: str, provisioner: str = "ebs.csi.aws.com", **params: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
+        "parameters": params,
+    }
+
+
+def cm(name: str, namespace: str, **data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+
+
+@pytest.fixture
+def kube() -> Iterator[ApplyFakeKube]:
+    with ApplyFakeKube() as fake:
+        yield fake
+
+
+@pytest.fixture
+def cluster(kube: ApplyFakeKube) -> Cluster:
+    return Cluster(kube.api_client())
+
+
+def owners_cluster(kube: ApplyFakeKube) -> dict[str, Any]:
+    """What the cluster's owner had before us: namespaces, ebs-sc and Kyverno. Returns a copy."""
+    kube.put(NS, ns("inference", team="ml"))
+    kube.put(NS, ns("kyverno", team="platform"))
+    kube.put(SC, sc("ebs-sc", type="gp2"))
+    kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1",
+                   "kind": "CustomResourceDefinition",
+                   "metadata": {"name": "clusterpolicies.kyverno.io"}})  # fmt: skip
+    return json.loads(json.dumps(kube.objects))
+
+
+def test_absent_objects_are_created_with_our_mark(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    done = apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine", a="1")])
+    assert done == ["created Namespace curvine", "created ConfigMap curvine/c"]
+    for path in (f"{NS}/curvine", f"{NS}/curvine/configmaps/c"):
+        assert kube.objects[path]["metadata"]["annotations"] == {OWNER_ANNOTATION: OWNER}
+    assert [m for m, _, _ in kube.writes()] == ["POST", "POST"]
+
+
+def test_an_object_that_is_not_ours_is_refused_before_any_change(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    before = owners_cluster(kube)
+    with pytest.raises(OwnershipError) as err:
+        apply(
+            cluster, OWNER, [ns("curvine"), ns("inference")],
+            hints={"Namespace/inference": "set kvcache.endpoints.0.namespace to a namespace "
+                   "that does not exist"},
+        )  # fmt: skip
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("Namespace inference exists and is not ours")
+    assert "kvcache.endpoints.0.namespace" in message and "Nothing was changed" in message
+    assert kube.writes() == [] and kube.objects == before
+
+
+def test_preflight_refuses_objects_of_later_applies(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    before = owners_cluster(kube)
+    with pytest.raises(OwnershipError, match=r"^StorageClass ebs-sc exists and is not ours"):
+        apply(cluster, OWNER, [ns("curvine")], preflight=[Ref.of(sc("ebs-sc"))])
+    assert kube.writes() == [] and kube.objects == before
+
+
+def test_another_environments_mark_is_not_ours(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    kube.put(NS, ns("curvine", owner="hyperpod-kvcache-prod"))
+    with pytest.raises(OwnershipError, match="marked hyperpod-kvcache/owner=hyperpod-kvcache-prod"):
+        apply(cluster, OWNER, [ns("curvine")])
+    assert kube.writes() == []
+
+
+def test_ours_is_updated_and_what_the_manifest_dropped_is_pruned(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    apply(cluster, OWNER, [cm("a", "default", v="1"), cm("b", "default")])
+    kube.put(f"{NS}/default/configmaps", cm("theirs", "default"))
+    done = apply(
+        cluster, OWNER, [cm("a", "default", v="2")],
+        previous=[cm("a", "default", v="1"), cm("b", "default"), cm("theirs", "default")],
+    )  # fmt: skip
+    assert done == [
+        "updated ConfigMap default/a",
+        "left ConfigMap default/theirs: not ours (hyperpod-kvcache/owner=absent)",
+        "deleted ConfigMap default/b",
+    ]
+    assert kube.objects[f"{NS}/default/configmaps/a"]["data"] == {"v": "2"}
+    assert f"{NS}/default/configmaps/theirs" in kube.objects
+    patch = [(m, p, c) for m, p, c in kube.writes() if m == "PATCH"]
+    assert patch == [("PATCH", f"{NS}/default/configmaps/a", "application/apply-patch+yaml")]
+
+
+def test_server_side_apply_names_our_field_manager_and_forces(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    seen: list[str] = []
+    original = cluster.api.call_api
+
+    def spy(path: str, method: str, **kw: Any) -> Any:
+        seen.append(f"{method} {path} {kw.get('query_params')}")
+        return original(path, method, **kw)
+
+    cluster.api.call_api = spy  # type: ignore[method-assign]
+    kube.put(NS, ns("curvine", owner=OWNER))
+    apply(cluster, OWNER, [ns("curvine")])
+    assert f"PATCH {NS}/curvine [('fieldManager', 'hyperpod-kvcache'), ('force', 'true')]" in seen
+
+
+def test_a_failed_create_removes_what_this_apply_created(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    with pytest.raises(OwnershipError) as err:
+        apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    assert str(err.value).startswith("create ConfigMap curvine/c failed: HTTP 422")
+    assert "removed what this apply had created (Namespace curvine)" in str(err.value)
+    assert f"{NS}/curvine" not in kube.objects
+
+
+def test_present_checks_reuse_an_existing_storage_class_and_kyverno(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    before = owners_cluster(kube)
+    ebs = Check.of({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "ebs-sc",
+                    "match": {"provisioner": "ebs.csi.aws.com"}, "fix": "F"})  # fmt: skip
+    kyverno = Check.of({"apiVersion": "apiextensions.k8s.io/v1",
+                        "kind": "CustomResourceDefinition",
+                        "name": "clusterpolicies.kyverno.io", "fix": "F"})  # fmt: skip
+    apply(cluster, OWNER, [ns("curvine")], present=[ebs, kyverno])
+    assert {k: v for k, v in kube.objects.items() if k in before} == before
+    kube.objects[f"{SC}/ebs-sc"]["provisioner"] = "kubernetes.io/aws-ebs"
+    with pytest.raises(OwnershipError, match=r"has provisioner 'kubernetes\.io/aws-ebs'"):
+        apply(cluster, OWNER, [ns("curvine")], present=[ebs])
+    with pytest.raises(OwnershipError, match=r"^StorageClass gp3 does not exist: F"):
+        apply(cluster, OWNER, [], present=[Check.of({**{
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "gp3",
+            "fix": "F"}})])  # fmt: skip
+
+
+def test_absent_check_refuses_an_installed_kyverno(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    owners_cluster(kube)
+    crd = Check.of({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "name": "clusterpolicies.kyverno.io",
+                    "fix": "set kvcache.kyverno.install to false"})  # fmt: skip
+    with pytest.raises(OwnershipError, match=r"clusterpolicies\.kyverno\.io exists: set kvcache"):
+        apply(cluster, OWNER, [ns("curvine")], absent=[crd])
+    assert kube.writes() == []
+
+
+def test_delete_removes_only_ours_and_gone_is_done(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    before = owners_cluster(kube)
+    apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    done = delete(cluster, OWNER, [ns("inference"), ns("curvine"), cm("c", "curvine"),
+                                   cm("gone", "curvine")])  # fmt: skip
+    assert done == [
+        "ConfigMap curvine/gone is gone already",
+        "deleted ConfigMap curvine/c",
+        "deleted Namespace curvine",
+        "left Namespace inference: not ours (hyperpod-kvcache/owner=absent)",
+    ]
+    assert kube.objects == before
+
+
+def test_delete_does_not_fail_when_the_api_refuses(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    apply(cluster, OWNER, [ns("curvine")])
+    kube.fail[("DELETE", f"{NS}/curvine")] = 403
+    assert delete(cluster, OWNER, [ns("curvine")]) == [
+        "could not delete Namespace curvine: HTTP 403 injected failure; left in place"
+    ]
+
+
+def event(kind: str, objects: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    props = {"ClusterName": "team-eks", "Owner": OWNER, "Manifest": json.dumps(objects)}
+    return {"RequestType": kind, "LogicalResourceId": "K8s00namespaces",
+            "ResourceProperties": props, **extra}  # fmt: skip
+
+
+def test_on_event_lifecycle(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    before = owners_cluster(kube)
+    created = index.on_event(event("Create", [ns("curvine")]), None, cluster=cluster)
+    pid = created["PhysicalResourceId"]
+    assert pid == f"owned-manifest:{OWNER}:K8s00namespaces"
+    updated = index.on_event(
+        event("Update", [ns("curvine", x="1")], PhysicalResourceId=pid,
+              OldResourceProperties=event("Create", [ns("curvine")])["ResourceProperties"]),
+        None, cluster=cluster,
+    )  # fmt: skip
+    assert updated == {"PhysicalResourceId": pid}
+    assert kube.objects[f"{NS}/curvine"]["metadata"]["labels"] == {"x": "1"}
+    deleted = index.on_event(
+        event("Delete", [ns("curvine"), ns("inference")], PhysicalResourceId=pid),
+        None, cluster=cluster,
+    )  # fmt: skip
+    assert deleted == {"PhysicalResourceId": pid}
+    assert kube.objects == before
+
+
+def test_delete_of_a_gone_or_unreachable_cluster_succeeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def gone(session: Any, name: str) -> Any:
+        raise connect.ClusterGone(name)
+
+    monkeypatch.setattr(index, "api_client", gone)
+    e = event("Delete", [ns("curvine")], PhysicalResourceId="p")
+    assert index.on_event(e, None) == {"PhysicalResourceId": "p"}
+
+    def unreachable(session: Any, name: str) -> Any:
+        raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(index, "api_client", unreachable)
+    assert index.on_event(e, None) == {"PhysicalResourceId": "p"}
+
+
+def test_token_is_a_presigned_get_caller_identity_for_the_cluster() -> None:
+    session = boto3.session.Session(
+        aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret", region_name="us-west-2"
+    )
+    token = connect.token(session, "team-eks", "us-west-2")
+    assert token.startswith("k8s-aws-v1.") and "=" not in token
+    raw = token.removeprefix("k8s-aws-v1.")
+    url = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)).decode()
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    assert parts.netloc == "sts.us-west-2.amazonaws.com"
+    assert query["Action"] == ["GetCallerIdentity"]
+    assert "x-k8s-aws-id" in query["X-Amz-SignedHeaders"][0].split(";")
+    assert query["X-Amz-Expires"] == [str(connect.TOKEN_SECONDS)]
