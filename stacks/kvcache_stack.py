@@ -1,20 +1,36 @@
-"""The Kubernetes layer, deployed through the cluster's kubectl provider: Kyverno (Helm), then the
-cdk8s charts of ``k8s.app`` in apply order. The same chart objects are written to dist/<env>/."""
+"""The Kubernetes layer: Kyverno (Helm), then the cdk8s charts of ``k8s.app`` in apply order. The
+same chart objects are written to dist/<env>/.
+
+On a cluster this app creates, every chart is one ``KubernetesManifest`` applied by the cluster's
+kubectl provider. On an existing cluster (``existing_cluster``), every chart is one
+``Custom::HyperPodOwnedManifest`` (infra/constructs/owned_manifest.py): objects we did not create
+are never changed or deleted, and a deploy that would touch one is refused before anything is
+applied. Kyverno is installed only when ``kvcache.kyverno.install`` is true.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, Fn, Stack
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct, IDependable
+from aws_cdk import aws_iam as iam
+from constructs import Construct, IConstruct, IDependable
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
 from infra.constructs.fsx_lustre import FsxLustreL2
+from infra.constructs.owned_manifest import OwnedManifests
 from k8s.app import build_charts
+from k8s.common import EBS_SC
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"
+KYVERNO_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "name": "clusterpolicies.kyverno.io",
+}
 
 
 class KvCacheStack(Stack):
@@ -32,36 +48,132 @@ class KvCacheStack(Stack):
         super().__init__(scope, id, **stack_kwargs)
         charts = build_charts(config, fsx=l2_file_system.volume if l2_file_system else None)
         target = as_icluster(cluster)
-        manifests: dict[str, eks.KubernetesManifest] = {}
-        previous: eks.KubernetesManifest | None = None
-        for name, chart in charts.ordered:
+        owned = self._owned_manifests(config, target)
+        ordered = [(n, [dict(o) for o in c.to_json()]) for n, c in charts.ordered]
+        every = [o for _, objects in ordered for o in objects]
+        manifests: dict[str, IConstruct] = {}
+        previous: IConstruct | None = None
+        for name, objects in ordered:
+            if not objects:
+                continue  # e.g. 10-storage with an existing StorageClass and Curvine off
             # Each chart is one manifest, applied after the one before it: namespaces before
             # their objects, StorageClasses before claims, Curvine before the PVC, PVC and policy
             # before the endpoint.
-            m = eks.KubernetesManifest(
-                self, f"K8s-{name}", cluster=target,
-                manifest=[dict(o) for o in chart.to_json()], overwrite=True,
-            )  # fmt: skip
+            m: IConstruct
+            if owned is None:
+                m = eks.KubernetesManifest(
+                    self, f"K8s-{name}", cluster=target, manifest=objects, overwrite=True
+                )
+            else:
+                first = previous is None
+                m = owned.add(
+                    f"K8s-{name}",
+                    objects,
+                    # The first apply checks every object of the layer, so a refusal comes
+                    # before anything is created.
+                    preflight=every if first else (),
+                    present=_present(config) if first else (),
+                    absent=_absent(config) if first else (),
+                    hints=_hints(config),
+                )
             if previous is not None:
                 m.node.add_dependency(previous)
             manifests[name] = m
             previous = m
-        kyverno = eks.HelmChart(
-            self, "Kyverno", cluster=target,
-            chart="kyverno", repository=KYVERNO_REPOSITORY,
-            version=config.kvcache.kyverno.chart_version,
-            release="kyverno", namespace=config.kvcache.kyverno.namespace,
-            create_namespace=False,  # created with Pod Security labels by 00-namespaces
-            wait=True,  # the admission webhook is serving before the policy is applied
-            timeout=Duration.minutes(15),
-        )  # fmt: skip
-        kyverno.node.add_dependency(manifests["00-namespaces"])
-        if "50-l2-policy" in manifests:
-            manifests["50-l2-policy"].node.add_dependency(kyverno)
+        self.kyverno: eks.HelmChart | None = None
+        if config.kvcache.kyverno.install:
+            kyverno = eks.HelmChart(
+                self, "Kyverno", cluster=target,
+                chart="kyverno", repository=KYVERNO_REPOSITORY,
+                version=config.kvcache.kyverno.chart_version,
+                release="kyverno", namespace=config.kvcache.kyverno.namespace,
+                create_namespace=False,  # created with Pod Security labels by 00-namespaces
+                wait=True,  # the admission webhook is serving before the policy is applied
+                timeout=Duration.minutes(15),
+            )  # fmt: skip
+            kyverno.node.add_dependency(manifests["00-namespaces"])
+            if "50-l2-policy" in manifests:
+                manifests["50-l2-policy"].node.add_dependency(kyverno)
+            self.kyverno = kyverno
         if nodes_ready is not None:
             # Kyverno waits for its Pods and Curvine's Pods need nodes (a stack dependency).
-            kyverno.node.add_dependency(nodes_ready)
+            if self.kyverno is not None:
+                self.kyverno.node.add_dependency(nodes_ready)
             for m in manifests.values():
                 m.node.add_dependency(nodes_ready)
         self.manifests = manifests
-        self.kyverno = kyverno
+
+    def _owned_manifests(self, config: AppConfig, target: eks.ICluster) -> OwnedManifests | None:
+        existing = config.existing_cluster
+        if existing is None:
+            return None
+        provider = target.kubectl_provider
+        assert provider is not None and provider.role is not None, "imported without kubectl"
+        # The kubectl handler's role: it holds the cluster-admin access entry, eks:DescribeCluster
+        # and log writes. Imported immutable, so nothing is added to a role of another stack.
+        role = iam.Role.from_role_arn(self, "KubectlRole", provider.role.role_arn, mutable=False)
+        vpc = (
+            ec2.Vpc.from_vpc_attributes(
+                self, "Vpc", vpc_id=existing.vpc_id, availability_zones=Fn.get_azs()
+            )
+            if existing.kubectl_subnet_ids and existing.vpc_id
+            else None
+        )
+        return OwnedManifests(
+            self,
+            "OwnedManifests",
+            cluster_name=existing.eks_cluster_name,
+            owner=config.stack_prefix,
+            role=role,
+            vpc=vpc,
+            subnet_ids=existing.kubectl_subnet_ids,
+            security_group_id=existing.kubectl_security_group_id,
+        )
+
+
+def _present(config: AppConfig) -> list[dict[str, Any]]:
+    """What an existing cluster must already have for the reuse the config asks for."""
+    checks: list[dict[str, Any]] = []
+    sc = config.kvcache.curvine.master.storage_class
+    if sc is not None and config.kvcache.curvine.enabled:
+        checks.append({
+            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": sc,
+            "match": {"provisioner": "ebs.csi.aws.com"},
+            "fix": "kvcache.curvine.master.storage_class must name an EBS CSI StorageClass "
+            "(`kubectl get storageclass`), or be removed to let the app create ebs-sc",
+        })  # fmt: skip
+    if not config.kvcache.kyverno.install:
+        checks.append({
+            **KYVERNO_CRD,
+            "fix": "kvcache.kyverno.install is false but Kyverno is not installed: install it "
+            "or set kvcache.kyverno.install to true",
+        })  # fmt: skip
+    return checks
+
+
+def _absent(config: AppConfig) -> list[dict[str, Any]]:
+    if not config.kvcache.kyverno.install:
+        return []
+    return [{
+        **KYVERNO_CRD,
+        "fix": "Kyverno is installed already: set kvcache.kyverno.install to false to use it",
+    }]  # fmt: skip
+
+
+def _hints(config: AppConfig) -> dict[str, str]:
+    """Object key -> the config change that avoids taking over an object that is not ours."""
+    kv = config.kvcache
+    hints = {
+        f"Namespace/{kv.curvine.namespace}": "set kvcache.curvine.namespace to a namespace that "
+        "does not exist",
+        f"Namespace/{kv.kyverno.namespace}": "set kvcache.kyverno.install to false to use the "
+        "installed Kyverno, or kvcache.kyverno.namespace to a namespace that does not exist",
+        f"StorageClass/{EBS_SC}": f"set kvcache.curvine.master.storage_class to {EBS_SC} to use "
+        "the existing class (provisioner ebs.csi.aws.com)",
+    }
+    for i, e in enumerate(kv.endpoints):
+        hints.setdefault(
+            f"Namespace/{e.namespace}",
+            f"set kvcache.endpoints.{i}.namespace to a namespace that does not exist",
+        )
+    return hints

@@ -1,0 +1,190 @@
+"""The Kubernetes layer on an existing cluster: every chart is a Custom::HyperPodOwnedManifest,
+and the synthesized properties, run through the handler against a cluster that already has
+``inference``/``kyverno`` namespaces, an ``ebs-sc`` and Kyverno, change and delete nothing the
+owner had.
+
+Doubles: the real synthesized templates (the shared ``dev``/``existing`` fixtures plus one
+variant: private endpoint, every add-on skipped, Kyverno and ebs-sc reused, the endpoint in a
+namespace of its own); a local fake Kubernetes API server driven by the official client
+(tests/handlers/ownership_fake_kube.py) stands in for the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from infra.config import parse_config
+from infra.config.errors import ConfigError
+from infra.constructs.owned_manifest import RESOURCE_TYPE
+from infra.handlers.owned_manifest import index
+from infra.handlers.owned_manifest.ownership import OWNER_ANNOTATION, Cluster, OwnershipError
+from tests.handlers.ownership_fake_kube import ApplyFakeKube
+from tests.handlers.test_owned_manifest_handler import CRD, NS, SC, ns, sc
+from tests.synth_support import (
+    QUICK_INSTALL_CLUSTER,
+    QUICK_INSTALL_PRIVATE,
+    Synth,
+    _dev_raw,
+    synth,
+)
+
+KUBECTL_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
+
+
+def reuse_raw() -> dict[str, Any]:
+    raw = _dev_raw()
+    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    raw["addons"] = {k: {"mode": "skip"} for k in
+                     ("cert_manager", "s3_csi", "fsx_csi", "metrics_server",
+                      "inference_operator")}  # fmt: skip
+    kv = raw.setdefault("kvcache", {})
+    kv["kyverno"] = {**kv.get("kyverno", {}), "install": False}
+    curvine = kv.setdefault("curvine", {})
+    curvine["master"] = {**curvine.get("master", {}), "storage_class": "ebs-sc"}
+    kv["endpoints"] = [{**e, "namespace": "llm"} for e in kv.get("endpoints", [{}])]
+    return raw
+
+
+@pytest.fixture(scope="module")
+def reuse(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    config = parse_config(reuse_raw(), "config/dev.yaml (existing, reuse Kyverno, ebs-sc)", "dev")
+    return synth(config, tmp_path_factory.mktemp("existing-reuse"), chart_dir=None)
+
+
+def applies(s: Synth) -> list[tuple[str, dict[str, Any]]]:
+    """(logical id, properties) of every owned manifest, in dependency (apply) order."""
+    resources = s.template_json("kvcache")["Resources"]
+    owned = {k: v for k, v in resources.items() if v["Type"] == RESOURCE_TYPE}
+    ordered: list[str] = []
+    while len(ordered) < len(owned):
+        for k, v in owned.items():
+            deps = [d for d in v.get("DependsOn", []) if d in owned]
+            if k not in ordered and all(d in ordered for d in deps):
+                ordered.append(k)
+    return [(k, owned[k]["Properties"]) for k in ordered]
+
+
+@pytest.fixture
+def owners_cluster() -> Iterator[ApplyFakeKube]:
+    """The owner's cluster: namespaces inference and kyverno, StorageClass ebs-sc, Kyverno."""
+    with ApplyFakeKube() as kube:
+        kube.put(NS, ns("inference", team="ml"))
+        kube.put(NS, ns("kyverno", team="platform"))
+        kube.put(SC, sc("ebs-sc", type="gp2"))
+        kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1",
+                       "kind": "CustomResourceDefinition",
+                       "metadata": {"name": "clusterpolicies.kyverno.io"}})  # fmt: skip
+        yield kube
+
+
+def _event(kind: str, logical_id: str, props: dict[str, Any]) -> dict[str, Any]:
+    e = {"RequestType": kind, "LogicalResourceId": logical_id, "ResourceProperties": props}
+    if kind == "Delete":
+        e["PhysicalResourceId"] = f"owned-manifest:{props['Owner']}:{logical_id}"
+    return e
+
+
+def test_created_mode_still_applies_with_the_kubectl_provider(dev: Synth) -> None:
+    assert dev.resources("kvcache", RESOURCE_TYPE) == {}
+    assert len(dev.resources("kvcache", KUBECTL_RESOURCE)) == len(dev.stacks.kvcache.manifests)
+    assert dev.stacks.kvcache.kyverno is not None
+
+
+def test_existing_mode_applies_every_chart_with_the_ownership_check(existing: Synth) -> None:
+    assert existing.resources("kvcache", KUBECTL_RESOURCE) == {}
+    ordered = applies(existing)
+    assert len(ordered) == len(existing.stacks.kvcache.manifests)
+    owner = existing.config.stack_prefix
+    assert {p["Owner"] for _, p in ordered} == {owner}
+    first = ordered[0][1]
+    every = [o for _, p in ordered for o in json.loads(p["Manifest"])]
+    assert len(json.loads(first["Preflight"])) == len(every)
+    assert [c["name"] for c in json.loads(first["Absent"])] == ["clusterpolicies.kyverno.io"]
+    assert all(p["Preflight"] == "[]" for _, p in ordered[1:])
+
+
+def test_the_handler_runs_as_the_kubectl_role(existing: Synth) -> None:
+    functions = existing.resources("kvcache", "AWS::Lambda::Function")
+    handler = next(f for k, f in functions.items() if k.startswith("OwnedManifestsOnEvent"))
+    kubectl_role_arn = existing.config.existing_cluster.kubectl_role_arn  # type: ignore[union-attr]
+    assert handler["Properties"]["Role"] == kubectl_role_arn
+    assert handler["Properties"]["Handler"] == "owned_manifest.index.on_event"
+
+
+def test_private_endpoint_puts_the_handler_in_the_kubectl_subnets(reuse: Synth) -> None:
+    functions = reuse.resources("kvcache", "AWS::Lambda::Function")
+    assert len(functions) == 2  # the handler and the Provider framework's onEvent
+    for f in functions.values():
+        assert f["Properties"]["VpcConfig"] == {
+            "SubnetIds": QUICK_INSTALL_PRIVATE["kubectl_subnet_ids"],
+            "SecurityGroupIds": [QUICK_INSTALL_PRIVATE["kubectl_security_group_id"]],
+        }
+
+
+def test_reuse_installs_no_kyverno_and_creates_no_ebs_sc(reuse: Synth) -> None:
+    assert reuse.stacks.kvcache.kyverno is None
+    assert reuse.resources("kvcache", "Custom::AWSCDK-EKS-HelmChart") == {}
+    objects = [o for _, p in applies(reuse) for o in json.loads(p["Manifest"])]
+    names = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    assert ("StorageClass", "ebs-sc") not in names
+    assert ("Namespace", "kyverno") not in names and ("Namespace", "inference") not in names
+    claims = [t for o in objects if o["kind"] == "StatefulSet"
+              for t in o["spec"].get("volumeClaimTemplates", [])]  # fmt: skip
+    assert claims and {t["spec"]["storageClassName"] for t in claims} == {"ebs-sc"}
+
+
+def test_the_default_layer_is_refused_on_the_owners_cluster_before_any_change(
+    existing: Synth, owners_cluster: ApplyFakeKube
+) -> None:
+    before = json.loads(json.dumps(owners_cluster.objects))
+    cluster = Cluster(owners_cluster.api_client())
+    logical_id, props = applies(existing)[0]
+    with pytest.raises(OwnershipError) as err:
+        index.on_event(_event("Create", logical_id, props), None, cluster=cluster)
+    assert "\n" not in str(err.value)
+    assert "kvcache.kyverno.install to false" in str(err.value)
+    assert owners_cluster.writes() == [] and owners_cluster.objects == before
+
+
+def test_the_default_layer_without_kyverno_names_the_namespace_fix(
+    existing: Synth, owners_cluster: ApplyFakeKube
+) -> None:
+    """With the Kyverno CRD gone, the next refusal is the first object that is not ours."""
+    del owners_cluster.objects[f"{CRD}/clusterpolicies.kyverno.io"]
+    cluster = Cluster(owners_cluster.api_client())
+    logical_id, props = applies(existing)[0]
+    with pytest.raises(OwnershipError, match=r"^Namespace inference exists and is not ours"):
+        index.on_event(_event("Create", logical_id, props), None, cluster=cluster)
+    assert owners_cluster.writes() == []
+
+
+def test_reusing_deploys_and_destroys_without_touching_the_owners_objects(
+    reuse: Synth, owners_cluster: ApplyFakeKube
+) -> None:
+    before = json.loads(json.dumps(owners_cluster.objects))
+    cluster = Cluster(owners_cluster.api_client())
+    ordered = applies(reuse)
+    for logical_id, props in ordered:
+        index.on_event(_event("Create", logical_id, props), None, cluster=cluster)
+    ours = {k: v for k, v in owners_cluster.objects.items() if k not in before}
+    assert ours and all(
+        v["metadata"]["annotations"][OWNER_ANNOTATION] == reuse.config.stack_prefix
+        for v in ours.values()
+    )
+    assert {k: owners_cluster.objects[k] for k in before} == before
+    touched = {p for m, p, _ in owners_cluster.writes()}
+    assert not touched & set(before)
+    for logical_id, props in reversed(ordered):
+        index.on_event(_event("Delete", logical_id, props), None, cluster=cluster)
+    assert owners_cluster.objects == before
+
+
+def test_kyverno_install_false_is_refused_on_a_created_cluster() -> None:
+    raw = _dev_raw()
+    raw.setdefault("kvcache", {})["kyverno"] = {"install": False}
+    with pytest.raises(ConfigError, match=r"kvcache\.kyverno\.install"):
+        parse_config(raw, "config/dev.yaml", "dev")
