@@ -6,11 +6,12 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
-from constructs import Construct, IDependable
+from constructs import Construct, IConstruct
 
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.addons import PlatformAddons
+from infra.deps import needs
 
 
 class AddonsStack(Stack):
@@ -30,7 +31,7 @@ class AddonsStack(Stack):
         cluster: AnyCluster,
         oidc_provider: iam.IOpenIdConnectProvider,
         hyperpod_cluster_arn: str,
-        nodes_ready: IDependable | None = None,
+        nodes_ready: list[IConstruct] | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
@@ -42,7 +43,7 @@ class AddonsStack(Stack):
             oidc_provider=oidc_provider,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
         )
-        if nodes_ready is not None:
-            # Add-ons with Deployments stay DEGRADED until nodes exist (a stack dependency).
+        if nodes_ready:
+            # Add-ons with Deployments stay DEGRADED until nodes (and CoreDNS) are up.
             for addon in self.platform.addons.values():
-                addon.resource.node.add_dependency(nodes_ready)
+                needs(addon.resource, *nodes_ready)

@@ -1,4 +1,4 @@
-"""Compose the stacks of one environment in deployment order."""
+"""Compose the stacks of one environment; their order comes from infra/stack_layout.py."""
 
 from __future__ import annotations
 
@@ -10,13 +10,18 @@ from aws_cdk import Environment, IStackSynthesizer, Stack
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
+from k8s.app import Charts, build_charts
 from stacks.addons_stack import AddonsStack
 from stacks.eks_stack import EksStack
+from stacks.endpoints_stack import ENDPOINTS_MANIFEST, EndpointsStack
 from stacks.hyperpod_stack import HyperPodStack
 from stacks.kvcache_stack import KvCacheStack
 from stacks.network_stack import NetworkStack
+from stacks.nodes_stack import NodesStack
 from stacks.observability_stack import ObservabilityStack
+from stacks.tiered_storage_stack import TieredStorageStack
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,20 +34,34 @@ def default_chart_dir(config: AppConfig) -> Path:
 
 @dataclass
 class EnvironmentStacks:
-    """The stacks of one environment, in deployment order (None: not part of this mode)."""
+    """The stacks of one environment (None: not part of this mode); ``charts`` are the cdk8s
+    charts the kvcache and endpoints stacks deploy (app.py writes dist/<env>/ from them)."""
 
     network: NetworkStack | None
     eks: EksStack | None
     hyperpod: HyperPodStack
+    nodes: NodesStack
+    tiered_storage: TieredStorageStack
     addons: AddonsStack | None
     kvcache: KvCacheStack
+    endpoints: EndpointsStack
+    charts: Charts
     observability: ObservabilityStack | None = None
 
     @property
+    def by_suffix(self) -> dict[str, Stack]:
+        """Stacks by suffix, in the deploy order of infra/stack_layout.py."""
+        named: dict[str, Stack | None] = {
+            "network": self.network, "eks": self.eks, "hyperpod": self.hyperpod,
+            "nodes": self.nodes, "tiered-storage": self.tiered_storage, "addons": self.addons,
+            "kvcache": self.kvcache, "endpoints": self.endpoints,
+            "observability": self.observability,
+        }  # fmt: skip
+        return {s: named[s] for s in STACK_SUFFIXES if named[s] is not None}  # type: ignore[misc]
+
+    @property
     def stacks(self) -> list[Stack]:
-        ordered = (self.network, self.eks, self.hyperpod, self.addons, self.kvcache,
-                   self.observability)  # fmt: skip
-        return [s for s in ordered if s is not None]
+        return list(self.by_suffix.values())
 
 
 def compose(
@@ -52,7 +71,11 @@ def compose(
     chart_dir: Path | None = None,
     synthesizer: IStackSynthesizer | None = None,
 ) -> EnvironmentStacks:
-    """The environment's stacks under ``app`` (an App, or a pipeline Stage)."""
+    """The environment's stacks under ``app`` (an App, or a pipeline Stage).
+
+    Stack dependencies are the ones infra/stack_layout.py lists (teardown deletes in the same
+    order); resources that wait for a resource of another stack say so with ``infra.deps.needs``.
+    """
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
 
@@ -87,6 +110,12 @@ def compose(
             description="HyperPod KV cache: EKS control plane and core add-ons",
             **common("eks"),
         )
+    tiered_storage = TieredStorageStack(
+        app,
+        f"{prefix}-tiered-storage",
+        description="HyperPod KV cache: Tiered Storage on the HyperPod cluster (UpdateCluster)",
+        **common("tiered-storage"),
+    )
     hyperpod = HyperPodStack(
         app,
         f"{prefix}-hyperpod",
@@ -94,12 +123,25 @@ def compose(
         chart_dir=chart_dir or default_chart_dir(config),
         network=network.network if network else None,
         eks_stack=eks_stack,
-        description="HyperPod KV cache: HyperPod cluster and Tiered Storage",
+        tiered_storage_scope=tiered_storage,
+        description="HyperPod KV cache: HyperPod cluster, its prerequisites, Tiered Storage "
+        "provider",
         **common("hyperpod"),
+    )
+    nodes = NodesStack(
+        app,
+        f"{prefix}-nodes",
+        config=config,
+        cluster=hyperpod.eks_cluster,
+        hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
+        hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
+        hyperpod_cluster=hyperpod.hyperpod.cluster if hyperpod.hyperpod else None,
+        description="HyperPod KV cache: node readiness gate and CoreDNS",
+        **common("nodes"),
     )
     addons = None
     if config.addons.any_managed:
-        # After the HyperPod stack: add-on Pods need nodes, and the operator needs the cluster ARN.
+        # Add-on Pods need nodes and CoreDNS; the operator needs the cluster ARN.
         addons = AddonsStack(
             app,
             f"{prefix}-addons",
@@ -107,23 +149,42 @@ def compose(
             cluster=hyperpod.eks_cluster,
             oidc_provider=hyperpod.oidc_provider,
             hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
-            nodes_ready=hyperpod.nodes_ready,
+            nodes_ready=nodes.ready,
             description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
             **common("addons"),
         )
-        addons.add_stack_dependency(hyperpod)
+    # The L2 file system's attributes fill the FSx PersistentVolume (kvcache.l2_backend).
+    fsx = hyperpod.l2_file_system.volume if hyperpod.l2_file_system else None
+    charts = build_charts(config, fsx=fsx)
     kvcache = KvCacheStack(
         app,
         f"{prefix}-kvcache",
         config=config,
         cluster=hyperpod.eks_cluster,
-        nodes_ready=hyperpod.nodes_ready,
-        l2_file_system=hyperpod.l2_file_system,
-        description="HyperPod KV cache: Curvine, Kyverno and the inference endpoints",
+        charts=charts,
+        skip=frozenset({ENDPOINTS_MANIFEST}),
+        nodes_ready=nodes.ready,
+        description="HyperPod KV cache: Curvine, the L2 volume and Kyverno with its policy",
         **common("kvcache"),
     )
-    # The endpoint CRD, the CSI drivers and cert-manager come from the add-ons.
-    kvcache.add_stack_dependency(addons or hyperpod)
+    # The endpoint CRD comes from the operator add-on (or the cluster's owner, when skipped);
+    # Tiered Storage and the L2 objects must be in place before the first Pod.
+    l2 = [kvcache.manifests[n] for n in ("40-l2-volume", "50-l2-policy") if n in kvcache.manifests]
+    operator = addons.platform.addons.get("inference_operator") if addons else None
+    endpoints = EndpointsStack(
+        app,
+        f"{prefix}-endpoints",
+        config=config,
+        cluster=hyperpod.eks_cluster,
+        chart=charts.endpoints,
+        after=[
+            *([operator.resource] if operator is not None else []),
+            hyperpod.tiered_storage.resource,
+            *l2,
+        ],
+        description="HyperPod KV cache: the inference endpoints",
+        **common("endpoints"),
+    )
     observability = None
     if config.observability.enabled:
         # Metrics store, collector and alerts; the collector needs the cluster and its network.
@@ -136,12 +197,20 @@ def compose(
             description="HyperPod KV cache: AMP workspace, managed collector, alerts",
             **common("observability"),
         )
-        observability.add_stack_dependency(hyperpod)
-    return EnvironmentStacks(
+    stacks = EnvironmentStacks(
         network=network,
         eks=eks_stack,
         hyperpod=hyperpod,
+        nodes=nodes,
+        tiered_storage=tiered_storage,
         addons=addons,
         kvcache=kvcache,
+        endpoints=endpoints,
+        charts=charts,
         observability=observability,
     )
+    by_suffix = stacks.by_suffix
+    for suffix, deps in dependencies(by_suffix).items():
+        for dep in deps:
+            by_suffix[suffix].add_stack_dependency(by_suffix[dep])
+    return stacks

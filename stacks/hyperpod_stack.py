@@ -2,12 +2,13 @@
 
 Two modes, one interface for the stacks above it (``eks_cluster``, ``oidc_provider``,
 ``hyperpod_cluster_name``, ``hyperpod_cluster_arn``):
-- created: lifecycle scripts, instance role, dependencies chart, the cluster, coredns;
+- created: lifecycle scripts, instance role, dependencies chart, the cluster;
 - existing (``existing_cluster`` in config): the clusters are imported and only the settings the
   app owns (Tiered Storage) and a kubectl provider for the imported EKS cluster are created.
 
-Both modes end in ``nodes_ready`` (the node readiness gate): everything that needs nodes, in this
-stack and the ones above it, depends on that construct.
+The node readiness gate and CoreDNS are in the nodes stack, the Tiered Storage custom resource in
+the tiered-storage stack (its Provider is built here, beside the cluster): this stack ends with
+the cluster, so neither waits for the other.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from constructs import Construct
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.config.model import ExistingClusterConfig
-from infra.constructs.eks_cluster import add_coredns
 from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.hyperpod import (
     HyperPodCluster,
@@ -34,8 +34,8 @@ from infra.constructs.hyperpod import (
     instance_groups_hash,
 )
 from infra.constructs.network import Network
-from infra.constructs.node_gate import NodeReadinessGate
 from infra.constructs.tiered_storage import TieredStorage
+from infra.deps import needs
 from infra.nag import acknowledge_findings, render_intrinsic
 from infra.versions import SUPPORTED_KUBERNETES
 from stacks.eks_stack import EksStack
@@ -46,7 +46,7 @@ class HyperPodStack(Stack):
     oidc_provider: iam.IOpenIdConnectProvider
     hyperpod_cluster_name: str
     hyperpod_cluster_arn: str
-    nodes_ready: NodeReadinessGate
+    hyperpod: HyperPodCluster | None = None
 
     def __init__(
         self,
@@ -57,17 +57,12 @@ class HyperPodStack(Stack):
         chart_dir: Path,
         network: Network | None = None,
         eks_stack: EksStack | None = None,
+        tiered_storage_scope: Construct | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         if config.existing_cluster is not None:
             self._attach(config, config.existing_cluster)
-            self.nodes_ready = NodeReadinessGate(
-                self,
-                "NodesReady",
-                cluster_name=self.hyperpod_cluster_name,
-                cluster_arn=self.hyperpod_cluster_arn,
-            )
         else:
             assert network is not None and eks_stack is not None
             self._create(config, network, eks_stack, chart_dir)
@@ -81,10 +76,11 @@ class HyperPodStack(Stack):
             config=config.tiered_storage,
             instance_groups_hash=instance_groups_hash(config.hyperpod),
             restore_on_delete=config.existing_cluster is not None,
+            resource_scope=tiered_storage_scope,
         )
-        if config.existing_cluster is None:
+        if self.hyperpod is not None:
             # Re-asserted after every cluster update (the hash changes with the groups).
-            self.tiered_storage.resource.node.add_dependency(self.hyperpod.cluster)
+            needs(self.tiered_storage.resource, self.hyperpod.cluster)
         # The FSx L2 lives here because this stack has the HyperPod subnet and the nodes'
         # security group in both modes (kvcache.l2_backend: fsx_lustre).
         self.l2_file_system: FsxLustreL2 | None = None
@@ -125,17 +121,6 @@ class HyperPodStack(Stack):
         self.hyperpod.cluster.node.add_dependency(self.execution_role)
         if self.dependencies_chart.chart is not None:
             self.hyperpod.cluster.node.add_dependency(self.dependencies_chart.chart)
-        # Instances join after the cluster is InService (Continuous provisioning): wait for them.
-        self.nodes_ready = NodeReadinessGate(
-            self,
-            "NodesReady",
-            cluster_name=config.hyperpod.cluster_name,
-            cluster_arn=self.hyperpod.cluster.attr_cluster_arn,
-            fingerprint=instance_groups_hash(config.hyperpod),
-        )
-        self.nodes_ready.resource.node.add_dependency(self.hyperpod.cluster)
-        coredns = add_coredns(self, cluster=eks_stack.cluster, version=config.eks.addons.coredns)
-        coredns.node.add_dependency(self.nodes_ready)
         self.eks_cluster = eks_stack.cluster
         self.oidc_provider = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
             self, "OidcProvider", eks_stack.control_plane.oidc_provider.oidc_provider_arn

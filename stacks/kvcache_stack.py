@@ -1,11 +1,13 @@
-"""The Kubernetes layer: Kyverno (Helm), then the cdk8s charts of ``k8s.app`` in apply order. The
-same chart objects are written to dist/<env>/.
+"""The Kubernetes layer but the endpoints (stacks/endpoints_stack.py): Kyverno (Helm) and the
+cdk8s charts of ``k8s.app``. The same chart objects are written to dist/<env>/.
 
-On a cluster this app creates, every chart is one ``KubernetesManifest`` applied by the cluster's
-kubectl provider. On an existing cluster (``existing_cluster``), every chart is one
-``Custom::HyperPodOwnedManifest`` (infra/constructs/owned_manifest.py): objects we did not create
-are never changed or deleted, and a deploy that would touch one is refused before anything is
-applied. Kyverno is installed only when ``kvcache.kyverno.install`` is true.
+Manifests wait only where apply needs it: namespaced objects for their namespaces, the L2 policy
+for Kyverno's CRDs and webhook; the rest is applied side by side. On a cluster this app creates,
+every chart is one ``KubernetesManifest`` applied by the cluster's kubectl provider. On an
+existing cluster (``existing_cluster``), every chart is one ``Custom::HyperPodOwnedManifest``
+(infra/constructs/owned_manifest.py): objects we did not create are never changed or deleted, and
+a deploy that would touch one is refused before anything is applied. Kyverno is installed only
+when ``kvcache.kyverno.install`` is true.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ from aws_cdk import Duration, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from constructs import Construct, IConstruct, IDependable
+from constructs import Construct, IConstruct
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
-from infra.constructs.fsx_lustre import FsxLustreL2
 from infra.constructs.owned_manifest import OwnedManifests
-from k8s.app import build_charts
+from infra.deps import needs
+from k8s.app import Charts
 from k8s.common import EBS_SC
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"
@@ -31,6 +33,7 @@ KYVERNO_CRD = {
     "kind": "CustomResourceDefinition",
     "name": "clusterpolicies.kyverno.io",
 }
+NAMESPACES = "00-namespaces"
 
 
 class KvCacheStack(Stack):
@@ -41,45 +44,42 @@ class KvCacheStack(Stack):
         *,
         config: AppConfig,
         cluster: AnyCluster,
-        nodes_ready: IDependable | None = None,
-        l2_file_system: FsxLustreL2 | None = None,
+        charts: Charts,
+        skip: frozenset[str] = frozenset(),
+        nodes_ready: list[IConstruct] | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
-        charts = build_charts(config, fsx=l2_file_system.volume if l2_file_system else None)
         target = as_icluster(cluster)
-        owned = self._owned_manifests(config, target)
+        owned = owned_manifests(self, config, target)
         ordered = [(n, [dict(o) for o in c.to_json()]) for n, c in charts.ordered]
+        # The first owned apply checks every object of the layer, the endpoints' too, so a
+        # refusal comes before anything is created.
         every = [o for _, objects in ordered for o in objects]
         manifests: dict[str, IConstruct] = {}
-        previous: IConstruct | None = None
         for name, objects in ordered:
-            if not objects:
-                continue  # e.g. 10-storage with an existing StorageClass and Curvine off
-            # Each chart is one manifest, applied after the one before it: namespaces before
-            # their objects, StorageClasses before claims, Curvine before the PVC, PVC and policy
-            # before the endpoint.
+            if name in skip or not objects:
+                continue  # the endpoints' own stack; or e.g. 10-storage with nothing to apply
             m: IConstruct
             if owned is None:
                 m = eks.KubernetesManifest(
                     self, f"K8s-{name}", cluster=target, manifest=objects, overwrite=True
                 )
             else:
-                first = previous is None
+                first = not manifests
                 m = owned.add(
                     f"K8s-{name}",
                     objects,
-                    # The first apply checks every object of the layer, so a refusal comes
-                    # before anything is created.
                     preflight=every if first else (),
                     present=_present(config) if first else (),
                     absent=_absent(config) if first else (),
-                    hints=_hints(config),
+                    hints=hints_for(config),
                 )
-            if previous is not None:
-                m.node.add_dependency(previous)
+            # Only the namespaces come first: a StorageClass or a PVC is accepted before its
+            # provisioner runs (the claim binds when it does).
+            if manifests:
+                m.node.add_dependency(manifests[NAMESPACES])
             manifests[name] = m
-            previous = m
         self.kyverno: eks.HelmChart | None = None
         if config.kvcache.kyverno.install:
             kyverno = eks.HelmChart(
@@ -91,44 +91,48 @@ class KvCacheStack(Stack):
                 wait=True,  # the admission webhook is serving before the policy is applied
                 timeout=Duration.minutes(15),
             )  # fmt: skip
-            kyverno.node.add_dependency(manifests["00-namespaces"])
+            kyverno.node.add_dependency(manifests[NAMESPACES])
             if "50-l2-policy" in manifests:
                 manifests["50-l2-policy"].node.add_dependency(kyverno)
             self.kyverno = kyverno
-        if nodes_ready is not None:
+        if nodes_ready:
             # Kyverno waits for its Pods and Curvine's Pods need nodes (a stack dependency).
             if self.kyverno is not None:
-                self.kyverno.node.add_dependency(nodes_ready)
+                needs(self.kyverno, *nodes_ready)
             for m in manifests.values():
-                m.node.add_dependency(nodes_ready)
+                needs(m, *nodes_ready)
         self.manifests = manifests
 
-    def _owned_manifests(self, config: AppConfig, target: eks.ICluster) -> OwnedManifests | None:
-        existing = config.existing_cluster
-        if existing is None:
-            return None
-        provider = target.kubectl_provider
-        assert provider is not None and provider.role is not None, "imported without kubectl"
-        # The kubectl handler's role: it holds the cluster-admin access entry, eks:DescribeCluster
-        # and log writes. Imported immutable, so nothing is added to a role of another stack.
-        role = iam.Role.from_role_arn(self, "KubectlRole", provider.role.role_arn, mutable=False)
-        vpc = (
-            ec2.Vpc.from_vpc_attributes(
-                self, "Vpc", vpc_id=existing.vpc_id, availability_zones=Fn.get_azs()
-            )
-            if existing.kubectl_subnet_ids and existing.vpc_id
-            else None
+
+def owned_manifests(
+    scope: Construct, config: AppConfig, target: eks.ICluster
+) -> OwnedManifests | None:
+    """On an existing cluster: the ownership-aware apply (None on a cluster this app creates)."""
+    existing = config.existing_cluster
+    if existing is None:
+        return None
+    provider = target.kubectl_provider
+    assert provider is not None and provider.role is not None, "imported without kubectl"
+    # The kubectl handler's role: it holds the cluster-admin access entry, eks:DescribeCluster
+    # and log writes. Imported immutable, so nothing is added to a role of another stack.
+    role = iam.Role.from_role_arn(scope, "KubectlRole", provider.role.role_arn, mutable=False)
+    vpc = (
+        ec2.Vpc.from_vpc_attributes(
+            scope, "Vpc", vpc_id=existing.vpc_id, availability_zones=Fn.get_azs()
         )
-        return OwnedManifests(
-            self,
-            "OwnedManifests",
-            cluster_name=existing.eks_cluster_name,
-            owner=config.stack_prefix,
-            role=role,
-            vpc=vpc,
-            subnet_ids=existing.kubectl_subnet_ids,
-            security_group_id=existing.kubectl_security_group_id,
-        )
+        if existing.kubectl_subnet_ids and existing.vpc_id
+        else None
+    )
+    return OwnedManifests(
+        scope,
+        "OwnedManifests",
+        cluster_name=existing.eks_cluster_name,
+        owner=config.stack_prefix,
+        role=role,
+        vpc=vpc,
+        subnet_ids=existing.kubectl_subnet_ids,
+        security_group_id=existing.kubectl_security_group_id,
+    )
 
 
 def _present(config: AppConfig) -> list[dict[str, Any]]:
@@ -160,7 +164,7 @@ def _absent(config: AppConfig) -> list[dict[str, Any]]:
     }]  # fmt: skip
 
 
-def _hints(config: AppConfig) -> dict[str, str]:
+def hints_for(config: AppConfig) -> dict[str, str]:
     """Object key -> the config change that avoids taking over an object that is not ours."""
     kv = config.kvcache
     hints = {

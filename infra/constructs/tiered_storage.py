@@ -152,6 +152,9 @@ class TieredStorage(Construct):
     ``cluster_name``/``cluster_arn`` may be tokens of the created ``CfnCluster`` (then add
     ``resource.node.add_dependency(cfn_cluster)``) or plain strings of an existing cluster, where
     ``restore_on_delete=True`` puts its previous TieredStorageConfig back when the stack goes.
+
+    ``resource_scope`` (another stack) takes the custom resource and the cluster-scoped policy,
+    so the Provider is built beside the cluster and only the UpdateCluster call waits for it.
     """
 
     def __init__(
@@ -166,6 +169,7 @@ class TieredStorage(Construct):
         restore_on_delete: bool,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         log_removal_policy: RemovalPolicy = RemovalPolicy.DESTROY,
+        resource_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, id)
 
@@ -182,12 +186,19 @@ class TieredStorage(Construct):
             description="Tiered Storage custom resource: DescribeCluster/UpdateCluster one cluster",
         )
         # UpdateCluster is called with ClusterName, TieredStorageConfig and NodeRecovery only: no
-        # role ARN travels in the request, so no iam:PassRole is needed.
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"],
-                resources=[cluster_arn],
-            )
+        # role ARN travels in the request, so no iam:PassRole is needed. The cluster-scoped grant
+        # is its own policy that only the custom resource waits for: the functions and the
+        # Provider framework do not reference the cluster, so they are built while it is created.
+        self.cluster_policy = iam.Policy(
+            resource_scope or self,
+            f"{id}ClusterAccess" if resource_scope else "ClusterAccess",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    actions=["sagemaker:DescribeCluster", "sagemaker:UpdateCluster"],
+                    resources=[cluster_arn],
+                )
+            ],
         )
         role.add_to_policy(
             iam.PolicyStatement(
@@ -234,8 +245,8 @@ class TieredStorage(Construct):
             ),
         )
         self.resource = CustomResource(
-            self,
-            "Resource",
+            resource_scope or self,
+            id if resource_scope else "Resource",
             service_token=self.provider.service_token,
             resource_type="Custom::HyperPodTieredStorage",
             service_timeout=TOTAL_TIMEOUT,
@@ -250,6 +261,7 @@ class TieredStorage(Construct):
                 "RestoreOnDelete": "true" if restore_on_delete else "false",
             },
         )
+        self.resource.node.add_dependency(self.cluster_policy)
         self._acknowledge_nag_findings()
 
     def _acknowledge_nag_findings(self) -> None:

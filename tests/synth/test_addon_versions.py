@@ -46,7 +46,7 @@ def minor_133(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
 def rendered_addons(result: Synth) -> dict[str, dict[str, Any]]:
     found = {}
-    for suffix in ("eks", "hyperpod"):
+    for suffix in ("eks", "nodes"):
         for logical_id, r in result.template_json(suffix)["Resources"].items():
             if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] in ADDON_KEYS:
                 found[r["Properties"]["AddonName"]] = {"id": f"{suffix}/{logical_id}", **r}

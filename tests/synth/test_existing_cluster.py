@@ -217,14 +217,17 @@ def addons_on_create(synth_: Synth) -> set[str]:
 
 def test_all_skip_has_no_addons_stack(all_skip: Synth) -> None:
     """With nothing to manage there is no add-ons stack (an empty template cannot deploy), and
-    the Kubernetes layer waits for the HyperPod stack instead."""
+    the Kubernetes layer waits only for the HyperPod and nodes stacks."""
     assert all_skip.stacks.addons is None
     assert not (all_skip.outdir / "hyperpod-kvcache-dev-addons.template.json").exists()
     for path in all_skip.outdir.glob("*.template.json"):
         resources = json.loads(path.read_text()).get("Resources", {})
         assert not _of_type(resources, "AWS::EKS::Addon"), path.name
     kvcache = all_skip.stacks.kvcache
-    assert [s.stack_name for s in kvcache.dependencies] == ["hyperpod-kvcache-dev-hyperpod"]
+    assert sorted(s.stack_name for s in kvcache.dependencies) == [
+        "hyperpod-kvcache-dev-hyperpod",
+        "hyperpod-kvcache-dev-nodes",
+    ]
 
 
 def test_adopted_values_are_refused_off_adopt() -> None:

@@ -12,6 +12,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from infra.config import parse_config
+from infra.deps import NEEDS_METADATA
 from tests.synth_support import Synth, dev_config, synth
 
 
@@ -131,7 +132,7 @@ def test_core_addons_pinned_and_coredns_waits_for_nodes(dev: Synth) -> None:
         "kube-proxy": versions.kube_proxy,
         "eks-pod-identity-agent": versions.pod_identity_agent,
     }
-    coredns = dev.template_json("hyperpod")["Resources"]["CoreDns"]
+    coredns = dev.template_json("nodes")["Resources"]["CoreDns"]
     assert coredns["Properties"]["AddonVersion"] == versions.coredns
     # After the node readiness gate, which itself follows the cluster.
     assert coredns["DependsOn"] == ["NodesReadyA319CD07"]
@@ -227,11 +228,13 @@ def test_hyperpod_cluster_waits_for_chart_scripts_and_role(dev: Synth) -> None:
 
 
 def test_tiered_storage_resource_follows_the_cluster(dev: Synth) -> None:
-    resources = dev.template_json("hyperpod")["Resources"]
+    resources = dev.template_json("tiered-storage")["Resources"]
     tiered = [(k, v) for k, v in resources.items() if v["Type"] == "Custom::HyperPodTieredStorage"]
     assert len(tiered) == 1
     _, resource = tiered[0]
-    assert "HyperPodCluster11759092" in resource["DependsOn"]
+    # In its own stack: the cluster is another stack's, recorded for the deploy-time model.
+    needs = {n["logicalId"] for n in resource["Metadata"][NEEDS_METADATA]}
+    assert "HyperPodCluster11759092" in needs
     props = resource["Properties"]
     assert props["ClusterName"] == "hyperpod-kvcache-dev"
     assert (props["Mode"], str(props["InstanceMemoryAllocationPercentage"])) == ("Enable", "20")
@@ -331,5 +334,9 @@ def test_existing_cluster_mode_creates_no_cluster(existing: Synth) -> None:
     types = {v["Type"] for v in resources.values()}
     assert "AWS::SageMaker::Cluster" not in types
     assert "AWS::EKS::Cluster" not in types
-    tiered = [v for v in resources.values() if v["Type"] == "Custom::HyperPodTieredStorage"]
+    tiered = [
+        v
+        for v in existing.template_json("tiered-storage")["Resources"].values()
+        if v["Type"] == "Custom::HyperPodTieredStorage"
+    ]
     assert len(tiered) == 1

@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from infra.constructs.node_gate import RESOURCE_TYPE
+from infra.deps import NEEDS_METADATA
 from tests.synth_support import Synth
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster11759092"
 
 
 def gate(result: Synth) -> tuple[str, dict[str, Any]]:
-    resources = result.resources("hyperpod", RESOURCE_TYPE)
+    resources = result.resources("nodes", RESOURCE_TYPE)
     assert len(resources) == 1, f"expected one {RESOURCE_TYPE}, found {sorted(resources)}"
     return next(iter(resources.items()))
 
 
 def gate_policy(result: Synth) -> list[dict[str, Any]]:
-    resources = result.template_json("hyperpod")["Resources"]
+    resources = result.template_json("nodes")["Resources"]
     policies = [
         v["Properties"]["PolicyDocument"]["Statement"]
         for k, v in resources.items()
@@ -29,15 +30,16 @@ def gate_policy(result: Synth) -> list[dict[str, Any]]:
 
 def test_created_cluster_gate_follows_the_cluster_and_is_bounded(dev: Synth) -> None:
     logical_id, resource = gate(dev)
-    assert dev.stacks.hyperpod.nodes_ready.resource.node.path.endswith("NodesReady/Resource")
-    assert CLUSTER_LOGICAL_ID in resource["DependsOn"]
+    assert dev.stacks.nodes.nodes_ready.resource.node.path.endswith("NodesReady/Resource")
+    # The cluster is in the HyperPod stack: the wait is recorded for the deploy-time model.
+    assert CLUSTER_LOGICAL_ID in {n["logicalId"] for n in resource["Metadata"][NEEDS_METADATA]}
     props = resource["Properties"]
     assert props["ClusterName"] == dev.config.hyperpod.cluster_name
-    assert props["ClusterArn"] == {"Fn::GetAtt": [CLUSTER_LOGICAL_ID, "ClusterArn"]}
+    assert "Fn::ImportValue" in props["ClusterArn"]
     assert props["Fingerprint"]
     # Well under CloudFormation's one-hour limit; the handler's own deadline fires first.
     assert int(props["ServiceTimeout"]) <= 3000
-    functions = dev.resources("hyperpod", "AWS::Lambda::Function")
+    functions = dev.resources("nodes", "AWS::Lambda::Function")
     deadlines = [
         int(f["Properties"]["Environment"]["Variables"]["NODE_GATE_DEADLINE_SECONDS"])
         for f in functions.values()
@@ -51,7 +53,7 @@ def test_gate_role_reads_only_this_cluster(dev: Synth) -> None:
     statements = {s.get("Sid"): s for s in gate_policy(dev)}
     read = statements["ReadClusterNodes"]
     assert sorted(read["Action"]) == ["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"]
-    assert read["Resource"] == {"Fn::GetAtt": [CLUSTER_LOGICAL_ID, "ClusterArn"]}
+    assert "Fn::ImportValue" in read["Resource"]
 
 
 def test_existing_cluster_gate_reads_the_configured_cluster(existing: Synth) -> None:

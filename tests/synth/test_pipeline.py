@@ -15,6 +15,7 @@ from infra.cdk_context import cdk_json_context
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
 from infra.nag import enable_checks
+from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
 from stacks.pipeline_stack import PipelineStack
 
@@ -79,18 +80,27 @@ def test_stage_order_ends_with_approval_then_prod(pipeline: dict[str, Any]) -> N
 
 
 def test_test_stage_deploys_in_order_then_verifies(pipeline: dict[str, Any]) -> None:
+    """Each stack after the stacks infra/stack_layout.py says it needs, independent stacks side
+    by side (the same run order), the verification last."""
     test = next(s for s in stages(pipeline["template"]) if s["Name"] == "Test")
     actions = sorted(test["Actions"], key=lambda a: a["RunOrder"])
-    deployed = [
-        a["Configuration"]["StackName"]
-        for a in actions
-        if a["ActionTypeId"]["Provider"] == "CloudFormation"
-        and a["Configuration"].get("ActionMode") == "CHANGE_SET_REPLACE"
-    ]
-    assert deployed == [
-        f"hyperpod-kvcache-test-{s}"
-        for s in ("network", "eks", "hyperpod", "addons", "observability", "kvcache")
-    ]
+    run_order: dict[tuple[str, str], int] = {}
+    for a in actions:
+        if a["ActionTypeId"]["Provider"] == "CloudFormation":
+            config = a["Configuration"]
+            run_order[(config["StackName"], config["ActionMode"])] = a["RunOrder"]
+    prefix = "hyperpod-kvcache-test-"
+    deployed = {
+        name.removeprefix(prefix) for name, mode in run_order if mode == "CHANGE_SET_REPLACE"
+    }
+    assert deployed == set(STACK_SUFFIXES)
+    for suffix, deps in dependencies(deployed).items():
+        for dep in deps:
+            prepare = run_order[(prefix + suffix, "CHANGE_SET_REPLACE")]
+            assert prepare > run_order[(prefix + dep, "CHANGE_SET_EXECUTE")], (suffix, dep)
+    execute = {s: run_order[(prefix + s, "CHANGE_SET_EXECUTE")] for s in deployed}
+    assert execute["nodes"] == execute["tiered-storage"]  # side by side after the cluster
+    assert execute["addons"] == execute["kvcache"]
     assert actions[-1]["Name"] == "VerifyTest"
 
 

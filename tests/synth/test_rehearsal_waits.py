@@ -111,7 +111,7 @@ def stack_depends_on(result: Synth, stack: str, target: str) -> bool:
 
 def needs_nodes(result: Synth) -> list[tuple[str, str]]:
     """(stack suffix, logical id) of everything that needs nodes to become healthy."""
-    found = [("hyperpod", k) for k in result.resources("hyperpod", "AWS::EKS::Addon")]
+    found = [("nodes", k) for k in result.resources("nodes", "AWS::EKS::Addon")]
     if result.stacks.addons is not None:
         found += [("addons", k) for k in result.resources("addons", "AWS::EKS::Addon")]
     found += [("kvcache", k) for k in result.resources("kvcache", HELM)]
@@ -124,17 +124,17 @@ def needs_nodes(result: Synth) -> list[tuple[str, str]]:
 
 
 def missing_gate(result: Synth) -> list[str]:
-    gates = list(result.resources("hyperpod", GATE_TYPE))
+    gates = list(result.resources("nodes", GATE_TYPE))
     if len(gates) != 1:
-        return [f"expected one {GATE_TYPE} in the hyperpod stack, found {gates}"]
+        return [f"expected one {GATE_TYPE} in the nodes stack, found {gates}"]
     gate = gates[0]
     prefix = result.config.stack_prefix
     violations = []
     for suffix, logical_id in needs_nodes(result):
-        if suffix == "hyperpod":
-            ok = gate in transitive(result.template_json("hyperpod")["Resources"], logical_id)
+        if suffix == "nodes":
+            ok = gate in transitive(result.template_json("nodes")["Resources"], logical_id)
         else:
-            ok = stack_depends_on(result, f"{prefix}-{suffix}", f"{prefix}-hyperpod")
+            ok = stack_depends_on(result, f"{prefix}-{suffix}", f"{prefix}-nodes")
             # The stack dependency must come from the gate, not only from composition order.
             ok = ok and gate_dependency_recorded(result, suffix, logical_id)
         if not ok:
@@ -151,8 +151,8 @@ def gate_dependency_recorded(result: Synth, suffix: str, logical_id: str) -> boo
     The manifest alone cannot tell it from a stack order set elsewhere (composition), which a
     restructuring of the stacks may drop. Checked on the resource or any construct above it.
     """
-    stack = getattr(result.stacks, suffix)
-    gate = result.stacks.hyperpod.nodes_ready.resource
+    stack = result.stacks.by_suffix[suffix]
+    gate = result.stacks.nodes.nodes_ready.resource
     for construct in stack.node.find_all():
         if isinstance(construct, CfnElement) and stack.resolve(construct.logical_id) == logical_id:
             scopes = construct.node.scopes
@@ -165,7 +165,10 @@ def test_nothing_the_cluster_or_gate_depends_on_waits_for_pods(
     mode: str, request: pytest.FixtureRequest
 ) -> None:
     result: Synth = request.getfixturevalue(mode)
-    violations = no_wait_before_nodes(result.template_json("hyperpod"))
+    violations = [
+        *no_wait_before_nodes(result.template_json("hyperpod")),
+        *no_wait_before_nodes(result.template_json("nodes")),
+    ]
     assert not violations, "\n".join(violations)
 
 

@@ -1,0 +1,68 @@
+"""The stacks of one environment and which stack waits for which: the one place both the app
+(``stacks.composition``) and the operations CLI (``scripts.teardown``) read the order from.
+
+Light on purpose (no aws_cdk import): teardown plans its deletion waves from it without loading
+CDK. Each stack lists the stacks it needs; anything not listed runs side by side:
+
+    network -> eks -> hyperpod -> nodes -> addons ---------\\
+                              |        \\-> kvcache --------+-> endpoints
+                              \\-> tiered-storage ----------/
+                              \\-> observability
+
+A stack that is not part of a mode (network and eks on an existing cluster, addons when no
+add-on is managed, observability when it is off) is dropped; its own dependencies pass through
+to its dependents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+# suffix -> the suffixes it depends on (deploy order: a stack after everything it lists)
+STACK_DEPENDENCIES: dict[str, tuple[str, ...]] = {
+    "network": (),
+    "eks": ("network",),
+    # The HyperPod cluster, its prerequisites, the dependencies chart and the Tiered Storage
+    # provider (built while the cluster is created).
+    "hyperpod": ("network", "eks"),
+    # The node readiness gate and CoreDNS: what everything that runs Pods waits for.
+    "nodes": ("hyperpod",),
+    # The Tiered Storage custom resource (UpdateCluster): only the endpoints wait for it.
+    "tiered-storage": ("hyperpod",),
+    "addons": ("hyperpod", "nodes"),
+    "kvcache": ("hyperpod", "nodes"),
+    "endpoints": ("addons", "kvcache", "tiered-storage"),
+    "observability": ("hyperpod",),
+}
+STACK_SUFFIXES: tuple[str, ...] = tuple(STACK_DEPENDENCIES)  # one valid deploy order
+
+
+def dependencies(present: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """The graph restricted to the stacks of one mode; a dropped stack's own dependencies pass
+    through to its dependents."""
+    keep = set(present)
+    unknown = keep - set(STACK_DEPENDENCIES)
+    if unknown:
+        raise ValueError(f"unknown stack suffixes: {sorted(unknown)}")
+
+    def through(suffix: str) -> set[str]:
+        out: set[str] = set()
+        for dep in STACK_DEPENDENCIES[suffix]:
+            out |= {dep} if dep in keep else through(dep)
+        return out
+
+    return {s: tuple(sorted(through(s))) for s in STACK_SUFFIXES if s in keep}
+
+
+def deletion_waves(present: Iterable[str]) -> list[list[str]]:
+    """Stacks grouped so that each group can be deleted in parallel once the groups before it
+    are gone: a stack goes only after every stack that depends on it."""
+    graph = dependencies(present)
+    dependents = {s: {d for d, deps in graph.items() if s in deps} for s in graph}
+    waves: list[list[str]] = []
+    done: set[str] = set()
+    while len(done) < len(graph):
+        wave = [s for s in graph if s not in done and dependents[s] <= done]
+        waves.append(wave)
+        done |= set(wave)
+    return waves
