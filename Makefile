@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 OUT := cdk.out
+# Independent stacks deploy side by side (infra/stack_layout.py): at most this many at once.
+CONCURRENCY ?= 4
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 # CDK's approval prompt for security-relevant changes (IAM, security groups) stays on at a
@@ -43,8 +45,7 @@ node_modules/.installed: package.json package-lock.json
 ## synth: synthesize config/<ENV>.yaml into cdk.out/ and dist/<ENV>/ (no network), validate
 synth: install
 	rm -rf $(OUT)
-	$(PY) app.py -c env=$(ENV) --outdir $(OUT)
-	$(PY) -m k8s.render --env $(ENV) --out dist/$(ENV)
+	$(PY) app.py -c env=$(ENV) -c manifestsDir=dist/$(ENV) --outdir $(OUT)
 	$(MAKE) --no-print-directory validate
 
 ## validate: cfn-lint on every template in cdk.out/ (cdk-nag already ran inside the synth)
@@ -86,7 +87,8 @@ chart: install
 ## --import-existing-resources when an add-on is adopted)
 deploy: install node_modules/.installed chart
 	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
-	$(CDK) deploy --all -c env=$(ENV) $$import --require-approval $(APPROVAL)
+	$(CDK) deploy --all --concurrency $(CONCURRENCY) -c env=$(ENV) $$import \
+		--require-approval $(APPROVAL)
 
 ## destroy: cdk destroy --all (python -m scripts teardown also sweeps what CloudFormation leaves)
 destroy: install node_modules/.installed

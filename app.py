@@ -3,7 +3,9 @@
 
 Under the CDK CLI: ``cdk synth -c env=dev``. Without it (``make synth``, no network, no
 credentials): ``python app.py -c env=dev --outdir cdk.out``. With ``-c pipeline=true`` the app is
-the delivery pipeline defined in that environment's ``pipeline`` section instead.
+the delivery pipeline defined in that environment's ``pipeline`` section instead. With
+``-c manifestsDir=dist/dev`` it also writes the Kubernetes layer there as plain YAML, from the
+same cdk8s charts the stacks deploy (one render per synth; ``make synth`` does this).
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ def main(argv: list[str]) -> None:
         if str(app.node.try_get_context("pipeline")).lower() == "true":
             _pipeline(app, config)
         else:
-            compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
+            stacks = compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
+            manifests_dir = app.node.try_get_context("manifestsDir")
+            if manifests_dir:
+                from k8s.render import write
+
+                write(config, stacks.charts, Path(manifests_dir))
     except ConfigError as error:
         # A user mistake: one line, no traceback.
         print(f"error: {error}", file=sys.stderr)

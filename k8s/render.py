@@ -22,7 +22,7 @@ import yaml
 
 from infra.config import AppConfig, ConfigError, load_config
 from infra.config.kvcache import LOCK_DIR, lock_of
-from k8s.app import build_charts, manifests
+from k8s.app import Charts, build_charts, manifests
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # Custom resources whose CRD comes from outside these files (Kyverno's chart, the operator add-on):
@@ -126,18 +126,25 @@ Pods are created, keep `60-endpoints.yaml` in a second folder whose Kustomizatio
 
 def render(env: str, out: Path, lock_dir: Path = LOCK_DIR) -> list[Path]:
     config = load_config(env)  # refuses a config that disagrees with its lock
+    return write(config, build_charts(config), out, lock_dir)
+
+
+def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path = LOCK_DIR) -> list[Path]:
+    """dist/<env>/ from charts already built (app.py passes the ones the stacks deploy)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.yaml"):
         old.unlink()
     written = []
-    for name, objects in manifests(build_charts(config)).items():
+    for name, objects in manifests(charts).items():
         path = out / f"{name}.yaml"
         path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
         written.append(path)
     (out / "kustomization.yaml").write_text(kustomization(written))
     (out / "README.md").write_text(install_notes(config, written))
     lock_dir.mkdir(parents=True, exist_ok=True)
-    (lock_dir / f"{env}.json").write_text(json.dumps(lock_of(config), indent=2) + "\n")
+    (lock_dir / f"{config.environment}.json").write_text(
+        json.dumps(lock_of(config), indent=2) + "\n"
+    )
     return written
 
 

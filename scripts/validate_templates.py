@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from infra.validation import errors_only, lint_template, templates_in
+
+
+def _lint(template: Path, regions: list[str]) -> tuple[list[str], int]:
+    """One template's findings as text and its error count (run in a worker process)."""
+    matches = lint_template(template, regions)
+    return [str(m) for m in matches], len(errors_only(matches))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,15 +38,17 @@ def main(argv: list[str] | None = None) -> int:
         }
     )
     failed = 0
-    for template in templates:
-        matches = lint_template(template, regions)
-        errors = errors_only(matches)
-        warnings = len(matches) - len(errors)
-        status = "FAIL" if errors else "ok"
-        print(f"cfn-lint {status}: {template.name} ({len(errors)} errors, {warnings} warnings)")
-        for match in matches:
-            print(f"  {match}")
-        failed += bool(errors)
+    # One template per process: cfn-lint is CPU-bound and the templates are independent.
+    workers = min(len(templates), os.cpu_count() or 1)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        results = pool.map(_lint, templates, [regions] * len(templates))
+        for template, (matches, errors) in zip(templates, results, strict=True):
+            status = "FAIL" if errors else "ok"
+            warnings = len(matches) - errors
+            print(f"cfn-lint {status}: {template.name} ({errors} errors, {warnings} warnings)")
+            for match in matches:
+                print(f"  {match}")
+            failed += bool(errors)
     print("cdk-nag: ran during synth (AwsSolutions); unacknowledged findings fail the synth")
     return 1 if failed else 0
 
