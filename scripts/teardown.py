@@ -8,9 +8,10 @@ when it carries our ownership labels; log groups whose names the stacks' own res
 EC2 leftovers by the ``project`` and ``environment`` tags (or inside this environment's tagged VPC).
 
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
-Curvine StorageClass -> stacks in reverse deploy order (kvcache, addons, hyperpod, eks; the VPC
-sweep of available ENIs and GuardDuty's endpoints and security group runs right before the network
-stack) -> log groups and retained EBS volumes. Each step looks at what exists now, so a re-run
+Curvine StorageClass -> stacks in waves from infra/stack_layout.py (a stack after every stack
+that depends on it; the stacks of one wave in parallel; the VPC sweep of available ENIs and
+GuardDuty's endpoints and security group runs right before the network stack) -> log groups and
+retained EBS volumes. Each step looks at what exists now, so a re-run
 after a failure skips what is already gone.
 
 Every wait goes through ``scripts.kube.wait_for``: a stack deletion (up to 90 minutes) shows the
@@ -28,13 +29,13 @@ from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
+from infra.stack_layout import STACK_SUFFIXES, deletion_waves
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
 from scripts.kube import Show, wait_for
 from scripts.verify import cluster_names
 
-STACK_SUFFIXES = ("network", "eks", "hyperpod", "addons", "kvcache")  # deploy order
 LB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # set by the AWS Load Balancer Controller
 MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
@@ -51,9 +52,15 @@ def is_prod(cfg: AppConfig) -> bool:
     )
 
 
+def stack_waves(cfg: AppConfig) -> list[list[str]]:
+    """Stack names in deletion waves: each wave's stacks can be deleted in parallel once the
+    waves before it are gone (stacks a mode lacks are simply not found)."""
+    return [[f"{cfg.stack_prefix}-{s}" for s in wave] for wave in deletion_waves(STACK_SUFFIXES)]
+
+
 def stack_names(cfg: AppConfig) -> list[str]:
-    """Stacks in teardown (reverse deploy) order."""
-    return [f"{cfg.stack_prefix}-{s}" for s in reversed(STACK_SUFFIXES)]
+    """Stacks in teardown order (the waves, flattened)."""
+    return [name for wave in stack_waves(cfg) for name in wave]
 
 
 @dataclass
@@ -465,6 +472,20 @@ def _delete_stack(clients: Clients, name: str, t: Timeouts, log: Log, show: Show
     log(f"stack {name}: deleted")
 
 
+def _delete_wave(clients: Clients, names: list[str], t: Timeouts, log: Log, show: Show) -> None:
+    """The stacks of one wave in parallel (none depends on another); errors surface after all
+    have finished, so a re-run finds the wave as far as it got."""
+    if len(names) == 1:
+        _delete_stack(clients, names[0], t, log, show)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        futures = [pool.submit(_delete_stack, clients, name, t, log, show) for name in names]
+    for future in futures:
+        future.result()
+
+
 def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: Show) -> None:
     ec2, logs = clients.aws("ec2"), clients.aws("logs")
     gone_codes = (
@@ -534,10 +555,10 @@ def execute_teardown(
             _delete_pvcs(clients, cfg, t, log, show)
         else:
             log("EKS cluster not found: Kubernetes phase skipped")
-        for name in stack_names(cfg):
-            if name.endswith("-network"):
+        for wave in stack_waves(cfg):
+            if any(name.endswith("-network") for name in wave):
                 _sweep(clients, vpc_leftovers(clients, cfg), t, log, show)
-            _delete_stack(clients, name, t, log, show)
+            _delete_wave(clients, wave, t, log, show)
         leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg, log_groups)
         _sweep(clients, leftovers, t, log, show)
     except ClientError as exc:

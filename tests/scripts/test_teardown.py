@@ -9,6 +9,7 @@ the AWS Load Balancer Controller: deleting the endpoint deletes its load balance
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,13 @@ from typer.testing import CliRunner
 
 from scripts.clients import Clients
 from scripts.common import OperationError
-from scripts.teardown import Timeouts, execute_teardown, plan_teardown, stack_names
+from scripts.teardown import (
+    Timeouts,
+    execute_teardown,
+    plan_teardown,
+    stack_names,
+    stack_waves,
+)
 from tests.scripts.conftest import IECS, endpoint_config, make_cfg
 from tests.scripts.fake_kube import FakeKube
 
@@ -356,7 +363,13 @@ def test_order_of_operations(world: World) -> None:
     execute_teardown(world.clients, world.cfg, steps.append, FAST, show=False)
     t = world.timeline
     stacks = [s.split(":", 1)[1] for s in t if s.startswith("DeleteStack:")]
-    assert stacks == stack_names(world.cfg)  # kvcache, addons, hyperpod, eks, network
+    assert sorted(stacks) == sorted(stack_names(world.cfg))
+    # Wave by wave (infra/stack_layout.py): a stack only after every stack that depends on it.
+    waves = stack_waves(world.cfg)
+    for before, after in itertools.pairwise(waves):
+        assert max(stacks.index(n) for n in before) < min(stacks.index(n) for n in after)
+    assert waves[0] == [f"{PREFIX}-endpoints", f"{PREFIX}-observability"]
+    eks, network = f"{PREFIX}-eks", f"{PREFIX}-network"
     assert (
         t.index("k8s:inferenceendpointconfigs")
         < t.index("k8s:persistentvolumeclaims")
@@ -364,12 +377,12 @@ def test_order_of_operations(world: World) -> None:
     )
     # VPC leftovers go right before the network stack; account leftovers at the end.
     assert (
-        t.index(f"DeleteStack:{stacks[3]}")
+        t.index(f"DeleteStack:{eks}")
         < t.index(f"DeleteNetworkInterface:{world.eni}")
-        < t.index(f"DeleteStack:{stacks[4]}")
+        < t.index(f"DeleteStack:{network}")
     )
-    assert t.index(f"DeleteSecurityGroup:{world.sg}") < t.index(f"DeleteStack:{stacks[4]}")
-    assert t.index(f"DeleteStack:{stacks[4]}") < t.index(f"DeleteVolume:{world.volume}")
+    assert t.index(f"DeleteSecurityGroup:{world.sg}") < t.index(f"DeleteStack:{network}")
+    assert t.index(f"DeleteStack:{network}") < t.index(f"DeleteVolume:{world.volume}")
     assert (
         "k8s:persistentvolumeclaims" in t
         and sum(s.startswith("k8s:persistentvolumeclaims") for s in t) == 1
@@ -380,15 +393,16 @@ def test_order_of_operations(world: World) -> None:
 
 def test_rerun_after_a_failure_half_way(world: World) -> None:
     names = stack_names(world.cfg)
-    world.fail_stack = names[2]  # hyperpod
+    world.fail_stack = f"{PREFIX}-hyperpod"
+    names = names[names.index(world.fail_stack) - 1 :]  # nodes, hyperpod, eks, network
     with pytest.raises(OperationError, match="simulated"):
         execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
     left = [i.id for i in plan_teardown(world.clients, world.cfg).stacks]
-    assert left == names[2:]
+    assert left == names[1:]
     world.timeline.clear()
     steps: list[str] = []
     execute_teardown(world.clients, world.cfg, steps.append, FAST, show=False)
-    assert [s.split(":", 1)[1] for s in world.timeline if s.startswith("DeleteStack:")] == names[2:]
+    assert [s.split(":", 1)[1] for s in world.timeline if s.startswith("DeleteStack:")] == names[1:]
     assert f"stack {names[0]}: not found, skipped" in steps
     assert not plan_teardown(world.clients, world.cfg).stacks
 
@@ -401,7 +415,7 @@ def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.Mon
     result = CliRunner().invoke(cli.app, ["teardown", "--json", "--env", ENV])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["dry_run"] is True and len(data["stacks"]) == 5
+    assert data["dry_run"] is True and len(data["stacks"]) == len(stack_names(world.cfg))
     assert world.timeline == []
 
     monkeypatch.setattr(cli, "load_config", lambda env: make_cfg(environment="prod"))
