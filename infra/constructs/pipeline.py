@@ -13,6 +13,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.nag import acknowledge
+from infra.stack_layout import STACK_SUFFIXES
 
 # CodeBuild's Ubuntu image with Python 3.11+/3.12 and Node.js 20 (the toolkit's prerequisites).
 BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
@@ -20,7 +21,7 @@ HELM_VERSION = "v3.16.3"
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 # The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
 # The environment's stacks, <stack_prefix>-<suffix> (scripts/teardown.py deletes these).
-ENVIRONMENT_STACKS = ("network", "eks", "hyperpod", "addons", "kvcache")
+ENVIRONMENT_STACKS = STACK_SUFFIXES  # what the nightly role may delete (infra/stack_layout.py)
 CDK_BOOTSTRAP_ROLES = "cdk-hnb659fds-*-role-{account}-{region}"
 
 

@@ -15,6 +15,7 @@ from aws_cdk.assertions import Template
 
 from infra.cdk_context import cdk_json_context
 from infra.config import AppConfig
+from k8s.app import build_charts
 from stacks.kvcache_stack import KvCacheStack
 
 PRUNE = "aws.cdk.eks/prune-"
@@ -32,7 +33,9 @@ def template(dev_config: AppConfig) -> Template:
     cluster = eks.Cluster.from_cluster_attributes(
         ref, "Cluster", cluster_name="hyperpod-kvcache-dev", kubectl_provider=provider
     )
-    stack = KvCacheStack(app, "KvCache", config=dev_config, cluster=cluster)
+    # Every chart, endpoints included (composition deploys those from the endpoints stack).
+    charts = build_charts(dev_config)
+    stack = KvCacheStack(app, "KvCache", config=dev_config, cluster=cluster, charts=charts)
     return Template.from_stack(stack)
 
 
@@ -78,11 +81,14 @@ def test_apply_order(template: Template) -> None:
         (lid,) = [k for k in ids if k.startswith(prefix)]
         return lid
 
-    assert one("K8s00namespaces") in deps("K8s10storage")
-    assert one("K8s00namespaces") in deps("Kyverno")
-    assert one("K8s30curvinecsi") in deps("K8s40l2volume")  # Curvine before the PVC
-    assert {one("K8s40l2volume"), one("Kyverno")} <= deps("K8s50l2policy")
-    assert one("K8s50l2policy") in deps("K8s60endpoints")  # PVC + policy before the endpoint
+    # Only where apply needs it: namespaces first, Kyverno's CRDs before its policy; the rest
+    # side by side (the endpoints' waits are pinned in tests/synth/test_deploy_layout.py).
+    namespaces = one("K8s00namespaces")
+    assert deps("K8s00namespaces") == set()
+    assert deps("Kyverno") == {namespaces}
+    for prefix in ("K8s10storage", "K8s20curvine", "K8s30curvinecsi", "K8s40l2volume"):
+        assert deps(prefix) == {namespaces}, prefix
+    assert deps("K8s50l2policy") == {namespaces, one("Kyverno")}
 
 
 def test_kyverno_chart_is_pinned(template: Template, dev_config: AppConfig) -> None:

@@ -65,4 +65,4 @@ def test_make_deploy_passes_the_flags_to_cdk_deploy() -> None:
     ).stdout
     recipe = printed[printed.index("import=$(") :]
     assert "-m scripts.deploy_args --env qi) &&" in recipe
-    assert "npx cdk deploy --all -c env=qi $import " in recipe
+    assert "npx cdk deploy --all --concurrency 4 -c env=qi $import " in recipe
