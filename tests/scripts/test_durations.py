@@ -23,7 +23,8 @@ from scripts.teardown import stack_names
 from tests.scripts.conftest import make_cfg
 
 CFG = make_cfg(environment="test")
-KVCACHE, ADDONS, HYPERPOD, EKS, NETWORK = stack_names(CFG)
+STACKS = stack_names(CFG)  # teardown order, the order durations reads them in
+KVCACHE, ADDONS, HYPERPOD = (f"{CFG.stack_prefix}-{s}" for s in ("kvcache", "addons", "hyperpod"))
 T0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
 
 
@@ -48,19 +49,12 @@ def _events(stack: str, *rows: tuple[str, str, int, str]) -> dict[str, Any]:
 def cfn(monkeypatch: pytest.MonkeyPatch) -> Any:
     client = boto3.client("cloudformation", region_name="us-west-2")
     stub = Stubber(client)
-    stub.add_client_error(
-        "describe_stack_events",
-        "ValidationError",
-        f"Stack [{KVCACHE}] does not exist",
-        expected_params={"StackName": KVCACHE},
-    )
     operator = ("InferenceAddon", "AWS::EKS::Addon", "CREATE")
     addons = _events(
         ADDONS,
         (operator[0], operator[1], 0, "CREATE_IN_PROGRESS"),
         (operator[0], operator[1], 7, "CREATE_COMPLETE"),
     )
-    stub.add_response("describe_stack_events", addons, {"StackName": ADDONS})
     hyperpod = _events(
         HYPERPOD,
         ("Cluster", "AWS::SageMaker::Cluster", 0, "CREATE_IN_PROGRESS"),
@@ -68,9 +62,17 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Any:
         ("Old", "AWS::SQS::Queue", 25, "DELETE_IN_PROGRESS"),
         ("Old", "AWS::SQS::Queue", 26, "DELETE_COMPLETE"),
     )
-    stub.add_response("describe_stack_events", hyperpod, {"StackName": HYPERPOD})
-    for stack in (EKS, NETWORK):
-        stub.add_response("describe_stack_events", {"StackEvents": []}, {"StackName": stack})
+    for stack in STACKS:
+        if stack == KVCACHE:
+            stub.add_client_error(
+                "describe_stack_events",
+                "ValidationError",
+                f"Stack [{KVCACHE}] does not exist",
+                expected_params={"StackName": KVCACHE},
+            )
+            continue
+        events = {ADDONS: addons, HYPERPOD: hyperpod}.get(stack, {"StackEvents": []})
+        stub.add_response("describe_stack_events", events, {"StackName": stack})
     stub.activate()
     monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: Clients("us-west-2", lambda s: client))
     monkeypatch.setattr(cli, "load_config", lambda env: CFG)
