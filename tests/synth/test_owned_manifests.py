@@ -102,6 +102,13 @@ def test_existing_mode_applies_every_chart_with_the_ownership_check(existing: Sy
     assert {p["Owner"] for _, p in ordered} == {owner}
     first = ordered[0][1]
     every = [o for _, p in ordered for o in json.loads(p["Manifest"])]
+    # The endpoints (their own stack, applied last) go through the same ownership check, and
+    # the first apply's preflight already covers them.
+    endpoints = existing.resources("endpoints", RESOURCE_TYPE)
+    assert existing.resources("endpoints", KUBECTL_RESOURCE) == {} and len(endpoints) == 1
+    (apply,) = endpoints.values()
+    assert apply["Properties"]["Owner"] == owner
+    every += json.loads(apply["Properties"]["Manifest"])
     assert len(json.loads(first["Preflight"])) == len(every)
     assert [c["name"] for c in json.loads(first["Absent"])] == ["clusterpolicies.kyverno.io"]
     assert all(p["Preflight"] == "[]" for _, p in ordered[1:])
