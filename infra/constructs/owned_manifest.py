@@ -16,21 +16,14 @@ copied from this virtualenv by a local bundler (no Docker, no network).
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import jsii
 from aws_cdk import (
-    AssetHashType,
-    BundlingOptions,
     CustomResource,
-    DockerImage,
     Duration,
-    ILocalBundling,
     RemovalPolicy,
 )
 from aws_cdk import aws_ec2 as ec2
@@ -40,7 +33,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.constructs.tiered_storage import pinned_versions
+from infra.bundling import HandlerBundle
 from infra.handlers.owned_manifest.kinds import Ref, UnknownKind
 from infra.nag import acknowledge
 
@@ -49,7 +42,6 @@ HANDLER_DIR = REPO_ROOT / "infra" / "handlers" / "owned_manifest"
 HANDLER_PACKAGE = HANDLER_DIR.name
 RESOURCE_TYPE = "Custom::HyperPodOwnedManifest"
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-FALLBACK_IMAGE = "public.ecr.aws/sam/build-python3.13"  # never run: the local bundler is used
 # The kubernetes client and what ``import kubernetes`` pulls in; all pure Python (compiled
 # speed-ups of PyYAML and charset-normalizer are left out, both fall back to Python code).
 BUNDLED_DISTRIBUTIONS = (
@@ -71,59 +63,18 @@ BUNDLED_DISTRIBUTIONS = (
 
 def _skip(relative: Path) -> bool:
     parts = relative.parts
-    if parts[0] == ".." or "__pycache__" in parts or relative.suffix in {".pyc", ".so"}:
-        return True
-    if parts[0] == "kubernetes" and len(parts) > 1 and parts[1] in {"aio", "test", "e2e_test"}:
-        return True  # the asyncio client (needs aiohttp) and the package's own tests
-    if parts[0] == "_yaml" or (parts[0] == "bin"):
-        return True
-    return parts[0].endswith(".dist-info") and relative.name in {
-        "RECORD",
-        "INSTALLER",
-        "REQUESTED",
-        "direct_url.json",
-    }
+    if relative.suffix == ".so" or parts[0] in {"_yaml", "bin"}:
+        return True  # compiled speed-ups (pure-Python fallbacks exist) and console scripts
+    # The asyncio client (needs aiohttp) and the package's own tests.
+    return parts[0] == "kubernetes" and len(parts) > 1 and parts[1] in {"aio", "test", "e2e_test"}
 
 
-def bundle(output_dir: Path) -> None:
-    """Write the Lambda package: ``owned_manifest/`` plus the kubernetes client."""
-    pins = pinned_versions()
-    target = output_dir / HANDLER_PACKAGE
-    target.mkdir(parents=True, exist_ok=True)
-    for source in sorted(HANDLER_DIR.glob("*.py")):
-        shutil.copyfile(source, target / source.name)
-    for name in BUNDLED_DISTRIBUTIONS:
-        dist = importlib.metadata.distribution(name)
-        pinned = pins.get(name.lower())
-        if pinned is not None and dist.version != pinned:
-            raise RuntimeError(
-                f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
-                "run `.venv/bin/pip install -r requirements.txt` before synth"
-            )
-        for relative in dist.files or ():
-            rel = Path(str(relative))
-            if _skip(rel):
-                continue
-            destination = output_dir / rel
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(Path(str(relative.locate())), destination)
-
-
-@jsii.implements(ILocalBundling)
-class LocalBundler:
-    def try_bundle(self, output_dir: str, *_options: Any, **_kw: Any) -> bool:
-        bundle(Path(output_dir))
-        return True
+# The handler package plus the kubernetes client and what it imports.
+BUNDLE = HandlerBundle(HANDLER_DIR, BUNDLED_DISTRIBUTIONS, _skip)
 
 
 def handler_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(
-        str(HANDLER_DIR),
-        asset_hash_type=AssetHashType.OUTPUT,
-        bundling=BundlingOptions(
-            image=DockerImage.from_registry(FALLBACK_IMAGE), local=LocalBundler()
-        ),
-    )
+    return BUNDLE.code()
 
 
 def refs_of(objects: Sequence[Mapping[str, Any]]) -> list[Ref]:

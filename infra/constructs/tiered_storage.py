@@ -11,20 +11,11 @@ no network, and the same bytes (so the same asset hash) on every synth.
 
 from __future__ import annotations
 
-import importlib.metadata
-import re
-import shutil
 from pathlib import Path
-from typing import Any
 
-import jsii
 from aws_cdk import (
-    AssetHashType,
-    BundlingOptions,
     CustomResource,
-    DockerImage,
     Duration,
-    ILocalBundling,
     RemovalPolicy,
 )
 from aws_cdk import aws_iam as iam
@@ -34,13 +25,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from infra.bundling import HandlerBundle
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HANDLER_DIR = REPO_ROOT / "infra" / "handlers" / "tiered_storage"
 HANDLER_PACKAGE = HANDLER_DIR.name
-REQUIREMENTS = REPO_ROOT / "requirements.txt"
 # boto3 and everything it imports at run time (all pure Python, so the synth host's copies run
 # on the Lambda runtime whatever its architecture).
 BUNDLED_DISTRIBUTIONS = (
@@ -54,24 +45,12 @@ BUNDLED_DISTRIBUTIONS = (
 )
 # Lambda Python 3.12+ puts the function's own packages ahead of the runtime's boto3.
 RUNTIME = lambda_.Runtime.PYTHON_3_13
-# Never run: the local bundler always succeeds or raises. Named because BundlingOptions needs one.
-FALLBACK_IMAGE = "public.ecr.aws/sam/build-python3.13"
 # CloudFormation waits at most one hour for a custom resource (ServiceTimeout <= 3600 s), so the
 # Provider's budget is one hour and the handler gives up 10 minutes earlier with its own message.
 TOTAL_TIMEOUT = Duration.hours(1)
 HANDLER_DEADLINE = Duration.minutes(50)
 QUERY_INTERVAL = Duration.seconds(30)
 DEADLINE_ENV = "TIERED_STORAGE_DEADLINE_SECONDS"  # read by the handler's index.py
-
-
-def pinned_versions(requirements: Path = REQUIREMENTS) -> dict[str, str]:
-    """``name==version`` lines of requirements.txt, names lower-cased."""
-    pins: dict[str, str] = {}
-    for line in requirements.read_text().splitlines():
-        m = re.match(r"^\s*([A-Za-z0-9_.\-\[\],]+?)\s*==\s*([^\s#;]+)", line)
-        if m:
-            pins[re.sub(r"\[.*\]", "", m[1]).lower()] = m[2]
-    return pins
 
 
 # The handler only ever creates a SageMaker client: botocore's other ~450 service models (and
@@ -81,69 +60,18 @@ BOTOCORE_SERVICES = frozenset({"sagemaker"})
 
 def _skip(relative: Path) -> bool:
     parts = relative.parts
-    if parts[0] == ".." or "__pycache__" in parts or relative.suffix == ".pyc":
-        return True  # console scripts outside site-packages, and bytecode of this interpreter
     if parts[:2] == ("botocore", "data") and len(parts) > 3:
         return parts[2] not in BOTOCORE_SERVICES  # keeps data/*.json (endpoints, partitions)
-    if parts[:2] == ("boto3", "data"):
-        return True
-    # Install bookkeeping that may name this machine; METADATA and licences stay.
-    return parts[0].endswith(".dist-info") and relative.name in {
-        "RECORD",
-        "INSTALLER",
-        "REQUESTED",
-        "direct_url.json",
-    }
+    return parts[:2] == ("boto3", "data")
 
 
-def bundle(output_dir: Path) -> None:
-    """Write the Lambda package: ``tiered_storage/`` plus the pinned boto3 and its dependencies."""
-    pins = pinned_versions()
-    target = output_dir / HANDLER_PACKAGE
-    target.mkdir(parents=True, exist_ok=True)
-    for source in sorted(HANDLER_DIR.glob("*.py")):
-        shutil.copyfile(source, target / source.name)
-    for name in BUNDLED_DISTRIBUTIONS:
-        dist = importlib.metadata.distribution(name)
-        pinned = pins.get(name)
-        if pinned is not None and dist.version != pinned:
-            raise RuntimeError(
-                f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
-                "run `.venv/bin/pip install -r requirements.txt` before synth"
-            )
-        if not dist.files:
-            raise RuntimeError(f"{name} has no RECORD of its files: reinstall it with pip")
-        for relative in dist.files:
-            rel = Path(str(relative))
-            if _skip(rel):
-                continue
-            destination = output_dir / rel
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            # copyfile, not copy2: contents only, so timestamps cannot change the asset hash.
-            shutil.copyfile(Path(str(relative.locate())), destination)
-
-
-@jsii.implements(ILocalBundling)
-class LocalBundler:
-    """Bundles in this process (the Docker image in BundlingOptions is never used)."""
-
-    def try_bundle(self, output_dir: str, *_options: Any, **_kw: Any) -> bool:
-        # jsii passes the BundlingOptions struct positionally (the typed interface declares them
-        # as keywords); nothing in it is needed here.
-        bundle(Path(output_dir))
-        return True
+# The handler package plus the pinned boto3 and its dependencies.
+BUNDLE = HandlerBundle(HANDLER_DIR, BUNDLED_DISTRIBUTIONS, _skip)
+bundle = BUNDLE.write
 
 
 def handler_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(
-        str(HANDLER_DIR),
-        # Hash what is shipped (handler + boto3), not the handler sources alone: a boto3 bump
-        # must change the asset, and identical bytes must keep it.
-        asset_hash_type=AssetHashType.OUTPUT,
-        bundling=BundlingOptions(
-            image=DockerImage.from_registry(FALLBACK_IMAGE), local=LocalBundler()
-        ),
-    )
+    return BUNDLE.code()
 
 
 class TieredStorage(Construct):

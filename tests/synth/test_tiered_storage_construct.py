@@ -25,6 +25,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 
+from infra.bundling import pinned_versions
 from infra.cdk_context import cdk_json_context
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.constructs.tiered_storage import (
@@ -34,7 +35,6 @@ from infra.constructs.tiered_storage import (
     TOTAL_TIMEOUT,
     TieredStorage,
     bundle,
-    pinned_versions,
 )
 from infra.nag import enable_checks
 
