@@ -1,0 +1,247 @@
+"""The product's promises, checked on the rendered objects of dev, test and prod (issue 17).
+
+Each test is named for a promise and recomputes what it expects from the config or from another
+rendered object, never from the module that renders it, so a change in one place that is not
+made in the other fails here. tests/k8s/test_rehearsal_objects.py holds the rest of them (RWX
+claims, NVMe host path, retained master claims, ebs-sc encryption, privilege, TOML ports); the
+list of which test catches which example mutation is in docs/testing.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+from infra.config import AppConfig, load_config
+from tests.k8s.test_rehearsal_objects import ENVS, Obj, _containers, _fail, _id, _templates
+
+FS_URL_PREFIX = "fs://"
+
+
+@pytest.fixture(params=ENVS)
+def env(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def objs(env: str, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
+    return rendered_envs[env]
+
+
+@pytest.fixture
+def config(env: str) -> AppConfig:
+    return load_config(env)
+
+
+def _selects(selector: dict[str, str], template: Obj) -> bool:
+    have = template.get("metadata", {}).get("labels", {})
+    return bool(selector) and all(have.get(k) == v for k, v in selector.items())
+
+
+def _pods(objs: list[Obj], ns: str, selector: dict[str, str]) -> list[Obj]:
+    return [t for o, t in _templates(objs)
+            if o["metadata"].get("namespace") == ns and _selects(selector, t)]  # fmt: skip
+
+
+def _container_ports(templates: list[Obj]) -> list[Obj]:
+    return [p for t in templates for c in _containers(t) for p in c.get("ports", [])]
+
+
+def _env(values: list[Obj]) -> dict[str, Any]:
+    return {e["name"]: e.get("value") for e in values}
+
+
+# --- ports: one number everywhere it appears ------------------------------------------------------
+
+
+def test_each_service_port_is_the_container_port_of_the_same_name(objs: list[Obj]) -> None:
+    """A Service port named like a container port (rpc, journal, ...) carries that port's number,
+    and sends to it: a journal port that says 8995 would route Raft traffic to the RPC server."""
+    problems = []
+    for svc in (o for o in objs if o["kind"] == "Service"):
+        pods = _pods(objs, svc["metadata"]["namespace"], svc["spec"].get("selector", {}))
+        by_name = {p["name"]: p["containerPort"] for p in _container_ports(pods) if "name" in p}
+        for sp in svc["spec"]["ports"]:
+            want = by_name.get(sp.get("name", ""))
+            target = sp.get("targetPort", sp["port"])
+            if want is None:
+                continue
+            if sp["port"] != want or target not in (want, sp["name"]):
+                problems.append(f"{_id(svc)}: port {sp['name']} = {sp['port']} -> {target}, "
+                                f"but the container's port {sp['name']} is {want}")  # fmt: skip
+    _fail(problems)
+
+
+def test_every_metrics_service_scrapes_a_port_its_pods_listen_on(objs: list[Obj]) -> None:
+    """The scrape annotation, the Service port and a container port are one number."""
+    problems = []
+    for svc in (o for o in objs if o["kind"] == "Service"):
+        annotations = svc["metadata"].get("annotations", {})
+        if "prometheus.io/port" not in annotations:
+            continue
+        scrape = int(annotations["prometheus.io/port"])
+        listening = {p["containerPort"] for p in _container_ports(
+            _pods(objs, svc["metadata"]["namespace"], svc["spec"]["selector"]))}  # fmt: skip
+        ports = {sp["port"] for sp in svc["spec"]["ports"]}
+        if scrape not in ports or scrape not in listening:
+            problems.append(f"{_id(svc)}: scrapes {scrape}; Service ports {sorted(ports)}, "
+                            f"its Pods listen on {sorted(listening)}")  # fmt: skip
+    _fail(problems)
+
+
+def test_every_probe_checks_a_port_its_container_declares(objs: list[Obj]) -> None:
+    problems = []
+    for o, t in _templates(objs):
+        for c in _containers(t):
+            declared = {p["containerPort"] for p in c.get("ports", [])}
+            declared |= {p["name"] for p in c.get("ports", []) if "name" in p}
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = c.get(kind, {})
+                for action in ("tcpSocket", "httpGet", "grpc"):
+                    if action in probe and probe[action]["port"] not in declared:
+                        port = probe[action]["port"]
+                        problems.append(f"{_id(o)}/{c['name']}: {kind} checks {port}, "
+                                        "not a declared port")  # fmt: skip
+    _fail(problems)
+
+
+def test_network_policies_open_the_ports_their_pods_listen_on(objs: list[Obj]) -> None:
+    problems = []
+    for np in (o for o in objs if o["kind"] == "NetworkPolicy"):
+        selector = np["spec"]["podSelector"].get("matchLabels", {})
+        if not selector:
+            continue
+        listening = {p["containerPort"] for p in _container_ports(
+            _pods(objs, np["metadata"]["namespace"], selector))}  # fmt: skip
+        for rule in np["spec"].get("ingress", []):
+            for p in rule.get("ports", []):
+                if p["port"] not in listening:
+                    problems.append(f"{_id(np)}: opens {p['port']}, its Pods listen on "
+                                    f"{sorted(listening)}")  # fmt: skip
+    _fail(problems)
+
+
+def _endpoints(objs: list[Obj]) -> Iterator[Obj]:
+    yield from (o for o in objs if o["kind"] == "InferenceEndpointConfig")
+
+
+def _arg(args: list[str], flag: str) -> str | None:
+    return args[args.index(flag) + 1] if flag in args else None
+
+
+def test_vllm_listens_on_the_endpoints_invocation_and_metrics_port(
+    objs: list[Obj], config: AppConfig
+) -> None:
+    """The operator routes to modelInvocationPort and scrapes modelMetrics.port; vLLM serves
+    both on its --port. The config's container_port is the one source of the number."""
+    endpoints = list(_endpoints(objs))
+    assert len(endpoints) == len(config.kvcache.endpoints)
+    wanted = {e.name: e.container_port for e in config.kvcache.endpoints}
+    for iec in endpoints:
+        worker = iec["spec"]["worker"]
+        port = wanted[iec["metadata"]["name"]]
+        assert _arg(worker["args"], "--port") == str(port), _id(iec)
+        assert worker["modelInvocationPort"]["containerPort"] == port, _id(iec)
+        assert iec["spec"]["metrics"]["modelMetrics"]["port"] == port, _id(iec)
+
+
+# --- L2: one claim, one URL, one hash seed --------------------------------------------------------
+
+
+def _l2_patches(objs: list[Obj]) -> Iterator[tuple[str, Obj, Obj]]:
+    """(namespace, container patch, Pod spec patch) of each endpoint's L2 rule."""
+    for policy in (o for o in objs if o["kind"] == "ClusterPolicy"):
+        for rule in policy["spec"]["rules"]:
+            (match,) = rule["match"]["any"]
+            for ns in match["resources"]["namespaces"]:
+                for each in rule["mutate"]["foreach"]:
+                    spec = each["patchStrategicMerge"]["spec"]
+                    (container,) = spec["containers"]
+                    yield ns, container, spec
+
+
+def test_every_endpoint_pod_mounts_the_rwx_l2_claim_at_the_path_in_its_url(
+    objs: list[Obj], config: AppConfig
+) -> None:
+    patches = list(_l2_patches(objs))
+    l2_namespaces = {e.namespace for e in config.kvcache.endpoints if e.enable_l2_cache}
+    assert {ns for ns, _, _ in patches} == l2_namespaces
+    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+              for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
+    claim_names = set()
+    for ns, container, spec in patches:
+        url = urlparse(_env(container["env"])["LMCACHE_REMOTE_URL"])
+        assert url.scheme == "fs", url
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        (mount,) = [m for m in container["volumeMounts"]
+                    if "persistentVolumeClaim" in volumes[m["name"]]]  # fmt: skip
+        assert mount["mountPath"].rstrip("/") == url.path.rstrip("/"), (ns, mount, url)
+        claim = volumes[mount["name"]]["persistentVolumeClaim"]["claimName"]
+        claim_names.add(claim)
+        pvc = claims.get((ns, claim))
+        assert pvc is not None, f"{ns}/{claim}: mounted by the policy but not rendered"
+        assert pvc["spec"]["accessModes"] == ["ReadWriteMany"], _id(pvc)
+    assert len(claim_names) == 1, f"endpoints mount different L2 claims: {claim_names}"
+
+
+def test_every_replica_gets_the_same_hash_seed_and_the_naive_serde(
+    objs: list[Obj], rendered_envs: dict[str, list[Obj]]
+) -> None:
+    """LMCache's chunk keys hash with Python's hash seed: two replicas with different seeds
+    never hit each other's L2 entries. cachegen serde is broken with remote connectors."""
+    seeds = set()
+    for ns, container, _ in _l2_patches(objs):
+        env = _env(container["env"])
+        assert env["LMCACHE_REMOTE_SERDE"] == "naive", ns
+        seeds.add(env["PYTHONHASHSEED"])
+    for iec in _endpoints(objs):
+        env = _env(iec["spec"]["worker"]["environmentVariables"])
+        assert env["LMCACHE_REMOTE_SERDE"] == "naive", _id(iec)
+        seeds.add(env["PYTHONHASHSEED"])
+    assert len(seeds) == 1 and next(iter(seeds)).isdigit(), seeds
+    everywhere = {
+        _env(c["env"])["PYTHONHASHSEED"]
+        for env_objs in rendered_envs.values()
+        for _, c, _ in _l2_patches(env_objs)
+    }
+    assert everywhere == seeds, "environments disagree on PYTHONHASHSEED"
+
+
+# --- the evictor bounds the pool ------------------------------------------------------------------
+
+
+def test_evictor_marks_are_the_pool_size_times_the_percentages(
+    objs: list[Obj], config: AppConfig
+) -> None:
+    """HIGH/LOW in bytes = capacity per GPU node x GPU nodes x percent. Ten times too large and
+    it never evicts; the pool fills and LMCache writes fail."""
+    cv = config.kvcache.curvine
+    pool = cv.worker.capacity_gib * 2**30 * config.hyperpod.gpu_group.instance_count
+    evictors = [o for o in objs if o["kind"] == "CronJob"
+                and o["metadata"]["name"] == "curvine-l2-evictor"]  # fmt: skip
+    assert {o["metadata"]["namespace"] for o in evictors} == {
+        e.namespace for e in config.kvcache.endpoints
+    }
+    for cron in evictors:
+        (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+        env = _env(container["env"])
+        assert int(env["HIGH"]) == pool * cv.evictor.high_water_percent // 100, _id(cron)
+        assert int(env["LOW"]) == pool * cv.evictor.low_water_percent // 100, _id(cron)
+        assert int(env["LOW"]) < int(env["HIGH"]) < pool
+        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == env["ROOT"]]
+        volumes = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
+        (vol,) = [v for v in volumes if v["name"] == mount["name"]]
+        assert vol["persistentVolumeClaim"]["claimName"] == "curvine-pvc", _id(cron)
+
+
+def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:
+    cv = config.kvcache.curvine
+    want = (cv.static_pv.size_gib if cv.static_pv.enabled
+            else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count)  # fmt: skip
+    for pvc in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
+        assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", _id(pvc)
+        assert pvc["spec"]["storageClassName"] == "curvine-sc", _id(pvc)
