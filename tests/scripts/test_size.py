@@ -133,3 +133,21 @@ def test_l2_worker_capacity_comes_from_config(
     assert result.exit_code == 0, result.output
     tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
     assert tiers["L2"]["bytes"] == worker_gib * GIB * cfg.hyperpod.gpu_group.instance_count
+
+
+@pytest.mark.parametrize("utilization", [0.5, 0.9])
+def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float) -> None:
+    """vLLM takes gpu_memory_utilization of each GPU; L0 is what is left after the weights and
+    the per-GPU overhead (issue 17: sizing once ignored the utilization)."""
+    from scripts.sizing import size_model
+
+    report = size_model(
+        "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
+        gpu_memory_gib=48, instance_memory_gib=128, gpu_nodes=2, tiered_storage_percent=20,
+        l2_worker_gib=400, params=7_000_000_000, weight_dtype="bfloat16",
+        gpu_memory_utilization=utilization, overhead_gib_per_gpu=2.0,
+    )  # fmt: skip
+    want = int(2 * (48 * utilization - 2.0) * GIB - 7_000_000_000 * 2)
+    (l0,) = [t for t in report.tiers if t.name == "L0"]
+    assert l0.bytes == want
+    assert l0.tokens == want // kv_bytes_per_token(QWEN2_7B_CONFIG)

@@ -1,0 +1,204 @@
+"""Every config rule at its boundary (issue 17): the boundary itself is accepted, the value just
+past it is refused with a message that names the field. Pure parsing, no double.
+
+Two families: the numeric bounds declared on the model's fields (``Field(ge=..., le=...)``),
+found by walking the model so a new bounded field is covered without editing this file, and the
+cross-field rules written as validators, listed in RULES with their boundary by hand.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any, get_args
+
+import annotated_types
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from infra.config import AppConfig, ConfigError, parse_config
+from infra.config.kvcache import GPU_INSTANCES
+from infra.config.loader import CONFIG_DIR
+
+# dev.yaml under an environment name without a lock in k8s/locks/, so the lock (which pins
+# what may not change after a first deploy) does not hide the rules under test.
+SOURCE = "config/unit.yaml"
+BASE: dict[str, Any] = {**yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text()),
+                        "environment": "unit"}  # fmt: skip
+# Fields whose bound another rule also constrains: the partner is moved out of the way.
+COMPANIONS: dict[str, dict[str, Any]] = {
+    "hyperpod.gpu_group.instance_count": {"kvcache.curvine.enabled": False,
+                                          "kvcache.endpoints.0.enable_l2_cache": False,
+                                          "kvcache.endpoints.0.replicas": 1},
+    "kvcache.curvine.evictor.low_water_percent": {"kvcache.curvine.evictor.high_water_percent": 99},
+    "kvcache.curvine.evictor.high_water_percent": {"kvcache.curvine.evictor.low_water_percent": 5},
+    "kvcache.curvine.fuse.cpu_limit_millicores": {
+        "kvcache.curvine.fuse.cpu_request_millicores": 100},
+    "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
+}  # fmt: skip
+
+
+def _with(overrides: dict[str, Any]) -> dict[str, Any]:
+    raw = copy.deepcopy(BASE)
+    for path, value in overrides.items():
+        node: Any = raw
+        *parents, leaf = path.split(".")
+        for key in parents:
+            if isinstance(node, list):
+                node = node[int(key)]
+            else:
+                node = node.setdefault(key, [{}] if key == "endpoints" else {})
+        node[leaf] = value
+    return raw
+
+
+def _refusal(overrides: dict[str, Any]) -> str | None:
+    try:
+        parse_config(_with(overrides), SOURCE, "unit")
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+# --- numeric bounds declared on fields ---------------------------------------------------------
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _bounded_fields(model: type[BaseModel], prefix: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(dotted path, bound, value just past it) of every bounded numeric field."""
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{name}"
+        sub = _model_of(info.annotation)
+        if sub is not None:
+            list_field = "tuple" in str(info.annotation) or "list" in str(info.annotation)
+            yield from _bounded_fields(sub, f"{path}.0." if list_field else f"{path}.")
+            continue
+        step = 1 if info.annotation is int else 0.001
+        for m in info.metadata:
+            if isinstance(m, annotated_types.Ge):
+                yield path, m.ge, m.ge - step
+            elif isinstance(m, annotated_types.Le):
+                yield path, m.le, m.le + step
+            elif isinstance(m, annotated_types.Gt):
+                yield path, m.gt + step, m.gt
+            elif isinstance(m, annotated_types.Lt):
+                yield path, m.lt - step, m.lt
+
+
+FIELD_BOUNDS = sorted(_bounded_fields(AppConfig), key=lambda b: (b[0], b[1]))
+
+
+def test_the_walk_finds_the_bounded_fields() -> None:
+    paths = {p for p, _, _ in FIELD_BOUNDS}
+    assert "kvcache.curvine.evictor.high_water_percent" in paths
+    assert "kvcache.endpoints.0.container_port" in paths
+    assert len(FIELD_BOUNDS) > 30
+
+
+@pytest.mark.parametrize(("path", "bound", "past"), FIELD_BOUNDS,
+                         ids=[f"{p}={b}" for p, b, _ in FIELD_BOUNDS])  # fmt: skip
+def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: Any) -> None:
+    partners = COMPANIONS.get(path, {})
+    message = _refusal({**partners, path: past})
+    assert message is not None, f"{path} = {past} was accepted"
+    assert f"{path} = {past!r}" in message, message
+    assert _refusal({**partners, path: bound}) is None, f"{path} = {bound} was refused"
+
+
+# --- rules written as validators -----------------------------------------------------------------
+
+NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
+RESERVED = 10
+
+# (rule, accepted at the boundary, refused just past it, field the refusal names)
+RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
+    ("evictor low < high",
+     {"kvcache.curvine.evictor.low_water_percent": 84,
+      "kvcache.curvine.evictor.high_water_percent": 85},
+     {"kvcache.curvine.evictor.low_water_percent": 85,
+      "kvcache.curvine.evictor.high_water_percent": 85},
+     "kvcache.curvine.evictor.low_water_percent"),
+    ("NVMe holds capacity + reserved",
+     {"kvcache.curvine.worker.capacity_gib": NVME_GIB - RESERVED,
+      "kvcache.curvine.worker.reserved_gib": RESERVED},
+     {"kvcache.curvine.worker.capacity_gib": NVME_GIB - RESERVED + 1,
+      "kvcache.curvine.worker.reserved_gib": RESERVED},
+     "kvcache.curvine.worker.capacity_gib"),
+    ("FUSE memory limit >= request",
+     {"kvcache.curvine.fuse.memory_request_mib": 4096,
+      "kvcache.curvine.fuse.memory_limit_mib": 4096},
+     {"kvcache.curvine.fuse.memory_request_mib": 4096,
+      "kvcache.curvine.fuse.memory_limit_mib": 4095},
+     "kvcache.curvine.fuse.memory_limit_mib"),
+    ("FUSE CPU limit >= request",
+     {"kvcache.curvine.fuse.cpu_request_millicores": 2000,
+      "kvcache.curvine.fuse.cpu_limit_millicores": 2000},
+     {"kvcache.curvine.fuse.cpu_request_millicores": 2000,
+      "kvcache.curvine.fuse.cpu_limit_millicores": 1999},
+     "kvcache.curvine.fuse.cpu_limit_millicores"),
+    ("GPU and system groups have different names",
+     {"hyperpod.system_group.name": "system-2"},
+     {"hyperpod.system_group.name": BASE["hyperpod"]["gpu_group"]["name"]},
+     "hyperpod.system_group.name"),
+    ("two GPU nodes when L2 is on",
+     {"hyperpod.gpu_group.instance_count": 2},
+     {"hyperpod.gpu_group.instance_count": 1},
+     "hyperpod.gpu_group.instance_count"),
+    ("HyperPod CIDR next to the VPC",
+     {"network.vpc_cidr": "10.192.0.0/20", "network.hyperpod_subnet.cidr": "10.192.16.0/20"},
+     {"network.vpc_cidr": "10.192.0.0/20", "network.hyperpod_subnet.cidr": "10.192.0.0/19"},
+     "network.hyperpod_subnet.cidr"),
+    ("HyperPod CIDR not inside the VPC",
+     {"network.vpc_cidr": "10.192.0.0/20", "network.hyperpod_subnet.cidr": "10.192.16.0/24"},
+     {"network.vpc_cidr": "10.192.0.0/20", "network.hyperpod_subnet.cidr": "10.192.15.0/24"},
+     "network.hyperpod_subnet.cidr"),
+    ("HyperPod subnet prefix /16 at most",
+     {"network.hyperpod_subnet.cidr": "10.0.0.0/16"},
+     {"network.hyperpod_subnet.cidr": "10.0.0.0/15"},
+     "network.hyperpod_subnet.cidr"),
+    ("HyperPod subnet prefix /24 at least",
+     {"network.hyperpod_subnet.cidr": "10.1.0.0/24"},
+     {"network.hyperpod_subnet.cidr": "10.1.0.0/25"},
+     "network.hyperpod_subnet.cidr"),
+    ("EBS volume from 100 GiB",
+     {"hyperpod.gpu_group.ebs_volume_size_gib": 100},
+     {"hyperpod.gpu_group.ebs_volume_size_gib": 99},
+     "hyperpod.gpu_group.ebs_volume_size_gib"),
+    ("EBS volume to 16384 GiB",
+     {"hyperpod.gpu_group.ebs_volume_size_gib": 16384},
+     {"hyperpod.gpu_group.ebs_volume_size_gib": 16385},
+     "hyperpod.gpu_group.ebs_volume_size_gib"),
+    ("Tiered Storage from 20 percent",
+     {"tiered_storage.instance_memory_allocation_percentage": 20},
+     {"tiered_storage.instance_memory_allocation_percentage": 19},
+     "tiered_storage.instance_memory_allocation_percentage"),
+    ("Tiered Storage to 100 percent",
+     {"tiered_storage.instance_memory_allocation_percentage": 100},
+     {"tiered_storage.instance_memory_allocation_percentage": 101},
+     "tiered_storage.instance_memory_allocation_percentage"),
+    ("replicas x TP fit the GPUs",
+     {"kvcache.endpoints.0.replicas": 2, "kvcache.endpoints.0.rollout": "scale_down_first"},
+     {"kvcache.endpoints.0.replicas": 3, "kvcache.endpoints.0.rollout": "scale_down_first"},
+     "kvcache.endpoints.0.replicas"),
+    ("Curvine masters 1, 3 or 5",
+     {"kvcache.curvine.master.replicas": 5},
+     {"kvcache.curvine.master.replicas": 6},
+     "kvcache.curvine.master.replicas"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rule", "ok", "bad", "field"), RULES, ids=[r[0] for r in RULES])
+def test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it(
+    rule: str, ok: dict[str, Any], bad: dict[str, Any], field: str
+) -> None:
+    assert _refusal(ok) is None, f"{rule}: the boundary {ok} was refused"
+    message = _refusal(bad)
+    assert message is not None, f"{rule}: {bad} was accepted"
+    assert f"{field} = " in message, message
