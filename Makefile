@@ -21,7 +21,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	manifests preflight verify teardown bench deploy-plan dashboard clean
+	manifests preflight verify teardown bench deploy-plan dashboard mutation clean
 
 ## help: list the targets with one line each
 help:
@@ -126,6 +126,10 @@ bench: install
 dashboard: install
 	$(PY) -m scripts.dashboard --env $(ENV)
 
+## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=k8s.l2_volume ...)
+mutation: install
+	$(PY) -m scripts.mutation $(MODULES)
+
 ## clean: remove cdk.out/, dist/ and the tool caches
 clean:
-	rm -rf $(OUT) dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(OUT) dist mutants .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,104 @@
+"""Mutation score per module: ``make mutation`` (or ``python -m scripts.mutation [MODULE ...]``).
+
+Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) one module at a time, selected by
+a mutant-name glob, so each mutant runs only the tests that reached its function in mutmut's
+stats run (tests/mutation/plugin.py credits the session fixtures that render and synthesize).
+Then prints killed / (tested - equivalent) per module. Mutants listed in
+tests/mutation/equivalent.md (``- `<mutant name>`: reason``) count as neither killed nor tested.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.md"
+MUTANTS = ROOT / "mutants"
+TARGET = 85.0
+# The modules of issue 17, smallest test cost first. Each is a mutant-name glob prefix.
+MODULES = (
+    "k8s.l2_volume", "k8s.endpoints", "k8s.policy", "k8s.foundation", "k8s.common",
+    "k8s.network_policy", "k8s.curvine", "k8s.csi", "k8s.observability", "k8s.render", "k8s.app",
+    "infra.config.model", "infra.config.kvcache", "infra.config.addons", "infra.config.loader",
+    "infra.config.observability", "infra.config.pipeline", "infra.config.errors",
+    "infra.config.operator_versions",
+    "infra.handlers.tiered_storage.physical_id", "infra.handlers.tiered_storage.properties",
+    "infra.handlers.tiered_storage.client", "infra.handlers.tiered_storage.cluster",
+    "infra.handlers.tiered_storage.index", "infra.handlers.node_gate.nodes",
+    "infra.handlers.node_gate.index",
+    "scripts.sizing", "scripts.teardown",
+)  # fmt: skip
+KILLED = {1, 3, 24, -24, 36, 152, 255, 37}  # killed, pytest error, timeouts, type check
+NOT_TESTED = {None, 34}  # not checked, skipped
+
+
+def equivalent() -> dict[str, str]:
+    """Mutant name -> why it cannot change behaviour."""
+    if not EQUIVALENT.exists():
+        return {}
+    found = re.findall(r"^- `([^`]+)`: (.+)$", EQUIVALENT.read_text(), flags=re.M)
+    return dict(found)
+
+
+def results(module: str) -> dict[str, int | None]:
+    meta = MUTANTS / (module.replace(".", "/") + ".py.meta")
+    if not meta.exists():
+        return {}
+    codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+    return codes
+
+
+def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
+    counts: Counter[str] = Counter()
+    for name, code in results(module).items():
+        if name in skip:
+            counts["equivalent"] += 1
+        elif code in NOT_TESTED:
+            counts["not run"] += 1
+        elif code in KILLED:
+            counts["killed"] += 1
+        elif code in (5, 33):
+            counts["no tests"] += 1
+        else:
+            counts["survived"] += 1
+    tested = counts["killed"] + counts["survived"] + counts["no tests"]
+    line = f"{module:45s} {counts['killed']:5d}/{tested:<5d}"
+    line += f" {100 * counts['killed'] / tested:6.1f}%" if tested else "   n/a "
+    line += f"  equivalent {counts['equivalent']}, not run {counts['not run']}"
+    return line, counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", default=list(MODULES))
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--report-only", action="store_true", help="print the last results")
+    args = parser.parse_args(argv)
+    skip = equivalent()
+    below = []
+    for module in args.modules:
+        start = time.monotonic()
+        if not args.report_only:
+            subprocess.run([sys.executable, "-m", "mutmut", "run",
+                            "--max-children", str(args.max_children), f"{module}.*"],
+                           cwd=ROOT, stdout=subprocess.DEVNULL, check=False)  # fmt: skip
+        line, counts = score(module, skip)
+        tested = counts["killed"] + counts["survived"] + counts["no tests"]
+        if tested and 100 * counts["killed"] / tested < TARGET:
+            below.append(module)
+        took = "" if args.report_only else f"  ({time.monotonic() - start:.0f} s)"
+        print(line + took, flush=True)
+    if below:
+        print(f"below {TARGET:.0f}%: {', '.join(below)} (`mutmut results` lists the survivors)")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
