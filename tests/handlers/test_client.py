@@ -21,7 +21,7 @@ def test_the_client_retries_in_standard_mode_with_bounded_timeouts(
     assert client.meta.service_model.service_name == "sagemaker"
     config = client.meta.config
     assert config.retries["mode"] == "standard"
-    assert config.retries["total_max_attempts"] == 8 + 1  # botocore: attempts after the first
+    assert config.retries["total_max_attempts"] == 8 + 1  # botocore stores max_attempts + 1
     assert (config.connect_timeout, config.read_timeout) == (10, 30)
 
 
