@@ -104,3 +104,8 @@ def test_satisfied_by(config: TieredStorage, current: Any, satisfied: bool) -> N
 ])  # fmt: skip
 def test_str_says_the_percentage_only_when_enabled(config: TieredStorage, text: str) -> None:
     assert str(config) == text
+
+
+def test_a_bad_restore_on_delete_property_is_named() -> None:
+    with pytest.raises(HandlerError, match=r"^RestoreOnDelete = 'yes': allowed: true or false$"):
+        parse_properties({**GOOD, "RestoreOnDelete": "yes"})
