@@ -10,6 +10,7 @@ from typing import Any
 
 import botocore.session
 import pytest
+from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from infra.handlers.tiered_storage.cluster import RetryLater, Step, converge, describe
@@ -150,4 +151,48 @@ def test_describe_fails_on_other_errors_with_the_service_message(
         "bad name. Check: that Tiered Storage is available for this cluster's Region and "
         "instance types, and that the same `aws sagemaker update-cluster` works by hand "
         "(README.md, Tiered Storage)."
+    )
+
+
+class _Raises:
+    """A client whose DescribeCluster raises a ClientError with a bare response (botocore fills
+    Code and Message; a hand-made or proxied error may not)."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        self.response = response
+
+    def describe_cluster(self, **_: Any) -> Any:
+        raise ClientError(self.response, "DescribeCluster")
+
+
+def test_an_error_without_code_or_message_still_fails_clearly() -> None:
+    for response in ({}, {"Error": {}}):
+        with pytest.raises(HandlerError) as err:
+            describe(_Raises(response), CLUSTER)
+        assert str(err.value) == (
+            f"SageMaker DescribeCluster on HyperPod cluster {CLUSTER!r} failed: Unknown: . "
+            "Check: the cluster's events in the SageMaker console and the DescribeCluster call "
+            "in CloudTrail."
+        )
+
+
+def test_a_throttle_without_message_retries_later() -> None:
+    with pytest.raises(RetryLater, match=r"^DescribeCluster: ThrottlingException: $"):
+        describe(_Raises({"Error": {"Code": "ThrottlingException"}}), CLUSTER)
+
+
+def test_a_missing_cluster_names_where_to_look(client: Any, stub: Stubber) -> None:
+    stub.add_client_error("describe_cluster", "ResourceNotFound", "no such cluster")
+    with pytest.raises(HandlerError) as err:
+        converge(client, CLUSTER, ENABLE_20)
+    assert str(err.value) == (
+        f"HyperPod cluster {CLUSTER!r} not found (DescribeCluster). Check: the cluster name in "
+        "config, and that the stack deploys to the cluster's account and Region."
+    )
+
+
+def test_an_answer_without_status_waits(client: Any) -> None:
+    desc = {k: v for k, v in answer(tiered={"Mode": "Disable"}).items() if k != "ClusterStatus"}
+    assert converge(client, CLUSTER, ENABLE_20, desc=desc) == Step(
+        False, "cluster is  (current Tiered Storage: {'Mode': 'Disable'}); waiting"
     )
