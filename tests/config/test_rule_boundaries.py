@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from infra.config import AppConfig, ConfigError, parse_config
 from infra.config.kvcache import GPU_INSTANCES
 from infra.config.loader import CONFIG_DIR
+from infra.config.model import az_id_prefix
 
 # dev.yaml under an environment name without a lock in k8s/locks/, so the lock (which pins
 # what may not change after a first deploy) does not hide the rules under test.
@@ -202,3 +203,12 @@ def test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it(
     message = _refusal(bad)
     assert message is not None, f"{rule}: {bad} was accepted"
     assert f"{field} = " in message, message
+
+
+@pytest.mark.parametrize(("region", "prefix"), [
+    ("us-west-2", "usw2"), ("ap-southeast-1", "apse1"), ("eu-central-1", "euc1"),
+    ("us-gov-west-1", None), ("xx-moon-1", None), ("uswest2", None),
+])  # fmt: skip
+def test_the_az_id_rule_knows_a_region_by_its_compass_word(region: str, prefix: str | None) -> None:
+    """The AZ id rule applies only where the prefix is known (us-west-2 -> usw2-az1, ...)."""
+    assert az_id_prefix(region) == prefix
