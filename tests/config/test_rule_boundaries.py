@@ -212,3 +212,12 @@ def test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it(
 def test_the_az_id_rule_knows_a_region_by_its_compass_word(region: str, prefix: str | None) -> None:
     """The AZ id rule applies only where the prefix is known (us-west-2 -> usw2-az1, ...)."""
     assert az_id_prefix(region) == prefix
+
+
+@pytest.mark.parametrize("image", ["curvine/curvine:latest", "curvine/curvine"])
+def test_an_unpinned_image_is_refused_with_the_fix(image: str) -> None:
+    field = "kvcache.curvine.csi_provisioner_image"
+    assert _refusal({field: image}) == (
+        f"{SOURCE}: {field} = {image!r}: allowed: an image with an explicit tag "
+        "other than latest (repo/name:v1.2.3) or a digest; fix: pin a released tag"
+    )
