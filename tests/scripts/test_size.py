@@ -151,3 +151,27 @@ def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float)
     (l0,) = [t for t in report.tiers if t.name == "L0"]
     assert l0.bytes == want
     assert l0.tokens == want // kv_bytes_per_token(QWEN2_7B_CONFIG)
+
+
+TINY = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10,
+        "intermediate_size": 16, "num_key_value_heads": 1}  # fmt: skip
+MLA = {"kv_lora_rank": 2, "qk_rope_head_dim": 1}
+
+
+@pytest.mark.parametrize(("extra", "params"), [
+    ({}, 1312),  # embed 10*8*2 + 2 x attn (2*8*2*4 + 2*8*1*4) + 2 x mlp 3*8*16
+    ({"tie_word_embeddings": True}, 1232),  # embed counted once
+    ({"head_dim": 6}, 1504),  # attn 2*8*2*6 + 2*8*1*6
+    ({"num_key_value_heads": None}, 1440),  # kv heads = heads
+    ({"num_local_experts": 4, "moe_intermediate_size": 4, "n_shared_experts": 1,
+      "first_k_dense_replace": 1}, 1440),  # 1 dense mlp + 1 x (3*8*4*5 + router 8*4)
+    ({"n_routed_experts": 2}, 2112),  # 2 x (3*8*16*2 + router 8*2)
+    ({**MLA, "qk_nope_head_dim": 3, "v_head_dim": 5, "q_lora_rank": 4}, 1328),
+    (MLA, 11248),  # no q LoRA; nope and v head dims default to 128
+])  # fmt: skip
+def test_params_are_counted_exactly_on_tiny_architectures(
+    extra: dict[str, Any], params: int
+) -> None:
+    """Worked by hand (comments): embeddings, attention (GQA, head_dim, MLA) and MLP or MoE."""
+    cfg = {k: v for k, v in {**TINY, **extra}.items() if v is not None}
+    assert estimate_params(cfg) == params
