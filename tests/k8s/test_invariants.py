@@ -15,7 +15,8 @@ from urllib.parse import urlparse
 
 import pytest
 
-from infra.config import AppConfig, load_config
+from infra.config import AppConfig
+from tests.k8s.conftest import env_config
 from tests.k8s.test_rehearsal_objects import ENVS, Obj, _containers, _fail, _id, _templates
 
 FS_URL_PREFIX = "fs://"
@@ -34,7 +35,7 @@ def objs(env: str, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
 
 @pytest.fixture
 def config(env: str) -> AppConfig:
-    return load_config(env)
+    return env_config(env)
 
 
 def _selects(selector: dict[str, str], template: Obj) -> bool:
@@ -214,11 +215,17 @@ def test_every_replica_gets_the_same_hash_seed_and_the_naive_serde(
 # --- the evictor bounds the pool ------------------------------------------------------------------
 
 
+def _curvine_only(config: AppConfig) -> None:
+    if config.kvcache.l2_backend != "curvine":
+        pytest.skip("FSx: the pool is the file system's capacity (tests/k8s/test_fsx_l2.py)")
+
+
 def test_evictor_marks_are_the_pool_size_times_the_percentages(
     objs: list[Obj], config: AppConfig
 ) -> None:
     """HIGH/LOW in bytes = capacity per GPU node x GPU nodes x percent. Ten times too large and
     it never evicts; the pool fills and LMCache writes fail."""
+    _curvine_only(config)
     cv = config.kvcache.curvine
     pool = cv.worker.capacity_gib * 2**30 * config.hyperpod.gpu_group.instance_count
     evictors = [o for o in objs if o["kind"] == "CronJob"
@@ -239,6 +246,7 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
 
 
 def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:
+    _curvine_only(config)
     cv = config.kvcache.curvine
     want = (cv.static_pv.size_gib if cv.static_pv.enabled
             else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count)  # fmt: skip

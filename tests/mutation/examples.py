@@ -29,6 +29,7 @@ class Example:
 K8S = "tests/k8s/test_invariants.py"
 OBJ = "tests/k8s/test_rehearsal_objects.py"
 RULES = "tests/config/test_rule_boundaries.py"
+LAYOUT = "tests/synth/test_deploy_layout.py"
 ORDER = "tests/synth/test_deploy_order.py"
 
 EXAMPLES: tuple[Example, ...] = (
@@ -87,12 +88,20 @@ EXAMPLES: tuple[Example, ...] = (
             "cv.worker.capacity_gib + cv.worker.reserved_gib > nvme_gib",
             "cv.worker.capacity_gib > nvme_gib",
             (f"{RULES}::test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it",)),
-    Example("endpoints stack no longer depends on the add-ons stack", "stacks/composition.py",
-            "kvcache.add_stack_dependency(addons or hyperpod)",
-            "kvcache.add_stack_dependency(hyperpod)",
-            (f"{ORDER}::test_endpoints_deploy_after_the_operator_and_its_csi_drivers",)),
-    Example("teardown deletes the HyperPod stack before the add-ons stack", "scripts/teardown.py",
-            '"hyperpod", "addons"', '"addons", "hyperpod"',
+    Example("endpoints no longer wait for the add-ons (the operator's CRD)",
+            "infra/stack_layout.py",
+            '"endpoints": ("addons", "kvcache", "tiered-storage"),',
+            '"endpoints": ("kvcache", "tiered-storage"),',
+            (f"{ORDER}::test_endpoints_deploy_after_the_operator_and_its_csi_drivers",
+             f"{LAYOUT}::test_stack_dependencies_are_the_layout_table")),
+    Example("the endpoints' manifest no longer waits for the operator add-on",
+            "stacks/composition.py",
+            "*([operator.resource] if operator is not None else []),", "",
+            (f"{LAYOUT}::test_endpoints_wait_for_operator_tiered_storage_and_l2_objects",)),
+    Example("teardown deletes the HyperPod stack before the add-ons stack (deploy order)",
+            "infra/stack_layout.py",
+            "if s not in done and dependents[s] <= done]",
+            "if s not in done and set(graph[s]) <= done]",
             (f"{ORDER}::test_teardown_deletes_every_stack_after_the_stacks_that_depend_on_it",)),
     Example("sizing ignores gpu_memory_utilization for L0", "scripts/sizing.py",
             "gpu_memory_gib * gpu_memory_utilization", "gpu_memory_gib * 0.9",

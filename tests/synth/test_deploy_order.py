@@ -70,5 +70,10 @@ def test_endpoints_deploy_after_the_operator_and_its_csi_drivers(result: Synth) 
 
 
 def _has_endpoints(result: Synth, stack: str) -> bool:
-    template = (result.outdir / f"{stack}.template.json").read_text()
-    return "InferenceEndpointConfig" in template
+    """Whether the stack applies an InferenceEndpointConfig (its ``Manifest``; an ownership
+    check's ``Preflight`` only reads it)."""
+    template = json.loads((result.outdir / f"{stack}.template.json").read_text())
+    return any(
+        "InferenceEndpointConfig" in json.dumps(r.get("Properties", {}).get("Manifest", ""))
+        for r in template.get("Resources", {}).values()
+    )
