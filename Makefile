@@ -83,8 +83,7 @@ manifests: install
 chart: install
 	$(PY) -m scripts.fetch_chart --env $(ENV)
 
-## deploy: make chart, then cdk deploy --all (asks before security-relevant changes; CI: never;
-## --import-existing-resources when an add-on is adopted)
+## deploy: make chart, then cdk deploy --all (approval prompt outside CI; imports adopted add-ons)
 deploy: install node_modules/.installed chart
 	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
 	$(CDK) deploy --all --concurrency $(CONCURRENCY) -c env=$(ENV) $$import \
