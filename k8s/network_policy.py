@@ -43,6 +43,18 @@ COLLECTOR_POD_LABELS = {"hyperpod-kvcache/metrics-collector": "true"}
 DEFAULT_DENY = "curvine-default-deny-ingress"
 
 
+def collector_cidrs(config: AppConfig) -> list[str]:
+    """Where the AMP managed collector (observability) connects from: its network interfaces sit
+    in the cluster's subnets, outside the Pod network, so a pod or namespace selector cannot
+    admit it."""
+    obs = config.observability
+    if not obs.enabled:
+        return []
+    if config.existing_cluster is None:
+        return [config.network.primary_cidr]
+    return list(obs.scraper_source_cidrs)
+
+
 def _tcp(k8s: Any, *numbers: int) -> list[Any]:
     return [k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n))
             for n in numbers]  # fmt: skip
@@ -76,6 +88,8 @@ class NetworkPolicyChart(cdk8s.Chart):
         collector = [k8s.NetworkPolicyPeer(
             namespace_selector=k8s.LabelSelector(match_labels=COLLECTOR_NAMESPACE_LABELS),
             pod_selector=k8s.LabelSelector(match_labels=COLLECTOR_POD_LABELS))]  # fmt: skip
+        collector += [k8s.NetworkPolicyPeer(ip_block=k8s.IpBlock(cidr=c))
+                      for c in collector_cidrs(config)]  # fmt: skip
 
         def rule(peers: list[Any], *numbers: int) -> Any:
             return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))

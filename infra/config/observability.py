@@ -6,6 +6,7 @@ Collection is Amazon Managed Service for Prometheus with its agentless collector
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import TYPE_CHECKING
 
@@ -57,6 +58,10 @@ class ObservabilityConfig(Section):
     scraper_security_group_ids: tuple[str, ...] = ()
     """Existing-cluster mode only: security groups of the collector's interfaces; use one that
     reaches the nodes (the cluster security group)."""
+    scraper_source_cidrs: tuple[str, ...] = ()
+    """Existing-cluster mode only: the CIDRs of ``scraper_subnet_ids``. Curvine's
+    NetworkPolicies admit its metrics ports from them (the collector connects from its network
+    interfaces, not from a Pod). A cluster this app creates uses the VPC's CIDR."""
 
     @field_validator("alert_topic_name")
     @classmethod
@@ -99,6 +104,16 @@ class ObservabilityConfig(Section):
                 raise RuleViolation("subnet ids (subnet-0abc...)", f"fix {s!r}")
         return v
 
+    @field_validator("scraper_source_cidrs")
+    @classmethod
+    def _cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for c in v:
+            try:
+                ipaddress.IPv4Network(c, strict=True)
+            except ValueError:
+                raise RuleViolation("IPv4 CIDRs (10.0.0.0/24)", f"fix {c!r}") from None
+        return v
+
     @field_validator("scraper_security_group_ids")
     @classmethod
     def _groups(cls, v: tuple[str, ...]) -> tuple[str, ...]:
@@ -127,6 +142,14 @@ def check_observability(app: AppConfig) -> None:
             "cluster.resourcesVpcConfig.subnetIds)",
             field="observability.scraper_subnet_ids",
             value=list(obs.scraper_subnet_ids),
+        )
+    if not obs.scraper_source_cidrs:
+        raise RuleViolation(
+            "the CIDRs of scraper_subnet_ids (Curvine's NetworkPolicies admit the collector's "
+            "metrics scrapes from them)",
+            "aws ec2 describe-subnets --subnet-ids <ids> --query 'Subnets[].CidrBlock'",
+            field="observability.scraper_source_cidrs",
+            value=[],
         )
     if not obs.scraper_security_group_ids:
         raise RuleViolation(

@@ -4,6 +4,7 @@ only what some selecting policy allows) answers who may reach which Curvine port
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import pytest
@@ -26,9 +27,10 @@ def allowed(
     src_ns: str,
     src_ns_labels: dict[str, str],
     src_pod: dict[str, str],
+    src_ip: str | None = None,
 ) -> bool:
-    """May a Pod labelled ``src_pod`` in ``src_ns`` open TCP ``port`` on a Curvine Pod labelled
-    ``target``?"""
+    """May a Pod labelled ``src_pod`` in ``src_ns`` (or, with ``src_ip``, a client outside the
+    Pod network at that address) open TCP ``port`` on a Curvine Pod labelled ``target``?"""
     policies = [o for o in objs if o["kind"] == "NetworkPolicy"
                 and o["metadata"]["namespace"] == CURVINE
                 and _matches(o["spec"]["podSelector"], target)]  # fmt: skip
@@ -39,6 +41,13 @@ def allowed(
             if rule.get("ports") and not any(rp.get("port") == port for rp in rule["ports"]):
                 continue
             for peer in rule.get("from", []):
+                if "ipBlock" in peer:  # matches addresses, never a Pod's labels
+                    net = ipaddress.IPv4Network(peer["ipBlock"]["cidr"])
+                    if src_ip is not None and ipaddress.IPv4Address(src_ip) in net:
+                        return True
+                    continue
+                if src_ip is not None:
+                    continue
                 if "namespaceSelector" in peer:
                     ns_ok = _matches(peer["namespaceSelector"], src_ns_labels)
                 else:
@@ -93,3 +102,28 @@ def test_metrics_only_from_the_collector(objs: list[Obj]) -> None:
                        COLLECTOR_POD_LABELS)  # fmt: skip
         assert not allowed(objs, target, port, "monitoring", {}, COLLECTOR_POD_LABELS)
         assert not allowed(objs, target, port, CURVINE, {}, _pod_labels(objs, "curvine-master"))
+
+
+def test_metrics_admit_the_managed_collector_by_address(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """The AMP managed collector scrapes from network interfaces in the VPC's subnets, not from a
+    Pod: with observability on, the metrics ports (only they) admit the VPC's CIDR; the Pods'
+    own addresses (the HyperPod subnet, a secondary CIDR) are not in it."""
+    from infra.config import load_config
+
+    for env, objs in rendered_envs.items():
+        if env not in ("dev", "test", "prod"):
+            continue
+        config = load_config(env)
+        inside = str(next(ipaddress.IPv4Network(config.network.primary_cidr).hosts()))
+        pod_ip = str(next(ipaddress.IPv4Network(config.network.hyperpod_subnet.cidr).hosts()))
+        master = _pod_labels(objs, "curvine-master")
+        worker = _pod_labels(objs, "curvine-worker")
+        fuse = _pod_labels(objs, "curvine-csi-node")
+        on = config.observability.enabled
+        for target, port in ((master, 9000), (worker, 9001), (fuse, 9002)):
+            assert allowed(objs, target, port, "", {}, {}, src_ip=inside) is on, (env, port)
+            assert not allowed(objs, target, port, "", {}, {}, src_ip=pod_ip), (env, port)
+        for target, port in ((master, 8995), (master, 8996), (worker, 8997)):
+            assert not allowed(objs, target, port, "", {}, {}, src_ip=inside), (env, port)
