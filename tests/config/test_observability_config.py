@@ -40,32 +40,28 @@ def test_invalid_values_fail_with_one_line(values: dict[str, Any], field: str) -
     assert "\n" not in text and f"observability.{field}" in text
 
 
-def test_existing_cluster_needs_two_subnets_once_any_given() -> None:
-    raw = _dev(scraper_subnet_ids=["subnet-0123456789abcdef0"],
-               scraper_security_group_ids=["sg-0123456789abcdef0"])  # fmt: skip
-    raw["existing_cluster"] = {
-        "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
-        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-        "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
-        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
-    }  # fmt: skip
-    with pytest.raises(ConfigError) as caught:
-        parse_config(raw, "config/dev.yaml", "dev")
-    assert "observability.scraper_subnet_ids" in str(caught.value)
+EXISTING = {
+    "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+    "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
+    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
+}  # fmt: skip
+SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
 
 
-def test_existing_cluster_names_the_collectors_cidrs() -> None:
-    """Curvine's NetworkPolicies admit the collector by address: an existing cluster's collector
-    subnets come with their CIDRs."""
-    raw = _dev(scraper_subnet_ids=["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-               scraper_security_group_ids=["sg-0123456789abcdef0"])  # fmt: skip
-    raw["existing_cluster"] = {
-        "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
-        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-        "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
-        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
-    }  # fmt: skip
+@pytest.mark.parametrize(
+    ("subnets", "field"),
+    [
+        # Two subnets once any is given (the managed collector needs two AZs).
+        (SUBNETS[:1], "scraper_subnet_ids"),
+        # Curvine's NetworkPolicies admit the collector by address: the subnets' CIDRs.
+        (SUBNETS, "scraper_source_cidrs"),
+    ],
+)
+def test_existing_cluster_collector_network(subnets: list[str], field: str) -> None:
+    raw = _dev(scraper_subnet_ids=subnets, scraper_security_group_ids=["sg-0123456789abcdef0"])
+    raw["existing_cluster"] = EXISTING
     with pytest.raises(ConfigError) as caught:
         parse_config(raw, "config/dev.yaml", "dev")
     text = str(caught.value)
-    assert "\n" not in text and "observability.scraper_source_cidrs" in text
+    assert "\n" not in text and f"observability.{field}" in text
