@@ -21,26 +21,20 @@ HyperPod's launch, so no pinned boto3 is bundled (unlike Tiered Storage).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-from typing import Any
 
-import jsii
 from aws_cdk import (
-    BundlingOptions,
     CustomResource,
-    DockerImage,
     Duration,
-    ILocalBundling,
     RemovalPolicy,
 )
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import custom_resources as cr
 from constructs import Construct, Dependable, DependencyGroup
 
+from infra.bundling import HandlerBundle
+from infra.constructs.polling_provider import polling_provider
 from infra.nag import acknowledge
 
 HANDLER_DIR = Path(__file__).resolve().parents[2] / "infra" / "handlers" / "node_gate"
@@ -54,30 +48,13 @@ TOTAL_TIMEOUT = Duration.minutes(45)
 SERVICE_TIMEOUT = Duration.minutes(50)
 QUERY_INTERVAL = Duration.seconds(30)
 DEADLINE_ENV = "NODE_GATE_DEADLINE_SECONDS"  # read by the handler's index.py
-# Never run: the local bundler always succeeds or raises. Named because BundlingOptions needs one.
-FALLBACK_IMAGE = "public.ecr.aws/sam/build-python3.13"
-
-
-@jsii.implements(ILocalBundling)
-class _CopyPackage:
-    """Puts the handler's modules under ``node_gate/`` (it uses package-relative imports)."""
-
-    def try_bundle(self, output_dir: str, *_options: Any, **_kw: Any) -> bool:
-        target = Path(output_dir) / HANDLER_PACKAGE
-        target.mkdir(parents=True, exist_ok=True)
-        for source in sorted(HANDLER_DIR.glob("*.py")):
-            shutil.copyfile(source, target / source.name)
-        return True
+# The handler package alone: it uses the Lambda runtime's boto3 (DescribeCluster and
+# ListClusterNodes are old enough to be in it).
+BUNDLE = HandlerBundle(HANDLER_DIR, ())
 
 
 def handler_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(
-        str(HANDLER_DIR),
-        exclude=["__pycache__", "*.pyc"],
-        bundling=BundlingOptions(
-            image=DockerImage.from_registry(FALLBACK_IMAGE), local=_CopyPackage()
-        ),
-    )
+    return BUNDLE.code()
 
 
 class NodeReadinessGate(Construct):
@@ -148,18 +125,13 @@ class NodeReadinessGate(Construct):
 
         self.on_event_function = function("OnEvent", "on_event", Duration.minutes(1))
         self.is_complete_function = function("IsComplete", "is_complete", Duration.minutes(2))
-        self.provider = cr.Provider(
+        self.provider = polling_provider(
             self,
-            "Provider",
-            on_event_handler=self.on_event_function,
-            is_complete_handler=self.is_complete_function,
+            on_event=self.on_event_function,
+            is_complete=self.is_complete_function,
             query_interval=QUERY_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
-            log_group=log_group("FrameworkLogs"),
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=log_group("WaiterLogs"), level=sfn.LogLevel.ALL
-            ),
+            log_group=log_group,
         )
         self.resource = CustomResource(
             self,
@@ -183,9 +155,3 @@ class NodeReadinessGate(Construct):
                 f"{RUNTIME.name} is pinned on purpose; move RUNTIME in "
                 "infra/constructs/node_gate.py to a newer one after a test deploy.",
             )
-        acknowledge(
-            self.provider,
-            "AwsSolutions-SF2",
-            "The Provider's waiter state machine has no X-Ray option; it only polls is_complete, "
-            "and its execution log (level ALL) is kept.",
-        )

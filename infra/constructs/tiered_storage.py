@@ -21,12 +21,11 @@ from aws_cdk import (
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_stepfunctions as sfn
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.bundling import HandlerBundle
 from infra.config.tiered_storage import TieredStorageConfig
+from infra.constructs.polling_provider import polling_provider
 from infra.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -158,19 +157,13 @@ class TieredStorage(Construct):
         for fn in (self.on_event_function, self.is_complete_function):
             fn.node.add_dependency(role)
 
-        self.provider = cr.Provider(
+        self.provider = polling_provider(
             self,
-            "Provider",
-            on_event_handler=self.on_event_function,
-            is_complete_handler=self.is_complete_function,
+            on_event=self.on_event_function,
+            is_complete=self.is_complete_function,
             query_interval=QUERY_INTERVAL,
             total_timeout=TOTAL_TIMEOUT,
-            log_group=log_group("FrameworkLogs"),
-            # The waiter's log is where a stuck poll is diagnosed; CDK leaves it off by default.
-            disable_waiter_state_machine_logging=False,
-            waiter_state_machine_log_options=cr.LogOptions(
-                destination=log_group("WaiterLogs"), level=sfn.LogLevel.ALL
-            ),
+            log_group=log_group,
         )
         self.resource = CustomResource(
             resource_scope or self,
@@ -206,9 +199,3 @@ class TieredStorage(Construct):
                 "ahead of the runtime's); move RUNTIME in infra/constructs/tiered_storage.py to a "
                 "newer one after a test deploy.",
             )
-        acknowledge(
-            self.provider,
-            "AwsSolutions-SF2",
-            "The Provider's waiter state machine has no X-Ray option; it only polls is_complete, "
-            "and its execution log (level ALL) is kept.",
-        )
