@@ -6,17 +6,64 @@ environments) runs once, inside the first test that asks for it, so every later 
 its output would be credited with nothing, and mutants in the renderers would run one test only.
 This plugin remembers what each fixture's setup reached and credits it to every test that uses
 the fixture, so a mutant runs all the tests that read the output it changes.
+
+mutmut also forks one child per mutant, two at a time, from a process that has already rendered
+the charts. cdk8s runs on jsii, whose Python side talks to one node process over a pipe; children
+sharing their parent's would interleave their messages, fail on each other's object references and
+count as kills. So each child that uses jsii starts its own node process with the same assemblies.
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib.resources
 import os
+import sys
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 _reached_by_fixture: dict[str, set[str]] = {}
+_forked = False
+
+
+def _mark_forked() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_mark_forked)
+
+
+def _own_jsii_kernel() -> None:
+    """Give this forked process its own jsii node process, loaded with the parent's assemblies."""
+    if "jsii" not in sys.modules:
+        return
+    from jsii._kernel.providers.process import ProcessProvider
+    from jsii._runtime import kernel
+
+    # jsii memoizes the node process in a closure shared by every ProcessProvider.
+    cells = ProcessProvider._process.fget.__closure__ or ()  # type: ignore[attr-defined]
+    (started,) = [c.cell_contents for c in cells if isinstance(c.cell_contents, list)]
+    if not started:
+        return
+    parents = started.pop()
+    atexit.unregister(parents.stop)
+    parents.stop = lambda: None  # never tell the parent's node process to exit from here
+    for name, module in list(sys.modules.items()):  # import order: dependencies first
+        assembly = getattr(module, "__jsii_assembly__", None)
+        if name.endswith("._jsii") and assembly is not None:
+            files = importlib.resources.files(f"{assembly.module}._jsii")
+            with importlib.resources.as_file(files.joinpath(assembly.filename)) as tarball:
+                kernel.load(assembly.name, assembly.version, os.fspath(tarball))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _forked
+    if _forked:
+        _forked = False
+        _own_jsii_kernel()
 
 
 def _recording() -> bool:
