@@ -499,8 +499,8 @@ class KvCacheConfig(Section):
         return self.curvine.enabled or self.l2_backend == "fsx_lustre"
 
 
-def read_lock(env: str, lock_dir: Path = LOCK_DIR) -> dict[str, Any] | None:
-    path = lock_dir / f"{env}.json"
+def read_lock(env: str, lock_dir: Path | None = None) -> dict[str, Any] | None:
+    path = (lock_dir or LOCK_DIR) / f"{env}.json"
     if not path.is_file():
         return None
     data: dict[str, Any] = json.loads(path.read_text())
@@ -720,7 +720,7 @@ def _check_gpu_slots(app: AppConfig) -> None:
             )
 
 
-def check_kvcache(app: AppConfig, lock_dir: Path = LOCK_DIR) -> None:
+def check_kvcache(app: AppConfig, lock_dir: Path | None = None) -> None:
     """Rules that span the Kubernetes layer and other sections; raise RuleViolation(field=...)."""
     kv = app.kvcache
     cv = kv.curvine

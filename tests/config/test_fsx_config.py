@@ -115,9 +115,6 @@ def test_switching_backends_needs_confirmation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, was: dict[str, Any], now: dict[str, Any]
 ) -> None:
     monkeypatch.setattr("infra.config.kvcache.LOCK_DIR", _locked(tmp_path, was))
-    from infra.config import kvcache
-
-    monkeypatch.setattr(kvcache.check_kvcache, "__defaults__", (tmp_path,))
     text = _fail(now)
     assert "kvcache.l2_backend" in text and "contents" in text
     confirmed = parse_config({**BASE, "kvcache": {**now, "l2_backend_switch_confirmed": True}}, "x")
