@@ -1,9 +1,10 @@
 """Mutation score per module: ``make mutation`` (or ``python -m scripts.mutation [MODULE ...]``).
 
-Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) one module at a time, selected by
-a mutant-name glob, so each mutant runs only the tests that reached its function in mutmut's
-stats run (tests/mutation/plugin.py credits the session fixtures that render and synthesize).
-Then prints killed / (tested - equivalent) per module. Mutants listed in
+Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) once over the modules asked for,
+each selected by a mutant-name glob, so mutmut's stats run and its clean run happen once and each
+mutant runs only the tests that reached its function (tests/mutation/plugin.py credits the
+session fixtures that render and synthesize). Then prints killed / (tested - equivalent) per
+module, with the seconds its mutants' test runs took. Mutants listed in
 tests/mutation/equivalent.md (``- `<mutant name>`: reason``) count as neither killed nor tested.
 """
 
@@ -17,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.md"
@@ -47,12 +49,20 @@ def equivalent() -> dict[str, str]:
     return dict(found)
 
 
-def results(module: str) -> dict[str, int | None]:
+def _meta(module: str) -> dict[str, Any]:
     meta = MUTANTS / (module.replace(".", "/") + ".py.meta")
-    if not meta.exists():
-        return {}
-    codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+    data: dict[str, Any] = json.loads(meta.read_text()) if meta.exists() else {}
+    return data
+
+
+def results(module: str) -> dict[str, int | None]:
+    codes: dict[str, int | None] = _meta(module).get("exit_code_by_key", {})
     return codes
+
+
+def seconds(module: str) -> float:
+    """What this module's mutants' test runs took (mutmut records each)."""
+    return float(sum(_meta(module).get("durations_by_key", {}).values()))
 
 
 def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
@@ -82,19 +92,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="print the last results")
     args = parser.parse_args(argv)
     skip = equivalent()
+    start = time.monotonic()
+    if not args.report_only:
+        subprocess.run([sys.executable, "-m", "mutmut", "run",
+                        "--max-children", str(args.max_children),
+                        *(f"{module}.*" for module in args.modules)],
+                       cwd=ROOT, stdout=subprocess.DEVNULL, check=False)  # fmt: skip
     below = []
     for module in args.modules:
-        start = time.monotonic()
-        if not args.report_only:
-            subprocess.run([sys.executable, "-m", "mutmut", "run",
-                            "--max-children", str(args.max_children), f"{module}.*"],
-                           cwd=ROOT, stdout=subprocess.DEVNULL, check=False)  # fmt: skip
         line, counts = score(module, skip)
         tested = counts["killed"] + counts["survived"] + counts["no tests"]
         if tested and 100 * counts["killed"] / tested < TARGET:
             below.append(module)
-        took = "" if args.report_only else f"  ({time.monotonic() - start:.0f} s)"
-        print(line + took, flush=True)
+        print(f"{line}  tests {seconds(module):.0f} s", flush=True)
+    if not args.report_only:
+        print(f"mutmut run: {time.monotonic() - start:.0f} s wall for {len(args.modules)} modules")
     if below:
         print(f"below {TARGET:.0f}%: {', '.join(below)} (`mutmut results` lists the survivors)")
     return 1 if below else 0
