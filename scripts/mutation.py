@@ -34,7 +34,9 @@ MODULES = (
     "infra.handlers.tiered_storage.physical_id", "infra.handlers.tiered_storage.properties",
     "infra.handlers.tiered_storage.client", "infra.handlers.tiered_storage.cluster",
     "infra.handlers.tiered_storage.index", "infra.handlers.node_gate.nodes",
-    "infra.handlers.node_gate.index",
+    "infra.handlers.node_gate.index", "infra.handlers.owned_manifest.kinds",
+    "infra.handlers.owned_manifest.connect", "infra.handlers.owned_manifest.ownership",
+    "infra.handlers.owned_manifest.index",
     "scripts.sizing", "scripts.teardown",
 )  # fmt: skip
 KILLED = {1, 3, 24, -24, 36, 152, 255, 37}  # killed, pytest error, timeouts, type check

@@ -9,19 +9,46 @@ import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+from tests import background
 from tests.synth_support import Synth, dev_config, existing_cluster_config, synth
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "background(start=None): reads work done in a second process (tests/background.py); "
+        "run last, and start(), if given, is called once the test is collected",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that read background work go last, so the work overlaps the tests before them."""
+    late = [item for item in items if item.get_closest_marker("background")]
+    items[:] = [item for item in items if not item.get_closest_marker("background")] + late
+    for item in late:
+        start = item.get_closest_marker("background").kwargs.get("start")  # type: ignore[union-attr]
+        if start is not None:
+            start()
+
+
+def pytest_sessionfinish() -> None:
+    background.shutdown()
 
 
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The default environment, with a fixture chart standing in for the HyperPod chart."""
-    return synth(dev_config(), tmp_path_factory.mktemp("dev"))
+    result = synth(dev_config(), tmp_path_factory.mktemp("dev"))
+    background.lint_soon(result.outdir, result.config.region)
+    return result
 
 
 @pytest.fixture(scope="session")
 def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The default environment pointed at an existing HyperPod EKS cluster."""
-    return synth(existing_cluster_config(), tmp_path_factory.mktemp("existing"), chart_dir=None)
+    result = synth(existing_cluster_config(), tmp_path_factory.mktemp("existing"), chart_dir=None)
+    background.lint_soon(result.outdir, result.config.region)
+    return result
 
 
 @pytest.fixture(scope="session")

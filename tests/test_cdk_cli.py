@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ import pytest
 from aws_cdk import cx_api
 
 from app import synth_messages
+from tests import background
 
 ROOT = Path(__file__).resolve().parents[1]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
@@ -71,28 +74,53 @@ def templates(outdir: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def test_cdk_cli_synth_matches_direct_synth_without_credentials(tmp_path: Path) -> None:
-    env = no_credentials_env(tmp_path / "home")
-    cli_out, direct_out = tmp_path / "cli", tmp_path / "direct"
+def _synth_both(workdir: str) -> dict[str, Any]:
+    """The CLI synth and the direct synth, side by side (run in the background process)."""
+    tmp = Path(workdir)
+    env = no_credentials_env(tmp / "home")
+    cli_out, direct_out = tmp / "cli", tmp / "direct"
     python = str(PYTHON) if PYTHON.exists() else sys.executable
-    run = {"cwd": ROOT, "env": env, "capture_output": True, "text": True}
     # cdk.json's "app" runs .venv/bin/python: no activated virtualenv is needed.
     cli = subprocess.Popen(
         [str(CDK), "synth", "-c", "env=dev", "--output", str(cli_out), "--quiet", "--no-notices"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     direct = subprocess.run(
-        [python, "app.py", "-c", "env=dev", "--outdir", str(direct_out)], check=False, **run
-    )
+        [python, "app.py", "-c", "env=dev", "--outdir", str(direct_out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
     cli_stdout, cli_stderr = cli.communicate(timeout=600)
-    assert direct.returncode == 0, direct.stderr[-3000:]
-    assert cli.returncode == 0, (cli_stdout + cli_stderr)[-3000:]
+    return {
+        "cli": (cli.returncode, cli_stdout + cli_stderr),
+        "direct": (direct.returncode, direct.stderr),
+    }
+
+
+_WORKDIR: list[str] = []
+
+
+def _start() -> None:
+    """Called when the test is collected: the synths run while the rest of the suite does."""
+    if CDK.exists() and not _WORKDIR:
+        _WORKDIR.append(tempfile.mkdtemp(prefix="cdk-cli-"))
+        background.submit(("cdk-cli",), _synth_both, _WORKDIR[0])
+
+
+@pytest.mark.background(start=_start)
+def test_cdk_cli_synth_matches_direct_synth_without_credentials() -> None:
+    _start()
+    workdir = Path(_WORKDIR[0])
+    cli_out, direct_out = workdir / "cli", workdir / "direct"
+    ran = background.result(("cdk-cli",), _synth_both, str(workdir))
+    (direct_code, direct_stderr), (cli_code, cli_output) = ran["direct"], ran["cli"]
+    assert direct_code == 0, direct_stderr[-3000:]
+    assert cli_code == 0, cli_output[-3000:]
     manifest = json.loads((cli_out / "manifest.json").read_text())
     assert not manifest.get("missing"), f"synth asked for context lookups: {manifest['missing']}"
 
     # make synth shows the person running it every warning (e.g. the missing HyperPod chart).
     warnings = synth_messages(cx_api.CloudAssembly(str(direct_out)))
-    assert all(line in direct.stderr for line in warnings), direct.stderr[-3000:]
+    assert all(line in direct_stderr for line in warnings), direct_stderr[-3000:]
 
     cli_templates, direct_templates = templates(cli_out), templates(direct_out)
     assert sorted(cli_templates) == sorted(direct_templates)
@@ -104,3 +132,4 @@ def test_cdk_cli_synth_matches_direct_synth_without_credentials(tmp_path: Path) 
     assert len(stacks) >= 5 and sorted(direct_templates) == sorted(stacks)
     for name, template in direct_templates.items():
         assert cli_templates[name] == template, f"{name} differs between the CLI and app.py"
+    shutil.rmtree(workdir, ignore_errors=True)

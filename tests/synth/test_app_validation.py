@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.validation import errors_only, lint_template, templates_in
+from infra.validation import templates_in
+from tests import background
 from tests.synth_support import Synth, dev_config, synth
 
 # Stateful resources: a changed logical ID makes CloudFormation replace (and lose) them.
@@ -28,14 +29,15 @@ PINNED_LOGICAL_IDS = {
 }
 
 
+@pytest.mark.background
 @pytest.mark.parametrize("fixture", ["dev", "existing"])
 def test_cfn_lint_has_no_errors(fixture: str, request: pytest.FixtureRequest) -> None:
     result: Synth = request.getfixturevalue(fixture)
     templates = templates_in(result.outdir)
     assert templates
     for template in templates:
-        errors = errors_only(lint_template(template, [result.config.region]))
-        assert errors == [], f"{template.name}: {[str(e) for e in errors]}"
+        errors = background.lint_errors(template, result.config.region)
+        assert errors == [], f"{template.name}: {errors}"
 
 
 def test_cdk_nag_fails_the_synth_on_an_unacknowledged_finding(tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ import pytest
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
 from infra.config import load_config
-from infra.validation import errors_only, lint_template, templates_in
+from infra.validation import templates_in
+from tests import background
 from tests.synth_support import Synth, synth
 
 ENVIRONMENTS = ["test", "prod"]
@@ -26,9 +27,11 @@ NAME_PROPERTIES = {
 }  # fmt: skip
 
 
-@pytest.fixture(scope="module", params=ENVIRONMENTS)
+@pytest.fixture(scope="session", params=ENVIRONMENTS)
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    return synth(load_config(request.param), tmp_path_factory.mktemp(request.param))
+    result = synth(load_config(request.param), tmp_path_factory.mktemp(request.param))
+    background.lint_soon(result.outdir, result.config.region)
+    return result
 
 
 def all_resources(result: Synth) -> list[tuple[str, str, dict[str, Any]]]:
@@ -42,10 +45,11 @@ def all_resources(result: Synth) -> list[tuple[str, str, dict[str, Any]]]:
     return out
 
 
+@pytest.mark.background
 def test_cfn_lint_has_no_errors(env: Synth) -> None:
     for template in templates_in(env.outdir):
-        errors = errors_only(lint_template(template, [env.config.region]))
-        assert errors == [], f"{template.name}: {[str(e) for e in errors]}"
+        errors = background.lint_errors(template, env.config.region)
+        assert errors == [], f"{template.name}: {errors}"
 
 
 def test_termination_protection_as_configured(env: Synth) -> None:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from infra.config import parse_config
-from infra.validation import errors_only, lint_template, templates_in
+from infra.validation import templates_in
+from tests import background
 from tests.k8s.conftest import FSX_KVCACHE
 from tests.synth_support import EXISTING_GROUPS, Synth, _dev_raw, synth
 
@@ -22,16 +23,18 @@ EXISTING_FSX = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def created(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     raw = _dev_raw()
     raw["kvcache"] = {**raw["kvcache"], **FSX_KVCACHE}
     config = parse_config(raw, "config/dev.yaml (fsx variant)", "dev")
-    return synth(config, tmp_path_factory.mktemp("fsx-created"))
+    result = synth(config, tmp_path_factory.mktemp("fsx-created"))
+    background.lint_soon(result.outdir, result.config.region)
+    return result
 
 
-@pytest.fixture(scope="module")
-def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+@pytest.fixture(scope="session")
+def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     raw = _dev_raw()
     raw["retain_stateful_resources"] = True
     raw["hyperpod"] = EXISTING_GROUPS
@@ -46,7 +49,9 @@ def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
     }
     config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
-    return synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
+    result = synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
+    background.lint_soon(result.outdir, result.config.region)
+    return result
 
 
 def _one(s: Synth, type_: str) -> dict[str, Any]:
@@ -54,11 +59,12 @@ def _one(s: Synth, type_: str) -> dict[str, Any]:
     return res
 
 
-@pytest.mark.parametrize("fixture", ["created", "existing"])
+@pytest.mark.background
+@pytest.mark.parametrize("fixture", ["created", "existing_fsx"])
 def test_templates_pass_cfn_lint(fixture: str, request: pytest.FixtureRequest) -> None:
     s: Synth = request.getfixturevalue(fixture)
     for template in templates_in(s.outdir):
-        errors = errors_only(lint_template(template, [s.config.region]))
+        errors = background.lint_errors(template, s.config.region)
         assert not errors, f"{template.name}: {errors}"
 
 
@@ -111,7 +117,8 @@ def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
     assert "FSX_FILE_SYSTEM_ID" not in text
 
 
-def test_existing_cluster_uses_configured_ids_and_retains(existing: Synth) -> None:
+def test_existing_cluster_uses_configured_ids_and_retains(existing_fsx: Synth) -> None:
+    existing = existing_fsx
     fs = _one(existing, "AWS::FSx::FileSystem")
     assert fs["Properties"]["SubnetIds"] == [EXISTING_FSX["hyperpod_subnet_id"]]
     assert fs["DeletionPolicy"] == "Retain" and fs["UpdateReplacePolicy"] == "Retain"

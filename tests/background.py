@@ -1,0 +1,71 @@
+"""Slow checks that read only files on disk, run in a second process while the suite goes on.
+
+cfn-lint over one synthesized environment takes 5-8 s and the CDK CLI's synth about 15 s; on a
+2-core machine they can run beside the tests that follow instead of in front of them. A synth
+fixture hands its templates over as soon as they are written (``lint_soon``); the tests that read
+the answers carry the ``background`` marker, which tests/conftest.py moves to the end of the
+session, so by the time they ask, the answer is usually there. Run alone, a test submits its own
+work and waits: the result is the same, only the overlap is lost.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from infra.validation import templates_in
+
+_pool: ProcessPoolExecutor | None = None
+_futures: dict[tuple[Any, ...], Future[Any]] = {}
+
+
+def _executor() -> ProcessPoolExecutor:
+    global _pool
+    if _pool is None:
+        # spawn, not fork: a forked worker would inherit jsii's exit hook and, on exit, stop the
+        # node process the suite's own synth runs on.
+        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+    return _pool
+
+
+def submit(key: tuple[Any, ...], fn: Callable[..., Any], *args: Any) -> None:
+    """Start ``fn(*args)`` in the background process unless ``key`` was started already."""
+    if key not in _futures:
+        _futures[key] = _executor().submit(fn, *args)
+
+
+def result(key: tuple[Any, ...], fn: Callable[..., Any], *args: Any, timeout: float = 900) -> Any:
+    """The answer of ``fn(*args)``: started in the background earlier, or now."""
+    submit(key, fn, *args)
+    return _futures[key].result(timeout=timeout)
+
+
+def shutdown() -> None:
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None
+    _futures.clear()
+
+
+def _lint_errors(template: str, region: str) -> list[str]:
+    from infra.validation import errors_only, lint_template
+
+    return [str(m) for m in errors_only(lint_template(Path(template), [region]))]
+
+
+def lint_soon(outdir: Path, region: str) -> None:
+    """Start cfn-lint on every template of a written cloud assembly."""
+    for template in templates_in(outdir):
+        submit(("cfn-lint", str(template), region), _lint_errors, str(template), region)
+
+
+def lint_errors(template: Path, region: str) -> list[str]:
+    """cfn-lint's errors (not warnings) for one template, as text."""
+    answer: list[str] = result(
+        ("cfn-lint", str(template), region), _lint_errors, str(template), region
+    )
+    return answer
