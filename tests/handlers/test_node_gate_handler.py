@@ -193,6 +193,45 @@ def test_delete_is_a_no_op_and_makes_no_call(stub: tuple[Any, Stubber]) -> None:
         "Delete", PhysicalResourceId="AWSCDK::CustomResourceProviderFramework::CREATE_FAILED"
     )
     assert index.is_complete(odd, None, client=client, now=NOW) == {"IsComplete": True}
+    # Delete answers with the id it was given, even one that is not ours and without a cluster
+    # name (a Create that failed before the name was known), and never reads the cluster.
+    bare = {**odd, "ResourceProperties": {}}
+    assert index.on_event(bare, None, client=client, now=NOW) == {
+        "PhysicalResourceId": "AWSCDK::CustomResourceProviderFramework::CREATE_FAILED",
+        index.STARTED_AT: NOW,
+    }
+    without_id = {k: v for k, v in bare.items() if k != "PhysicalResourceId"}
+    assert index.on_event(without_id, None, client=client, now=NOW)["PhysicalResourceId"] == ""
+
+
+def test_create_and_update_need_the_cluster_name(stub: tuple[Any, Stubber]) -> None:
+    client, _ = stub
+    for kind in ("Create", "Update"):
+        for props in ({}, {"ClusterName": ""}):
+            with pytest.raises(GateError, match="ClusterName is empty"):
+                index.on_event({**event(kind), "ResourceProperties": props}, None, client=client)
+        missing = {k: v for k, v in event(kind).items() if k != "ResourceProperties"}
+        with pytest.raises(GateError, match="ClusterName is empty"):
+            index.on_event(missing, None, client=client)
+
+
+def test_the_start_is_the_clock_when_no_time_is_given(
+    stub: tuple[Any, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, _ = stub
+    monkeypatch.setattr(index.time, "time", lambda: NOW + 5)
+    assert index.on_event(event(), None, client=client)[index.STARTED_AT] == NOW + 5
+    assert index.on_event(event(), None, client=client, now=NOW)[index.STARTED_AT] == NOW
+
+
+def test_the_client_retries_and_times_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    client = index.sagemaker_client()
+    assert client.meta.service_model.service_name == "sagemaker"
+    config = client.meta.config
+    # botocore stores max_attempts (retries) as total_max_attempts (the first try + retries).
+    assert config.retries == {"mode": "standard", "total_max_attempts": 9}
+    assert (config.connect_timeout, config.read_timeout) == (10, 30)
 
 
 def test_a_repeated_page_token_is_not_followed_forever(stub: tuple[Any, Stubber]) -> None:
