@@ -59,6 +59,18 @@ def _own_jsii_kernel() -> None:
                 kernel.load(assembly.name, assembly.version, os.fspath(tarball))
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under a mutant, the quickest tests first: ``-x`` stops at the first failure, so a mutant
+    that a quick test kills does not wait for the slow ones (mutmut gives them in set order)."""
+    if os.environ.get("MUTANT_UNDER_TEST") in (None, "", "stats"):
+        return
+    import mutmut
+
+    took = mutmut.state().duration_by_test
+    items.sort(key=lambda item: took.get(item.nodeid, float("inf")))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _forked
     if _forked:
