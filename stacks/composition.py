@@ -124,8 +124,8 @@ def compose(
         network=network.network if network else None,
         eks_stack=eks_stack,
         tiered_storage_scope=tiered_storage,
-        description="HyperPod KV cache: HyperPod cluster, its prerequisites, Tiered Storage "
-        "provider",
+        description="HyperPod KV cache: HyperPod cluster, its prerequisites, the Tiered "
+        "Storage and node gate providers",
         **common("hyperpod"),
     )
     nodes = NodesStack(
@@ -135,6 +135,7 @@ def compose(
         cluster=hyperpod.eks_cluster,
         hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
         hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
+        provider_scope=hyperpod,
         hyperpod_cluster=hyperpod.hyperpod.cluster if hyperpod.hyperpod else None,
         description="HyperPod KV cache: node readiness gate and CoreDNS",
         **common("nodes"),

@@ -2,6 +2,10 @@
 
 Its own stack so that the add-ons and the Kubernetes layer start as soon as the nodes are up,
 without waiting for the Tiered Storage update on the same cluster (tiered_storage_stack.py).
+
+Only the gate's custom resource and its cluster-scoped policy live here; the gate's Provider
+(functions, roles, state machine, logs) is built in ``provider_scope`` (the HyperPod stack),
+beside the cluster and while it is created, as the Tiered Storage Provider is.
 """
 
 from __future__ import annotations
@@ -32,18 +36,25 @@ class NodesStack(Stack):
         cluster: AnyCluster,
         hyperpod_cluster_name: str,
         hyperpod_cluster_arn: str,
+        provider_scope: Construct,
         hyperpod_cluster: IConstruct | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
         created = hyperpod_cluster is not None
         # Instances join after the cluster is InService (Continuous provisioning): wait for them.
+        # The custom resource here is "NodesReadyGate", not the "NodesReady/Resource" of earlier
+        # releases: CloudFormation refuses to change a custom resource's ServiceToken, so moving
+        # the Provider to the HyperPod stack replaces the resource. Harmless: Create polls nodes
+        # that are already up and returns, Delete of the old one does nothing
+        # (docs/deploy-time.md).
         self.nodes_ready = NodeReadinessGate(
-            self,
-            "NodesReady",
+            provider_scope,
+            "NodesReadyGate",
             cluster_name=hyperpod_cluster_name,
             cluster_arn=hyperpod_cluster_arn,
             fingerprint=instance_groups_hash(config.hyperpod) if created else "",
+            resource_scope=self,
         )
         self.coredns = None
         if hyperpod_cluster is not None:

@@ -63,6 +63,10 @@ class NodeReadinessGate(Construct):
     ``cluster_arn`` scopes the IAM policy (ListClusterNodes, like DescribeCluster, authorizes on
     the ``cluster`` resource type). ``fingerprint`` (e.g. the instance groups' hash) makes
     CloudFormation run the gate again when the groups change.
+
+    ``resource_scope`` (another stack) takes the custom resource and the cluster-scoped policy,
+    as for Tiered Storage: the functions, roles and Provider do not reference the cluster, so
+    they are built beside it while it is created and only the poll itself waits for it.
     """
 
     def __init__(
@@ -74,6 +78,7 @@ class NodeReadinessGate(Construct):
         cluster_arn: str,
         fingerprint: str = "",
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        resource_scope: Construct | None = None,
     ) -> None:
         super().__init__(scope, id)
 
@@ -89,12 +94,18 @@ class NodeReadinessGate(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="Node readiness gate: DescribeCluster/ListClusterNodes on one cluster",
         )
-        role.add_to_policy(
-            iam.PolicyStatement(
-                sid="ReadClusterNodes",
-                actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
-                resources=[cluster_arn],
-            )
+        # The cluster-scoped grant is its own policy that only the custom resource waits for.
+        self.cluster_policy = iam.Policy(
+            resource_scope or self,
+            f"{id}ClusterAccess" if resource_scope else "ClusterAccess",
+            roles=[role],
+            statements=[
+                iam.PolicyStatement(
+                    sid="ReadClusterNodes",
+                    actions=["sagemaker:DescribeCluster", "sagemaker:ListClusterNodes"],
+                    resources=[cluster_arn],
+                )
+            ],
         )
         role.add_to_policy(
             iam.PolicyStatement(
@@ -134,8 +145,8 @@ class NodeReadinessGate(Construct):
             log_group=log_group,
         )
         self.resource = CustomResource(
-            self,
-            "Resource",
+            resource_scope or self,
+            id if resource_scope else "Resource",
             service_token=self.provider.service_token,
             resource_type=RESOURCE_TYPE,
             service_timeout=SERVICE_TIMEOUT,
@@ -145,6 +156,7 @@ class NodeReadinessGate(Construct):
                 "Fingerprint": fingerprint,
             },
         )
+        self.resource.node.add_dependency(self.cluster_policy)
         # Depending on the gate means depending on the custom resource alone (not on every
         # function, role and log group of the Provider).
         Dependable.implement(self, Dependable.of(DependencyGroup(self.resource)))

@@ -33,7 +33,7 @@ REGION = "us-west-2"
 def event(kind: str = "Create", started: float | None = NOW, **extra: Any) -> dict[str, Any]:
     e: dict[str, Any] = {
         "RequestType": kind,
-        "LogicalResourceId": "NodesReadyA319CD07",
+        "LogicalResourceId": "NodesReadyGate",
         "ResourceProperties": {"ClusterName": CLUSTER, "Fingerprint": "abc"},
     }
     if started is not None:

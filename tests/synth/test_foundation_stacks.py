@@ -135,7 +135,7 @@ def test_core_addons_pinned_and_coredns_waits_for_nodes(dev: Synth) -> None:
     coredns = dev.template_json("nodes")["Resources"]["CoreDns"]
     assert coredns["Properties"]["AddonVersion"] == versions.coredns
     # After the node readiness gate, which itself follows the cluster.
-    assert coredns["DependsOn"] == ["NodesReadyA319CD07"]
+    assert coredns["DependsOn"] == ["NodesReadyGate"]
 
 
 def test_kubectl_provider_uses_the_pinned_layer(dev: Synth) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from infra.constructs.node_gate import RESOURCE_TYPE
@@ -18,19 +19,43 @@ def gate(result: Synth) -> tuple[str, dict[str, Any]]:
 
 
 def gate_policy(result: Synth) -> list[dict[str, Any]]:
+    """The cluster-scoped policy: in the nodes stack, beside the custom resource."""
     resources = result.template_json("nodes")["Resources"]
     policies = [
         v["Properties"]["PolicyDocument"]["Statement"]
         for k, v in resources.items()
-        if v["Type"] == "AWS::IAM::Policy" and k.startswith("NodesReadyHandlerRole")
+        if v["Type"] == "AWS::IAM::Policy" and k.startswith("NodesReadyGateClusterAccess")
     ]
     assert len(policies) == 1
     return policies[0]
 
 
+def test_gate_provider_is_built_beside_the_cluster(dev: Synth, existing: Synth) -> None:
+    """The Provider (functions, roles, state machine) is in the HyperPod stack and references
+    no cluster; the nodes stack holds only the custom resource, its policy and CoreDNS."""
+    for result in (dev, existing):
+        types = {v["Type"] for v in result.template_json("nodes")["Resources"].values()}
+        assert types <= {RESOURCE_TYPE, "AWS::IAM::Policy", "AWS::EKS::Addon"}, types
+        hyperpod = result.template_json("hyperpod")["Resources"]
+        gate_parts = {k: v for k, v in hyperpod.items() if k.startswith("NodesReadyGate")}
+        assert {v["Type"] for v in gate_parts.values()} >= {
+            "AWS::Lambda::Function", "AWS::IAM::Role", "AWS::StepFunctions::StateMachine",
+        }  # fmt: skip
+        text = json.dumps(gate_parts)
+        assert CLUSTER_LOGICAL_ID not in text
+        cfg = result.config.existing_cluster
+        assert cfg is None or cfg.hyperpod_cluster_arn not in text
+    (policy,) = [
+        v for k, v in dev.template_json("nodes")["Resources"].items()
+        if k.startswith("NodesReadyGateClusterAccess")
+    ]  # fmt: skip
+    # Attached to the handler role of the HyperPod stack.
+    assert "Fn::ImportValue" in json.dumps(policy["Properties"]["Roles"])
+
+
 def test_created_cluster_gate_follows_the_cluster_and_is_bounded(dev: Synth) -> None:
     logical_id, resource = gate(dev)
-    assert dev.stacks.nodes.nodes_ready.resource.node.path.endswith("NodesReady/Resource")
+    assert dev.stacks.nodes.nodes_ready.resource.node.path.endswith("-nodes/NodesReadyGate")
     # The cluster is in the HyperPod stack: the wait is recorded for the deploy-time model.
     assert CLUSTER_LOGICAL_ID in {n["logicalId"] for n in resource["Metadata"][NEEDS_METADATA]}
     props = resource["Properties"]
@@ -39,14 +64,16 @@ def test_created_cluster_gate_follows_the_cluster_and_is_bounded(dev: Synth) -> 
     assert props["Fingerprint"]
     # Well under CloudFormation's one-hour limit; the handler's own deadline fires first.
     assert int(props["ServiceTimeout"]) <= 3000
-    functions = dev.resources("nodes", "AWS::Lambda::Function")
+    functions = dev.resources("hyperpod", "AWS::Lambda::Function")
     deadlines = [
         int(f["Properties"]["Environment"]["Variables"]["NODE_GATE_DEADLINE_SECONDS"])
         for f in functions.values()
         if "NODE_GATE_DEADLINE_SECONDS" in str(f)
     ]
     assert deadlines and all(d < int(props["ServiceTimeout"]) - 5 * 60 for d in deadlines)
-    assert logical_id == "NodesReadyA319CD07"
+    # Not "NodesReadyA319CD07" (the gate before its Provider moved to the HyperPod stack): a
+    # custom resource's ServiceToken cannot change, so the move is a replacement.
+    assert logical_id == "NodesReadyGate"
 
 
 def test_gate_role_reads_only_this_cluster(dev: Synth) -> None:
