@@ -4,14 +4,14 @@
 Light on purpose (no aws_cdk import): teardown plans its deletion waves from it without loading
 CDK. Each stack lists the stacks it needs; anything not listed runs side by side:
 
-    network -> eks -> hyperpod -> nodes -> addons ---------\\
-                              |        \\-> kvcache --------+-> endpoints
-                              \\-> tiered-storage ----------/
-                              \\-> observability
+    network -> eks ----> hyperpod -> nodes -> addons ---------\\
+        \\---> egress -/          |        \\-> kvcache --------+-> endpoints
+                                 \\-> tiered-storage ----------/
+                                 \\-> observability
 
-A stack that is not part of a mode (network and eks on an existing cluster, addons when no
-add-on is managed, observability when it is off) is dropped; its own dependencies pass through
-to its dependents.
+A stack that is not part of a mode (network, egress and eks on an existing cluster, egress on an
+existing VPC, addons when no add-on is managed, observability when it is off) is dropped; its own
+dependencies pass through to its dependents.
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ from collections.abc import Iterable
 STACK_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "network": (),
     "eks": ("network",),
-    # The HyperPod cluster, its prerequisites, the dependencies chart and the Tiered Storage
-    # provider (built while the cluster is created).
-    "hyperpod": ("network", "eks"),
+    # The NAT gateways and the private subnets' default routes: the control plane does not need
+    # them, the HyperPod nodes and the kubectl handler (in the private subnets) do.
+    "egress": ("network",),
+    # The HyperPod cluster, its prerequisites, the dependencies chart and the Tiered Storage and
+    # node gate providers (built while the cluster is created).
+    "hyperpod": ("network", "eks", "egress"),
     # The node readiness gate and CoreDNS: what everything that runs Pods waits for.
     "nodes": ("hyperpod",),
     # The Tiered Storage custom resource (UpdateCluster): only the endpoints wait for it.

@@ -14,6 +14,7 @@ from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
 from k8s.app import Charts, build_charts
 from stacks.addons_stack import AddonsStack
+from stacks.egress_stack import EgressStack
 from stacks.eks_stack import EksStack
 from stacks.endpoints_stack import ENDPOINTS_MANIFEST, EndpointsStack
 from stacks.hyperpod_stack import HyperPodStack
@@ -47,12 +48,14 @@ class EnvironmentStacks:
     endpoints: EndpointsStack
     charts: Charts
     observability: ObservabilityStack | None = None
+    egress: EgressStack | None = None
 
     @property
     def by_suffix(self) -> dict[str, Stack]:
         """Stacks by suffix, in the deploy order of infra/stack_layout.py."""
         named: dict[str, Stack | None] = {
-            "network": self.network, "eks": self.eks, "hyperpod": self.hyperpod,
+            "network": self.network, "eks": self.eks, "egress": self.egress,
+            "hyperpod": self.hyperpod,
             "nodes": self.nodes, "tiered-storage": self.tiered_storage, "addons": self.addons,
             "kvcache": self.kvcache, "endpoints": self.endpoints,
             "observability": self.observability,
@@ -93,7 +96,7 @@ def compose(
         app, {**config.tags, "project": config.project, "environment": config.environment}
     )
 
-    network = eks_stack = None
+    network = eks_stack = egress = None
     if config.existing_cluster is None:
         network = NetworkStack(
             app,
@@ -110,6 +113,17 @@ def compose(
             description="HyperPod KV cache: EKS control plane and core add-ons",
             **common("eks"),
         )
+        if config.network.existing_vpc is None:
+            # The VPC's NAT gateways, built while the control plane is (an existing VPC has its
+            # own egress).
+            egress = EgressStack(
+                app,
+                f"{prefix}-egress",
+                config=config,
+                network=network.network,
+                description="HyperPod KV cache: NAT gateways, private subnets' default routes",
+                **common("egress"),
+            )
     tiered_storage = TieredStorageStack(
         app,
         f"{prefix}-tiered-storage",
@@ -123,6 +137,7 @@ def compose(
         chart_dir=chart_dir or default_chart_dir(config),
         network=network.network if network else None,
         eks_stack=eks_stack,
+        egress=egress.egress if egress else None,
         tiered_storage_scope=tiered_storage,
         description="HyperPod KV cache: HyperPod cluster, its prerequisites, the Tiered "
         "Storage and node gate providers",
@@ -201,6 +216,7 @@ def compose(
     stacks = EnvironmentStacks(
         network=network,
         eks=eks_stack,
+        egress=egress,
         hyperpod=hyperpod,
         nodes=nodes,
         tiered_storage=tiered_storage,

@@ -57,6 +57,7 @@ class HyperPodStack(Stack):
         chart_dir: Path,
         network: Network | None = None,
         eks_stack: EksStack | None = None,
+        egress: Construct | None = None,
         tiered_storage_scope: Construct | None = None,
         **kwargs: Any,
     ) -> None:
@@ -66,6 +67,13 @@ class HyperPodStack(Stack):
         else:
             assert network is not None and eks_stack is not None
             self._create(config, network, eks_stack, chart_dir)
+            if egress is not None:
+                # Nodes reach the internet through the NAT gateways, and the kubectl handler that
+                # installs the chart runs in the private subnets.
+                assert self.hyperpod is not None
+                needs(self.hyperpod.cluster, egress)
+                if self.dependencies_chart.chart is not None:
+                    needs(self.dependencies_chart.chart, egress)
         # The single owner of TieredStorageConfig; on an existing cluster it restores the
         # previous setting when the stack is deleted.
         self.tiered_storage = TieredStorage(

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import Annotations, RemovalPolicy, Tags
+from aws_cdk import Annotations, RemovalPolicy, Stack, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config.model import NetworkConfig
+from infra.deps import needs
 from infra.nag import acknowledge_findings
 from infra.removal import retention
 
@@ -17,10 +18,15 @@ INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 class Network(Construct):
     """VPC (or an existing one), HyperPod subnet, S3 gateway endpoint, flow logs, cluster SG.
 
-    Public subnets hold the NAT gateway(s); the private subnets in two AZs are the EKS control-plane
-    subnets. The HyperPod subnet is a secondary CIDR placed by AZ *id*, so the same config lands in
-    the same physical zone in every account. Private subnets carry the internal-elb tag so the
-    inference operator's load balancer controller can place internal ALBs.
+    Public subnets hold the NAT gateway(s), which ``Egress`` (the egress stack) builds with the
+    private subnets' default routes: the EKS control plane needs the subnets, not the NAT, so it
+    does not wait for them. The private subnets in two AZs are the EKS control-plane subnets. The
+    HyperPod subnet is a secondary CIDR placed by AZ *id*, so the same config lands in the same
+    physical zone in every account. Private subnets carry the internal-elb tag so the inference
+    operator's load balancer controller can place internal ALBs.
+
+    With an existing VPC nothing is built for egress: the HyperPod subnet's default route to the
+    VPC's own NAT gateway stays here.
     """
 
     def __init__(
@@ -33,7 +39,6 @@ class Network(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.vpc = self._vpc(config)
-        self._nat_gateway_id = self._first_nat_gateway(config)
         flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
@@ -88,7 +93,9 @@ class Network(Construct):
             "Vpc",
             ip_addresses=ec2.IpAddresses.cidr(config.vpc_cidr),
             availability_zones=list(config.availability_zones),
-            nat_gateways=config.nat_gateways,
+            # The NAT gateways and the private subnets' default routes are the egress stack's
+            # (Egress below); the subnets stay PRIVATE_WITH_EGRESS, the egress being custom.
+            nat_gateways=0,
             restrict_default_security_group=True,
             subnet_configuration=[
                 ec2.SubnetConfiguration(
@@ -105,14 +112,6 @@ class Network(Construct):
             Tags.of(subnet).add("kubernetes.io/role/elb", "1")
         return vpc
 
-    def _first_nat_gateway(self, config: NetworkConfig) -> str:
-        if config.existing_vpc is not None:
-            return config.existing_vpc.nat_gateway_id
-        # The HyperPod subnet egresses through the first AZ's NAT gateway.
-        nat = self.vpc.public_subnets[0].node.find_child("NATGateway")
-        assert isinstance(nat, ec2.CfnNatGateway)
-        return nat.ref
-
     def _hyperpod_subnet(self, config: NetworkConfig) -> ec2.ISubnet:
         cidr = ec2.CfnVPCCidrBlock(
             self, "HyperPodCidr", vpc_id=self.vpc.vpc_id, cidr_block=config.hyperpod_subnet.cidr
@@ -128,13 +127,16 @@ class Network(Construct):
         )
         subnet.node.add_dependency(cidr)
         route_table = ec2.CfnRouteTable(self, "HyperPodRoutes", vpc_id=self.vpc.vpc_id)
-        ec2.CfnRoute(
-            self,
-            "HyperPodDefaultRoute",
-            route_table_id=route_table.ref,
-            destination_cidr_block="0.0.0.0/0",
-            nat_gateway_id=self._nat_gateway_id,
-        )
+        self.hyperpod_route_table_id = route_table.ref
+        if config.existing_vpc is not None:
+            # The VPC's own NAT gateway (a created VPC's routes are the egress stack's).
+            ec2.CfnRoute(
+                self,
+                "HyperPodDefaultRoute",
+                route_table_id=route_table.ref,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=config.existing_vpc.nat_gateway_id,
+            )
         ec2.CfnSubnetRouteTableAssociation(
             self, "HyperPodRouteAssociation", subnet_id=subnet.ref, route_table_id=route_table.ref
         )
@@ -171,3 +173,65 @@ class Network(Construct):
         for cidr in (config.primary_cidr, config.hyperpod_subnet.cidr):
             sg.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
         return sg
+
+
+class Egress(Construct):
+    """Internet egress of a created VPC's private subnets: NAT gateways (and their EIPs) in the
+    first ``nat_gateways`` public subnets, each private subnet's default route to the NAT gateway
+    in its AZ (round robin where its AZ has none, as ``ec2.Vpc`` does), and the HyperPod subnet's
+    default route to the first one.
+
+    Built apart from the VPC so that the EKS control plane (which needs the subnets, not egress)
+    is created while the NAT gateways are; what needs the internet from the private subnets at
+    deploy time (HyperPod nodes, the kubectl handler) waits for this instead.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, network: Network, nat_gateways: int) -> None:
+        super().__init__(scope, id)
+        vpc = network.vpc
+        publics = vpc.public_subnets[: max(1, min(nat_gateways, len(vpc.public_subnets)))]
+        self.nat_gateways: list[ec2.CfnNatGateway] = []
+        for i, subnet in enumerate(publics, start=1):
+            eip = ec2.CfnEIP(self, f"Eip{i}", domain="vpc")
+            nat = ec2.CfnNatGateway(
+                self,
+                f"NatGateway{i}",
+                subnet_id=subnet.subnet_id,
+                allocation_id=eip.attr_allocation_id,
+                tags=[
+                    {
+                        "key": "Name",
+                        "value": f"{Stack.of(self).stack_name}-{subnet.availability_zone}",
+                    }
+                ],
+            )
+            # A NAT gateway needs its subnet's route to the internet gateway (as ec2.Vpc's do).
+            needs(nat, subnet.node.find_child("DefaultRoute"))
+            self.nat_gateways.append(nat)
+        by_az = {s.availability_zone: n for s, n in zip(publics, self.nat_gateways, strict=True)}
+        self.routes: list[ec2.CfnRoute] = []
+        for i, subnet in enumerate(vpc.private_subnets, start=1):
+            nat = (
+                by_az.get(subnet.availability_zone)
+                or self.nat_gateways[(i - 1) % len(self.nat_gateways)]
+            )
+            self.routes.append(
+                self._default_route(
+                    f"PrivateSubnet{i}DefaultRoute", subnet.route_table.route_table_id, nat
+                )
+            )
+        # The HyperPod subnet egresses through the first AZ's NAT gateway.
+        self.routes.append(
+            self._default_route(
+                "HyperPodDefaultRoute", network.hyperpod_route_table_id, self.nat_gateways[0]
+            )
+        )
+
+    def _default_route(self, id: str, route_table_id: str, nat: ec2.CfnNatGateway) -> ec2.CfnRoute:
+        return ec2.CfnRoute(
+            self,
+            id,
+            route_table_id=route_table_id,
+            destination_cidr_block="0.0.0.0/0",
+            nat_gateway_id=nat.ref,
+        )

@@ -394,7 +394,7 @@ def test_order_of_operations(world: World) -> None:
 def test_rerun_after_a_failure_half_way(world: World) -> None:
     names = stack_names(world.cfg)
     world.fail_stack = f"{PREFIX}-hyperpod"
-    names = names[names.index(world.fail_stack) - 1 :]  # nodes, hyperpod, eks, network
+    names = names[names.index(world.fail_stack) - 1 :]  # nodes, hyperpod, eks, egress, network
     with pytest.raises(OperationError, match="simulated"):
         execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
     left = [i.id for i in plan_teardown(world.clients, world.cfg).stacks]

@@ -84,8 +84,39 @@ def test_stack_dependencies_are_the_layout_table(dev: Synth) -> None:
     assert (
         closure(stacks)["addons"]
         == closure(stacks)["kvcache"]
-        == {"network", "eks", "hyperpod", "nodes"}
+        == {"network", "eks", "egress", "hyperpod", "nodes"}
     )
+    # The control plane and the NAT gateways are built side by side.
+    assert closure(stacks)["eks"] == closure(stacks)["egress"] == {"network"}
+
+
+def test_eks_cluster_does_not_wait_for_nat(dev: Synth) -> None:
+    """Nothing of the EKS stack needs egress at deploy time: no NAT gateway, EIP or default
+    route among the resources the model makes it wait for, and no manifest or chart (the kubectl
+    handler runs in the private subnets) in the stack."""
+    assembly = load_assembly(dev.outdir)
+    eks = dev.stacks.eks
+    assert eks is not None
+    name = eks.artifact_id
+
+    def waits(key: tuple[str, str]) -> set[tuple[str, str]]:
+        out: set[tuple[str, str]] = set()
+        for need in assembly.resources[key].needs:
+            if need in assembly.resources and need not in out:
+                out |= {need} | waits(need)
+        return out
+
+    for key in [k for k in assembly.resources if k[0] == name]:
+        types = {assembly.resources[w].type for w in waits(key)}
+        assert not types & {"AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::Route"}, key
+        assert not assembly.resources[key].type.startswith("Custom::AWSCDK-EKS-"), key
+    assert dev.stacks.egress is not None
+    assert dev.stacks.egress not in eks.dependencies
+    # The HyperPod cluster and the chart (run by the kubectl handler) wait for the routes.
+    (cluster,) = dev.resources("hyperpod", "AWS::SageMaker::Cluster").values()
+    (chart,) = dev.resources("hyperpod", "Custom::AWSCDK-EKS-HelmChart").values()
+    routes = set(dev.resources("egress", "AWS::EC2::Route"))
+    assert routes <= needs_of(cluster) and routes <= needs_of(chart)
 
 
 def test_manifests_wait_only_where_apply_needs_it(dev: Synth) -> None:
@@ -108,16 +139,18 @@ def test_deploy_model_ratio(dev: Synth) -> None:
 
 
 def test_deletion_waves_delete_dependents_first() -> None:
-    waves = deletion_waves(["network", "eks", "hyperpod", "nodes", "tiered-storage", "addons",
-                            "kvcache", "endpoints", "observability"])  # fmt: skip
+    waves = deletion_waves(["network", "eks", "egress", "hyperpod", "nodes", "tiered-storage",
+                            "addons", "kvcache", "endpoints", "observability"])  # fmt: skip
     assert waves == [
         ["endpoints", "observability"],
         ["tiered-storage", "addons", "kvcache"],
         ["nodes"],
         ["hyperpod"],
-        ["eks"],
+        ["eks", "egress"],
         ["network"],
     ]
+    # An existing VPC: no egress stack, the HyperPod stack waits for network and eks.
+    assert dependencies(["network", "eks", "hyperpod"])["hyperpod"] == ("eks", "network")
     # Existing cluster, nothing managed: dropped stacks pass their dependencies through.
     assert dependencies(["hyperpod", "nodes", "tiered-storage", "kvcache", "endpoints"]) == {
         "hyperpod": (),

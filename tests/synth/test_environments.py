@@ -103,3 +103,27 @@ def test_dist_manifests_render_for_every_environment(env: Synth, tmp_path: Path)
 
     written = render(env.config.environment, tmp_path, lock_dir=tmp_path / "locks")
     assert written[0].name == "00-namespaces.yaml"
+
+
+def test_each_eks_subnet_egresses_through_a_nat_gateway_of_the_egress_stack(env: Synth) -> None:
+    """One NAT gateway per configured count (prod: two, one per AZ), each EKS subnet's default
+    route to the NAT gateway of its own AZ when there is one."""
+    nats = env.resources("egress", "AWS::EC2::NatGateway")
+    assert len(nats) == env.config.network.nat_gateways
+    network = env.template_json("network")
+    subnets, outputs = network["Resources"], network["Outputs"]
+
+    def imported(value: dict[str, Any]) -> dict[str, Any]:
+        export = value["Fn::ImportValue"].split(":", 1)[1]
+        return subnets[outputs[export]["Value"]["Ref"]]
+
+    nat_az = {k: imported(n["Properties"]["SubnetId"])["Properties"]["AvailabilityZone"]
+              for k, n in nats.items()}  # fmt: skip
+    assert len(set(nat_az.values())) == len(nats)
+    routes = [
+        r["Properties"] for k, r in env.resources("egress", "AWS::EC2::Route").items()
+        if k.startswith("EgressPrivateSubnet")
+    ]  # fmt: skip
+    assert len(routes) == 2
+    if len(nats) == 2:
+        assert len({r["NatGatewayId"]["Ref"] for r in routes}) == 2

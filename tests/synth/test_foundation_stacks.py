@@ -52,11 +52,27 @@ def test_private_subnets_in_two_azs_carry_the_internal_elb_tag(dev: Synth) -> No
 
 
 def test_hyperpod_subnet_routes_through_nat(dev: Synth) -> None:
-    routes = dev.resources("network", "AWS::EC2::Route")
-    hyperpod = [r for k, r in routes.items() if k.startswith("NetworkHyperPodDefaultRoute")]
+    routes = dev.resources("egress", "AWS::EC2::Route")
+    hyperpod = [r for k, r in routes.items() if k.startswith("EgressHyperPodDefaultRoute")]
     assert only(dict(enumerate(hyperpod)))["Properties"]["NatGatewayId"] == {
-        "Ref": "NetworkVpcpublicSubnet1NATGateway939C8F7E"
+        "Ref": "EgressNatGateway15ED35778"
     }
+
+
+def test_nat_gateways_and_private_default_routes_are_the_egress_stacks(dev: Synth) -> None:
+    network = {v["Type"] for v in dev.template_json("network")["Resources"].values()}
+    assert not network & {"AWS::EC2::NatGateway", "AWS::EC2::EIP"}
+    # The network stack keeps only the public subnets' routes to the internet gateway.
+    for route in dev.resources("network", "AWS::EC2::Route").values():
+        assert "GatewayId" in route["Properties"] and "NatGatewayId" not in route["Properties"]
+    nats = dev.resources("egress", "AWS::EC2::NatGateway")
+    assert len(nats) == dev.config.network.nat_gateways
+    assert len(dev.resources("egress", "AWS::EC2::EIP")) == len(nats)
+    routes = dev.resources("egress", "AWS::EC2::Route").values()
+    # Both EKS subnets and the HyperPod subnet, each to the internet through a NAT gateway.
+    assert len(routes) == 3
+    assert all(r["Properties"]["DestinationCidrBlock"] == "0.0.0.0/0" for r in routes)
+    assert all(r["Properties"]["NatGatewayId"]["Ref"] in nats for r in routes)
 
 
 def test_s3_gateway_endpoint_serves_eks_and_hyperpod_route_tables(dev: Synth) -> None:
