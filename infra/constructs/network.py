@@ -52,15 +52,14 @@ class Network(Construct):
         )
 
         self.hyperpod_subnet = self._hyperpod_subnet(config)
-        # An existing VPC keeps its own routing: the endpoint serves only the subnet added here.
-        served = [self.hyperpod_subnet]
-        if config.existing_vpc is None:
-            served += self.vpc.private_subnets
-        self.vpc.add_gateway_endpoint(
-            "S3",
-            service=ec2.GatewayVpcEndpointAwsService.S3,
-            subnets=[ec2.SubnetSelection(subnets=served)],
-        )
+        if config.existing_vpc is not None:
+            # An existing VPC keeps its own routing: the endpoint serves only the subnet added
+            # here. A created VPC's S3 endpoint is the egress stack's (Egress below).
+            self.vpc.add_gateway_endpoint(
+                "S3",
+                service=ec2.GatewayVpcEndpointAwsService.S3,
+                subnets=[ec2.SubnetSelection(subnets=[self.hyperpod_subnet])],
+            )
         self.cluster_security_group = self._cluster_security_group(config)
 
     def _vpc(self, config: NetworkConfig) -> ec2.IVpc:
@@ -176,10 +175,10 @@ class Network(Construct):
 
 
 class Egress(Construct):
-    """Internet egress of a created VPC's private subnets: NAT gateways (and their EIPs) in the
-    first ``nat_gateways`` public subnets, each private subnet's default route to the NAT gateway
-    in its AZ (round robin where its AZ has none, as ``ec2.Vpc`` does), and the HyperPod subnet's
-    default route to the first one.
+    """Egress of a created VPC's private subnets: NAT gateways (and their EIPs) in the first
+    ``nat_gateways`` public subnets, each private subnet's default route to the NAT gateway in its
+    AZ (round robin where its AZ has none, as ``ec2.Vpc`` does), the HyperPod subnet's default
+    route to the first one, and the S3 gateway endpoint on all their route tables.
 
     Built apart from the VPC so that the EKS control plane (which needs the subnets, not egress)
     is created while the NAT gateways are; what needs the internet from the private subnets at
@@ -225,6 +224,14 @@ class Egress(Construct):
             self._default_route(
                 "HyperPodDefaultRoute", network.hyperpod_route_table_id, self.nat_gateways[0]
             )
+        )
+        # S3 (lifecycle scripts, images' layers, the L2 bucket) without the NAT gateways.
+        self.s3_endpoint = ec2.GatewayVpcEndpoint(
+            self,
+            "S3",
+            vpc=vpc,
+            service=ec2.GatewayVpcEndpointAwsService.S3,
+            subnets=[ec2.SubnetSelection(subnets=[network.hyperpod_subnet, *vpc.private_subnets])],
         )
 
     def _default_route(self, id: str, route_table_id: str, nat: ec2.CfnNatGateway) -> ec2.CfnRoute:
