@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import Annotations, RemovalPolicy, Stack, Tags
+from aws_cdk import Annotations, RemovalPolicy, Tags
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -13,6 +13,7 @@ from infra.nag import acknowledge_findings
 from infra.removal import retention
 
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
+PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
 
 
 class Network(Construct):
@@ -108,7 +109,7 @@ class Network(Construct):
         for subnet in vpc.private_subnets:
             Tags.of(subnet).add(INTERNAL_ELB_TAG, "1")
         for subnet in vpc.public_subnets:
-            Tags.of(subnet).add("kubernetes.io/role/elb", "1")
+            Tags.of(subnet).add(PUBLIC_ELB_TAG, "1")
         return vpc
 
     def _hyperpod_subnet(self, config: NetworkConfig) -> ec2.ISubnet:
@@ -197,26 +198,30 @@ class Egress(Construct):
                 f"NatGateway{i}",
                 subnet_id=subnet.subnet_id,
                 allocation_id=eip.attr_allocation_id,
-                tags=[
-                    {
-                        "key": "Name",
-                        "value": f"{Stack.of(self).stack_name}-{subnet.availability_zone}",
-                    }
-                ],
             )
+            # The tags ec2.Vpc gave them when they were the network stack's, so that moving a
+            # deployed environment's gateways here with a stack refactor is property for property
+            # (docs/deploy-time.md).
+            for resource in (eip, nat):
+                Tags.of(resource).add("Name", subnet.node.path)
+                Tags.of(resource).add(PUBLIC_ELB_TAG, "1")
             # A NAT gateway needs its subnet's route to the internet gateway (as ec2.Vpc's do).
-            needs(nat, subnet.node.find_child("DefaultRoute"))
+            needs(
+                nat,
+                subnet.node.find_child("DefaultRoute"),
+                subnet.node.find_child("RouteTableAssociation"),
+            )
             self.nat_gateways.append(nat)
         by_az = {s.availability_zone: n for s, n in zip(publics, self.nat_gateways, strict=True)}
         self.routes: list[ec2.CfnRoute] = []
+        spare = 0  # round robin over the gateways for a subnet whose AZ has none, as ec2.Vpc does
         for i, subnet in enumerate(vpc.private_subnets, start=1):
-            nat = (
-                by_az.get(subnet.availability_zone)
-                or self.nat_gateways[(i - 1) % len(self.nat_gateways)]
-            )
+            gateway = by_az.get(subnet.availability_zone)
+            if gateway is None:
+                gateway, spare = self.nat_gateways[spare % len(self.nat_gateways)], spare + 1
             self.routes.append(
                 self._default_route(
-                    f"PrivateSubnet{i}DefaultRoute", subnet.route_table.route_table_id, nat
+                    f"PrivateSubnet{i}DefaultRoute", subnet.route_table.route_table_id, gateway
                 )
             )
         # The HyperPod subnet egresses through the first AZ's NAT gateway.
@@ -233,6 +238,7 @@ class Egress(Construct):
             service=ec2.GatewayVpcEndpointAwsService.S3,
             subnets=[ec2.SubnetSelection(subnets=[network.hyperpod_subnet, *vpc.private_subnets])],
         )
+        Tags.of(self.s3_endpoint).add("Name", vpc.node.path)  # as in the network stack before
 
     def _default_route(self, id: str, route_table_id: str, nat: ec2.CfnNatGateway) -> ec2.CfnRoute:
         return ec2.CfnRoute(

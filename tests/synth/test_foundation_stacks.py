@@ -73,6 +73,13 @@ def test_nat_gateways_and_private_default_routes_are_the_egress_stacks(dev: Synt
     assert len(routes) == 3
     assert all(r["Properties"]["DestinationCidrBlock"] == "0.0.0.0/0" for r in routes)
     assert all(r["Properties"]["NatGatewayId"]["Ref"] in nats for r in routes)
+    # Tagged as ec2.Vpc tagged them in the network stack, so a stack refactor that moves a
+    # deployed environment's gateways here changes no property (docs/deploy-time.md).
+    public = f"{dev.config.stack_prefix}-network/Network/Vpc/publicSubnet1"
+    for type_ in ("AWS::EC2::NatGateway", "AWS::EC2::EIP"):
+        (first, *_) = dev.resources("egress", type_).values()
+        tags = {t["Key"]: t["Value"] for t in first["Properties"]["Tags"]}
+        assert (tags["Name"], tags["kubernetes.io/role/elb"]) == (public, "1")
 
 
 def test_s3_gateway_endpoint_serves_eks_and_hyperpod_route_tables(dev: Synth) -> None:
