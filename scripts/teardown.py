@@ -9,9 +9,10 @@ EC2 leftovers by the ``project`` and ``environment`` tags (or inside this enviro
 
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
 Curvine StorageClass -> stacks in waves from infra/stack_layout.py (a stack after every stack
-that depends on it; the stacks of one wave in parallel; the VPC sweep of available ENIs and
-GuardDuty's endpoints and security group runs right before the network stack) -> log groups and
-retained EBS volumes. Each step looks at what exists now, so a re-run
+that depends on it; the stacks of one wave in parallel). Right before the wave that holds the
+network stack: Lambda's network interfaces in the VPC (delete the available ones, wait for Lambda
+to free the rest) -> the VPC sweep of available ENIs and GuardDuty's endpoints and security
+group. Then log groups and retained EBS volumes. Each step looks at what exists now, so a re-run
 after a failure skips what is already gone.
 
 Every wait goes through ``scripts.kube.wait_for``: a stack deletion (up to 90 minutes) shows the
@@ -41,6 +42,9 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 PART_OF_LABEL = "app.kubernetes.io/part-of"
 Log = Callable[[str], None]
 DENIED_CODES = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
+# The stack of infra/stack_layout.py that holds the VPC, its subnets and security groups.
+NETWORK_SUFFIX = "network"
+LAMBDA_ENI_DESCRIPTION = "AWS Lambda VPC ENI"  # how Lambda describes its hyperplane ENIs
 
 
 def is_prod(cfg: AppConfig) -> bool:
@@ -56,6 +60,11 @@ def stack_waves(cfg: AppConfig) -> list[list[str]]:
     """Stack names in deletion waves: each wave's stacks can be deleted in parallel once the
     waves before it are gone (stacks a mode lacks are simply not found)."""
     return [[f"{cfg.stack_prefix}-{s}" for s in wave] for wave in deletion_waves(STACK_SUFFIXES)]
+
+
+def network_stack(cfg: AppConfig) -> str:
+    """The stack whose subnets and security groups Lambda's network interfaces hold."""
+    return f"{cfg.stack_prefix}-{NETWORK_SUFFIX}"
 
 
 def stack_names(cfg: AppConfig) -> list[str]:
@@ -218,6 +227,27 @@ def vpc_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
     return items
 
 
+def is_lambda_eni(eni: dict[str, Any]) -> bool:
+    return eni.get("InterfaceType") == "lambda" or (eni.get("Description") or "").startswith(
+        LAMBDA_ENI_DESCRIPTION
+    )
+
+
+def lambda_enis(clients: Clients, cfg: AppConfig) -> list[dict[str, Any]]:
+    """The network interfaces Lambda keeps in this environment's VPC for VPC-attached functions
+    (the EKS kubectl handler, custom-resource handlers): type ``lambda``, described as
+    "AWS Lambda VPC ENI-<function>". Lambda frees them up to ~40 minutes after the function is
+    deleted; until then they hold the subnets and security groups they sit in."""
+    ec2 = clients.aws("ec2")
+    found = []
+    for vpc in environment_vpcs(clients, cfg):
+        pages = ec2.get_paginator("describe_network_interfaces").paginate(
+            Filters=[{"Name": "vpc-id", "Values": [vpc]}]
+        )
+        found += [eni for page in pages for eni in page["NetworkInterfaces"] if is_lambda_eni(eni)]
+    return found
+
+
 def stack_ids(clients: Clients, cfg: AppConfig) -> list[str]:
     """Ids of this environment's stacks (exact names): the live ones and, per name, the one
     deleted last, so that a re-run after the stacks are gone still finds their log groups."""
@@ -326,7 +356,13 @@ def plan_teardown(clients: Clients, cfg: AppConfig) -> Plan:
         status = stack_status(clients, name)
         if status is not None:
             plan.stacks.append(Item("stack", name, status))
-    plan.leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg)
+    # Available Lambda ENIs are among the VPC leftovers; the in-use ones are waited for.
+    busy = [
+        Item("Lambda ENI", e["NetworkInterfaceId"], f"{e['Status']}: deleted once Lambda frees it")
+        for e in lambda_enis(clients, cfg)
+        if e["Status"] != "available"
+    ]
+    plan.leftovers = vpc_leftovers(clients, cfg) + busy + account_leftovers(clients, cfg)
     return plan
 
 
@@ -339,6 +375,7 @@ class Timeouts:
     pvc_s: float = 600
     stack_s: float = 5400
     sweep_s: float = 600
+    lambda_eni_s: float = 2700  # Lambda frees its ENIs up to ~40 minutes after the function goes
     interval_s: float = 10
 
 
@@ -486,6 +523,50 @@ def _delete_wave(clients: Clients, names: list[str], t: Timeouts, log: Log, show
         future.result()
 
 
+def _release_lambda_enis(
+    clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: Show
+) -> None:
+    """Before the network stack: delete this VPC's Lambda ENIs that are available, and wait for
+    Lambda to free the ones still in use (then delete those too). Left alone, they fail the
+    deletion of the network stack's subnets and security groups ("has dependencies").
+
+    Under a role that may not delete ENIs (the nightly role), available ones are left to
+    Lambda and CloudFormation, and the wait is only for those in use."""
+    ec2 = clients.aws("ec2")
+    denied: set[str] = set()
+
+    def delete_available() -> tuple[bool, str]:
+        enis = lambda_enis(clients, cfg)
+        busy = [e["NetworkInterfaceId"] for e in enis if e["Status"] != "available"]
+        for eni in enis:
+            eni_id = eni["NetworkInterfaceId"]
+            if eni["Status"] != "available" or eni_id in denied:
+                continue
+            try:
+                ec2.delete_network_interface(NetworkInterfaceId=eni_id)
+                log(f"deleted Lambda ENI {eni_id}")
+            except ClientError as exc:
+                code = exc.response["Error"]["Code"]
+                if code == "InvalidNetworkInterfaceID.NotFound":
+                    continue  # Lambda deleted it first
+                if code not in DENIED_CODES:
+                    raise
+                denied.add(eni_id)
+                log(f"Lambda ENI {eni_id}: not allowed to delete ({code}); left to CloudFormation")
+        return not busy, f"{len(busy)} in use: {', '.join(busy)}" if busy else "none in use"
+
+    done, state = delete_available()
+    if not done:
+        log(f"Lambda ENIs in {network_stack(cfg)}'s VPC: {state}; waiting for Lambda to free them")
+        wait_for(
+            "Lambda network interfaces to be freed",
+            delete_available,
+            t.lambda_eni_s,
+            t.interval_s,
+            show,
+        )
+
+
 def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: Show) -> None:
     ec2, logs = clients.aws("ec2"), clients.aws("logs")
     gone_codes = (
@@ -556,7 +637,8 @@ def execute_teardown(
         else:
             log("EKS cluster not found: Kubernetes phase skipped")
         for wave in stack_waves(cfg):
-            if any(name.endswith("-network") for name in wave):
+            if network_stack(cfg) in wave:
+                _release_lambda_enis(clients, cfg, t, log, show)
                 _sweep(clients, vpc_leftovers(clients, cfg), t, log, show)
             _delete_wave(clients, wave, t, log, show)
         leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg, log_groups)

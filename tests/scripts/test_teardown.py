@@ -9,6 +9,7 @@ the AWS Load Balancer Controller: deleting the endpoint deletes its load balance
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Iterator
@@ -32,7 +33,7 @@ from tests.scripts.conftest import IECS, endpoint_config, make_cfg
 from tests.scripts.fake_kube import FakeKube
 
 REGION = "us-west-2"
-FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, interval_s=0.05)
+FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, lambda_eni_s=10, interval_s=0.05)
 TEMPLATE = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
 OWNED = {"app.kubernetes.io/managed-by": "cdk8s", "app.kubernetes.io/part-of": "hyperpod-kvcache"}
 ENV = "test"
@@ -75,6 +76,16 @@ def function_template(role_arn: str) -> str:
     )
 
 
+def moto_eni(eni_id: str) -> Any:
+    """moto's model of an ENI. Lambda creates its ENIs itself (InterfaceType ``lambda``, which
+    CreateNetworkInterface does not accept) and frees them on its own schedule, so the tests set
+    the type and the status on the model, the way Lambda would."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.ec2.models import ec2_backends
+
+    return ec2_backends[DEFAULT_ACCOUNT_ID][REGION].enis[eni_id]
+
+
 class World:
     """A moto account holding one dev environment, plus a timeline of every delete."""
 
@@ -83,6 +94,10 @@ class World:
         self.kube = kube
         self.timeline: list[str] = []
         self.fail_stack: str | None = None
+        # Lambda frees the kubectl handler's ENI after this many DescribeNetworkInterfaces calls
+        # once the eks stack (which holds the function) is deleted; None: not yet counting.
+        self.lambda_frees_after = 3
+        self._lambda_countdown: int | None = None
         self.clients = Clients(REGION, aws_factory=self._client, kube_factory=kube.api_client)
 
     def _client(self, service: str) -> Any:
@@ -91,6 +106,11 @@ class World:
         return client
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "DescribeNetworkInterfaces" and self._lambda_countdown is not None:
+            self._lambda_countdown -= 1
+            if self._lambda_countdown == 0:
+                moto_eni(self.lambda_busy).status = "available"
+                self.timeline.append(f"released:{self.lambda_busy}")
         if not model.name.startswith("Delete"):
             return
         name = (
@@ -104,6 +124,19 @@ class World:
         if model.name == "DeleteStack" and self.fail_stack is not None and name == self.fail_stack:
             self.fail_stack = None  # fail once, like a transient DELETE_FAILED
             raise OperationError(f"simulated failure deleting {name}")
+        if model.name == "DeleteStack" and name == f"{PREFIX}-network":
+            # CloudFormation cannot delete the subnets and security groups a Lambda ENI sits in.
+            ec2 = boto3.client("ec2", region_name=REGION)  # not recorded
+            vpc = [{"Name": "vpc-id", "Values": [self.vpc]}]
+            left = [
+                e["NetworkInterfaceId"]
+                for e in ec2.describe_network_interfaces(Filters=vpc)["NetworkInterfaces"]
+                if e["NetworkInterfaceId"] in (self.lambda_busy, self.lambda_free)
+            ]
+            if left:
+                raise OperationError(f"{name}: DELETE_FAILED, subnet has dependencies: {left}")
+        if model.name == "DeleteStack" and name == f"{PREFIX}-eks":
+            self._lambda_countdown = self.lambda_frees_after  # the kubectl handler is gone
         self.timeline.append(f"{model.name}:{name}")
 
     def build(self) -> None:
@@ -138,10 +171,21 @@ class World:
         vpc = ec2.create_vpc(
             CidrBlock="10.192.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
         )["Vpc"]["VpcId"]
+        self.vpc = vpc
         subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.192.1.0/24")["Subnet"]["SubnetId"]
         self.eni = ec2.create_network_interface(SubnetId=subnet)["NetworkInterface"][
             "NetworkInterfaceId"
         ]
+        # Lambda's ENIs: one already freed (found by its description), and the kubectl
+        # handler's, in use until its function is deleted with the eks stack.
+        self.lambda_free = ec2.create_network_interface(
+            SubnetId=subnet, Description=f"AWS Lambda VPC ENI-{PREFIX}-kvcache-Provider"
+        )["NetworkInterface"]["NetworkInterfaceId"]
+        self.lambda_busy = ec2.create_network_interface(
+            SubnetId=subnet, Description="kubectl handler"
+        )["NetworkInterface"]["NetworkInterfaceId"]
+        moto_eni(self.lambda_busy).interface_type = "lambda"
+        moto_eni(self.lambda_busy).status = "in-use"
         self.sg = ec2.create_security_group(
             GroupName=f"GuardDutyManagedSecurityGroup-{vpc}", Description="gd", VpcId=vpc
         )["GroupId"]
@@ -242,6 +286,10 @@ class World:
             CidrBlock="10.193.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": tags}]
         )["Vpc"]["VpcId"]
         subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.193.1.0/24")["Subnet"]["SubnetId"]
+        self.neighbour_lambda_eni = ec2.create_network_interface(
+            SubnetId=subnet, Description="AWS Lambda VPC ENI-hyperpod-kvcache-test2-kvcache-Fn"
+        )["NetworkInterface"]["NetworkInterfaceId"]
+        moto_eni(self.neighbour_lambda_eni).interface_type = "lambda"
         self.neighbour_ec2 = [
             ec2.create_network_interface(SubnetId=subnet)["NetworkInterface"]["NetworkInterfaceId"],
             ec2.create_security_group(
@@ -269,6 +317,11 @@ def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
     assert [i.id for i in plan.stacks] == stack_names(world.cfg)
     found = {(i.kind, i.id) for i in plan.leftovers}
     assert ("available ENI", world.eni) in found
+    assert ("available ENI", world.lambda_free) in found and (
+        "Lambda ENI",
+        world.lambda_busy,
+    ) in found
+    assert not any(world.neighbour_lambda_eni == i for _, i in found)
     assert ("GuardDuty security group", world.sg) in found
     assert ("GuardDuty VPC endpoint", world.vpce) in found
     assert ("EBS volume", world.volume) in found and ("EBS volume", world.other_volume) not in found
@@ -303,7 +356,7 @@ def test_only_this_environment_and_exactly_the_plan_is_deleted(world: World) -> 
         cfn.describe_stacks(StackName=f"hyperpod-kvcache-{other}-kvcache")  # still there
     ec2 = boto3.client("ec2", region_name=REGION)
     eni, sg, volume = world.neighbour_ec2
-    ec2.describe_network_interfaces(NetworkInterfaceIds=[eni])
+    ec2.describe_network_interfaces(NetworkInterfaceIds=[eni, world.neighbour_lambda_eni])
     ec2.describe_security_groups(GroupIds=[sg])
     ec2.describe_volumes(VolumeIds=[volume, world.other_volume])
     for path in (
@@ -382,6 +435,18 @@ def test_order_of_operations(world: World) -> None:
         < t.index(f"DeleteStack:{network}")
     )
     assert t.index(f"DeleteSecurityGroup:{world.sg}") < t.index(f"DeleteStack:{network}")
+    # Lambda's ENIs: the free one deleted, the kubectl handler's only once Lambda frees it (after
+    # the eks stack takes the function), both before the network stack.
+    busy, free = world.lambda_busy, world.lambda_free
+    assert (
+        t.index(f"DeleteStack:{eks}")
+        < t.index(f"DeleteNetworkInterface:{free}")
+        < t.index(f"released:{busy}")
+        < t.index(f"DeleteNetworkInterface:{busy}")
+        < t.index(f"DeleteStack:{network}")
+    )
+    assert f"deleted Lambda ENI {busy}" in steps
+    assert any(s.endswith("waiting for Lambda to free them") and busy in s for s in steps)
     assert t.index(f"DeleteStack:{network}") < t.index(f"DeleteVolume:{world.volume}")
     assert (
         "k8s:persistentvolumeclaims" in t
@@ -526,3 +591,63 @@ def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
     with Stubber(ec2) as stub, pytest.raises(Exception, match="UnauthorizedOperation"):
         stub.add_client_error("delete_volume", "UnauthorizedOperation", "not authorized")
         _sweep(clients, [Item("EBS volume", "vol-1")], FAST, steps.append, False)
+
+
+def test_a_lambda_eni_never_freed_stops_teardown_before_the_network_stack(
+    world: World,
+) -> None:
+    world.lambda_frees_after = 10**6
+    quick = dataclasses.replace(FAST, lambda_eni_s=0.3)
+    with pytest.raises(OperationError, match="Lambda network interfaces to be freed") as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, quick, show=False)
+    assert f"1 in use: {world.lambda_busy}" in str(failed.value)
+    assert f"DeleteStack:{PREFIX}-eks" in world.timeline
+    assert f"DeleteStack:{PREFIX}-network" not in world.timeline
+    assert f"DeleteNetworkInterface:{world.lambda_busy}" not in world.timeline
+
+
+def test_the_network_stack_is_the_layouts() -> None:
+    from infra.stack_layout import STACK_DEPENDENCIES
+    from scripts.teardown import NETWORK_SUFFIX, network_stack
+
+    assert NETWORK_SUFFIX in STACK_DEPENDENCIES
+    assert network_stack(env_cfg()) in stack_names(env_cfg())
+
+
+def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
+    """Stubber: moto allows every call, so the nightly role (no ec2:DeleteNetworkInterface)
+    cannot be played by it; Lambda deleting the in-use ENI itself is the second listing."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import _release_lambda_enis
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
+
+    def enis(*states: tuple[str, str]) -> dict[str, Any]:
+        return {
+            "NetworkInterfaces": [
+                {"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
+                for i, st in states
+            ]
+        }
+
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response(
+            "describe_network_interfaces", enis(("eni-1", "available"), ("eni-2", "in-use"))
+        )
+        stub.add_client_error(
+            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            expected_params={"NetworkInterfaceId": "eni-1"},
+        )  # fmt: skip
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", enis(("eni-1", "available")))
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        _release_lambda_enis(clients, env_cfg(), FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "Lambda ENI eni-1: not allowed to delete (UnauthorizedOperation); left to CloudFormation",
+        f"Lambda ENIs in {PREFIX}-network's VPC: 1 in use: eni-2; waiting for Lambda to free them",
+    ]
