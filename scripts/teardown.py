@@ -17,7 +17,9 @@ after a failure skips what is already gone.
 
 Every wait goes through ``scripts.kube.wait_for``: a stack deletion (up to 90 minutes) shows the
 elapsed time, the stack's status and its latest resource event, and a DELETE_FAILED names each
-resource that failed to delete with CloudFormation's reason.
+resource that failed to delete with CloudFormation's reason. One DELETE_FAILED is recovered in
+place: a bucket of that stack that was not empty (an S3 access log delivered after the
+auto-delete custom resource emptied it) is emptied and the stack's deletion retried once.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ DENIED_CODES = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException"
 # The stack of infra/stack_layout.py that holds the VPC, its subnets and security groups.
 NETWORK_SUFFIX = "network"
 LAMBDA_ENI_DESCRIPTION = "AWS Lambda VPC ENI"  # how Lambda describes its hyperplane ENIs
+S3_BATCH = 1000  # the most keys one DeleteObjects takes
 
 
 def is_prod(cfg: AppConfig) -> bool:
@@ -458,11 +461,11 @@ def _describe_event(event: dict[str, Any]) -> str:
     return f"{text}: {reason}" if reason else text
 
 
-def delete_failure(cfn: Any, name: str, stack: dict[str, Any]) -> str:
+def delete_failure(name: str, stack: dict[str, Any], events: list[dict[str, Any]]) -> str:
     """Which resources failed to delete, and why, from the events of this deletion."""
     failed = [
         e
-        for e in _events_of_this_delete(cfn, stack["StackId"])
+        for e in events
         if e.get("ResourceStatus") == "DELETE_FAILED"
         and e.get("ResourceType") != "AWS::CloudFormation::Stack"
     ]
@@ -480,23 +483,106 @@ def delete_failure(cfn: Any, name: str, stack: dict[str, Any]) -> str:
     )
 
 
+class DeleteFailed(OperationError):
+    """A stack deletion that ended DELETE_FAILED; the message names what failed and why."""
+
+    def __init__(self, name: str, stack: dict[str, Any], events: list[dict[str, Any]]) -> None:
+        super().__init__(delete_failure(name, stack, events))
+        self.stack = stack
+        self.events = events  # of this deletion, newest first
+
+
+def not_empty_buckets(events: list[dict[str, Any]]) -> list[str]:
+    """The buckets a deletion failed on because they were not empty (S3 access logs arrive
+    minutes late: one can land after the auto-delete custom resource emptied the bucket)."""
+    found = []
+    for e in events:
+        reason = e.get("ResourceStatusReason") or ""
+        if (
+            e.get("ResourceStatus") == "DELETE_FAILED"
+            and e.get("ResourceType") == "AWS::S3::Bucket"
+            and ("not empty" in reason or "BucketNotEmpty" in reason)
+            and e.get("PhysicalResourceId")
+            and e["PhysicalResourceId"] not in found
+        ):
+            found.append(e["PhysicalResourceId"])
+    return found
+
+
+def empty_bucket(s3: Any, bucket: str) -> int:
+    """Delete every object version and delete marker, a page of at most S3_BATCH at a time
+    (the most DeleteObjects takes), until a listing comes back empty; the count deleted."""
+    deleted = 0
+    while True:
+        page = s3.list_object_versions(Bucket=bucket, MaxKeys=S3_BATCH)
+        keys = [
+            {"Key": v["Key"], "VersionId": v["VersionId"]}
+            for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
+        ]
+        if not keys:
+            return deleted
+        errors = s3.delete_objects(Bucket=bucket, Delete={"Objects": keys, "Quiet": True}).get(
+            "Errors"
+        )
+        if errors:
+            first = errors[0]
+            raise OperationError(
+                f"emptying bucket {bucket}: {len(errors)} objects not deleted, e.g. "
+                f"{first.get('Key')}: {first.get('Code')} {first.get('Message', '')}".rstrip()
+            )
+        deleted += len(keys)
+
+
+def _empty_late_buckets(clients: Clients, name: str, failed: DeleteFailed, log: Log) -> bool:
+    """Empty the not-empty buckets the failed deletion names, when each is a resource of this
+    stack (one of this environment's, by exact name); True when there was one to empty."""
+    stack_id = failed.stack["StackId"]
+    named = not_empty_buckets(failed.events)
+    if not named:
+        return False
+    ours = {
+        r.get("PhysicalResourceId")
+        for r in stack_resources(clients, stack_id)
+        if r["ResourceType"] == "AWS::S3::Bucket"
+    }
+    foreign = [b for b in named if b not in ours]
+    if foreign:
+        raise OperationError(
+            f"{failed}; bucket {', '.join(foreign)} is not a resource of stack {name}: left alone"
+        )
+    s3 = clients.aws("s3")
+    emptied = []
+    for bucket in named:
+        try:
+            emptied.append(f"{bucket} ({empty_bucket(s3, bucket)} object versions)")
+        except ClientError as exc:
+            raise OperationError(
+                f"{failed}; could not empty bucket {bucket}: {exc.response['Error']['Code']}"
+            ) from None
+    log(
+        f"stack {name}: DELETE_FAILED on a bucket that was not empty (late access-log "
+        f"deliveries); emptied {', '.join(emptied)}; retrying the delete once"
+    )
+    return True
+
+
 def _delete_stack(clients: Clients, name: str, t: Timeouts, log: Log, show: Show = False) -> None:
-    """DeleteStack, then poll until it is gone, showing the status and the latest event."""
+    """DeleteStack, then poll until it is gone, showing the status and the latest event. A
+    deletion that fails on a bucket that is not empty (a late access-log delivery) empties that
+    bucket (only a resource of this stack) and is retried once."""
     cfn = clients.aws("cloudformation")
     stack = _stack(cfn, name)
     if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":
         log(f"stack {name}: not found, skipped")
         return
     stack_id = stack["StackId"]  # by id, the stack still answers once it is deleted
-    cfn.delete_stack(StackName=name)
-    log(f"stack {name}: delete requested (was {stack['StackStatus']})")
 
     def gone() -> tuple[bool, str]:
         now = _stack(cfn, stack_id)
         if now is None or now["StackStatus"] == "DELETE_COMPLETE":
             return True, "DELETE_COMPLETE"
         if now["StackStatus"] == "DELETE_FAILED":
-            raise OperationError(delete_failure(cfn, name, now))
+            raise DeleteFailed(name, now, _events_of_this_delete(cfn, stack_id))
         events = _events_of_this_delete(cfn, stack_id)
         latest = next(
             (e for e in events if e.get("ResourceType") != "AWS::CloudFormation::Stack"), None
@@ -505,7 +591,16 @@ def _delete_stack(clients: Clients, name: str, t: Timeouts, log: Log, show: Show
             f"; latest: {_describe_event(latest)}" if latest else ""
         )
 
-    wait_for(f"stack {name} to delete", gone, t.stack_s, t.interval_s, show)
+    for attempt in (1, 2):
+        cfn.delete_stack(StackName=name)
+        log(f"stack {name}: delete requested (was {stack['StackStatus']})")
+        try:
+            wait_for(f"stack {name} to delete", gone, t.stack_s, t.interval_s, show)
+            break
+        except DeleteFailed as failed:
+            if attempt == 2 or not _empty_late_buckets(clients, name, failed, log):
+                raise
+            stack = failed.stack
     log(f"stack {name}: deleted")
 
 

@@ -1,11 +1,18 @@
 """`teardown`: scope (only this environment's resources), order, dry-run listing, prod refusal,
-re-run after a failure half way.
+re-run after a failure half way, and the ordered steps for what blocks a deletion.
 
-Doubles: moto for CloudFormation (stacks with a trivial resource), EC2 (VPC, ENI, security group,
-VPC endpoint, EBS volume), CloudWatch Logs, Lambda (functions created through CloudFormation, whose
-log groups teardown derives from ListStackResources), ELBv2 and EKS; FakeKube (local in-memory API
-server behind the official client) for InferenceEndpointConfigs and PVCs. A FakeKube hook plays
-the AWS Load Balancer Controller: deleting the endpoint deletes its load balancer."""
+Doubles: moto for everything it supports: CloudFormation (stacks with a trivial resource, S3
+buckets), EC2 (VPC, ENI, security group, VPC endpoint, EBS volume), S3 (object versions, delete
+markers), CloudWatch Logs, Lambda (functions created through CloudFormation, whose log groups
+teardown derives from ListStackResources), ELBv2 and EKS; FakeKube (local in-memory API server
+behind the official client) for InferenceEndpointConfigs and PVCs. A FakeKube hook plays the AWS
+Load Balancer Controller: deleting the endpoint deletes its load balancer.
+
+Where moto falls short, a thin double, each saying why where it is defined: Lambda's ENIs get
+their ``lambda`` type and in-use status set on moto's model (``moto_eni``), and World frees one
+after the eks stack goes and refuses to delete the network stack while one is left; botocore
+event hooks play CloudFormation's DELETE_FAILED on a bucket that is not empty; botocore's
+Stubber plays a role that may not delete ENIs."""
 
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
@@ -35,6 +43,15 @@ from tests.scripts.fake_kube import FakeKube
 REGION = "us-west-2"
 FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, lambda_eni_s=10, interval_s=0.05)
 TEMPLATE = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+# Like infra/constructs/buckets.py SecureBucket: a bucket and its server-access-log bucket.
+BUCKETS_TEMPLATE = json.dumps(
+    {
+        "Resources": {
+            "Bucket": {"Type": "AWS::S3::Bucket"},
+            "AccessLogs": {"Type": "AWS::S3::Bucket"},
+        }
+    }
+)
 OWNED = {"app.kubernetes.io/managed-by": "cdk8s", "app.kubernetes.io/part-of": "hyperpod-kvcache"}
 ENV = "test"
 PREFIX = f"hyperpod-kvcache-{ENV}"
@@ -98,12 +115,84 @@ class World:
         # once the eks stack (which holds the function) is deleted; None: not yet counting.
         self.lambda_frees_after = 3
         self._lambda_countdown: int | None = None
+        # CloudFormation failing to delete a bucket that is not empty (see _delete_stack_call).
+        self.deliveries_at_delete = 0  # DeleteStacks at which a late access log lands first
+        self.blame: str | None = None  # the bucket the DELETE_FAILED event names, if not that one
+        self.failed: dict[str, str] = {}  # stack id -> bucket its deletion failed on
         self.clients = Clients(REGION, aws_factory=self._client, kube_factory=kube.api_client)
 
     def _client(self, service: str) -> Any:
         client = boto3.client(service, region_name=REGION)
         client.meta.events.register("before-parameter-build", self._record)  # API params
+        if service == "cloudformation":
+            events = client.meta.events
+            events.register(
+                "before-parameter-build.cloudformation.DeleteStack",
+                lambda params, context, **_: context.update(stack_name=params["StackName"]),
+            )  # the request context carries the name to before-call (which sees the request)
+            events.register("before-call.cloudformation.DeleteStack", self._delete_stack_call)
+            events.register("after-call.cloudformation.DescribeStacks", self._failed_status)
+            events.register("after-call.cloudformation.DescribeStackEvents", self._failed_events)
         return client
+
+    # A thin double of CloudFormation's DELETE_FAILED on a bucket that is not empty: moto's
+    # DeleteStack raises on such a bucket and drops the stack instead of keeping it
+    # DELETE_FAILED with an event naming the bucket. The buckets and their objects stay moto's.
+
+    def _delete_stack_call(self, context: dict[str, Any], **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+
+        cfn = boto3.client("cloudformation", region_name=REGION)  # not recorded
+        s3 = boto3.client("s3", region_name=REGION)
+        try:
+            stack = cfn.describe_stacks(StackName=context["stack_name"])["Stacks"][0]
+        except ClientError:
+            return None  # moto answers for a stack that does not exist
+        stack_id = stack["StackId"]
+        resources = cfn.list_stack_resources(StackName=stack_id)["StackResourceSummaries"]
+        buckets = [r for r in resources if r["ResourceType"] == "AWS::S3::Bucket"]
+        if buckets and self.deliveries_at_delete:
+            self.deliveries_at_delete -= 1
+            late = next(b for b in buckets if b["LogicalResourceId"] == "AccessLogs")
+            s3.put_object(Bucket=late["PhysicalResourceId"], Key="s3-access/late", Body=b"log")
+        full = [
+            b["PhysicalResourceId"]
+            for b in buckets
+            if s3.list_object_versions(Bucket=b["PhysicalResourceId"]).get("Versions")
+            or s3.list_object_versions(Bucket=b["PhysicalResourceId"]).get("DeleteMarkers")
+        ]
+        if not full:
+            self.failed.pop(stack_id, None)
+            return None  # moto deletes the stack and its (empty) buckets
+        self.failed[stack_id] = self.blame or full[0]
+        return AWSResponse("", 200, {}, None), {"ResponseMetadata": {"HTTPStatusCode": 200}}
+
+    def _failed_status(self, parsed: dict[str, Any], **_: Any) -> None:
+        for stack in parsed.get("Stacks", []):
+            if stack["StackId"] in self.failed:
+                stack["StackStatus"] = "DELETE_FAILED"
+                stack["StackStatusReason"] = "The following resource(s) failed to delete: [...]"
+
+    def _failed_events(self, parsed: dict[str, Any], **_: Any) -> None:
+        events = parsed.get("StackEvents") or []
+        if not events or events[0]["StackId"] not in self.failed:
+            return
+        stack_id, bucket = events[0]["StackId"], self.failed[events[0]["StackId"]]
+        stack = {"StackId": stack_id, "ResourceType": "AWS::CloudFormation::Stack"}
+        parsed["StackEvents"] = [
+            {**stack, "LogicalResourceId": "stack", "ResourceStatus": "DELETE_FAILED"},
+            {
+                "StackId": stack_id,
+                "LogicalResourceId": "AccessLogs",
+                "PhysicalResourceId": bucket,
+                "ResourceType": "AWS::S3::Bucket",
+                "ResourceStatus": "DELETE_FAILED",
+                "ResourceStatusReason": "The bucket you tried to delete is not empty (Service: "
+                "S3, Status Code: 409, Error Code: BucketNotEmpty)",
+            },
+            {**stack, "LogicalResourceId": "stack", "ResourceStatus": "DELETE_IN_PROGRESS"},
+            *events,
+        ]
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if model.name == "DescribeNetworkInterfaces" and self._lambda_countdown is not None:
@@ -120,6 +209,7 @@ class World:
             or params.get("NetworkInterfaceId")
             or params.get("GroupId")
             or (params.get("VpcEndpointIds") or [None])[0]
+            or params.get("Bucket")
         )
         if model.name == "DeleteStack" and self.fail_stack is not None and name == self.fail_stack:
             self.fail_stack = None  # fail once, like a transient DELETE_FAILED
@@ -148,8 +238,16 @@ class World:
         )["Role"]["Arn"]
         for name in reversed(stack_names(cfg)):  # deploy order
             body = function_template(role) if name.endswith("-kvcache") else TEMPLATE
+            body = BUCKETS_TEMPLATE if name.endswith("-hyperpod") else body
             cfn.create_stack(StackName=name, TemplateBody=body)
         self.own_groups = self._function_log_groups(f"{PREFIX}-kvcache")
+        self.access_logs = self._bucket(f"{PREFIX}-hyperpod")
+        neighbour = "hyperpod-kvcache-test2-hyperpod"
+        cfn.create_stack(StackName=neighbour, TemplateBody=BUCKETS_TEMPLATE)
+        self.neighbour_bucket = self._bucket(neighbour)
+        boto3.client("s3", region_name=REGION).put_object(
+            Bucket=self.neighbour_bucket, Key="s3-access/theirs", Body=b"log"
+        )
         # Neighbours: stacks and log groups of environments whose names contain ours.
         self.neighbour_groups = []
         for other in NEIGHBOURS:
@@ -266,6 +364,11 @@ class World:
                 self.timeline.append(f"k8s:{path.rsplit('/', 2)[-2]}")
 
         self.kube.after_write.append(lb_controller)
+
+    def _bucket(self, stack: str) -> str:
+        cfn = boto3.client("cloudformation", region_name=REGION)
+        found = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="AccessLogs")
+        return str(found["StackResourceDetail"]["PhysicalResourceId"])
 
     def _function_log_groups(self, stack: str) -> list[str]:
         """The log group Lambda creates for the stack's function on first run."""
@@ -651,3 +754,66 @@ def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
         "Lambda ENI eni-1: not allowed to delete (UnauthorizedOperation); left to CloudFormation",
         f"Lambda ENIs in {PREFIX}-network's VPC: 1 in use: eni-2; waiting for Lambda to free them",
     ]
+
+
+def _objects(bucket: str) -> int:
+    listed = boto3.client("s3", region_name=REGION).list_object_versions(Bucket=bucket)
+    return len(listed.get("Versions", [])) + len(listed.get("DeleteMarkers", []))
+
+
+def test_a_late_access_log_delivery_is_emptied_and_the_stack_deleted_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("scripts.teardown.S3_BATCH", 2)  # pages of two: several DeleteObjects
+    s3 = boto3.client("s3", region_name=REGION)
+    bucket = world.access_logs
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    for key in ("s3-access/a", "s3-access/b"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"1")
+        s3.put_object(Bucket=bucket, Key=key, Body=b"2")
+        s3.delete_object(Bucket=bucket, Key=key)  # a delete marker
+    world.deliveries_at_delete = 1  # and one more lands as the delete starts
+    steps: list[str] = []
+    execute_teardown(world.clients, world.cfg, steps.append, FAST, show=False)
+
+    t, hyperpod = world.timeline, f"DeleteStack:{PREFIX}-hyperpod"
+    assert t.count(hyperpod) == 2
+    first, retry = (i for i, step in enumerate(t) if step == hyperpod)
+    emptied = [i for i, step in enumerate(t) if step == f"DeleteObjects:{bucket}"]
+    assert len(emptied) == 4 and first < min(emptied) and max(emptied) < retry  # 7 versions
+    assert retry < t.index(f"DeleteStack:{PREFIX}-eks")  # before the next wave
+    said = [s for s in steps if "not empty" in s]
+    assert said == [
+        f"stack {PREFIX}-hyperpod: DELETE_FAILED on a bucket that was not empty (late access-log "
+        f"deliveries); emptied {bucket} (7 object versions); retrying the delete once"
+    ]
+    assert f"stack {PREFIX}-hyperpod: deleted" in steps
+    assert _objects(world.neighbour_bucket) == 1
+    assert not plan_teardown(world.clients, world.cfg).stacks
+
+
+def test_a_bucket_that_keeps_filling_fails_the_teardown_after_one_retry(world: World) -> None:
+    world.deliveries_at_delete = 2
+    with pytest.raises(OperationError) as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    message = str(failed.value)
+    assert message.startswith(f"stack {PREFIX}-hyperpod: DELETE_FAILED; failed to delete")
+    assert f"AWS::S3::Bucket {world.access_logs}): The bucket you tried to delete is not empty" in (
+        message
+    )
+    assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 2
+    assert world.timeline.count(f"DeleteObjects:{world.access_logs}") == 1
+    assert f"DeleteStack:{PREFIX}-eks" not in world.timeline
+
+
+def test_a_failure_naming_a_bucket_outside_this_environment_empties_nothing(
+    world: World,
+) -> None:
+    world.deliveries_at_delete = 1
+    world.blame = world.neighbour_bucket  # an event naming a bucket no stack of ours holds
+    with pytest.raises(OperationError, match="is not a resource of stack") as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    assert f"bucket {world.neighbour_bucket} is not a resource" in str(failed.value)
+    assert not any(step.startswith("DeleteObjects:") for step in world.timeline)
+    assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 1
+    assert _objects(world.neighbour_bucket) == 1 and _objects(world.access_logs) == 1
