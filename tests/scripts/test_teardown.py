@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -115,6 +116,10 @@ class World:
         # once the eks stack (which holds the function) is deleted; None: not yet counting.
         self.lambda_frees_after = 3
         self._lambda_countdown: int | None = None
+        # The load balancer goes this many DescribeLoadBalancers calls after its endpoint.
+        self._lb_countdown: int | None = None
+        # Stack name -> a barrier each stack of its wave must reach inside DeleteStack.
+        self.side_by_side: dict[str, threading.Barrier] = {}
         # CloudFormation failing to delete a bucket that is not empty (see _delete_stack_call).
         self.deliveries_at_delete = 0  # DeleteStacks at which a late access log lands first
         self.blame: str | None = None  # the bucket the DELETE_FAILED event names, if not that one
@@ -195,6 +200,13 @@ class World:
         ]
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "DescribeLoadBalancers" and self._lb_countdown is not None:
+            self._lb_countdown -= 1
+            if self._lb_countdown == 0:
+                boto3.client("elbv2", region_name=REGION).delete_load_balancer(
+                    LoadBalancerArn=self.lb
+                )
+                self.timeline.append(f"released:{self.lb}")
         if model.name == "DescribeNetworkInterfaces" and self._lambda_countdown is not None:
             self._lambda_countdown -= 1
             if self._lambda_countdown == 0:
@@ -225,6 +237,8 @@ class World:
             ]
             if left:
                 raise OperationError(f"{name}: DELETE_FAILED, subnet has dependencies: {left}")
+        if model.name == "DeleteStack" and name in self.side_by_side:
+            self.side_by_side[name].wait(timeout=5)  # BrokenBarrierError unless side by side
         if model.name == "DeleteStack" and name == f"{PREFIX}-eks":
             self._lambda_countdown = self.lambda_frees_after  # the kubectl handler is gone
         self.timeline.append(f"{model.name}:{name}")
@@ -298,6 +312,27 @@ class World:
             TagSpecifications=[{"ResourceType": "volume", "Tags": tags}],
         )["VolumeId"]
         self.other_volume = ec2.create_volume(AvailabilityZone=f"{REGION}a", Size=50)["VolumeId"]
+        # Volumes the EBS CSI driver leaves (PVs with reclaimPolicy Retain, or deleted while the
+        # driver was gone): tagged with the cluster, not with our tags. One of test2's too.
+        self.csi_volume, self.neighbour_csi_volume = (
+            ec2.create_volume(
+                AvailabilityZone=f"{REGION}a",
+                Size=20,
+                TagSpecifications=[
+                    {
+                        "ResourceType": "volume",
+                        "Tags": [
+                            {
+                                "Key": f"kubernetes.io/cluster/hyperpod-kvcache-{env}",
+                                "Value": "owned",
+                            },
+                            {"Key": "ebs.csi.aws.com/cluster", "Value": "true"},
+                        ],
+                    }
+                ],
+            )["VolumeId"]
+            for env in (ENV, "test2")
+        )
         self._neighbour_network(ec2)
         for group in (
             f"/aws/eks/{cfg.eks.cluster_name}/cluster",
@@ -359,7 +394,7 @@ class World:
         def lb_controller(fake: FakeKube, method: str, path: str) -> None:
             if method == "DELETE" and "/inferenceendpointconfigs/" in path:
                 self.timeline.append(f"k8s:{path.rsplit('/', 2)[-2]}")
-                elb.delete_load_balancer(LoadBalancerArn=self.lb)
+                self._lb_countdown = 3  # the controller removes the load balancer a bit later
             elif method == "DELETE":
                 self.timeline.append(f"k8s:{path.rsplit('/', 2)[-2]}")
 
@@ -428,6 +463,8 @@ def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
     assert ("GuardDuty security group", world.sg) in found
     assert ("GuardDuty VPC endpoint", world.vpce) in found
     assert ("EBS volume", world.volume) in found and ("EBS volume", world.other_volume) not in found
+    assert ("EBS volume", world.csi_volume) in found
+    assert ("EBS volume", world.neighbour_csi_volume) not in found
     assert ("log group", "/aws/lambda/someone-elses-function") not in found
     assert ("log group", f"/aws/eks/{world.cfg.eks.cluster_name}/cluster") in found
     assert world.timeline == [] and world.kube.writes() == []
@@ -435,7 +472,7 @@ def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
 
 def _deleted(world: World) -> set[str]:
     """Ids of everything deleted, from the AWS calls and the Kubernetes DELETE requests."""
-    aws = {step.split(":", 1)[1] for step in world.timeline if not step.startswith("k8s:")}
+    aws = {step.split(":", 1)[1] for step in world.timeline if step.startswith("Delete")}
     kube = {
         "/".join(path.split("/")[-3::2]) for _, path, _ in world.kube.writes("DELETE")
     }  # .../namespaces/<ns>/<plural>/<name> -> ns/name
@@ -461,7 +498,7 @@ def test_only_this_environment_and_exactly_the_plan_is_deleted(world: World) -> 
     eni, sg, volume = world.neighbour_ec2
     ec2.describe_network_interfaces(NetworkInterfaceIds=[eni, world.neighbour_lambda_eni])
     ec2.describe_security_groups(GroupIds=[sg])
-    ec2.describe_volumes(VolumeIds=[volume, world.other_volume])
+    ec2.describe_volumes(VolumeIds=[volume, world.other_volume, world.neighbour_csi_volume])
     for path in (
         f"{IECS}/owners-model",
         f"{IECS.replace('/default/', '/team-b/')}/vllm-kvcache",
@@ -550,12 +587,37 @@ def test_order_of_operations(world: World) -> None:
     )
     assert f"deleted Lambda ENI {busy}" in steps
     assert any(s.endswith("waiting for Lambda to free them") and busy in s for s in steps)
-    assert t.index(f"DeleteStack:{network}") < t.index(f"DeleteVolume:{world.volume}")
+    # The load balancer the controller removes once its endpoint goes: gone before any stack.
+    assert (
+        t.index("k8s:inferenceendpointconfigs")
+        < t.index(f"released:{world.lb}")
+        < t.index(f"DeleteStack:{stacks[0]}")
+    )
+    # Retained EBS volumes (ours and the CSI driver's): after the PVCs and the stacks.
+    for volume in (world.volume, world.csi_volume):
+        assert (
+            t.index("k8s:persistentvolumeclaims")
+            < t.index(f"DeleteStack:{network}")
+            < t.index(f"DeleteVolume:{volume}")
+        )
     assert (
         "k8s:persistentvolumeclaims" in t
         and sum(s.startswith("k8s:persistentvolumeclaims") for s in t) == 1
     )  # not the gp3 one
     assert f"DeleteVolume:{world.other_volume}" not in t
+    assert not plan_teardown(world.clients, world.cfg).stacks
+
+
+def test_the_stacks_of_one_wave_are_deleted_side_by_side(world: World) -> None:
+    """Each stack of a wave waits inside DeleteStack for its siblings: one after the other,
+    the first would wait alone and the barrier break."""
+    waves = [wave for wave in stack_waves(world.cfg) if len(wave) > 1]
+    assert waves  # the layout has waves of several stacks
+    for wave in waves:
+        barrier = threading.Barrier(len(wave))
+        world.side_by_side.update(dict.fromkeys(wave, barrier))
+    execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    assert all(not b.broken for b in world.side_by_side.values())
     assert not plan_teardown(world.clients, world.cfg).stacks
 
 
