@@ -20,7 +20,7 @@ import dataclasses
 import itertools
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import boto3
@@ -120,6 +120,7 @@ class World:
         self._lb_countdown: int | None = None
         # Stack name -> a barrier each stack of its wave must reach inside DeleteStack.
         self.side_by_side: dict[str, threading.Barrier] = {}
+        self.on_delete_stack: list[Callable[[str], None]] = []  # called with the stack's name
         # CloudFormation failing to delete a bucket that is not empty (see _delete_stack_call).
         self.deliveries_at_delete = 0  # DeleteStacks at which a late access log lands first
         self.blame: str | None = None  # the bucket the DELETE_FAILED event names, if not that one
@@ -237,6 +238,9 @@ class World:
             ]
             if left:
                 raise OperationError(f"{name}: DELETE_FAILED, subnet has dependencies: {left}")
+        if model.name == "DeleteStack":
+            for hook in self.on_delete_stack:
+                hook(str(name))
         if model.name == "DeleteStack" and name in self.side_by_side:
             self.side_by_side[name].wait(timeout=5)  # BrokenBarrierError unless side by side
         if model.name == "DeleteStack" and name == f"{PREFIX}-eks":
@@ -693,10 +697,12 @@ def test_recreate_reports_its_phases_with_timings(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from scripts import cli
-    from scripts.kube import Reporter
+    from scripts.kube import Reporter, fmt_duration
     from tests.scripts.test_progress import FakeClock
 
-    fake = FakeClock()  # the deploy "takes" 25 minutes of fake time
+    fake = FakeClock()  # each stack deletion "takes" a minute, the deploy 25 minutes
+    world.on_delete_stack.append(lambda _: setattr(fake, "t", fake.t + 60))
+    torn_down = 60 * len(stack_names(world.cfg))  # plus the waits' fake sleeps (< 1 s)
     monkeypatch.setattr(cli, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
     monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
     monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
@@ -713,10 +719,20 @@ def test_recreate_reports_its_phases_with_timings(
     data = json.loads(result.stdout)  # one JSON object; progress went to stderr
     assert data["ok"] is True and data["exit_code"] == 0
     assert [(p["phase"], p["ok"]) for p in data["phases"]] == [("teardown", True), ("deploy", True)]
+    assert torn_down <= data["phases"][0]["seconds"] < torn_down + 1
     assert data["phases"][1]["seconds"] == 1500
     assert any(s.endswith(": deleted") for s in data["teardown"]["steps"])
-    assert "recreate dev: deploy done after 25m00s" in result.stderr
     assert "stack hyperpod-kvcache-test-kvcache: deleted" in result.stderr
+    # The phases on stderr, in order, each with its time.
+    phases = [
+        line.split(" ", 1)[1] for line in result.stderr.splitlines() if " recreate dev: " in line
+    ]
+    assert phases == [
+        "recreate dev: teardown started",
+        f"recreate dev: teardown done after {fmt_duration(torn_down)}",
+        "recreate dev: deploy started",
+        "recreate dev: deploy done after 25m00s",
+    ]
 
     failed = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify", "--json"])
     assert failed.exit_code == 4
@@ -727,6 +743,15 @@ def test_recreate_reports_its_phases_with_timings(
     assert deploy_phase["error"].startswith("make deploy failed")
     assert data["error"] == deploy_phase["error"] and data["command"] == "recreate"
     assert failed.stderr.strip().splitlines()[-1].startswith("error: make deploy failed")
+    assert "recreate dev: deploy failed (exit 4) after 25m00s" in failed.stderr
+
+    # Without --json: the same phases as a table with their times.
+    outcomes = iter([0])
+    table = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify"])
+    assert table.exit_code == 0, table.output
+    rows = [line.split() for line in table.stdout.splitlines() if "│" in line]
+    assert ["│", "teardown", "│", "ok", "│", fmt_duration(0), "│"] in rows  # nothing left
+    assert ["│", "deploy", "│", "ok", "│", "25m00s", "│"] in rows
 
 
 def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
