@@ -125,6 +125,7 @@ class World:
         self.deliveries_at_delete = 0  # DeleteStacks at which a late access log lands first
         self.blame: str | None = None  # the bucket the DELETE_FAILED event names, if not that one
         self.failed: dict[str, str] = {}  # stack id -> bucket its deletion failed on
+        self.denied: set[str] = set()  # API operations the role may not call (moto allows all)
         self.clients = Clients(REGION, aws_factory=self._client, kube_factory=kube.api_client)
 
     def _client(self, service: str) -> Any:
@@ -201,6 +202,9 @@ class World:
         ]
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name in self.denied:
+            error = {"Error": {"Code": "AccessDenied", "Message": "not authorized"}}
+            raise ClientError(error, model.name)  # type: ignore[arg-type]
         if model.name == "DescribeLoadBalancers" and self._lb_countdown is not None:
             self._lb_countdown -= 1
             if self._lb_countdown == 0:
@@ -904,3 +908,18 @@ def test_a_failure_naming_a_bucket_outside_this_environment_empties_nothing(
     assert not any(step.startswith("DeleteObjects:") for step in world.timeline)
     assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 1
     assert _objects(world.neighbour_bucket) == 1 and _objects(world.access_logs) == 1
+
+
+def test_a_role_that_may_not_empty_the_bucket_gets_the_stack_failure_and_the_bucket(
+    world: World,
+) -> None:
+    """The nightly role has no S3 permissions (bucket names are generated, so no pattern could
+    keep them to this environment): the failure says which bucket to empty by hand."""
+    world.deliveries_at_delete = 1
+    world.denied = {"DeleteObjects"}
+    with pytest.raises(OperationError) as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    message = str(failed.value)
+    assert message.startswith(f"stack {PREFIX}-hyperpod: DELETE_FAILED; failed to delete")
+    assert message.endswith(f"; could not empty bucket {world.access_logs}: AccessDenied")
+    assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 1
