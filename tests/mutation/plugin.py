@@ -37,26 +37,38 @@ os.register_at_fork(after_in_child=_mark_forked)
 
 
 def _own_jsii_kernel() -> None:
-    """Give this forked process its own jsii node process, loaded with the parent's assemblies."""
+    """Leave the parent's jsii node process to the parent; if this process uses jsii, it starts
+    its own, loaded with the assemblies the parent had (most children never do: only the
+    renderers' mutants run cdk8s)."""
     if "jsii" not in sys.modules:
         return
-    from jsii._kernel.providers.process import ProcessProvider
-    from jsii._runtime import kernel
+    from jsii._kernel.providers import process
+    from jsii._kernel.types import LoadRequest, LoadResponse
 
     # jsii memoizes the node process in a closure shared by every ProcessProvider.
-    cells = ProcessProvider._process.fget.__closure__ or ()  # type: ignore[attr-defined]
+    cells = process.ProcessProvider._process.fget.__closure__ or ()  # type: ignore[attr-defined]
     (started,) = [c.cell_contents for c in cells if isinstance(c.cell_contents, list)]
     if not started:
         return
     parents = started.pop()
     atexit.unregister(parents.stop)
     parents.stop = lambda: None  # never tell the parent's node process to exit from here
-    for name, module in list(sys.modules.items()):  # import order: dependencies first
-        assembly = getattr(module, "__jsii_assembly__", None)
-        if name.endswith("._jsii") and assembly is not None:
+    loaded = [  # import order: dependencies first
+        module.__jsii_assembly__
+        for name, module in list(sys.modules.items())
+        if name.endswith("._jsii") and getattr(module, "__jsii_assembly__", None) is not None
+    ]
+    start = process._NodeProcess.start
+
+    def start_and_load(node: Any) -> None:
+        start(node)
+        for assembly in loaded:
             files = importlib.resources.files(f"{assembly.module}._jsii")
             with importlib.resources.as_file(files.joinpath(assembly.filename)) as tarball:
-                kernel.load(assembly.name, assembly.version, os.fspath(tarball))
+                request = LoadRequest(assembly.name, assembly.version, os.fspath(tarball))
+                node.send(request, LoadResponse)
+
+    process._NodeProcess.start = start_and_load  # type: ignore[method-assign]
 
 
 @pytest.hookimpl(trylast=True)
