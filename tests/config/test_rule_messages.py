@@ -1,0 +1,184 @@
+"""The whole line a user sees for each config rule, word for word (pure parsing, no double).
+
+A rule's message is its user interface: ``<file>: <field> = <value>: allowed: ...; fix: ...``.
+Each test here pins that line for one rule, so a reworded or dropped part is a failing test.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import ValidationError
+
+from infra.config import ConfigError, load_config, parse_config
+from infra.config.kvcache import FsxLustreConfig, image_is_pinned
+from infra.config.loader import CONFIG_DIR
+from infra.config.observability import topic_name
+
+# dev.yaml under an environment without a lock in k8s/locks/ (the lock would hide some rules).
+SOURCE = "config/unit.yaml"
+BASE: dict[str, Any] = {**yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text()),
+                        "environment": "unit"}  # fmt: skip
+ADDON_LATEST = (
+    "allowed: a pinned EKS add-on version like v1.18.2-eksbuild.2 (never latest); fix: run "
+    "`aws eks describe-addon-versions --addon-name <name> --kubernetes-version <minor>` and pin one"
+)
+
+
+def _with(overrides: dict[str, Any]) -> dict[str, Any]:
+    raw = copy.deepcopy(BASE)
+    for path, value in overrides.items():
+        node = raw
+        *parents, leaf = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[leaf] = value
+    return raw
+
+
+def _refusal(overrides: dict[str, Any]) -> str | None:
+    try:
+        parse_config(_with(overrides), SOURCE, "unit")
+    except ConfigError as err:
+        assert "\n" not in str(err)
+        return str(err)
+    return None
+
+
+# --- add-on versions -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("addon", "version"), [
+    ("cert_manager", "latest"),
+    ("s3_csi", "v2.7.0"),
+    ("metrics_server", "0.8.0-eksbuild.6"),
+    ("inference_operator", "latest"),
+])  # fmt: skip
+def test_an_unpinned_addon_version_is_refused_with_the_command_that_lists_versions(
+    addon: str, version: str
+) -> None:
+    field = f"addons.{addon}.version"
+    assert _refusal({field: version}) == f"{SOURCE}: {field} = {version!r}: {ADDON_LATEST}"
+
+
+# --- images --------------------------------------------------------------------------------------
+
+DIGEST = "@sha256:" + "0123456789abcdef" * 4
+
+
+@pytest.mark.parametrize(("image", "pinned"), [
+    ("busybox:1.36", True),
+    ("busybox", False),
+    ("busybox:latest", False),
+    ("busybox:", False),
+    ("registry.k8s.io/sig-storage/csi-provisioner:v3.6.0", True),
+    ("registry.k8s.io/sig-storage/csi-provisioner:latest", False),
+    # A registry with a port: its colon is not a tag.
+    ("registry.example.com:5000/team/app", False),
+    ("registry.example.com:5000/team/app:v1.2.3", True),
+    ("registry.example.com:5000/team/app:latest", False),
+    ("localhost:5000/app", False),
+    # The tag belongs to the last path segment only.
+    ("ghcr.io/team:v1/app", False),
+    # A digest pins the image with or without a tag.
+    (f"ghcr.io/team/app{DIGEST}", True),
+    (f"registry.example.com:5000/app{DIGEST}", True),
+    (f"ghcr.io/team/app:latest{DIGEST}", True),
+])  # fmt: skip
+def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
+    image: str, pinned: bool
+) -> None:
+    assert image_is_pinned(image) is pinned
+
+
+@pytest.mark.parametrize("image", ["registry.example.com:5000/team/app", "ghcr.io/team/app:"])
+def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
+    field = "kvcache.endpoints.0.image"
+    raw = _with({})
+    raw["kvcache"]["endpoints"][0]["image"] = image
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, SOURCE, "unit")
+    assert str(err.value) == (
+        f"{SOURCE}: {field} = {image!r}: allowed: an image with an explicit tag other than "
+        "latest (repo/name:v1.2.3) or a digest; fix: pin a released tag"
+    )
+
+
+# --- AWS ids of the FSx placement ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("key", "value", "kind"), [
+    ("hyperpod_subnet_id", "subnet-1", "subnet"),
+    ("vpc_id", "sg-0aaaa1111bbbb2222", "vpc"),
+    ("client_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
+])  # fmt: skip
+def test_a_malformed_fsx_id_is_refused_with_its_shape(key: str, value: str, kind: str) -> None:
+    field = f"kvcache.fsx.{key}"
+    assert _refusal({field: value}) == (
+        f"{SOURCE}: {field} = {value!r}: allowed: an id like {kind}-0abc1234def567890; "
+        f"fix: copy the id into {field}"
+    )
+
+
+def test_a_section_built_in_python_shows_the_same_allowed_and_fix() -> None:
+    """pydantic's own error (a section built in code, not loaded) carries the rule's text too."""
+    with pytest.raises(ValidationError) as err:
+        FsxLustreConfig(vpc_id="vpc-1")
+    (only,) = err.value.errors(include_url=False)
+    assert only["msg"] == (
+        "Value error, allowed: an id like vpc-0abc1234def567890; fix: copy the id into "
+        "kvcache.fsx.vpc_id"
+    )
+
+
+# --- environments --------------------------------------------------------------------------------
+
+
+def test_an_unknown_environment_lists_the_yaml_files_there(tmp_path: Path) -> None:
+    for name in ("staging.yaml", "dev.yaml", "notes.txt", "old.yml", "schema.json"):
+        (tmp_path / name).write_text("{}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config("prod", tmp_path)
+    assert str(err.value) == (
+        "-c env: env = 'prod': allowed: dev, staging; fix: pass -c env=<name> (make: "
+        "ENV=<name>) with a file in config/, or create config/prod.yaml"
+    )
+
+
+def test_an_unknown_environment_in_an_empty_directory_lists_none(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"^-c env: env = 'dev': allowed: \(none\); fix: "):
+        load_config("dev", tmp_path)
+
+
+# --- derived values ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("retain", "explicit", "days"), [
+    (True, None, 7),
+    (False, None, 0),
+    (True, 0, 0),
+    (False, 3, 3),
+    (True, 30, 30),
+])  # fmt: skip
+def test_fsx_backups_default_to_a_week_only_where_state_is_retained(
+    retain: bool, explicit: int | None, days: int
+) -> None:
+    raw = _with({"retain_stateful_resources": retain,
+                 "kvcache.fsx.backup_retention_days": explicit})  # fmt: skip
+    config = parse_config(raw, SOURCE, "unit")
+    assert config.kvcache.fsx.backup_days(config.retain_stateful_resources) == days
+
+
+@pytest.mark.parametrize(("name", "topic"), [
+    (None, "hyperpod-kvcache-unit-kvcache-alerts"),
+    ("team-alerts", "team-alerts"),
+])  # fmt: skip
+def test_the_alert_topic_is_named_after_the_stacks_unless_configured(
+    name: str | None, topic: str
+) -> None:
+    config = parse_config(_with({"observability.alert_topic_name": name}), SOURCE, "unit")
+    assert topic_name(config) == topic
