@@ -36,12 +36,18 @@ REGION_CODE = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
+# [registry[:port]/]path/name, then an optional tag (OCI grammar) and an optional digest.
+IMAGE_REFERENCE = re.compile(
+    r"(?:[^\s/@]+/)*[^\s/:@]+"
+    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
+)
+
+
 def image_is_pinned(image: str) -> bool:
-    """True for ``repo/name:tag`` with a tag other than latest, or ``repo/name@sha256:...``."""
-    if re.search(r"@sha256:[0-9a-f]{64}$", image):
-        return True
-    last = image.rsplit("/", 1)[-1]
-    return ":" in last and last.split(":", 1)[1] not in ("", "latest")
+    """True for ``repo/name:tag`` with a tag other than latest, or ``repo/name@sha256:<64 hex>``;
+    False for anything that is not a well-formed reference (a truncated digest, a second tag)."""
+    ref = IMAGE_REFERENCE.fullmatch(image)
+    return ref is not None and (ref["digest"] is not None or ref["tag"] not in (None, "latest"))
 
 
 def _pinned_image(v: str) -> str:

@@ -88,6 +88,15 @@ DIGEST = "@sha256:" + "0123456789abcdef" * 4
     (f"ghcr.io/team/app{DIGEST}", True),
     (f"registry.example.com:5000/app{DIGEST}", True),
     (f"ghcr.io/team/app:latest{DIGEST}", True),
+    # Not a reference at all: pinned to nothing a node could pull.
+    (f"ghcr.io/team/app{DIGEST[:-1]}", False),
+    (f"ghcr.io/team/app{DIGEST.upper()}", False),
+    ("ghcr.io/team/app@sha256:", False),
+    ("ghcr.io/team/app:v1:v2", False),
+    ("ghcr.io/team/app:latest:v1", False),
+    ("ghcr.io/team/app:v 1", False),
+    ("ghcr.io/team/app:v1\n", False),
+    ("ghcr.io/team/app:-v1", False),
 ])  # fmt: skip
 def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
     image: str, pinned: bool
