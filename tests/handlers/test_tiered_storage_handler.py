@@ -8,6 +8,7 @@ sent, nothing else), and fails on any call that was not queued (so "no call" is 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -386,3 +387,73 @@ def test_delete_timeout_names_the_way_out(client: Any, stub: Stubber) -> None:
     expect_describe(stub, describe(status="Updating", tiered=ENABLED_20))
     with pytest.raises(HandlerError, match=f"Timed out.*--retain-resources {LOGICAL_ID}"):
         is_complete(client, running, now=NOW + index.DEFAULT_DEADLINE_SECONDS)
+
+
+# --- what CloudFormation is told when a wait or a restore fails ---------------------------------
+
+
+def test_is_complete_as_lambda_calls_it_uses_its_own_client_and_clock(
+    client: Any, stub: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Provider calls ``is_complete(event, context)``: no client, no time given."""
+    monkeypatch.setattr(index, "sagemaker_client", lambda: client)
+    begun = time.time()
+    fresh = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
+                                                     index.STARTED_AT: begun})  # fmt: skip
+    expect_describe(stub, describe(status="Updating", tiered=None))
+    assert index.is_complete(fresh, None) == {"IsComplete": False}
+    stale = {**fresh, index.STARTED_AT: begun - index.DEFAULT_DEADLINE_SECONDS}
+    expect_describe(stub, describe(status="Updating", tiered=None))
+    with pytest.raises(HandlerError, match=r"^Timed out after 50 minutes waiting"):
+        index.is_complete(stale, None)
+
+
+def test_timeout_message_in_full(client: Any, stub: Stubber) -> None:
+    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
+                                                       index.STARTED_AT: NOW})  # fmt: skip
+    expect_describe(stub, describe(status="Updating", tiered=None))
+    with pytest.raises(HandlerError) as raised:
+        is_complete(client, running, now=NOW + index.DEFAULT_DEADLINE_SECONDS)
+    assert str(raised.value) == (
+        "Timed out after 50 minutes waiting for Tiered Storage Enable (20% of instance memory) "
+        "on HyperPod cluster 'hp-test'; last state: cluster is Updating (current Tiered "
+        "Storage: None); waiting. "
+        "Check: `aws sagemaker describe-cluster --cluster-name hp-test --query "
+        "'[ClusterStatus,TieredStorageConfig,FailureMessage]'`, then deploy again once it is "
+        "InService."
+    )
+
+
+def test_delete_timeout_message_in_full(client: Any, stub: Stubber) -> None:
+    delete = event("Delete", properties(), f"tiered-storage:{CLUSTER}:restore:Enable@35")
+    running = {**delete, index.STARTED_AT: NOW}
+    expect_describe(stub, describe(status="Updating", tiered=ENABLED_20))
+    with pytest.raises(HandlerError) as raised:
+        is_complete(client, running, now=NOW + index.DEFAULT_DEADLINE_SECONDS)
+    assert str(raised.value) == (
+        "Timed out after 50 minutes waiting for Tiered Storage Enable (35% of instance memory) "
+        "on HyperPod cluster 'hp-test'; last state: cluster is Updating (current Tiered "
+        "Storage: {'Mode': 'Enable', 'InstanceMemoryAllocationPercentage': 20}); waiting. "
+        "Check: `aws sagemaker describe-cluster --cluster-name hp-test --query "
+        "'[ClusterStatus,TieredStorageConfig,FailureMessage]'`, then deploy again once it is "
+        "InService. "
+        "Tiered Storage was not restored to Enable (35% of instance memory). "
+        "To finish the delete without restoring, retry it with `--retain-resources "
+        "TieredStorage8649EEDD` and set the config by hand (README.md, Tiered Storage: recovery)."
+    )
+
+
+def test_delete_restore_failing_while_polled_names_the_way_out(client: Any, stub: Stubber) -> None:
+    delete = event("Delete", properties(), f"tiered-storage:{CLUSTER}:restore:Disable")
+    expect_describe(stub, describe(tiered=ENABLED_20))
+    stub.add_client_error("update_cluster", "ValidationException", "Nope", 400)
+    with pytest.raises(HandlerError) as raised:
+        is_complete(client, {**delete, index.STARTED_AT: NOW})
+    assert str(raised.value) == (
+        "SageMaker UpdateCluster on HyperPod cluster 'hp-test' failed: ValidationException: "
+        "Nope. Check: that Tiered Storage is available for this cluster's Region and instance "
+        "types, and that the same `aws sagemaker update-cluster` works by hand (README.md, "
+        "Tiered Storage). Tiered Storage was not restored to Disable. "
+        "To finish the delete without restoring, retry it with `--retain-resources "
+        "TieredStorage8649EEDD` and set the config by hand (README.md, Tiered Storage: recovery)."
+    )
