@@ -158,6 +158,73 @@ def test_timeout_message_names_groups_counts_statuses_and_the_command(
     assert "\n" not in message
 
 
+def test_the_deadline_itself_times_out_and_a_transient_error_is_named(
+    stub: tuple[Any, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At exactly the deadline the gate gives up, and when the last poll was throttled the line
+    says so (the whole line CloudFormation shows)."""
+    client, stubber = stub
+    monkeypatch.setenv(index.DEADLINE_ENV, "2400")
+    stubber.add_client_error("describe_cluster", "ThrottlingException", "slow down")
+    with pytest.raises(GateError) as raised:
+        index.is_complete(event(), None, client=client, now=NOW + 2400)
+    assert str(raised.value) == (
+        f"Timed out after 40 minutes waiting for the nodes of HyperPod cluster '{CLUSTER}' to be "
+        "Running; last state: DescribeCluster: ThrottlingException (a transient error; retried on "
+        f"every poll). Inspect: {nodes.inspect_command(CLUSTER)} (InstanceStatus.Message says why "
+        "a node is not Running), then deploy again."
+    )
+
+
+def test_a_poll_without_a_recorded_start_does_not_time_out(stub: tuple[Any, Stubber]) -> None:
+    client, stubber = stub
+    queue(stubber, describe(gpu=(0, 1)), [])
+    assert index.is_complete(event(started=None), None, client=client, now=NOW) == {
+        "IsComplete": False
+    }
+
+
+def test_is_complete_uses_its_own_client_and_clock_as_the_provider_calls_it(
+    stub: tuple[Any, Stubber], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, stubber = stub
+    monkeypatch.setenv(index.DEADLINE_ENV, "60")
+    monkeypatch.setattr(index, "sagemaker_client", lambda: client)
+    monkeypatch.setattr(index.time, "time", lambda: NOW + 61)
+    queue(stubber, describe(gpu=(0, 1)), [])
+    with pytest.raises(GateError, match="Timed out after 1 minutes"):
+        index.is_complete(event(), None)
+
+
+def test_each_poll_logs_the_cluster_and_what_it_saw(
+    stub: tuple[Any, Stubber], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The function's log is how an operator follows the wait in CloudWatch."""
+    client, stubber = stub
+    caplog.set_level("INFO", logger=index.log.name)
+    queue(stubber, describe(gpu=(1, 1)), [node("gpu", 0)])
+    index.is_complete(event(), None, client=client, now=NOW + 60)
+    stubber.add_client_error("describe_cluster", "ThrottlingException", "slow down")
+    index.is_complete(event(), None, client=client, now=NOW + 120)
+    index.on_event(event(), None, client=client, now=NOW)
+    ready, throttled, created = (r.getMessage() for r in caplog.records)
+    assert ready.startswith(f"{CLUSTER}: ") and "group 'gpu': 1/1 instances (Running=1)" in ready
+    assert throttled == (
+        f"{CLUSTER}: DescribeCluster: ThrottlingException; trying again on the next poll"
+    )
+    assert created == f"Create {{'ClusterName': '{CLUSTER}', 'Fingerprint': 'abc'}}"
+
+
+def test_a_poll_needs_the_cluster_name(stub: tuple[Any, Stubber]) -> None:
+    client, _ = stub
+    bare = {k: v for k, v in event().items() if k != "ResourceProperties"}
+    with pytest.raises(GateError) as raised:
+        index.is_complete(bare, None, client=client, now=NOW)
+    assert str(raised.value) == (
+        "ClusterName is empty: the node gate needs the HyperPod cluster's name"
+    )
+
+
 def test_failed_cluster_fails_at_once(stub: tuple[Any, Stubber]) -> None:
     client, stubber = stub
     stubber.add_response(
