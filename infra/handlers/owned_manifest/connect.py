@@ -21,7 +21,8 @@ TOKEN_SECONDS = 60  # EKS accepts presigned URLs up to 15 minutes old; one apply
 
 
 class ClusterGone(Exception):
-    """DescribeCluster says the cluster does not exist."""
+    """DescribeCluster says the cluster does not exist. On Create and Update it reaches
+    CloudFormation as the failure reason, so ``str(error)`` names the cluster and says why."""
 
 
 def token(session: Any, cluster_name: str, region: str) -> str:
@@ -52,7 +53,7 @@ def api_client(session: Any, cluster_name: str) -> ApiClient:
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
     except ClientError as e:
         if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-            raise ClusterGone(cluster_name) from e
+            raise ClusterGone(f"EKS cluster {cluster_name} does not exist in {region}") from e
         raise
     ca = tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False)  # noqa: SIM115
     with ca:
