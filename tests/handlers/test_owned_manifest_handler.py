@@ -507,3 +507,19 @@ def test_an_object_deleted_meanwhile_is_gone_already(kube: ApplyFakeKube, cluste
     kube.put(NS, ns("curvine", owner=OWNER))
     kube.fail[("DELETE", f"{NS}/curvine")] = 404  # found by GET, gone by DELETE
     assert delete(cluster, OWNER, [ns("curvine")]) == ["Namespace curvine is gone already"]
+
+
+def test_undo_says_which_created_objects_it_could_not_remove(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("DELETE", f"{NS}/lmcache")] = 403
+    with pytest.raises(OwnershipError) as err:
+        apply(cluster, OWNER, [ns("curvine"), ns("lmcache"), cm("c", "curvine")])
+    assert str(err.value) == (
+        "create ConfigMap curvine/c failed: HTTP 422 injected failure; removed what this apply "
+        "had created (Namespace curvine); could not remove what it created: Namespace lmcache "
+        "(HTTP 403 injected failure). Fix the object in the chart or the cluster, then deploy "
+        "again."
+    )
+    assert sorted(kube.objects) == [f"{NS}/lmcache"]

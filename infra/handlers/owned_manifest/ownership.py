@@ -9,7 +9,6 @@ the apply fails with one line naming it and the fix. Delete: only ours, and gone
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,8 +17,6 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from .kinds import Ref
-
-log = logging.getLogger(__name__)
 
 OWNER_ANNOTATION = "hyperpod-kvcache/owner"
 FIELD_MANAGER = "hyperpod-kvcache"
@@ -212,14 +209,19 @@ def apply(
 
 
 def _undo(cluster: Cluster, created: Sequence[Ref]) -> str:
+    """Delete what this apply created, newest first; say what was removed and what remains."""
+    removed: list[str] = []
+    left: list[str] = []
     for ref in reversed(created):
         try:
             cluster.delete(ref)
-        except ApiException as e:  # reported in the log; the message says what may remain
-            log.warning("could not remove %s after a failed apply: %s", ref, e)
-    if not created:
-        return ""
-    return f"; removed what this apply had created ({', '.join(str(r) for r in created)})"
+            removed.insert(0, str(ref))
+        except ApiException as e:
+            left.insert(0, f"{ref} (HTTP {e.status} {_reason(e)})")
+    said = f"; removed what this apply had created ({', '.join(removed)})" if removed else ""
+    if left:
+        said += f"; could not remove what it created: {', '.join(left)}"
+    return said
 
 
 def _reason(e: ApiException) -> str:
