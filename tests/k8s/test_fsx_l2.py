@@ -67,6 +67,12 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
         assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
         assert pvc["spec"]["storageClassName"] == ""
         assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+        # The API server requires a claim's storage request (the OpenAPI schema does not), and
+        # binds a static PV only to a claim asking no more than its capacity, in the same
+        # volume mode (Filesystem when omitted).
+        assert pvc["spec"]["resources"] == {"requests": {"storage": spec["capacity"]["storage"]}}
+        for obj in (pv, pvc):
+            assert obj["spec"].get("volumeMode", "Filesystem") == "Filesystem"
 
 
 def test_cdk_fills_the_file_system_in() -> None:

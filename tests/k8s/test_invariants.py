@@ -253,3 +253,35 @@ def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> N
     for pvc in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
         assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", _id(pvc)
         assert pvc["spec"]["storageClassName"] == "curvine-sc", _id(pvc)
+
+
+def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> None:
+    """Teardown, the ownership-aware apply and the dashboards find this project's objects by the
+    standard labels; every object and every Pod template carries all four."""
+    from k8s.common import PART_OF
+
+    problems = []
+    metas = [(_id(o), o["metadata"]) for o in objs]
+    metas += [(f"{_id(o)} Pod template", t["metadata"]) for o, t in _templates(objs)]
+    for where, meta in metas:
+        labels = meta.get("labels", {})
+        expected = {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "cdk8s"}
+        if {k: labels.get(k) for k in expected} != expected or not all(
+            labels.get(f"app.kubernetes.io/{k}") for k in ("name", "component")
+        ):
+            problems.append(f"{where}: labels {labels}")
+    _fail(problems)
+
+
+def test_every_workload_has_a_selector(objs: list[Obj]) -> None:
+    """An empty selector would be refused by the API server (apps/v1) or select every Pod; that
+    each selects its own Pods is test_rehearsal_objects' check."""
+    from tests.k8s.test_rehearsal_objects import _selector
+
+    problems = []
+    for o, _ in _templates(objs):
+        sel = _selector(o)
+        match = (sel or {}).get("matchLabels", {})
+        if not match and o["kind"] != "CronJob":
+            problems.append(f"{_id(o)}: selector {sel}")
+    _fail(problems)
