@@ -168,7 +168,7 @@ def load_model_config(source: str) -> tuple[str, dict[str, Any]]:
     text = raw.get("text_config") or raw
     if not isinstance(text, dict):
         raise SizingError(f"{path}: text_config is a {type(text).__name__}, not an object")
-    if "torch_dtype" not in text and "torch_dtype" in raw:
+    if text.get("torch_dtype") is None and raw.get("torch_dtype") is not None:
         text = {**text, "torch_dtype": raw["torch_dtype"]}
     _validate(str(path), text)
     return str(path), text

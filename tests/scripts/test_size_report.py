@@ -104,6 +104,7 @@ def test_a_preset_is_named_in_any_case_and_copied() -> None:
     ("raw", "dtype"),
     [
         # multimodal: the language model sits under text_config; its dtype falls back to the top
+        ({"torch_dtype": "float32", "text_config": SMALL | {"torch_dtype": None}}, "float32"),
         ({"torch_dtype": "float32", "text_config": {k: v for k, v in SMALL.items()
                                                     if k != "torch_dtype"}}, "float32"),
         # a dtype of its own wins
