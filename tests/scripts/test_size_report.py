@@ -60,6 +60,8 @@ def _write(tmp_path: Path, content: Any) -> Path:
         # the shown value is cut at 40 characters
         ({**SMALL, "vocab_size": "x" * 50}, f"{{path}}: vocab_size is '{'x' * 40}'; {MAX}"),
         ({**SMALL, "torch_dtype": 16}, "{path}: torch_dtype is '16'; expected e.g. bfloat16"),
+        ({**SMALL, "torch_dtype": 10**50},
+         f"{{path}}: torch_dtype is '1{'0' * 39}'; expected e.g. bfloat16"),
     ],
 )  # fmt: skip
 def test_a_bad_config_json_is_one_line_naming_the_file_the_field_and_the_fix(
@@ -403,3 +405,35 @@ def test_the_working_set_in_tb_keeps_three_decimals() -> None:
 )  # fmt: skip
 def test_fsx_capacity_is_1200_gib_then_steps_of_2400(nbytes: int, gib: int) -> None:
     assert fsx_capacity_for(nbytes) == gib
+
+
+# 1 layer x 1 KV head x head dim 64: 2 x 64 x 2 B = 256 B per token, so byte counts come out round.
+ONE_LAYER = {"num_hidden_layers": 1, "num_attention_heads": 1, "hidden_size": 64}
+
+
+def test_a_working_set_exactly_the_pool_size_fits_it() -> None:
+    # 1,953,125 tokens x 256 B = 500,000,000 B = 0.0005 TB, shown rounded up as 0.001 TB
+    a = tier_advice(
+        ONE_LAYER, prompt_tokens=1_000, sessions=1, context_tokens=1_953_125,
+        curvine_pool_bytes=500_000_000, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=125,
+        gpus=1, prefill_tokens_per_s=1_000,
+    )  # fmt: skip
+    assert (a.recommendation, a.reason) == (
+        "curvine",
+        "a Curvine read (0.000 s) beats recomputing (1.000 s) and the working set (0.001 TB) "
+        "fits the NVMe pool (0.001 TB)",
+    )
+
+
+def test_a_read_as_slow_as_recomputing_does_not_beat_it() -> None:
+    # 48,828,125 tokens x 256 B = 12.5e9 B; FSx 1200 GiB x 12,000 MB/s/TiB is capped at the
+    # 12.5 GB/s client link: S3 1 s + 1 s = 2 s, exactly 48,828,125 / 24,414,062.5 tokens/s
+    a = tier_advice(
+        ONE_LAYER, prompt_tokens=48_828_125, sessions=1, context_tokens=48_828_125,
+        curvine_pool_bytes=0, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=12_000, gpus=1,
+        prefill_tokens_per_s=24_414_062.5,
+    )  # fmt: skip
+    assert a.recompute_seconds == 2.0
+    assert [(r.tier, r.beats_recompute) for r in a.reads] == [
+        ("l1_dram", True), ("curvine", False), ("fsx_lustre", True), ("s3", False)]  # fmt: skip
+    assert [r.seconds for r in a.reads if r.tier != "curvine"] == [0.06251, 1.0005, 2.0]
