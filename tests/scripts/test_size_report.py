@@ -430,10 +430,45 @@ def test_a_read_as_slow_as_recomputing_does_not_beat_it() -> None:
     # 12.5 GB/s client link: S3 1 s + 1 s = 2 s, exactly 48,828,125 / 24,414,062.5 tokens/s
     a = tier_advice(
         ONE_LAYER, prompt_tokens=48_828_125, sessions=1, context_tokens=48_828_125,
-        curvine_pool_bytes=0, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=12_000, gpus=1,
+        curvine_pool_bytes=12_500_000_000, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=12_000,
+        gpus=1,
         prefill_tokens_per_s=24_414_062.5,
     )  # fmt: skip
     assert a.recompute_seconds == 2.0
     assert [(r.tier, r.beats_recompute) for r in a.reads] == [
         ("l1_dram", True), ("curvine", False), ("fsx_lustre", True), ("s3", False)]  # fmt: skip
     assert [r.seconds for r in a.reads if r.tier != "curvine"] == [0.06251, 1.0005, 2.0]
+    # the working set is the pool's size: it is Curvine's speed, not its room, that rules it out
+    assert a.reason == (
+        "an FSx read (1.000 s) beats recomputing (2.000 s) and a Curvine read does not beat "
+        "recomputing; size it at >= 1200 GiB"
+    )
+
+
+def test_a_working_set_over_the_pool_is_shown_in_tb_rounded_half_up() -> None:
+    # 9,765,625 tokens x 256 B = 2.5e9 B = 0.0025 TB (shown 0.003) over a 0.0015 TB pool (0.002);
+    # FSx: 0.0005 + 256,000 B / 146,484,375 B/s = 0.002 s, against 1,000 / 100 = 10 s
+    a = tier_advice(
+        ONE_LAYER, prompt_tokens=1_000, sessions=1, context_tokens=9_765_625,
+        curvine_pool_bytes=1_500_000_000, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=125,
+        gpus=1, prefill_tokens_per_s=100,
+    )  # fmt: skip
+    assert (a.recommendation, a.reason) == (
+        "fsx_lustre",
+        "an FSx read (0.002 s) beats recomputing (10.000 s) and the working set (0.003 TB) "
+        "exceeds the NVMe pool (0.002 TB); size it at >= 1200 GiB",
+    )
+
+
+def test_the_fsx_rate_in_the_none_reason_is_rounded_half_up() -> None:
+    # 5,120 GiB = 5 TiB x 27 MB/s/TiB = 135,000,000 B/s, shown as 0.14 GB/s; 1,000 tokens
+    # x 256 B = 256,000 B: FSx 0.0005 + 0.0019 = 0.002 s, slower than 1,000 / 1e9 tokens/s
+    a = tier_advice(
+        ONE_LAYER, prompt_tokens=1_000, sessions=1, context_tokens=1_000, curvine_pool_bytes=0,
+        fsx_capacity_gib=5120, fsx_throughput_mb_per_tib=27, gpus=1, prefill_tokens_per_s=1e9,
+    )  # fmt: skip
+    assert a.reason == (
+        "recomputing 1,000 tokens (0.000 s) is as fast as reading them back from a shared tier "
+        "(Curvine 0.000 s, FSx 0.002 s at 0.14 GB/s); the storage post: under ~10,000 tokens "
+        "tiering rarely pays off"
+    )
