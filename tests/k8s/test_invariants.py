@@ -285,3 +285,25 @@ def test_every_workload_has_a_selector(objs: list[Obj]) -> None:
         if not match and o["kind"] != "CronJob":
             problems.append(f"{_id(o)}: selector {sel}")
     _fail(problems)
+
+
+def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
+    objs: list[Obj], config: AppConfig
+) -> None:
+    """The CSI driver hands each StorageClass parameter it does not know to curvine-fuse as a
+    flag: the mount's threads and TTL are the config's, under the cache's own directory."""
+    from k8s.curvine import master_addrs
+    from k8s.foundation import CURVINE_SC
+
+    _curvine_only(config)
+    cv = config.kvcache.curvine
+    (sc,) = [o for o in objs if o["kind"] == "StorageClass" and o["metadata"]["name"] == CURVINE_SC]
+    assert sc["parameters"] == {
+        "master-addrs": master_addrs(cv),
+        "fs-path": "/l2cache",
+        "path-type": "DirectoryOrCreate",
+        "io-threads": str(cv.fuse.io_threads),
+        "worker-threads": str(cv.fuse.worker_threads),
+        "client.ttl-ms": f"{cv.ttl_hours}h",
+        "client.ttl-action": "delete",
+    }

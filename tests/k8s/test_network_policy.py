@@ -101,6 +101,9 @@ def test_metrics_only_from_the_collector(objs: list[Obj]) -> None:
         assert allowed(objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS,
                        COLLECTOR_POD_LABELS)  # fmt: skip
         assert not allowed(objs, target, port, "monitoring", {}, COLLECTOR_POD_LABELS)
+        # Another Pod of the collector's namespace is not the collector.
+        assert not allowed(objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS,
+                           {"app": "grafana"})  # fmt: skip
         assert not allowed(objs, target, port, CURVINE, {}, _pod_labels(objs, "curvine-master"))
 
 
@@ -127,3 +130,73 @@ def test_metrics_admit_the_managed_collector_by_address(
             assert not allowed(objs, target, port, "", {}, {}, src_ip=pod_ip), (env, port)
         for target, port in ((master, 8995), (master, 8996), (worker, 8997)):
             assert not allowed(objs, target, port, "", {}, {}, src_ip=inside), (env, port)
+
+
+PORTS = (8995, 8996, 8997, 9000, 9001, 9002)
+
+
+def test_each_curvine_pod_admits_exactly_its_own_ports(objs: list[Obj]) -> None:
+    """The whole matrix: which port of which Pod a Curvine Pod (and the collector) may open. A
+    policy that selected the wrong Pods would open one Pod's ports on another."""
+    master, worker = _pod_labels(objs, "curvine-master"), _pod_labels(objs, "curvine-worker")
+    fuse = _pod_labels(objs, "curvine-csi-node")
+    expected_from_master = {"master": {8995, 8996}, "worker": {8997}, "fuse": set()}
+    expected_from_collector = {"master": {9000}, "worker": {9001}, "fuse": {9002}}
+    for name, target in (("master", master), ("worker", worker), ("fuse", fuse)):
+        from_master = {p for p in PORTS if allowed(objs, target, p, CURVINE, {}, master)}
+        assert from_master == expected_from_master[name], name
+        from_collector = {
+            p for p in PORTS
+            if allowed(objs, target, p, "m", COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS)
+        }  # fmt: skip
+        assert from_collector == expected_from_collector[name], name
+
+
+def test_the_policies_as_kubectl_lists_them(objs: list[Obj]) -> None:
+    """Names are what `kubectl get networkpolicy` shows and what a re-apply replaces (a renamed
+    policy would be a second one); every peer names a selector (the API refuses an empty peer),
+    every port is TCP."""
+    policies = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NetworkPolicy"}
+    assert set(policies) == {
+        "curvine-default-deny-ingress", "curvine-master-ingress", "curvine-worker-ingress",
+        "curvine-fuse-metrics-ingress",
+    }  # fmt: skip
+    selects = {
+        "curvine-default-deny-ingress": {},
+        "curvine-master-ingress": _pod_labels(objs, "curvine-master"),
+        "curvine-worker-ingress": _pod_labels(objs, "curvine-worker"),
+        "curvine-fuse-metrics-ingress": _pod_labels(objs, "curvine-csi-node"),
+    }
+    for name, o in policies.items():
+        assert o["metadata"]["labels"]["app.kubernetes.io/component"] == "network-policy"
+        match = o["spec"]["podSelector"].get("matchLabels", {})
+        assert match.items() <= selects[name].items() and (match or name.endswith("deny-ingress"))
+        for rule in o["spec"].get("ingress", []):
+            for peer in rule["from"]:
+                assert set(peer) & {"podSelector", "namespaceSelector", "ipBlock"}, (name, peer)
+                if "namespaceSelector" in peer:
+                    assert peer["podSelector"] == {"matchLabels": COLLECTOR_POD_LABELS}
+            assert all(p.get("protocol", "TCP") == "TCP" for p in rule["ports"]), name
+    rpc = policies["curvine-master-ingress"]["spec"]["ingress"][0]
+    assert rpc["from"] == [{"podSelector": {}}]  # every Pod of the namespace, only it
+
+
+def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
+    from infra.config import parse_config
+    from k8s.network_policy import collector_cidrs
+    from tests.synth_support import _dev_raw
+
+    raw = _dev_raw()
+    raw["observability"] = {
+        **raw.get("observability", {}), "enabled": True,
+        "scraper_subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        "scraper_security_group_ids": ["sg-0123456789abcdef0"],
+        "scraper_source_cidrs": ["10.1.0.0/24", "10.1.1.0/24"],
+    }  # fmt: skip
+    raw["existing_cluster"] = {
+        "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
+        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+        "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
+        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
+    }  # fmt: skip
+    assert collector_cidrs(parse_config(raw, "x", "dev")) == ["10.1.0.0/24", "10.1.1.0/24"]
