@@ -3,7 +3,7 @@ security contexts, all as the typed classes of the pinned cdk8s-plus ``k8s`` mod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,14 +127,14 @@ def resources(
     )
 
 
-def hardened(k8s: Any, *, add_capabilities: Sequence[str] = ()) -> Any:
+def hardened(k8s: Any) -> Any:
     """Security context of every container that needs no privilege: no privilege escalation,
-    every capability dropped (callers add back what they need, with the reason next to it), the
+    every capability dropped, the
     runtime's default seccomp profile, and a read-only root filesystem (callers mount an emptyDir
     at each path the image writes)."""
     return k8s.SecurityContext(
         allow_privilege_escalation=False,
-        capabilities=k8s.Capabilities(drop=["ALL"], add=list(add_capabilities) or None),
+        capabilities=k8s.Capabilities(drop=["ALL"]),
         seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
         read_only_root_filesystem=True,
     )
