@@ -307,3 +307,22 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
         "client.ttl-ms": f"{cv.ttl_hours}h",
         "client.ttl-action": "delete",
     }
+
+
+def test_the_fuse_client_gets_the_configs_resources(objs: list[Obj], config: AppConfig) -> None:
+    """The FUSE client in the CSI node plugin serves every L2 read and write on its node: its
+    requests and limits are the config's (kvcache.curvine.fuse), not a default."""
+    from k8s.csi import NODE
+
+    _curvine_only(config)
+    fuse = config.kvcache.curvine.fuse
+    (ds,) = [o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == NODE]
+    (plugin,) = [
+        c for c in ds["spec"]["template"]["spec"]["containers"]
+        if any(p.get("name") == "fuse-metrics" for p in c.get("ports", []))
+    ]  # fmt: skip
+    assert plugin["resources"] == {
+        "requests": {"cpu": f"{fuse.cpu_request_millicores}m",
+                     "memory": f"{fuse.memory_request_mib}Mi"},
+        "limits": {"cpu": f"{fuse.cpu_limit_millicores}m", "memory": f"{fuse.memory_limit_mib}Mi"},
+    }  # fmt: skip
