@@ -47,6 +47,19 @@ def test_privileged_namespaces_are_curvine_and_the_endpoints(
         if name != curvine:
             assert got["pod-security.kubernetes.io/warn"] == "restricted", name
             assert got["pod-security.kubernetes.io/audit"] == "restricted", name
+    # The whole set, with every Pod Security label (version "latest": the cluster's own).
+    kyverno = dev_config.kvcache.kyverno
+    expected = {curvine: ("privileged", "privileged"), **dict.fromkeys(endpoints, (
+        "privileged", "restricted"))}  # fmt: skip
+    if kyverno.install:
+        expected[kyverno.namespace] = ("baseline", "restricted")
+    assert set(namespaces) == set(expected)
+    for name, (enforce, warn) in expected.items():
+        got = namespaces[name]["metadata"]["labels"]
+        assert {k: v for k, v in got.items() if k.startswith("pod-security")} == {
+            PSA: enforce, f"{PSA}-version": "latest",
+            "pod-security.kubernetes.io/warn": warn, "pod-security.kubernetes.io/audit": warn,
+        }, name  # fmt: skip
     privileged = {
         o["metadata"]["namespace"] for o, spec in _pod_specs(rendered) if _privileged(spec)
     }
