@@ -21,6 +21,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: start only what will run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read background work go last, so the work overlaps the tests before them."""
     late = [item for item in items if item.get_closest_marker("background")]
