@@ -106,9 +106,14 @@ def pytest_fixture_setup(fixturedef: Any, request: Any) -> Generator[None, None,
     if not _recording():
         yield
         return
-    before = set(_hits())
+    # Record what this setup calls, even functions already hit before it (at import, or by the
+    # fixtures it depends on): a set difference would leave those out.
+    hits = _hits()
+    earlier = set(hits)
+    hits.clear()
     yield
-    reached = _hits() - before
+    reached = set(hits)
+    hits.update(earlier)
     if fixturedef.scope != "function" and reached:
         _reached_by_fixture.setdefault(fixturedef.argname, set()).update(reached)
 
