@@ -110,8 +110,14 @@ def _start() -> None:
 def test_cdk_cli_synth_matches_direct_synth_without_credentials() -> None:
     _start()
     workdir = Path(_WORKDIR[0])
+    try:
+        _compare(workdir, background.result(("cdk-cli",), _synth_both, str(workdir)))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _compare(workdir: Path, ran: dict[str, Any]) -> None:
     cli_out, direct_out = workdir / "cli", workdir / "direct"
-    ran = background.result(("cdk-cli",), _synth_both, str(workdir))
     (direct_code, direct_stderr), (cli_code, cli_output) = ran["direct"], ran["cli"]
     assert direct_code == 0, direct_stderr[-3000:]
     assert cli_code == 0, cli_output[-3000:]
@@ -132,4 +138,3 @@ def test_cdk_cli_synth_matches_direct_synth_without_credentials() -> None:
     assert len(stacks) >= 5 and sorted(direct_templates) == sorted(stacks)
     for name, template in direct_templates.items():
         assert cli_templates[name] == template, f"{name} differs between the CLI and app.py"
-    shutil.rmtree(workdir, ignore_errors=True)
