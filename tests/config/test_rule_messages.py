@@ -191,3 +191,29 @@ def test_the_alert_topic_is_named_after_the_stacks_unless_configured(
 ) -> None:
     config = parse_config(_with({"observability.alert_topic_name": name}), SOURCE, "unit")
     assert topic_name(config) == topic
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("x" * 100, repr("x" * 100)),  # text is the user's own: shown whole, quoted
+        (None, "(missing)"),
+        (["x" * 76], repr(["x" * 76])),  # a repr of exactly 80 characters: whole
+        (["x" * 77], repr(["x" * 77])[:77] + "..."),  # 81: cut to 80, the last three "..."
+    ],
+)
+def test_a_value_is_shown_quoted_missing_or_cut_to_eighty_characters(
+    value: Any, shown: str
+) -> None:
+    """A long list or mapping must not push the allowed values and the fix off the line."""
+    assert len(repr(["x" * 76])) == 80
+    error = ConfigError(SOURCE, "kvcache.x", value, "a", "b")
+    assert str(error) == f"{SOURCE}: kvcache.x = {shown}: allowed: a; fix: b"
+
+
+def test_the_one_line_is_also_what_repr_and_args_carry() -> None:
+    """Loggers and test reports print an exception's args or repr, not only its str."""
+    error = ConfigError(SOURCE, "region", "mars-1", "an AWS region", "pick one")
+    line = f"{SOURCE}: region = 'mars-1': allowed: an AWS region; fix: pick one"
+    assert error.args == (line,)
+    assert repr(error) == f"ConfigError({line!r})"
