@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# moto loads thousands of public AMIs into every EC2 backend it creates (about 0.2 s each, many
+# per test); nothing here looks an AMI up.
+os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from tests import background
 from tests.synth_support import Synth, dev_config, existing_cluster_config, synth
