@@ -87,7 +87,10 @@ class FakeKube:
         self.after_write: list[Hook] = []
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll: 0.5 s by default, after every test.
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     def __enter__(self) -> FakeKube:

@@ -60,7 +60,10 @@ class FakePrometheus:
                 pass
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # shutdown() waits for the serving loop's next poll (0.5 s by default).
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         thread.start()
         try:
             yield f"http://127.0.0.1:{server.server_address[1]}/workspaces/ws-test/"
