@@ -127,6 +127,14 @@ class World:
         self.failed: dict[str, str] = {}  # stack id -> bucket its deletion failed on
         self.denied: set[str] = set()  # API operations the role may not call (moto allows all)
         self.clients = Clients(REGION, aws_factory=self._client, kube_factory=kube.api_client)
+        self._plain: dict[str, Any] = {}
+
+    def plain(self, service: str) -> Any:
+        """A client of the test's own (not recorded, not the code under test's); one per service
+        because creating a botocore client costs more than most moto calls."""
+        if service not in self._plain:
+            self._plain[service] = boto3.client(service, region_name=REGION)
+        return self._plain[service]
 
     def _client(self, service: str) -> Any:
         client = boto3.client(service, region_name=REGION)
@@ -149,8 +157,8 @@ class World:
     def _delete_stack_call(self, context: dict[str, Any], **_: Any) -> Any:
         from botocore.awsrequest import AWSResponse
 
-        cfn = boto3.client("cloudformation", region_name=REGION)  # not recorded
-        s3 = boto3.client("s3", region_name=REGION)
+        cfn = self.plain("cloudformation")  # not recorded
+        s3 = self.plain("s3")
         try:
             stack = cfn.describe_stacks(StackName=context["stack_name"])["Stacks"][0]
         except ClientError:
@@ -208,9 +216,7 @@ class World:
         if model.name == "DescribeLoadBalancers" and self._lb_countdown is not None:
             self._lb_countdown -= 1
             if self._lb_countdown == 0:
-                boto3.client("elbv2", region_name=REGION).delete_load_balancer(
-                    LoadBalancerArn=self.lb
-                )
+                self.plain("elbv2").delete_load_balancer(LoadBalancerArn=self.lb)
                 self.timeline.append(f"released:{self.lb}")
         if model.name == "DescribeNetworkInterfaces" and self._lambda_countdown is not None:
             self._lambda_countdown -= 1
@@ -233,7 +239,7 @@ class World:
             raise OperationError(f"simulated failure deleting {name}")
         if model.name == "DeleteStack" and name == f"{PREFIX}-network":
             # CloudFormation cannot delete the subnets and security groups a Lambda ENI sits in.
-            ec2 = boto3.client("ec2", region_name=REGION)  # not recorded
+            ec2 = self.plain("ec2")  # not recorded
             vpc = [{"Name": "vpc-id", "Values": [self.vpc]}]
             left = [
                 e["NetworkInterfaceId"]
@@ -253,11 +259,11 @@ class World:
 
     def build(self) -> None:
         cfg = self.cfg
-        cfn = boto3.client("cloudformation", region_name=REGION)
-        logs = boto3.client("logs", region_name=REGION)
-        role = boto3.client("iam", region_name=REGION).create_role(
-            RoleName="fn", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
+        cfn = self.plain("cloudformation")
+        logs = self.plain("logs")
+        role = self.plain("iam").create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"][
+            "Arn"
+        ]
         for name in reversed(stack_names(cfg)):  # deploy order
             body = function_template(role) if name.endswith("-kvcache") else TEMPLATE
             body = BUCKETS_TEMPLATE if name.endswith("-hyperpod") else body
@@ -267,7 +273,7 @@ class World:
         neighbour = "hyperpod-kvcache-test2-hyperpod"
         cfn.create_stack(StackName=neighbour, TemplateBody=BUCKETS_TEMPLATE)
         self.neighbour_bucket = self._bucket(neighbour)
-        boto3.client("s3", region_name=REGION).put_object(
+        self.plain("s3").put_object(
             Bucket=self.neighbour_bucket, Key="s3-access/theirs", Body=b"log"
         )
         # Neighbours: stacks and log groups of environments whose names contain ours.
@@ -283,7 +289,7 @@ class World:
         for group in (f"/aws/lambda/{PREFIX}-kvcache-Handmade", f"/aws/eks/{PREFIX}/cluster-old"):
             logs.create_log_group(logGroupName=group)
             self.neighbour_groups.append(group)
-        ec2 = boto3.client("ec2", region_name=REGION)
+        ec2 = self.plain("ec2")
         tags = [
             {"Key": "project", "Value": cfg.project},
             {"Key": "environment", "Value": cfg.environment},
@@ -348,13 +354,13 @@ class World:
             "/aws/lambda/someone-elses-function",
         ):
             logs.create_log_group(logGroupName=group)
-        eks = boto3.client("eks", region_name=REGION)
+        eks = self.plain("eks")
         eks.create_cluster(
             name=cfg.eks.cluster_name,
             roleArn="arn:aws:iam::111122223333:role/eks",
             resourcesVpcConfig={"subnetIds": [subnet]},
         )
-        elb = boto3.client("elbv2", region_name=REGION)
+        elb = self.plain("elbv2")
         subnet_b = ec2.create_subnet(
             VpcId=vpc, CidrBlock="10.192.2.0/24", AvailabilityZone=f"{REGION}b"
         )["Subnet"]["SubnetId"]
@@ -409,16 +415,16 @@ class World:
         self.kube.after_write.append(lb_controller)
 
     def _bucket(self, stack: str) -> str:
-        cfn = boto3.client("cloudformation", region_name=REGION)
+        cfn = self.plain("cloudformation")
         found = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="AccessLogs")
         return str(found["StackResourceDetail"]["PhysicalResourceId"])
 
     def _function_log_groups(self, stack: str) -> list[str]:
         """The log group Lambda creates for the stack's function on first run."""
-        cfn = boto3.client("cloudformation", region_name=REGION)
+        cfn = self.plain("cloudformation")
         fn = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="Fn")
         group = f"/aws/lambda/{fn['StackResourceDetail']['PhysicalResourceId']}"
-        boto3.client("logs", region_name=REGION).create_log_group(logGroupName=group)
+        self.plain("logs").create_log_group(logGroupName=group)
         retained = cfn.describe_stack_resource(StackName=stack, LogicalResourceId="Logs")
         return [group, retained["StackResourceDetail"]["PhysicalResourceId"]]
 
