@@ -14,6 +14,7 @@ their name or position. Which Pods: the walk-through selects the endpoint's Pods
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import cdk8s
@@ -58,9 +59,23 @@ def l2_volumes() -> list[dict[str, Any]]:
     return [{"name": VOLUME, "persistentVolumeClaim": {"claimName": PVC}}]
 
 
+RULE_NAME_MAX = 63  # Kyverno's CRD: spec.rules[].name maxLength
+
+
+def rule_name(e: EndpointConfig) -> str:
+    """``l2-<namespace>-<name>``; when that is too long, its first 54 characters and a hash of
+    the whole, so two long names that share a prefix still make two rules (Kyverno refuses a
+    policy whose rule names repeat)."""
+    name = f"l2-{e.namespace}-{e.name}"
+    if len(name) <= RULE_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: RULE_NAME_MAX - len(digest) - 1]}-{digest}"
+
+
 def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
     return {
-        "name": f"l2-{e.namespace}-{e.name}"[:63],
+        "name": rule_name(e),
         "match": {"any": [{"resources": {
             "kinds": ["Pod"], "operations": ["CREATE"], "namespaces": [e.namespace],
             "selector": {"matchLabels": {ENDPOINT_POD_LABEL: e.name}},

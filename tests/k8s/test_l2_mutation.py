@@ -8,6 +8,7 @@ registry here. The policy under test is the real rendered one.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,25 @@ def test_mutation_leaves_other_requests_alone(policy: dict[str, Any], change: st
     if change == "other-endpoint":
         pod["metadata"]["labels"]["app"] = "another-model"
     assert apply_policy(policy, pod, op) == pod
+
+
+def test_rule_names_fit_kyverno_and_stay_unique_when_cut() -> None:
+    """Kyverno's CRD caps a rule name at 63 characters and its webhook refuses a policy whose
+    rule names repeat: two long endpoint names sharing a prefix must still make two rules."""
+    from infra.config.kvcache import EndpointConfig
+    from k8s.policy import RULE_NAME_MAX, rule_name
+
+    assert rule_name(EndpointConfig(name="qwen3-8b", namespace="inference")) == (
+        "l2-inference-qwen3-8b"
+    )
+    fits = EndpointConfig(name="m" * (RULE_NAME_MAX - len("l2-inference-")), namespace="inference")
+    assert rule_name(fits) == f"l2-inference-{fits.name}"  # exactly 63: kept whole
+    long = [EndpointConfig(name="m" * 62 + tail, namespace="inference") for tail in "ab"]
+    names = [rule_name(e) for e in long]
+    assert len(set(names)) == 2
+    for name in names:
+        assert len(name) == RULE_NAME_MAX
+        assert name.startswith("l2-inference-mmm")
+        assert re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{8}", name)
+    one_over = EndpointConfig(name="m" * (len(fits.name) + 1), namespace="inference")
+    assert len(rule_name(one_over)) == RULE_NAME_MAX and rule_name(one_over) != rule_name(fits)
