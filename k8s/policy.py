@@ -38,7 +38,7 @@ CARRIES_REMOTE_URL = f"{{{{ element.env[?name=='{REMOTE_URL_ENV}'] || `[]` | len
 
 def l2_url(config: AppConfig) -> str:
     """LMCache's fs connector URL for the mount (host and port are ignored by the connector)."""
-    return f"fs://localhost:0{config.kvcache.l2_mount_path.rstrip('/')}/"
+    return f"fs://localhost:0{config.kvcache.l2_mount_path}/"
 
 
 def l2_env(config: AppConfig) -> list[dict[str, str]]:

@@ -479,7 +479,26 @@ class KvCacheConfig(Section):
     endpoints: tuple[EndpointConfig, ...] = (EndpointConfig(),)
     """Inference endpoints served from the cluster; all share one Curvine."""
     l2_mount_path: str = "/mnt/curvine/l2cache"
-    """Where the policy mounts curvine-pvc in the vLLM container."""
+    """Where the policy mounts curvine-pvc in the vLLM container (LMCACHE_REMOTE_URL is
+    ``fs://localhost:0<path>/``): an absolute, normalized path of its own."""
+
+    @field_validator("l2_mount_path")
+    @classmethod
+    def _mount_path(cls, v: str) -> str:
+        # The URL is built from it as written, and the kernel's own trees must not be shadowed.
+        segments = v.split("/")[1:]
+        if (
+            not v.startswith("/")
+            or v == "/"
+            or any(s in ("", ".", "..") for s in segments)
+            or segments[0] in ("dev", "proc", "sys")
+        ):
+            raise RuleViolation(
+                "an absolute path like /mnt/curvine/l2cache: no trailing '/', no '.', '..' or "
+                "empty segments, not / and not under /dev, /proc or /sys",
+                "use a directory of its own under /mnt",
+            )
+        return v
 
     @model_validator(mode="after")
     def _backend_owns_curvine(self) -> KvCacheConfig:

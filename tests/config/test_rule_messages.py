@@ -217,3 +217,32 @@ def test_the_one_line_is_also_what_repr_and_args_carry() -> None:
     line = f"{SOURCE}: region = 'mars-1': allowed: an AWS region; fix: pick one"
     assert error.args == (line,)
     assert repr(error) == f"ConfigError({line!r})"
+
+
+# --- where L2 is mounted in the vLLM container ---------------------------------------------------
+
+MOUNT_ALLOWED = (
+    "allowed: an absolute path like /mnt/curvine/l2cache: no trailing '/', no '.', '..' or "
+    "empty segments, not / and not under /dev, /proc or /sys; fix: use a directory of its own "
+    "under /mnt"
+)
+
+
+@pytest.mark.parametrize(
+    "path", ["mnt/l2", "/", "/mnt/l2/", "/mnt//l2", "/mnt/./l2", "/mnt/../l2", "/dev/shm/l2",
+             "/proc/l2", "/sys"],
+)  # fmt: skip
+def test_an_l2_mount_path_that_is_not_a_clean_absolute_path_of_its_own_is_refused(
+    path: str,
+) -> None:
+    """LMCACHE_REMOTE_URL is fs://localhost:0<path>/, built from the path as written."""
+    field = "kvcache.l2_mount_path"
+    assert _refusal({field: path}) == f"{SOURCE}: {field} = {path!r}: {MOUNT_ALLOWED}"
+
+
+@pytest.mark.parametrize("path", ["/l2", "/mnt/curvine/l2cache", "/devices/l2", "/srv/sys"])
+def test_a_clean_absolute_l2_mount_path_is_accepted_and_makes_the_url(path: str) -> None:
+    from k8s.policy import l2_url
+
+    config = parse_config(_with({"kvcache.l2_mount_path": path}), SOURCE, "unit")
+    assert l2_url(config) == f"fs://localhost:0{path}/"
