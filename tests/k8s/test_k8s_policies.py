@@ -69,6 +69,26 @@ def test_privileged_namespaces_are_curvine_and_the_endpoints(
     assert used <= set(namespaces)
 
 
+def test_an_installed_kyverno_keeps_its_own_namespace() -> None:
+    """With ``kvcache.kyverno.install: false`` (an existing cluster's Kyverno) the charts render
+    no Namespace for Kyverno's: it is not ours. The ownership-aware apply would refuse to take it
+    over, and were it ours a stack deletion would delete it with Kyverno inside."""
+    from infra.config import parse_config
+    from k8s.app import build_charts, manifests
+    from tests.synth_support import QUICK_INSTALL_CLUSTER, _dev_raw
+
+    raw = _dev_raw()
+    raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)
+    kv = raw.setdefault("kvcache", {})
+    kv["kyverno"] = {**kv.get("kyverno", {}), "install": False}
+    config = parse_config(raw, "config/dev.yaml (existing cluster, installed Kyverno)", "dev")
+    rendered = [o for objs in manifests(build_charts(config)).values() for o in objs]
+    namespaces = {o["metadata"]["name"] for o in rendered if o["kind"] == "Namespace"}
+    assert config.kvcache.kyverno.namespace not in namespaces
+    # The app's own namespaces are still rendered (the check above is not vacuous).
+    assert config.kvcache.curvine.namespace in namespaces
+
+
 def test_images_are_pinned(rendered: list[dict[str, Any]]) -> None:
     images = [c["image"] for _, s in _pod_specs(rendered) for c in s["containers"]]
     images += [o["spec"]["worker"]["image"] for o in rendered
