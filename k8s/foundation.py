@@ -16,9 +16,10 @@ CURVINE_SC = "curvine-sc"
 CURVINE_FS_PATH = "/l2cache"
 
 
-def psa_labels(level: str, warn: str = "restricted") -> dict[str, str]:
-    """Enforce ``level``; warn and audit at ``warn`` (``restricted`` unless said otherwise) so
-    anything beyond the strictest level shows in warnings and the audit log."""
+def psa_labels(level: str, warn: str) -> dict[str, str]:
+    """Enforce ``level``; warn and audit at ``warn`` (``restricted`` but where every Pod is
+    privileged by design) so anything beyond the strictest level shows in warnings and the
+    audit log."""
     return {f"{PSA}/enforce": level, f"{PSA}/enforce-version": "latest",
             f"{PSA}/warn": warn, f"{PSA}/audit": warn}  # fmt: skip
 
