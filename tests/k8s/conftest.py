@@ -6,6 +6,7 @@ No double is needed: the charts are synthesized by cdk8s itself and written by t
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -42,10 +43,17 @@ def rendered(rendered_files: dict[str, list[dict[str, Any]]]) -> list[dict[str, 
 
 
 def crd_schema(path: Path, version: str) -> dict[str, Any]:
-    crd = yaml.safe_load(path.read_text())
-    (v,) = [v for v in crd["spec"]["versions"] if v["name"] == version]
+    """The CRD's schema for ``version`` (read-only: the parsed CRD is shared across tests)."""
+    (v,) = [v for v in _crd(path)["spec"]["versions"] if v["name"] == version]
     schema: dict[str, Any] = v["schema"]["openAPIV3Schema"]
     return schema
+
+
+@functools.cache
+def _crd(path: Path) -> dict[str, Any]:
+    # libyaml's loader: Kyverno's ClusterPolicy CRD is 1.4 MB, seconds for the pure-Python one.
+    crd: dict[str, Any] = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
+    return crd
 
 
 # The FSx variant of the rehearsal: dev's config with the shared tier on FSx for Lustre (and its
