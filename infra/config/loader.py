@@ -26,17 +26,32 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
             "-c env", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
             f"pass -c env=<name> (make: ENV=<name>) with a file in config/, or create {source}",
         )  # fmt: skip
+    text = path.read_text()
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "file"
-        raise ConfigError(
-            source, where, None, "valid YAML", f"fix the YAML syntax ({exc})"
-        ) from None
+        raise _yaml_error(source, text, exc) from None
     if not isinstance(raw, dict):
         raise ConfigError(source, "(top level)", raw, "a mapping of keys", "see config/dev.yaml")
     return parse_config(raw, source, env)
+
+
+def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
+    """One line for a YAML syntax error: where, the line as written, what the parser expected
+    (PyYAML's own message spans several lines and quotes the file as "<unicode string>")."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is None:  # a character the reader refuses, before any parsing
+        return ConfigError(source, "file", None, "valid YAML",
+                           f"fix the YAML syntax: {' '.join(str(exc).split())}")  # fmt: skip
+    lines = text.splitlines()
+    written = lines[mark.line].strip() if mark.line < len(lines) else None
+    problem = getattr(exc, "problem", None) or "a syntax error"
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    started = f" ({context} at line {context_mark.line + 1})" if context and context_mark else ""
+    return ConfigError(
+        source, f"line {mark.line + 1}, column {mark.column + 1}", written, "valid YAML",
+        f"fix the YAML syntax: {problem}{started}",
+    )  # fmt: skip
 
 
 def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> AppConfig:

@@ -246,3 +246,57 @@ def test_a_clean_absolute_l2_mount_path_is_accepted_and_makes_the_url(path: str)
 
     config = parse_config(_with({"kvcache.l2_mount_path": path}), SOURCE, "unit")
     assert l2_url(config) == f"fs://localhost:0{path}/"
+
+
+# --- the file itself: YAML syntax, shape, and the environment it names ---------------------------
+
+
+def _load_error(tmp_path: Path, env: str, text: str) -> str:
+    (tmp_path / f"{env}.yaml").write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_config(env, tmp_path)
+    assert "\n" not in str(err.value)
+    return str(err.value)
+
+
+def test_a_yaml_syntax_error_is_one_line_naming_the_line_as_written_and_what_was_expected(
+    tmp_path: Path,
+) -> None:
+    text = 'environment: bad\nregion: [us-west-2\naccount: "1"\n'
+    assert _load_error(tmp_path, "bad", text) == (
+        "config/bad.yaml: line 3, column 8 = 'account: \"1\"': allowed: valid YAML; fix: fix the "
+        "YAML syntax: expected ',' or ']', but got ':' (while parsing a flow sequence at line 2)"
+    )
+
+
+def test_a_character_yaml_refuses_is_one_line_too(tmp_path: Path) -> None:
+    assert _load_error(tmp_path, "ctl", "a: 1\nb: \x07\n") == (
+        "config/ctl.yaml: file = (missing): allowed: valid YAML; fix: fix the YAML syntax: "
+        'unacceptable character #x0007: special characters are not allowed in "<unicode '
+        'string>", position 8'
+    )
+
+
+def test_a_file_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    assert _load_error(tmp_path, "list", "- a\n- b\n") == (
+        "config/list.yaml: (top level) = ['a', 'b']: allowed: a mapping of keys; "
+        "fix: see config/dev.yaml"
+    )
+
+
+def test_an_empty_file_asks_for_the_first_required_key(tmp_path: Path) -> None:
+    assert _load_error(tmp_path, "empty", "") == (
+        "config/empty.yaml: account = (missing): allowed: a value (required); "
+        "fix: add account to config/empty.yaml"
+    )
+
+
+def test_a_file_is_the_environment_it_is_named_after(tmp_path: Path) -> None:
+    """The file's name is the environment: stack names and the lock follow it."""
+    dev = (CONFIG_DIR / "dev.yaml").read_text()
+    assert _load_error(tmp_path, "staging", dev) == (
+        "config/staging.yaml: environment = 'dev': allowed: 'staging' (the file's name); "
+        "fix: set environment: staging"
+    )
+    (tmp_path / "qa.yaml").write_text(dev.replace("environment: dev\n", ""))
+    assert load_config("qa", tmp_path).environment == "qa"
