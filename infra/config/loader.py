@@ -69,7 +69,7 @@ def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> Ap
 
 
 def _first_error(exc: ValidationError, source: str, raw: dict[str, Any]) -> ConfigError:
-    err = exc.errors(include_url=False)[0]
+    err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"])
     value = err.get("input")
     cause = (err.get("ctx") or {}).get("error")
@@ -85,6 +85,7 @@ def _first_error(exc: ValidationError, source: str, raw: dict[str, Any]) -> Conf
         )  # fmt: skip
     if kind == "missing":
         return ConfigError(source, field, None, "a value (required)", f"add {field} to {source}")
-    # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...)
-    allowed = err["msg"].removeprefix("Input should be ").removeprefix("Value error, ")
+    # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...);
+    # every rule of this project raises RuleViolation, handled above.
+    allowed = err["msg"].removeprefix("Input should be ")
     return ConfigError(source, field, value, allowed, f"change {field} in {source}")
