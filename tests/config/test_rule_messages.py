@@ -300,3 +300,38 @@ def test_a_file_is_the_environment_it_is_named_after(tmp_path: Path) -> None:
     )
     (tmp_path / "qa.yaml").write_text(dev.replace("environment: dev\n", ""))
     assert load_config("qa", tmp_path).environment == "qa"
+
+
+# --- network sizes and log retention -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("field", "lo", "hi"), [
+    ("network.vpc_cidr", 16, 24),
+    ("network.hyperpod_subnet.cidr", 16, 24),
+])  # fmt: skip
+@pytest.mark.parametrize("value", ["10.192.0.1/16", "ten.0.0.0/16", "10.192.0.0/33", "fd00::/16"])
+def test_a_cidr_that_is_not_an_ipv4_network_is_refused_with_an_example(
+    field: str, lo: int, hi: int, value: str
+) -> None:
+    """Host bits set (10.192.0.1/16) are refused too: the address must be the network's own."""
+    assert _refusal({field: value}) == (
+        f"{SOURCE}: {field} = {value!r}: allowed: an IPv4 network in CIDR form, /{lo} to /{hi}; "
+        f"fix: set {field} to e.g. 10.0.0.0/16"
+    )
+
+
+def test_a_cidr_outside_the_prefix_range_is_refused_with_the_range() -> None:
+    field = "network.hyperpod_subnet.cidr"
+    assert _refusal({field: "10.1.0.0/25"}) == (
+        f"{SOURCE}: {field} = '10.1.0.0/25': allowed: a prefix length from /16 to /24; "
+        f"fix: resize {field}"
+    )
+
+
+def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_does() -> None:
+    field = "network.flow_logs_retention_days"
+    assert _refusal({field: 31}) == (
+        f"{SOURCE}: {field} = 31: allowed: one of CloudWatch's retention values 1, 3, 5, 7, 14, "
+        "30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, "
+        f"3653; fix: set {field} to the nearest of them"
+    )
