@@ -65,3 +65,55 @@ def test_existing_cluster_collector_network(subnets: list[str], field: str) -> N
         parse_config(raw, "config/dev.yaml", "dev")
     text = str(caught.value)
     assert "\n" not in text and f"observability.{field}" in text
+
+
+def _existing(**observability: Any) -> str | None:
+    raw = _dev(**observability)
+    raw["existing_cluster"] = EXISTING
+    try:
+        parse_config(raw, "config/dev.yaml", "dev")
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+CIDRS = ["10.0.0.0/24", "10.0.1.0/24"]
+SG = ["sg-0123456789abcdef0"]
+
+
+def test_one_scraper_subnet_is_refused_with_the_command_that_lists_the_clusters() -> None:
+    assert _existing(scraper_subnet_ids=SUBNETS[:1], scraper_security_group_ids=SG) == (
+        f"config/dev.yaml: observability.scraper_subnet_ids = {SUBNETS[:1]!r}: allowed: two or "
+        "more subnets in different AZs (the managed collector needs two AZs); fix: list the EKS "
+        "cluster's subnets (aws eks describe-cluster --query cluster.resourcesVpcConfig.subnetIds)"
+    )
+
+
+def test_scraper_subnets_without_their_cidrs_are_refused_with_the_command_that_reads_them() -> None:
+    assert _existing(scraper_subnet_ids=SUBNETS, scraper_security_group_ids=SG) == (
+        "config/dev.yaml: observability.scraper_source_cidrs = []: allowed: the CIDRs of "
+        "scraper_subnet_ids (Curvine's NetworkPolicies admit the collector's metrics scrapes from "
+        "them); fix: aws ec2 describe-subnets --subnet-ids <ids> --query 'Subnets[].CidrBlock'"
+    )
+
+
+def test_scraper_subnets_without_a_security_group_are_refused() -> None:
+    """Subnets alone are not "neither": the collector would have no way into the nodes."""
+    assert _existing(scraper_subnet_ids=SUBNETS, scraper_source_cidrs=CIDRS) == (
+        "config/dev.yaml: observability.scraper_security_group_ids = []: allowed: at least one "
+        "security group that reaches the nodes; fix: use the cluster security group (aws eks "
+        "describe-cluster --query cluster.resourcesVpcConfig.clusterSecurityGroupId)"
+    )
+
+
+def test_the_scraper_network_is_checked_only_for_an_enabled_collector_on_an_existing_cluster() -> (
+    None
+):
+    """A new cluster's collector uses the stacks' own subnets and security group; a disabled
+    collector is not deployed: neither reads the scraper settings."""
+    one = {"scraper_subnet_ids": SUBNETS[:1], "scraper_security_group_ids": SG}
+    parse_config(_dev(**one), "config/dev.yaml", "dev")
+    assert _existing(enabled=False, **one) is None
+    assert _existing() is None  # neither list: the collector is left out, with a synth warning
+    full = {**one, "scraper_subnet_ids": SUBNETS, "scraper_source_cidrs": CIDRS}
+    assert _existing(**full) is None
