@@ -15,7 +15,7 @@ import pytest
 from infra.config import AppConfig
 from infra.config.operator_versions import OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
-from tests.k8s.conftest import SCHEMAS, crd_schema, env_config
+from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 # Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
@@ -53,7 +53,7 @@ def test_custom_resources_validate_against_their_crd(
     rendered: list[dict[str, Any]], kind: str
 ) -> None:
     path, version = CUSTOM[kind]
-    schema = crd_schema(path, version)
+    schema = strict(crd_schema(path, version))
     objs = [o for o in rendered if _key(o) == kind]
     assert objs, f"no {kind} rendered"
     for obj in objs:
@@ -65,7 +65,7 @@ def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
     rendered_envs: dict[str, list[dict[str, Any]]], env: str
 ) -> None:
     config = env_config(env)
-    schema = pinned_iec_schema(config)
+    schema = strict(pinned_iec_schema(config))
     iecs = [o for o in rendered_envs[env] if _key(o) == IEC]
     assert iecs, f"{env}: no InferenceEndpointConfig rendered"
     op = config.addons.inference_operator
