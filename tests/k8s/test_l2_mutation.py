@@ -34,7 +34,11 @@ def _env(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_policy_shape(policy: dict[str, Any], dev_config: AppConfig) -> None:
-    assert policy["spec"]["webhookConfiguration"]["failurePolicy"] == "Fail"
+    # Mutating at admission is the whole policy (admission false: no Pod would get L2); a Pod
+    # create fails rather than start without L2 (Fail), and Kyverno gets 15 s to answer, within
+    # the API server's 30 s cap for a webhook; no background scans of existing Pods.
+    assert policy["spec"]["admission"] is True
+    assert policy["spec"]["webhookConfiguration"] == {"failurePolicy": "Fail", "timeoutSeconds": 15}
     assert policy["spec"]["background"] is False
     rules = policy["spec"]["rules"]
     assert len(rules) == len(dev_config.kvcache.endpoints)
