@@ -335,3 +335,35 @@ def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_doe
         "30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, "
         f"3653; fix: set {field} to the nearest of them"
     )
+
+
+# --- where the FSx file system goes, and the bucket it exports to --------------------------------
+
+PLACEMENT = {
+    "hyperpod_subnet_id": "subnet-0aaaa1111bbbb2222",
+    "vpc_id": "vpc-0aaaa1111bbbb2222",
+    "client_security_group_id": "sg-0eeee5555ffff6666",
+}
+
+
+@pytest.mark.parametrize("key", list(PLACEMENT))
+def test_an_fsx_placement_id_with_a_cluster_the_app_creates_is_refused(key: str) -> None:
+    """Each id on its own: the app places the file system in the cluster it creates."""
+    field = f"kvcache.fsx.{key}"
+    value = PLACEMENT[key]
+    assert _refusal({"kvcache.l2_backend": "fsx_lustre", field: value}) == (
+        f"{SOURCE}: {field} = {value!r}: allowed: null with a cluster the app creates: the file "
+        "system goes into its HyperPod subnet (network.hyperpod_subnet) and admits its cluster "
+        f"security group; fix: remove {field}"
+    )
+
+
+def test_an_export_bucket_in_another_region_is_refused_with_the_environments_region() -> None:
+    field = "kvcache.fsx.data_repository.bucket_region"
+    repo = {"bucket": "amzn-s3-demo-kv", "bucket_region": "eu-west-1"}
+    overrides = {"kvcache.l2_backend": "fsx_lustre", "kvcache.fsx.data_repository": repo}
+    assert _refusal(overrides) == (
+        f"{SOURCE}: {field} = 'eu-west-1': allowed: us-west-2 (the environment's region: the "
+        "association links a bucket in the file system's region); fix: use a bucket in "
+        "us-west-2, or remove kvcache.fsx.data_repository"
+    )
