@@ -608,19 +608,24 @@ def _check_fsx(app: AppConfig) -> None:
                     value=getattr(fsx, name),
                 )
     else:
+        # Checked in this order, so the VPC's command can name the subnet already written.
         cluster = app.existing_cluster.hyperpod_cluster_name
-        for name, query in (
-            ("hyperpod_subnet_id", "VpcConfig.Subnets[0]"),
-            ("vpc_id", "VpcConfig.Subnets[0] (then aws ec2 describe-subnets for its VpcId)"),
-            ("client_security_group_id", "VpcConfig.SecurityGroupIds[0]"),
+        describe = f"aws sagemaker describe-cluster --cluster-name {cluster}"
+        for name, command in (
+            ("hyperpod_subnet_id", f"{describe} --query 'VpcConfig.Subnets[0]'"),
+            (
+                "vpc_id",
+                f"aws ec2 describe-subnets --subnet-ids {fsx.hyperpod_subnet_id} "
+                "--query 'Subnets[0].VpcId'",
+            ),
+            ("client_security_group_id", f"{describe} --query 'VpcConfig.SecurityGroupIds[0]'"),
         ):
             if getattr(fsx, name) is None:
                 raise RuleViolation(
                     "set with existing_cluster and l2_backend fsx_lustre: the file system is "
                     "placed in the HyperPod subnet (the GPU nodes' AZ) and admits only the nodes' "
                     "security group",
-                    f"run `aws sagemaker describe-cluster --cluster-name {cluster} --query "
-                    f"{query}` and write kvcache.fsx.{name}",
+                    f"run `{command} --output text` and write the id to kvcache.fsx.{name}",
                     field=f"kvcache.fsx.{name}",
                     value=None,
                 )

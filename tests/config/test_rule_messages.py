@@ -7,6 +7,7 @@ Each test here pins that line for one rule, so a reworded or dropped part is a f
 from __future__ import annotations
 
 import copy
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -344,6 +345,13 @@ PLACEMENT = {
     "vpc_id": "vpc-0aaaa1111bbbb2222",
     "client_security_group_id": "sg-0eeee5555ffff6666",
 }
+EXISTING_CLUSTER = {
+    "eks_cluster_name": "team-eks",
+    "hyperpod_cluster_name": "team-hyperpod",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
+    "amazonaws.com/id/EXAMPLE",
+}
 
 
 @pytest.mark.parametrize("key", list(PLACEMENT))
@@ -355,6 +363,32 @@ def test_an_fsx_placement_id_with_a_cluster_the_app_creates_is_refused(key: str)
         f"{SOURCE}: {field} = {value!r}: allowed: null with a cluster the app creates: the file "
         "system goes into its HyperPod subnet (network.hyperpod_subnet) and admits its cluster "
         f"security group; fix: remove {field}"
+    )
+
+
+@pytest.mark.parametrize(("key", "command"), [
+    ("hyperpod_subnet_id",
+     "aws sagemaker describe-cluster --cluster-name team-hyperpod --query 'VpcConfig.Subnets[0]'"),
+    ("vpc_id",
+     "aws ec2 describe-subnets --subnet-ids subnet-0aaaa1111bbbb2222 --query 'Subnets[0].VpcId'"),
+    ("client_security_group_id",
+     "aws sagemaker describe-cluster --cluster-name team-hyperpod "
+     "--query 'VpcConfig.SecurityGroupIds[0]'"),
+])  # fmt: skip
+def test_a_missing_fsx_placement_id_on_an_existing_cluster_names_the_command_that_prints_it(
+    key: str, command: str
+) -> None:
+    """The ids are asked for in order (the ones before ``key`` written), so the VPC's command
+    names the subnet the user has just written."""
+    given = dict(itertools.takewhile(lambda item: item[0] != key, PLACEMENT.items()))
+    overrides = {"existing_cluster": EXISTING_CLUSTER, "kvcache.l2_backend": "fsx_lustre"}
+    overrides.update({f"kvcache.fsx.{k}": v for k, v in given.items()})
+    field = f"kvcache.fsx.{key}"
+    assert _refusal(overrides) == (
+        f"{SOURCE}: {field} = (missing): allowed: set with existing_cluster and l2_backend "
+        "fsx_lustre: the file system is placed in the HyperPod subnet (the GPU nodes' AZ) and "
+        f"admits only the nodes' security group; fix: run `{command} --output text` and write "
+        f"the id to {field}"
     )
 
 
