@@ -39,14 +39,15 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
 def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
     """One line for a YAML syntax error: where, the line as written, what the parser expected
     (PyYAML's own message spans several lines and quotes the file as "<unicode string>")."""
-    mark = getattr(exc, "problem_mark", None)
-    if mark is None:  # a character the reader refuses, before any parsing
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        # A character the reader refuses, before any parsing: no line to point at.
         return ConfigError(source, "file", None, "valid YAML",
                            f"fix the YAML syntax: {' '.join(str(exc).split())}")  # fmt: skip
+    mark = exc.problem_mark
     lines = text.splitlines()
-    written = lines[mark.line].strip() if mark.line < len(lines) else None
-    problem = getattr(exc, "problem", None) or "a syntax error"
-    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    written = lines[mark.line].strip() if mark.line < len(lines) else None  # None: end of file
+    problem = exc.problem or "a syntax error"
+    context, context_mark = exc.context, exc.context_mark
     started = f" ({context} at line {context_mark.line + 1})" if context and context_mark else ""
     return ConfigError(
         source, f"line {mark.line + 1}, column {mark.column + 1}", written, "valid YAML",

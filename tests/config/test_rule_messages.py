@@ -401,3 +401,23 @@ def test_an_export_bucket_in_another_region_is_refused_with_the_environments_reg
         "association links a bucket in the file system's region); fix: use a bucket in "
         "us-west-2, or remove kvcache.fsx.data_repository"
     )
+
+
+def test_a_yaml_error_at_the_end_of_the_file_shows_no_line_text(tmp_path: Path) -> None:
+    assert _load_error(tmp_path, "cut", "region: [us-west-2\n") == (
+        "config/cut.yaml: line 2, column 1 = (missing): allowed: valid YAML; fix: fix the YAML "
+        "syntax: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at "
+        "line 1)"
+    )
+
+
+def test_a_yaml_error_without_a_problem_or_a_context_mark_still_reads_as_one_line() -> None:
+    """PyYAML always sets both when it raises; the line must not break if one is missing."""
+    from infra.config.loader import _yaml_error
+
+    mark = yaml.Mark("x", 0, 0, 4, None, None)
+    bare = yaml.MarkedYAMLError(context="while parsing", problem_mark=mark)
+    assert str(_yaml_error("config/x.yaml", "a: b\n", bare)) == (
+        "config/x.yaml: line 1, column 5 = 'a: b': allowed: valid YAML; "
+        "fix: fix the YAML syntax: a syntax error"
+    )
