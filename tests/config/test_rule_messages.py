@@ -421,3 +421,23 @@ def test_a_yaml_error_without_a_problem_or_a_context_mark_still_reads_as_one_lin
         "config/x.yaml: line 1, column 5 = 'a: b': allowed: valid YAML; "
         "fix: fix the YAML syntax: a syntax error"
     )
+
+
+# --- add-on modes on a cluster this app creates -------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["cert_manager", "ebs_csi", "inference_operator"])
+@pytest.mark.parametrize("mode", ["adopt", "skip"])
+def test_adopting_or_skipping_an_add_on_of_a_cluster_this_app_creates_is_refused(
+    key: str, mode: str
+) -> None:
+    field = f"addons.{key}.mode"
+    assert _refusal({field: mode}) == (
+        f"{SOURCE}: {field} = {mode!r}: allowed: create (adopt and skip are for an existing "
+        "cluster: a cluster this app creates has no add-ons installed yet); fix: set "
+        f"{field} to create, or configure existing_cluster"
+    )
+
+
+def test_the_add_on_rules_do_not_apply_when_the_app_installs_no_add_ons() -> None:
+    assert _refusal({"addons.enabled": False, "addons.cert_manager.mode": "skip"}) is None
