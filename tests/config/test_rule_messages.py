@@ -441,3 +441,21 @@ def test_adopting_or_skipping_an_add_on_of_a_cluster_this_app_creates_is_refused
 
 def test_the_add_on_rules_do_not_apply_when_the_app_installs_no_add_ons() -> None:
     assert _refusal({"addons.enabled": False, "addons.cert_manager.mode": "skip"}) is None
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("adopted_role_arn", "arn:aws:iam::111122223333:role/theirs"),
+    ("adopted_configuration", '{"controller":{"replicaCount":1}}'),
+])  # fmt: skip
+@pytest.mark.parametrize("mode", ["create", "skip"])
+def test_what_describes_an_adopted_add_on_is_refused_unless_it_is_adopted(
+    name: str, value: Any, mode: str
+) -> None:
+    field = f"addons.ebs_csi.{name}"
+    overrides = {"existing_cluster": EXISTING_CLUSTER, "addons.ebs_csi.mode": mode, field: value}
+    assert _refusal(overrides) == (
+        f"{SOURCE}: {field} = {value!r}: allowed: null unless mode is adopt (the values describe "
+        "an installed add-on taken over as it is; create makes its own roles, skip touches "
+        f"nothing); fix: remove {field}, or set addons.ebs_csi.mode to adopt"
+    )
+    assert _refusal({**overrides, "addons.ebs_csi.mode": "adopt"}) is None
