@@ -459,3 +459,37 @@ def test_what_describes_an_adopted_add_on_is_refused_unless_it_is_adopted(
         f"nothing); fix: remove {field}, or set addons.ebs_csi.mode to adopt"
     )
     assert _refusal({**overrides, "addons.ebs_csi.mode": "adopt"}) is None
+
+
+OPERATOR = "addons.inference_operator"
+
+
+def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -> None:
+    """An update with no configurationValues would reset the owner's operator settings."""
+    overrides = {"existing_cluster": EXISTING_CLUSTER, f"{OPERATOR}.mode": "adopt"}
+    assert _refusal(overrides) == (
+        f"{SOURCE}: {OPERATOR}.adopted_configuration = (missing): allowed: the installed add-on's "
+        "configurationValues (it always has some: its execution role and TLS bucket); without "
+        "them an update would reset the owner's operator; fix: run `python -m scripts preflight "
+        "--env <env>` and paste the adopted_configuration it prints, or set "
+        f"{OPERATOR}.mode to skip"
+    )
+    adopted = {**overrides, f"{OPERATOR}.adopted_configuration": '{"executionRoleArn":"x"}'}
+    assert _refusal(adopted) is None
+
+
+@pytest.mark.parametrize(("key", "why"), [
+    ("cert_manager", "the operator's webhooks need the cert-manager CRDs"),
+    ("s3_csi", "the operator's init container refuses to start without CSIDriver s3.csi.aws.com"),
+    ("fsx_csi", "the operator's init container refuses to start without CSIDriver "
+                "fsx.csi.aws.com"),
+    ("metrics_server", "the AWS setup guide lists it as required; the install fails without it"),
+])  # fmt: skip
+def test_the_operator_needs_each_of_its_dependencies_enabled(key: str, why: str) -> None:
+    field = f"addons.{key}.enabled"
+    assert _refusal({field: False}) == (
+        f"{SOURCE}: {field} = False: allowed: true while {OPERATOR}.enabled is true ({why}); "
+        f"fix: set {field} to true (mode: skip if it is already installed), or "
+        f"{OPERATOR}.enabled to false"
+    )
+    assert _refusal({field: False, f"{OPERATOR}.enabled": False}) is None
