@@ -66,10 +66,10 @@ def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> Ap
     try:
         return AppConfig.model_validate(raw)
     except ValidationError as exc:
-        raise _first_error(exc, source, raw) from None
+        raise _first_error(exc, source) from None
 
 
-def _first_error(exc: ValidationError, source: str, raw: dict[str, Any]) -> ConfigError:
+def _first_error(exc: ValidationError, source: str) -> ConfigError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"])
     value = err.get("input")

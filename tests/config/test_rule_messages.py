@@ -493,3 +493,15 @@ def test_the_operator_needs_each_of_its_dependencies_enabled(key: str, why: str)
         f"{OPERATOR}.enabled to false"
     )
     assert _refusal({field: False, f"{OPERATOR}.enabled": False}) is None
+
+
+def test_a_mapping_parsed_without_a_file_name_must_name_its_environment() -> None:
+    """parse_config without ``env`` (a config built in Python) takes the environment from the
+    mapping only: none there is a missing key, not an environment called None."""
+    raw = {k: v for k, v in BASE.items() if k != "environment"}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, SOURCE)
+    assert str(err.value) == (
+        f"{SOURCE}: environment = (missing): allowed: a value (required); "
+        f"fix: add environment to {SOURCE}"
+    )
