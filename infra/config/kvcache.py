@@ -644,8 +644,8 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
     field = f"kvcache.endpoints.{i}"
     gpu = app.hyperpod.gpu_group
     itype = e.instance_type or gpu.instance_type
-    inst = GPU_INSTANCES.get(itype)
-    if inst is None or inst.nvme_gb <= 0:
+    inst = GPU_INSTANCES.get(itype)  # every type there has local NVMe
+    if inst is None:
         raise RuleViolation(
             f"a GPU type with local NVMe ({', '.join(GPU_INSTANCES)})",
             "use a G6e or P5 type",

@@ -505,3 +505,58 @@ def test_a_mapping_parsed_without_a_file_name_must_name_its_environment() -> Non
         f"{SOURCE}: environment = (missing): allowed: a value (required); "
         f"fix: add environment to {SOURCE}"
     )
+
+
+# --- endpoints on the GPU group (dev: 2 x ml.g6e.4xlarge, one GPU each) --------------------------
+
+
+def _endpoints(*overrides: dict[str, Any]) -> dict[str, Any]:
+    base = BASE["kvcache"]["endpoints"][0]
+    return {"kvcache.endpoints": [{**base, **o} for o in overrides]}
+
+
+def test_endpoints_share_the_gpu_group_so_their_replicas_add_up() -> None:
+    """Each endpoint fits alone; together they need three GPUs of two."""
+    field = "kvcache.endpoints.1.replicas"
+    assert _refusal(_endpoints({"replicas": 2}, {"name": "other", "replicas": 1})) == (
+        f"{SOURCE}: {field} = 1: allowed: replicas that fit the GPU group: 3 GPUs > 2 GPUs "
+        "(2 nodes x 1); fix: lower replicas, add GPU nodes, or set rollout: scale_down_first"
+    )
+
+
+def test_a_surge_rollout_needs_a_free_gpu_for_its_extra_pod() -> None:
+    field = "kvcache.endpoints.0.replicas"
+    assert _refusal(_endpoints({"replicas": 2, "rollout": "surge"})) == (
+        f"{SOURCE}: {field} = 2: allowed: replicas that fit the GPU group: 2 GPUs for replicas + "
+        "1 for the rollout's surge Pod > 2 GPUs (2 nodes x 1): the surge Pod would stay Pending "
+        "and the rollout would deadlock; fix: lower replicas, add GPU nodes, or set rollout: "
+        "scale_down_first"
+    )
+    assert _refusal(_endpoints({"replicas": 1, "rollout": "surge"})) is None
+
+
+def test_replicas_beyond_the_gpus_are_refused_as_such_whatever_the_rollout() -> None:
+    field = "kvcache.endpoints.0.replicas"
+    assert _refusal(_endpoints({"replicas": 3, "rollout": "surge"})) == (
+        f"{SOURCE}: {field} = 3: allowed: replicas that fit the GPU group: 3 GPUs > 2 GPUs "
+        "(2 nodes x 1); fix: lower replicas, add GPU nodes, or set rollout: scale_down_first"
+    )
+
+
+def test_an_endpoint_on_a_type_without_local_nvme_is_refused_with_the_types_that_have_it() -> None:
+    from infra.instances import GPU_INSTANCES
+
+    field = "kvcache.endpoints.0.instance_type"
+    assert _refusal(_endpoints({"instance_type": "ml.g5.4xlarge"})) == (
+        f"{SOURCE}: {field} = 'ml.g5.4xlarge': allowed: a GPU type with local NVMe "
+        f"({', '.join(GPU_INSTANCES)}); fix: use a G6e or P5 type"
+    )
+
+
+def test_an_endpoint_runs_only_on_the_gpu_groups_type() -> None:
+    field = "kvcache.endpoints.0.instance_type"
+    assert _refusal(_endpoints({"instance_type": "ml.g6e.8xlarge"})) == (
+        f"{SOURCE}: {field} = 'ml.g6e.8xlarge': allowed: ml.g6e.4xlarge "
+        "(hyperpod.gpu_group.instance_type: the only GPU nodes); fix: remove instance_type or "
+        "make it match the GPU group"
+    )
