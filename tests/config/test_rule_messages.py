@@ -560,3 +560,37 @@ def test_an_endpoint_runs_only_on_the_gpu_groups_type() -> None:
         "(hyperpod.gpu_group.instance_type: the only GPU nodes); fix: remove instance_type or "
         "make it match the GPU group"
     )
+
+
+def test_tensor_parallelism_beyond_the_instances_gpus_is_refused() -> None:
+    field = "kvcache.endpoints.0.tensor_parallel_size"
+    assert _refusal(_endpoints({"tensor_parallel_size": 2})) == (
+        f"{SOURCE}: {field} = 2: allowed: at most 1 (GPUs of one ml.g6e.4xlarge); "
+        "fix: lower tensor_parallel_size or pick a larger instance"
+    )
+
+
+# 25.769803776e9 parameters x 2 bytes is 48 GiB exactly: an L40S's memory.
+EXACTLY_48_GIB = 25.769803776
+
+
+def test_weights_of_exactly_one_gpus_memory_fit_and_a_byte_more_does_not() -> None:
+    model = {**BASE["kvcache"]["endpoints"][0]["model"], "bytes_per_parameter": 2}
+    assert _refusal(_endpoints({"model": {**model, "parameters_billion": EXACTLY_48_GIB}})) is None
+    field = "kvcache.endpoints.0.model.parameters_billion"
+    over = EXACTLY_48_GIB + 1e-9
+    assert _refusal(_endpoints({"model": {**model, "parameters_billion": over}})) == (
+        f"{SOURCE}: {field} = {over!r}: allowed: weights that fit one GPU: {over}e9 params x 2.0 "
+        "bytes / tensor-parallel 1 = 48.0 GiB > 48 GiB per GPU of ml.g6e.4xlarge; fix: raise "
+        "tensor_parallel_size, quantize (bytes_per_parameter 1) or use a larger GPU"
+    )
+
+
+def test_tensor_parallelism_divides_the_weights_across_gpus() -> None:
+    """40e9 x 2 bytes is 74.5 GiB: too much for one 48 GiB GPU, 37.3 GiB on each of two."""
+    model = {**BASE["kvcache"]["endpoints"][0]["model"], "parameters_billion": 40}
+    four_gpus = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
+    split = _endpoints({"model": model, "tensor_parallel_size": 2, "replicas": 1})
+    assert _refusal({**four_gpus, **split}) is None
+    whole = _endpoints({"model": model, "tensor_parallel_size": 1, "replicas": 1})
+    assert "= 74.5 GiB > 48 GiB per GPU" in str(_refusal({**four_gpus, **whole}))
