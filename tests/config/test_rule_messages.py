@@ -594,3 +594,33 @@ def test_tensor_parallelism_divides_the_weights_across_gpus() -> None:
     assert _refusal({**four_gpus, **split}) is None
     whole = _endpoints({"model": model, "tensor_parallel_size": 1, "replicas": 1})
     assert "= 74.5 GiB > 48 GiB per GPU" in str(_refusal({**four_gpus, **whole}))
+
+
+def test_an_s3_model_needs_its_bucket() -> None:
+    model = {**BASE["kvcache"]["endpoints"][0]["model"], "source": "s3", "s3_bucket": None}
+    field = "kvcache.endpoints.0.model.s3_bucket"
+    assert _refusal(_endpoints({"model": model})) == (
+        f"{SOURCE}: {field} = (missing): allowed: a bucket name when model.source is s3; "
+        "fix: set model.s3_bucket"
+    )
+
+
+def test_l2_needs_tiered_storage() -> None:
+    field = "kvcache.endpoints.0.enable_l2_cache"
+    assert _refusal({"tiered_storage.mode": "Disable"}) == (
+        f"{SOURCE}: {field} = True: allowed: false while tiered_storage.mode is Disable (L2 "
+        "rides on HyperPod Tiered Storage); fix: set tiered_storage.mode to Enable, or "
+        "enable_l2_cache to false"
+    )
+    assert (
+        _refusal({"tiered_storage.mode": "Disable", **_endpoints({"enable_l2_cache": False})})
+        is None
+    )
+
+
+def test_l2_needs_its_store() -> None:
+    field = "kvcache.endpoints.0.enable_l2_cache"
+    assert _refusal({"kvcache.curvine.enabled": False}) == (
+        f"{SOURCE}: {field} = True: allowed: false while kvcache.curvine.enabled is false (Curvine "
+        "is the L2 store); fix: set kvcache.curvine.enabled to true, or enable_l2_cache to false"
+    )
