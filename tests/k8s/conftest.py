@@ -96,6 +96,23 @@ def env_config(env: str) -> AppConfig:
     return fsx_config() if env == FSX_VARIANT else load_config(env)
 
 
+@pytest.fixture(params=("dev", "test", "prod", FSX_VARIANT))
+def env(request: pytest.FixtureRequest) -> str:
+    """Each rendered environment in turn (a test that parametrizes ``env`` itself overrides it)."""
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+def objs(env: str, rendered_envs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return rendered_envs[env]
+
+
+@pytest.fixture
+def config(env: str) -> AppConfig:
+    return env_config(env)
+
+
 @pytest.fixture(scope="session")
 def rendered_envs(
     tmp_path_factory: pytest.TempPathFactory, rendered: list[dict[str, Any]]

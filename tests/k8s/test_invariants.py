@@ -16,26 +16,9 @@ from urllib.parse import urlparse
 import pytest
 
 from infra.config import AppConfig
-from tests.k8s.conftest import env_config
-from tests.k8s.test_rehearsal_objects import ENVS, Obj, _containers, _fail, _id, _templates
+from tests.k8s.test_rehearsal_objects import Obj, _containers, _fail, _id, _templates
 
 FS_URL_PREFIX = "fs://"
-
-
-@pytest.fixture(params=ENVS)
-def env(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture
-def objs(env: str, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
-    return rendered_envs[env]
-
-
-@pytest.fixture
-def config(env: str) -> AppConfig:
-    return env_config(env)
 
 
 def _selects(selector: dict[str, str], template: Obj) -> bool:

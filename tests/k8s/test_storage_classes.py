@@ -11,30 +11,13 @@ from __future__ import annotations
 import pytest
 
 from infra.config import AppConfig
-from tests.k8s.conftest import env_config
-from tests.k8s.test_rehearsal_objects import ENVS, Obj, _id
+from tests.k8s.test_rehearsal_objects import Obj, _id
 
 # The names the claims and the existing-cluster checks use (k8s/common.py, stacks/kvcache_stack.py).
 EBS_SC = "ebs-sc"
 CURVINE_SC = "curvine-sc"
 # The driver name of the aws-ebs-csi-driver add-on (its CSIDriver object, from the EKS add-on).
 EBS_CSI_DRIVER = "ebs.csi.aws.com"
-
-
-@pytest.fixture(params=ENVS)
-def env(request: pytest.FixtureRequest) -> str:
-    name: str = request.param
-    return name
-
-
-@pytest.fixture
-def objs(env: str, rendered_envs: dict[str, list[Obj]]) -> list[Obj]:
-    return rendered_envs[env]
-
-
-@pytest.fixture
-def config(env: str) -> AppConfig:
-    return env_config(env)
 
 
 def _storage_class(objs: list[Obj], name: str) -> Obj:
