@@ -15,7 +15,7 @@ import pytest
 
 from infra.config import parse_config
 from infra.config.kvcache import lock_of
-from tests.config.test_rule_messages import BASE, SOURCE, _refusal, _with
+from tests.config.unit_config import BASE, SOURCE, refusal, with_overrides
 
 ENDPOINT = "inference/qwen3-8b"  # the endpoint of config/dev.yaml
 FSX = {"kvcache.l2_backend": "fsx_lustre"}
@@ -41,7 +41,7 @@ def lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Lock:
 
 
 def test_a_lock_file_records_the_curvine_master_count_when_the_l2_is_curvine() -> None:
-    config = parse_config(_with({"kvcache.curvine.master.replicas": 3}), SOURCE, "unit")
+    config = parse_config(with_overrides({"kvcache.curvine.master.replicas": 3}), SOURCE, "unit")
     assert lock_of(config) == {
         "curvine_master_replicas": 3,
         "endpoints": {ENDPOINT: {"routing_strategy": "prefixaware"}},
@@ -51,7 +51,9 @@ def test_a_lock_file_records_the_curvine_master_count_when_the_l2_is_curvine() -
 def test_a_lock_file_records_no_curvine_masters_when_the_l2_is_fsx() -> None:
     """Curvine is not deployed: a master count in the lock would pin a cluster that does not
     exist, and refuse a later switch back to Curvine with another count."""
-    config = parse_config(_with({**FSX, "kvcache.curvine.master.replicas": 3}), SOURCE, "unit")
+    config = parse_config(
+        with_overrides({**FSX, "kvcache.curvine.master.replicas": 3}), SOURCE, "unit"
+    )
     assert lock_of(config)["curvine_master_replicas"] is None
 
 
@@ -61,7 +63,7 @@ def test_a_lock_file_records_no_curvine_masters_when_the_l2_is_fsx() -> None:
 def test_a_changed_curvine_master_count_is_refused_with_the_way_to_rebuild(lock: Lock) -> None:
     lock({"curvine_master_replicas": 1, "endpoints": {}})
     field = "kvcache.curvine.master.replicas"
-    assert _refusal({field: 3}) == (
+    assert refusal({field: 3}) == (
         f"{SOURCE}: {field} = 3: allowed: 1 (recorded in k8s/locks/unit.json: Curvine cannot "
         "change its master count after install); fix: set it back to 1; to rebuild Curvine with "
         "3 masters (L2 data is lost), delete Curvine, remove curvine_master_replicas from "
@@ -75,13 +77,13 @@ def test_a_changed_curvine_master_count_is_refused_with_the_way_to_rebuild(lock:
 def test_a_lock_file_without_endpoints_pins_no_routing_strategy(lock: Lock) -> None:
     """A lock written by hand, or before any endpoint, may lack the key: nothing is pinned."""
     lock({"curvine_master_replicas": 1})
-    assert _refusal(KVAWARE) is None
+    assert refusal(KVAWARE) is None
 
 
 def test_a_changed_routing_strategy_is_refused_with_the_recorded_one(lock: Lock) -> None:
     lock({"endpoints": {ENDPOINT: {"routing_strategy": "prefixaware"}}})
     field = "kvcache.endpoints.0.routing_strategy"
-    assert _refusal(KVAWARE) == (
+    assert refusal(KVAWARE) == (
         f"{SOURCE}: {field} = 'kvaware': allowed: 'prefixaware' (the operator accepts "
         "intelligentRoutingSpec only when the endpoint is created; recorded in "
         "k8s/locks/unit.json); fix: set it back to 'prefixaware', or create a new endpoint "
@@ -100,10 +102,10 @@ def test_switching_the_l2_backend_is_refused_until_the_switch_is_confirmed(
     lock: Lock, recorded: dict[str, Any], overrides: dict[str, Any], was: str, now: str
 ) -> None:
     lock({**recorded, "endpoints": {}})
-    assert _refusal(overrides) == (
+    assert refusal(overrides) == (
         f"{SOURCE}: kvcache.l2_backend = {now!r}: allowed: {was!r} (recorded in "
         "k8s/locks/unit.json): switching the L2 store loses its contents (the cached KV of every "
         f"endpoint); fix: set it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: "
         "true for the deploy that switches (then remove it)"
     )
-    assert _refusal({**overrides, "kvcache.l2_backend_switch_confirmed": True}) is None
+    assert refusal({**overrides, "kvcache.l2_backend_switch_confirmed": True}) is None

@@ -8,25 +8,18 @@ cross-field rules written as validators, listed in RULES with their boundary by 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any, get_args
 
 import annotated_types
 import pytest
-import yaml
 from pydantic import BaseModel
 
-from infra.config import AppConfig, ConfigError, parse_config
+from infra.config import AppConfig
 from infra.config.kvcache import GPU_INSTANCES
-from infra.config.loader import CONFIG_DIR
 from infra.config.model import az_id_prefix
+from tests.config.unit_config import BASE, SOURCE, refusal
 
-# dev.yaml under an environment name without a lock in k8s/locks/, so the lock (which pins
-# what may not change after a first deploy) does not hide the rules under test.
-SOURCE = "config/unit.yaml"
-BASE: dict[str, Any] = {**yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text()),
-                        "environment": "unit"}  # fmt: skip
 # Fields whose bound another rule also constrains: the partner is moved out of the way.
 COMPANIONS: dict[str, dict[str, Any]] = {
     "hyperpod.gpu_group.instance_count": {"kvcache.curvine.enabled": False,
@@ -38,28 +31,6 @@ COMPANIONS: dict[str, dict[str, Any]] = {
         "kvcache.curvine.fuse.cpu_request_millicores": 100},
     "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
 }  # fmt: skip
-
-
-def _with(overrides: dict[str, Any]) -> dict[str, Any]:
-    raw = copy.deepcopy(BASE)
-    for path, value in overrides.items():
-        node: Any = raw
-        *parents, leaf = path.split(".")
-        for key in parents:
-            if isinstance(node, list):
-                node = node[int(key)]
-            else:
-                node = node.setdefault(key, [{}] if key == "endpoints" else {})
-        node[leaf] = value
-    return raw
-
-
-def _refusal(overrides: dict[str, Any]) -> str | None:
-    try:
-        parse_config(_with(overrides), SOURCE, "unit")
-    except ConfigError as err:
-        return str(err)
-    return None
 
 
 # --- numeric bounds declared on fields ---------------------------------------------------------
@@ -107,10 +78,10 @@ def test_the_walk_finds_the_bounded_fields() -> None:
                          ids=[f"{p}={b}" for p, b, _ in FIELD_BOUNDS])  # fmt: skip
 def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: Any) -> None:
     partners = COMPANIONS.get(path, {})
-    message = _refusal({**partners, path: past})
+    message = refusal({**partners, path: past})
     assert message is not None, f"{path} = {past} was accepted"
     assert f"{path} = {past!r}" in message, message
-    assert _refusal({**partners, path: bound}) is None, f"{path} = {bound} was refused"
+    assert refusal({**partners, path: bound}) is None, f"{path} = {bound} was refused"
 
 
 # --- rules written as validators -----------------------------------------------------------------
@@ -199,8 +170,8 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
 def test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it(
     rule: str, ok: dict[str, Any], bad: dict[str, Any], field: str
 ) -> None:
-    assert _refusal(ok) is None, f"{rule}: the boundary {ok} was refused"
-    message = _refusal(bad)
+    assert refusal(ok) is None, f"{rule}: the boundary {ok} was refused"
+    message = refusal(bad)
     assert message is not None, f"{rule}: {bad} was accepted"
     assert f"{field} = " in message, message
 
@@ -217,7 +188,7 @@ def test_the_az_id_rule_knows_a_region_by_its_compass_word(region: str, prefix: 
 @pytest.mark.parametrize("image", ["curvine/curvine:latest", "curvine/curvine"])
 def test_an_unpinned_image_is_refused_with_the_fix(image: str) -> None:
     field = "kvcache.curvine.csi_provisioner_image"
-    assert _refusal({field: image}) == (
+    assert refusal({field: image}) == (
         f"{SOURCE}: {field} = {image!r}: allowed: an image with an explicit tag "
         "other than latest (repo/name:v1.2.3) or a digest; fix: pin a released tag"
     )

@@ -6,7 +6,6 @@ Each test here pins that line for one rule, so a reworded or dropped part is a f
 
 from __future__ import annotations
 
-import copy
 import itertools
 from pathlib import Path
 from typing import Any
@@ -19,35 +18,12 @@ from infra.config import ConfigError, load_config, parse_config
 from infra.config.kvcache import FsxLustreConfig, image_is_pinned
 from infra.config.loader import CONFIG_DIR
 from infra.config.observability import topic_name
+from tests.config.unit_config import BASE, SOURCE, refusal, with_overrides
 
-# dev.yaml under an environment without a lock in k8s/locks/ (the lock would hide some rules).
-SOURCE = "config/unit.yaml"
-BASE: dict[str, Any] = {**yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text()),
-                        "environment": "unit"}  # fmt: skip
 ADDON_LATEST = (
     "allowed: a pinned EKS add-on version like v1.18.2-eksbuild.2 (never latest); fix: run "
     "`aws eks describe-addon-versions --addon-name <name> --kubernetes-version <minor>` and pin one"
 )
-
-
-def _with(overrides: dict[str, Any]) -> dict[str, Any]:
-    raw = copy.deepcopy(BASE)
-    for path, value in overrides.items():
-        node = raw
-        *parents, leaf = path.split(".")
-        for key in parents:
-            node = node.setdefault(key, {})
-        node[leaf] = value
-    return raw
-
-
-def _refusal(overrides: dict[str, Any]) -> str | None:
-    try:
-        parse_config(_with(overrides), SOURCE, "unit")
-    except ConfigError as err:
-        assert "\n" not in str(err)
-        return str(err)
-    return None
 
 
 # --- add-on versions -----------------------------------------------------------------------------
@@ -63,7 +39,7 @@ def test_an_unpinned_addon_version_is_refused_with_the_command_that_lists_versio
     addon: str, version: str
 ) -> None:
     field = f"addons.{addon}.version"
-    assert _refusal({field: version}) == f"{SOURCE}: {field} = {version!r}: {ADDON_LATEST}"
+    assert refusal({field: version}) == f"{SOURCE}: {field} = {version!r}: {ADDON_LATEST}"
 
 
 # --- images --------------------------------------------------------------------------------------
@@ -108,7 +84,7 @@ def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
 @pytest.mark.parametrize("image", ["registry.example.com:5000/team/app", "ghcr.io/team/app:"])
 def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
     field = "kvcache.endpoints.0.image"
-    raw = _with({})
+    raw = with_overrides({})
     raw["kvcache"]["endpoints"][0]["image"] = image
     with pytest.raises(ConfigError) as err:
         parse_config(raw, SOURCE, "unit")
@@ -128,7 +104,7 @@ def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
 ])  # fmt: skip
 def test_a_malformed_fsx_id_is_refused_with_its_shape(key: str, value: str, kind: str) -> None:
     field = f"kvcache.fsx.{key}"
-    assert _refusal({field: value}) == (
+    assert refusal({field: value}) == (
         f"{SOURCE}: {field} = {value!r}: allowed: an id like {kind}-0abc1234def567890; "
         f"fix: copy the id into {field}"
     )
@@ -177,7 +153,7 @@ def test_an_unknown_environment_in_an_empty_directory_lists_none(tmp_path: Path)
 def test_fsx_backups_default_to_a_week_only_where_state_is_retained(
     retain: bool, explicit: int | None, days: int
 ) -> None:
-    raw = _with({"retain_stateful_resources": retain,
+    raw = with_overrides({"retain_stateful_resources": retain,
                  "kvcache.fsx.backup_retention_days": explicit})  # fmt: skip
     config = parse_config(raw, SOURCE, "unit")
     assert config.kvcache.fsx.backup_days(config.retain_stateful_resources) == days
@@ -190,7 +166,7 @@ def test_fsx_backups_default_to_a_week_only_where_state_is_retained(
 def test_the_alert_topic_is_named_after_the_stacks_unless_configured(
     name: str | None, topic: str
 ) -> None:
-    config = parse_config(_with({"observability.alert_topic_name": name}), SOURCE, "unit")
+    config = parse_config(with_overrides({"observability.alert_topic_name": name}), SOURCE, "unit")
     assert topic_name(config) == topic
 
 
@@ -238,14 +214,14 @@ def test_an_l2_mount_path_that_is_not_a_clean_absolute_path_of_its_own_is_refuse
 ) -> None:
     """LMCACHE_REMOTE_URL is fs://localhost:0<path>/, built from the path as written."""
     field = "kvcache.l2_mount_path"
-    assert _refusal({field: path}) == f"{SOURCE}: {field} = {path!r}: {MOUNT_ALLOWED}"
+    assert refusal({field: path}) == f"{SOURCE}: {field} = {path!r}: {MOUNT_ALLOWED}"
 
 
 @pytest.mark.parametrize("path", ["/l2", "/mnt/curvine/l2cache", "/devices/l2", "/srv/sys"])
 def test_a_clean_absolute_l2_mount_path_is_accepted_and_makes_the_url(path: str) -> None:
     from k8s.policy import l2_url
 
-    config = parse_config(_with({"kvcache.l2_mount_path": path}), SOURCE, "unit")
+    config = parse_config(with_overrides({"kvcache.l2_mount_path": path}), SOURCE, "unit")
     assert l2_url(config) == f"fs://localhost:0{path}/"
 
 
@@ -315,7 +291,7 @@ def test_a_cidr_that_is_not_an_ipv4_network_is_refused_with_an_example(
     field: str, lo: int, hi: int, value: str
 ) -> None:
     """Host bits set (10.192.0.1/16) are refused too: the address must be the network's own."""
-    assert _refusal({field: value}) == (
+    assert refusal({field: value}) == (
         f"{SOURCE}: {field} = {value!r}: allowed: an IPv4 network in CIDR form, /{lo} to /{hi}; "
         f"fix: set {field} to e.g. 10.0.0.0/16"
     )
@@ -323,7 +299,7 @@ def test_a_cidr_that_is_not_an_ipv4_network_is_refused_with_an_example(
 
 def test_a_cidr_outside_the_prefix_range_is_refused_with_the_range() -> None:
     field = "network.hyperpod_subnet.cidr"
-    assert _refusal({field: "10.1.0.0/25"}) == (
+    assert refusal({field: "10.1.0.0/25"}) == (
         f"{SOURCE}: {field} = '10.1.0.0/25': allowed: a prefix length from /16 to /24; "
         f"fix: resize {field}"
     )
@@ -331,7 +307,7 @@ def test_a_cidr_outside_the_prefix_range_is_refused_with_the_range() -> None:
 
 def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_does() -> None:
     field = "network.flow_logs_retention_days"
-    assert _refusal({field: 31}) == (
+    assert refusal({field: 31}) == (
         f"{SOURCE}: {field} = 31: allowed: one of CloudWatch's retention values 1, 3, 5, 7, 14, "
         "30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, "
         f"3653; fix: set {field} to the nearest of them"
@@ -359,7 +335,7 @@ def test_an_fsx_placement_id_with_a_cluster_the_app_creates_is_refused(key: str)
     """Each id on its own: the app places the file system in the cluster it creates."""
     field = f"kvcache.fsx.{key}"
     value = PLACEMENT[key]
-    assert _refusal({"kvcache.l2_backend": "fsx_lustre", field: value}) == (
+    assert refusal({"kvcache.l2_backend": "fsx_lustre", field: value}) == (
         f"{SOURCE}: {field} = {value!r}: allowed: null with a cluster the app creates: the file "
         "system goes into its HyperPod subnet (network.hyperpod_subnet) and admits its cluster "
         f"security group; fix: remove {field}"
@@ -384,7 +360,7 @@ def test_a_missing_fsx_placement_id_on_an_existing_cluster_names_the_command_tha
     overrides = {"existing_cluster": EXISTING_CLUSTER, "kvcache.l2_backend": "fsx_lustre"}
     overrides.update({f"kvcache.fsx.{k}": v for k, v in given.items()})
     field = f"kvcache.fsx.{key}"
-    assert _refusal(overrides) == (
+    assert refusal(overrides) == (
         f"{SOURCE}: {field} = (missing): allowed: set with existing_cluster and l2_backend "
         "fsx_lustre: the file system is placed in the HyperPod subnet (the GPU nodes' AZ) and "
         f"admits only the nodes' security group; fix: run `{command} --output text` and write "
@@ -396,7 +372,7 @@ def test_an_export_bucket_in_another_region_is_refused_with_the_environments_reg
     field = "kvcache.fsx.data_repository.bucket_region"
     repo = {"bucket": "amzn-s3-demo-kv", "bucket_region": "eu-west-1"}
     overrides = {"kvcache.l2_backend": "fsx_lustre", "kvcache.fsx.data_repository": repo}
-    assert _refusal(overrides) == (
+    assert refusal(overrides) == (
         f"{SOURCE}: {field} = 'eu-west-1': allowed: us-west-2 (the environment's region: the "
         "association links a bucket in the file system's region); fix: use a bucket in "
         "us-west-2, or remove kvcache.fsx.data_repository"
@@ -432,7 +408,7 @@ def test_adopting_or_skipping_an_add_on_of_a_cluster_this_app_creates_is_refused
     key: str, mode: str
 ) -> None:
     field = f"addons.{key}.mode"
-    assert _refusal({field: mode}) == (
+    assert refusal({field: mode}) == (
         f"{SOURCE}: {field} = {mode!r}: allowed: create (adopt and skip are for an existing "
         "cluster: a cluster this app creates has no add-ons installed yet); fix: set "
         f"{field} to create, or configure existing_cluster"
@@ -440,7 +416,7 @@ def test_adopting_or_skipping_an_add_on_of_a_cluster_this_app_creates_is_refused
 
 
 def test_the_add_on_rules_do_not_apply_when_the_app_installs_no_add_ons() -> None:
-    assert _refusal({"addons.enabled": False, "addons.cert_manager.mode": "skip"}) is None
+    assert refusal({"addons.enabled": False, "addons.cert_manager.mode": "skip"}) is None
 
 
 @pytest.mark.parametrize(("name", "value"), [
@@ -453,12 +429,12 @@ def test_what_describes_an_adopted_add_on_is_refused_unless_it_is_adopted(
 ) -> None:
     field = f"addons.ebs_csi.{name}"
     overrides = {"existing_cluster": EXISTING_CLUSTER, "addons.ebs_csi.mode": mode, field: value}
-    assert _refusal(overrides) == (
+    assert refusal(overrides) == (
         f"{SOURCE}: {field} = {value!r}: allowed: null unless mode is adopt (the values describe "
         "an installed add-on taken over as it is; create makes its own roles, skip touches "
         f"nothing); fix: remove {field}, or set addons.ebs_csi.mode to adopt"
     )
-    assert _refusal({**overrides, "addons.ebs_csi.mode": "adopt"}) is None
+    assert refusal({**overrides, "addons.ebs_csi.mode": "adopt"}) is None
 
 
 OPERATOR = "addons.inference_operator"
@@ -467,7 +443,7 @@ OPERATOR = "addons.inference_operator"
 def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -> None:
     """An update with no configurationValues would reset the owner's operator settings."""
     overrides = {"existing_cluster": EXISTING_CLUSTER, f"{OPERATOR}.mode": "adopt"}
-    assert _refusal(overrides) == (
+    assert refusal(overrides) == (
         f"{SOURCE}: {OPERATOR}.adopted_configuration = (missing): allowed: the installed add-on's "
         "configurationValues (it always has some: its execution role and TLS bucket); without "
         "them an update would reset the owner's operator; fix: run `python -m scripts preflight "
@@ -475,7 +451,7 @@ def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -
         f"{OPERATOR}.mode to skip"
     )
     adopted = {**overrides, f"{OPERATOR}.adopted_configuration": '{"executionRoleArn":"x"}'}
-    assert _refusal(adopted) is None
+    assert refusal(adopted) is None
 
 
 @pytest.mark.parametrize(("key", "why"), [
@@ -487,12 +463,12 @@ def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -
 ])  # fmt: skip
 def test_the_operator_needs_each_of_its_dependencies_enabled(key: str, why: str) -> None:
     field = f"addons.{key}.enabled"
-    assert _refusal({field: False}) == (
+    assert refusal({field: False}) == (
         f"{SOURCE}: {field} = False: allowed: true while {OPERATOR}.enabled is true ({why}); "
         f"fix: set {field} to true (mode: skip if it is already installed), or "
         f"{OPERATOR}.enabled to false"
     )
-    assert _refusal({field: False, f"{OPERATOR}.enabled": False}) is None
+    assert refusal({field: False, f"{OPERATOR}.enabled": False}) is None
 
 
 def test_a_mapping_parsed_without_a_file_name_must_name_its_environment() -> None:
@@ -518,7 +494,7 @@ def _endpoints(*overrides: dict[str, Any]) -> dict[str, Any]:
 def test_endpoints_share_the_gpu_group_so_their_replicas_add_up() -> None:
     """Each endpoint fits alone; together they need three GPUs of two."""
     field = "kvcache.endpoints.1.replicas"
-    assert _refusal(_endpoints({"replicas": 2}, {"name": "other", "replicas": 1})) == (
+    assert refusal(_endpoints({"replicas": 2}, {"name": "other", "replicas": 1})) == (
         f"{SOURCE}: {field} = 1: allowed: replicas that fit the GPU group: 3 GPUs > 2 GPUs "
         "(2 nodes x 1); fix: lower replicas, add GPU nodes, or set rollout: scale_down_first"
     )
@@ -526,18 +502,18 @@ def test_endpoints_share_the_gpu_group_so_their_replicas_add_up() -> None:
 
 def test_a_surge_rollout_needs_a_free_gpu_for_its_extra_pod() -> None:
     field = "kvcache.endpoints.0.replicas"
-    assert _refusal(_endpoints({"replicas": 2, "rollout": "surge"})) == (
+    assert refusal(_endpoints({"replicas": 2, "rollout": "surge"})) == (
         f"{SOURCE}: {field} = 2: allowed: replicas that fit the GPU group: 2 GPUs for replicas + "
         "1 for the rollout's surge Pod > 2 GPUs (2 nodes x 1): the surge Pod would stay Pending "
         "and the rollout would deadlock; fix: lower replicas, add GPU nodes, or set rollout: "
         "scale_down_first"
     )
-    assert _refusal(_endpoints({"replicas": 1, "rollout": "surge"})) is None
+    assert refusal(_endpoints({"replicas": 1, "rollout": "surge"})) is None
 
 
 def test_replicas_beyond_the_gpus_are_refused_as_such_whatever_the_rollout() -> None:
     field = "kvcache.endpoints.0.replicas"
-    assert _refusal(_endpoints({"replicas": 3, "rollout": "surge"})) == (
+    assert refusal(_endpoints({"replicas": 3, "rollout": "surge"})) == (
         f"{SOURCE}: {field} = 3: allowed: replicas that fit the GPU group: 3 GPUs > 2 GPUs "
         "(2 nodes x 1); fix: lower replicas, add GPU nodes, or set rollout: scale_down_first"
     )
@@ -547,7 +523,7 @@ def test_an_endpoint_on_a_type_without_local_nvme_is_refused_with_the_types_that
     from infra.instances import GPU_INSTANCES
 
     field = "kvcache.endpoints.0.instance_type"
-    assert _refusal(_endpoints({"instance_type": "ml.g5.4xlarge"})) == (
+    assert refusal(_endpoints({"instance_type": "ml.g5.4xlarge"})) == (
         f"{SOURCE}: {field} = 'ml.g5.4xlarge': allowed: a GPU type with local NVMe "
         f"({', '.join(GPU_INSTANCES)}); fix: use a G6e or P5 type"
     )
@@ -555,7 +531,7 @@ def test_an_endpoint_on_a_type_without_local_nvme_is_refused_with_the_types_that
 
 def test_an_endpoint_runs_only_on_the_gpu_groups_type() -> None:
     field = "kvcache.endpoints.0.instance_type"
-    assert _refusal(_endpoints({"instance_type": "ml.g6e.8xlarge"})) == (
+    assert refusal(_endpoints({"instance_type": "ml.g6e.8xlarge"})) == (
         f"{SOURCE}: {field} = 'ml.g6e.8xlarge': allowed: ml.g6e.4xlarge "
         "(hyperpod.gpu_group.instance_type: the only GPU nodes); fix: remove instance_type or "
         "make it match the GPU group"
@@ -564,7 +540,7 @@ def test_an_endpoint_runs_only_on_the_gpu_groups_type() -> None:
 
 def test_tensor_parallelism_beyond_the_instances_gpus_is_refused() -> None:
     field = "kvcache.endpoints.0.tensor_parallel_size"
-    assert _refusal(_endpoints({"tensor_parallel_size": 2})) == (
+    assert refusal(_endpoints({"tensor_parallel_size": 2})) == (
         f"{SOURCE}: {field} = 2: allowed: at most 1 (GPUs of one ml.g6e.4xlarge); "
         "fix: lower tensor_parallel_size or pick a larger instance"
     )
@@ -576,10 +552,10 @@ EXACTLY_48_GIB = 25.769803776
 
 def test_weights_of_exactly_one_gpus_memory_fit_and_a_byte_more_does_not() -> None:
     model = {**BASE["kvcache"]["endpoints"][0]["model"], "bytes_per_parameter": 2}
-    assert _refusal(_endpoints({"model": {**model, "parameters_billion": EXACTLY_48_GIB}})) is None
+    assert refusal(_endpoints({"model": {**model, "parameters_billion": EXACTLY_48_GIB}})) is None
     field = "kvcache.endpoints.0.model.parameters_billion"
     over = EXACTLY_48_GIB + 1e-9
-    assert _refusal(_endpoints({"model": {**model, "parameters_billion": over}})) == (
+    assert refusal(_endpoints({"model": {**model, "parameters_billion": over}})) == (
         f"{SOURCE}: {field} = {over!r}: allowed: weights that fit one GPU: {over}e9 params x 2.0 "
         "bytes / tensor-parallel 1 = 48.0 GiB > 48 GiB per GPU of ml.g6e.4xlarge; fix: raise "
         "tensor_parallel_size, quantize (bytes_per_parameter 1) or use a larger GPU"
@@ -591,15 +567,15 @@ def test_tensor_parallelism_divides_the_weights_across_gpus() -> None:
     model = {**BASE["kvcache"]["endpoints"][0]["model"], "parameters_billion": 40}
     four_gpus = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
     split = _endpoints({"model": model, "tensor_parallel_size": 2, "replicas": 1})
-    assert _refusal({**four_gpus, **split}) is None
+    assert refusal({**four_gpus, **split}) is None
     whole = _endpoints({"model": model, "tensor_parallel_size": 1, "replicas": 1})
-    assert "= 74.5 GiB > 48 GiB per GPU" in str(_refusal({**four_gpus, **whole}))
+    assert "= 74.5 GiB > 48 GiB per GPU" in str(refusal({**four_gpus, **whole}))
 
 
 def test_an_s3_model_needs_its_bucket() -> None:
     model = {**BASE["kvcache"]["endpoints"][0]["model"], "source": "s3", "s3_bucket": None}
     field = "kvcache.endpoints.0.model.s3_bucket"
-    assert _refusal(_endpoints({"model": model})) == (
+    assert refusal(_endpoints({"model": model})) == (
         f"{SOURCE}: {field} = (missing): allowed: a bucket name when model.source is s3; "
         "fix: set model.s3_bucket"
     )
@@ -607,20 +583,20 @@ def test_an_s3_model_needs_its_bucket() -> None:
 
 def test_l2_needs_tiered_storage() -> None:
     field = "kvcache.endpoints.0.enable_l2_cache"
-    assert _refusal({"tiered_storage.mode": "Disable"}) == (
+    assert refusal({"tiered_storage.mode": "Disable"}) == (
         f"{SOURCE}: {field} = True: allowed: false while tiered_storage.mode is Disable (L2 "
         "rides on HyperPod Tiered Storage); fix: set tiered_storage.mode to Enable, or "
         "enable_l2_cache to false"
     )
     assert (
-        _refusal({"tiered_storage.mode": "Disable", **_endpoints({"enable_l2_cache": False})})
+        refusal({"tiered_storage.mode": "Disable", **_endpoints({"enable_l2_cache": False})})
         is None
     )
 
 
 def test_l2_needs_its_store() -> None:
     field = "kvcache.endpoints.0.enable_l2_cache"
-    assert _refusal({"kvcache.curvine.enabled": False}) == (
+    assert refusal({"kvcache.curvine.enabled": False}) == (
         f"{SOURCE}: {field} = True: allowed: false while kvcache.curvine.enabled is false (Curvine "
         "is the L2 store); fix: set kvcache.curvine.enabled to true, or enable_l2_cache to false"
     )
