@@ -6,6 +6,9 @@ mutant runs only the tests that reached its function (tests/mutation/plugin.py c
 session fixtures that render and synthesize). Then prints killed / (tested - equivalent) per
 module, with the seconds its mutants' test runs took. Mutants listed in
 tests/mutation/equivalent.md (``- `<mutant name>`: reason``) count as neither killed nor tested.
+
+``--resume`` carries on from the last results: a kill stands (tests are only ever added), every
+other mutant of a module runs again, and a module whose source changed since runs in full.
 """
 
 from __future__ import annotations
@@ -87,18 +90,32 @@ def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
     return line, counts
 
 
+def to_run(module: str, resume: bool, skip: dict[str, str]) -> list[str]:
+    """mutmut's mutant arguments for this module: all of it, or with ``resume`` only what is not
+    yet killed. mutmut regenerates a module whose source is not older than its mutants (and
+    then resets its results), so such a module runs in full."""
+    everything = [f"{module}.*"]
+    source = ROOT / (module.replace(".", "/") + ".py")
+    mutated = MUTANTS / source.relative_to(ROOT)
+    if not resume or not mutated.exists() or source.stat().st_mtime >= mutated.stat().st_mtime:
+        return everything
+    return [name for name, code in results(module).items()
+            if code not in KILLED and name not in skip]  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=list(MODULES))
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--report-only", action="store_true", help="print the last results")
+    parser.add_argument("--resume", action="store_true", help="rerun only what is not killed")
     args = parser.parse_args(argv)
     skip = equivalent()
     start = time.monotonic()
-    if not args.report_only:
+    names = [name for module in args.modules for name in to_run(module, args.resume, skip)]
+    if not args.report_only and names:
         subprocess.run([sys.executable, "-m", "mutmut", "run",
-                        "--max-children", str(args.max_children),
-                        *(f"{module}.*" for module in args.modules)],
+                        "--max-children", str(args.max_children), *names],
                        cwd=ROOT, stdout=subprocess.DEVNULL, check=False)  # fmt: skip
     below = []
     for module in args.modules:

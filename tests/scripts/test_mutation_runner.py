@@ -1,0 +1,46 @@
+"""`scripts/mutation.py`'s choice of what mutmut reruns (`--resume`), on a made-up mutants tree."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from scripts import mutation
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    monkeypatch.setattr(mutation, "MUTANTS", tmp_path / "mutants")
+    source = tmp_path / "pkg" / "mod.py"
+    source.parent.mkdir()
+    source.write_text("x = 1\n")
+    mutated = tmp_path / "mutants" / "pkg" / "mod.py"
+    mutated.parent.mkdir(parents=True)
+    mutated.write_text("x = 2\n")
+    codes = {"pkg.mod.x_f__mutmut_1": 1, "pkg.mod.x_f__mutmut_2": 0,
+             "pkg.mod.x_f__mutmut_3": 33, "pkg.mod.x_f__mutmut_4": None,
+             "pkg.mod.x_f__mutmut_5": 0}  # fmt: skip
+    (mutated.parent / "mod.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
+    os.utime(source, (1_000, 1_000))  # the source is older than its mutants
+    return source
+
+
+def test_resume_reruns_all_but_the_kills_and_the_equivalents(tree: Path) -> None:
+    skip = {"pkg.mod.x_f__mutmut_5": "same output"}
+    assert mutation.to_run("pkg.mod", resume=True, skip=skip) == [
+        "pkg.mod.x_f__mutmut_2", "pkg.mod.x_f__mutmut_3", "pkg.mod.x_f__mutmut_4",
+    ]  # fmt: skip
+
+
+def test_a_full_run_or_a_changed_source_reruns_the_whole_module(tree: Path) -> None:
+    assert mutation.to_run("pkg.mod", resume=False, skip={}) == ["pkg.mod.*"]
+    os.utime(tree)  # edited after its mutants were made: mutmut regenerates it
+    assert mutation.to_run("pkg.mod", resume=True, skip={}) == ["pkg.mod.*"]
+
+
+def test_a_module_never_mutated_runs_in_full(tree: Path) -> None:
+    assert mutation.to_run("pkg.other", resume=True, skip={}) == ["pkg.other.*"]
