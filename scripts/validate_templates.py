@@ -12,13 +12,25 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from infra.validation import errors_only, lint_template, templates_in
+from infra.validation import errors_only, lint_templates, templates_in
 
 
-def _lint(template: Path, regions: list[str]) -> tuple[list[str], int]:
-    """One template's findings as text and its error count (run in a worker process)."""
-    matches = lint_template(template, regions)
-    return [str(m) for m in matches], len(errors_only(matches))
+def _lint(templates: list[Path], regions: list[str]) -> dict[Path, tuple[list[str], int]]:
+    """Each template's findings as text and its error count (run in a worker process)."""
+    found = lint_templates(templates, regions)
+    return {t: ([str(m) for m in found[t]], len(errors_only(found[t]))) for t in templates}
+
+
+def shares(templates: list[Path], workers: int) -> list[list[Path]]:
+    """The templates split into ``workers`` groups of about the same total size, largest first
+    (cfn-lint's time grows with a template's size, after a fixed cost per run)."""
+    groups: list[list[Path]] = [[] for _ in range(workers)]
+    sizes = [0] * workers
+    for template in sorted(templates, key=lambda t: t.stat().st_size, reverse=True):
+        smallest = sizes.index(min(sizes))
+        groups[smallest].append(template)
+        sizes[smallest] += template.stat().st_size
+    return [group for group in groups if group]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,11 +50,14 @@ def main(argv: list[str] | None = None) -> int:
         }
     )
     failed = 0
-    # One template per process: cfn-lint is CPU-bound and the templates are independent.
-    workers = min(len(templates), os.cpu_count() or 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        results = pool.map(_lint, templates, [regions] * len(templates))
-        for template, (matches, errors) in zip(templates, results, strict=True):
+    # One cfn-lint run per core: cfn-lint is CPU-bound and the templates are independent.
+    groups = shares(templates, min(len(templates), os.cpu_count() or 1))
+    with ProcessPoolExecutor(max_workers=len(groups)) as pool:
+        results: dict[Path, tuple[list[str], int]] = {}
+        for found in pool.map(_lint, groups, [regions] * len(groups)):
+            results.update(found)
+        for template in templates:
+            matches, errors = results[template]
             status = "FAIL" if errors else "ok"
             warnings = len(matches) - errors
             print(f"cfn-lint {status}: {template.name} ({errors} errors, {warnings} warnings)")

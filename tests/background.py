@@ -51,21 +51,22 @@ def shutdown() -> None:
     _futures.clear()
 
 
-def _lint_errors(template: str, region: str) -> list[str]:
-    from infra.validation import errors_only, lint_template
+def _lint_errors(outdir: str, region: str) -> dict[str, list[str]]:
+    from infra.validation import errors_only, lint_templates
 
-    return [str(m) for m in errors_only(lint_template(Path(template), [region]))]
+    found = lint_templates(templates_in(Path(outdir)), [region])
+    return {template.name: [str(m) for m in errors_only(m)] for template, m in found.items()}
 
 
 def lint_soon(outdir: Path, region: str) -> None:
-    """Start cfn-lint on every template of a written cloud assembly."""
-    for template in templates_in(outdir):
-        submit(("cfn-lint", str(template), region), _lint_errors, str(template), region)
+    """Start cfn-lint on every template of a written cloud assembly (one cfn-lint run)."""
+    submit(("cfn-lint", str(outdir), region), _lint_errors, str(outdir), region)
 
 
 def lint_errors(template: Path, region: str) -> list[str]:
-    """cfn-lint's errors (not warnings) for one template, as text."""
-    answer: list[str] = result(
-        ("cfn-lint", str(template), region), _lint_errors, str(template), region
+    """cfn-lint's errors (not warnings) for one template of an assembly, as text."""
+    outdir = template.parent
+    found: dict[str, list[str]] = result(
+        ("cfn-lint", str(outdir), region), _lint_errors, str(outdir), region
     )
-    return answer
+    return found[template.name]
