@@ -18,7 +18,7 @@ from typing import TextIO
 
 from aws_cdk import App, Environment, cx_api
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import cdk_json_context, new_app
 from infra.config import AppConfig, ConfigError, load_config
 from infra.nag import enable_checks
 from stacks.composition import compose
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> None:
         key, _, value = item.partition("=")
         context[key] = value
     # Under the CLI its own context (CDK_CONTEXT_JSON) takes precedence over this.
-    app = App(context=context, outdir=args.outdir)
+    app = new_app(args.outdir, context)
     env_name = app.node.try_get_context("env") or "dev"
     chart_dir = app.node.try_get_context("hyperpodChartDir")
     try:

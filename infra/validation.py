@@ -1,8 +1,9 @@
 """Offline validation of synthesized templates: cfn-lint (errors fail; W3005 and W3010 ignored).
 
 W3005 flags a DependsOn that an intrinsic already implies; CDK adds such edges deliberately.
-W3010 flags hard-coded AZs: they come from config on purpose (synth makes no lookup); the same
-finding of CDK's own validation is acknowledged on the network construct.
+W3010 flags hard-coded AZs: they come from config on purpose (synth makes no lookup).
+This is the project's only template validator: aws-cdk-lib's built-in one is off
+(infra/cdk_context.py says why).
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import App
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config import AppConfig, load_config, parse_config
 from infra.nag import enable_checks
 from stacks.composition import EnvironmentStacks, compose
@@ -39,7 +38,7 @@ class Synth:
 
 
 def synth(config: AppConfig, outdir: Path, chart_dir: Path | None = FIXTURE_CHART) -> Synth:
-    app = App(context=cdk_json_context(), outdir=str(outdir))
+    app = new_app(str(outdir))
     stacks = compose(app, config, chart_dir=chart_dir)
     enable_checks(app)
     app.synth()

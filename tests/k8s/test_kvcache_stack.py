@@ -8,12 +8,12 @@ import json
 from typing import Any
 
 import pytest
-from aws_cdk import App, CfnWaitConditionHandle, Stack
+from aws_cdk import CfnWaitConditionHandle, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config import AppConfig
 from k8s.app import build_charts
 from stacks.kvcache_stack import KvCacheStack
@@ -23,7 +23,7 @@ PRUNE = "aws.cdk.eks/prune-"
 
 @pytest.fixture(scope="module")
 def template(dev_config: AppConfig) -> Template:
-    app = App(context=cdk_json_context())
+    app = new_app()
     ref = Stack(app, "ClusterRef")
     CfnWaitConditionHandle(ref, "NotEmpty")  # an empty stack fails CloudFormation's validation
     provider = eks.KubectlProvider.from_kubectl_provider_attributes(

@@ -21,7 +21,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config import AppConfig, parse_config
 from infra.constructs.addons import service_accounts as sa
 from infra.versions import SUPPORTED_KUBERNETES
@@ -44,7 +44,7 @@ def make_config(extra: dict[str, Any] | None = None) -> AppConfig:
 class Synth:
     def __init__(self, outdir: Path) -> None:
         self.config = make_config()
-        app = cdk.App(context=cdk_json_context(), outdir=str(outdir))
+        app = new_app(str(outdir))
         env = cdk.Environment(account=self.config.account, region=self.config.region)
         pins = SUPPORTED_KUBERNETES[self.config.eks.kubernetes_version]
         cluster_stack = cdk.Stack(app, "Eks", env=env)

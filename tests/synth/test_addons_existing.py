@@ -20,7 +20,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config import parse_config
 from infra.constructs.addons.inference_operator import execution_role_name
 from stacks.addons_stack import AddonsStack
@@ -53,7 +53,7 @@ def resources() -> dict[str, dict[str, Any]]:
         "test",
         "test",
     )
-    app = cdk.App(context=cdk_json_context())
+    app = new_app()
     stack = cdk.Stack(app, "Imports", env=cdk.Environment(account=config.account,
                                                           region=config.region))  # fmt: skip
     cdk.CfnWaitConditionHandle(stack, "NotEmpty")  # an empty stack fails CloudFormation's checks

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 import yaml
-from aws_cdk import App, Environment
+from aws_cdk import Environment
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
 from infra.nag import enable_checks
@@ -46,7 +46,7 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "prod",
     )
     outdir = tmp_path_factory.mktemp("pipeline")
-    app = App(context=cdk_json_context(), outdir=str(outdir))
+    app = new_app(str(outdir))
     PipelineStack(
         app,
         "hyperpod-kvcache-pipeline",
@@ -165,7 +165,7 @@ def test_pipeline_template_passes_cfn_lint(pipeline: dict[str, Any]) -> None:
 
 def test_no_schedule_unless_enabled(tmp_path: Path) -> None:
     config = parse_config(prod_with_pipeline(), "config/prod.yaml", "prod")
-    app = App(context=cdk_json_context(), outdir=str(tmp_path))
+    app = new_app(str(tmp_path))
     stack = PipelineStack(
         app,
         "p",

@@ -26,7 +26,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 
 from infra.bundling import pinned_versions
-from infra.cdk_context import cdk_json_context
+from infra.cdk_context import new_app
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.constructs.tiered_storage import (
     DEADLINE_ENV,
@@ -73,7 +73,7 @@ def _cluster(stack: cdk.Stack) -> sagemaker.CfnCluster:
 @pytest.fixture(scope="module")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     outdir = tmp_path_factory.mktemp("tiered-storage")
-    app = cdk.App(context=cdk_json_context(), outdir=str(outdir))
+    app = new_app(str(outdir))
     created = cdk.Stack(app, "Created", env=ENV)
     cluster = _cluster(created)
     resource = TieredStorage(
