@@ -45,8 +45,8 @@ node_modules/.installed: package.json package-lock.json
 ## synth: synthesize config/<ENV>.yaml into cdk.out/ and dist/<ENV>/ (no network), validate
 synth: install
 	rm -rf $(OUT)
-	$(PY) app.py -c env=$(ENV) -c manifestsDir=dist/$(ENV) --outdir $(OUT)
-	$(MAKE) --no-print-directory validate
+	$(PY) -m scripts.validate_templates $(OUT) \
+		--after $(PY) app.py -c env=$(ENV) -c manifestsDir=dist/$(ENV) --outdir $(OUT)
 
 ## validate: cfn-lint on every template in cdk.out/ (cdk-nag already ran inside the synth)
 validate: install
@@ -96,8 +96,8 @@ destroy: install node_modules/.installed
 ## pipeline-synth: synthesize the delivery pipeline defined in config/<ENV>.yaml (prod)
 pipeline-synth: install
 	rm -rf $(OUT)
-	$(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
-	$(MAKE) --no-print-directory validate
+	$(PY) -m scripts.validate_templates $(OUT) \
+		--after $(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
 
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
 pipeline: install node_modules/.installed chart

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,22 @@ def test_the_suites_background_lint_reports_each_templates_own_errors(tmp_path: 
     assert background.lint_errors(tmp_path / "good.template.json", "us-west-2") == []
     (error,) = background.lint_errors(tmp_path / "bad.template.json", "us-west-2")
     assert "E3002" in error and "BucketNme" in error
+
+
+def test_after_runs_the_synth_first_and_lints_what_it_wrote(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make synth` passes its synth as --after: the workers load cfn-lint while it runs."""
+    writer = (
+        "import sys; from pathlib import Path; from tests.scripts.test_validate_templates "
+        "import BUCKET, write_assembly; write_assembly(Path(sys.argv[1]), {'late': {'L': BUCKET}})"
+    )
+    assert main([str(tmp_path), "--after", sys.executable, "-c", writer, str(tmp_path)]) == 0
+    assert "cfn-lint ok: late.template.json" in capsys.readouterr().out
+
+
+def test_a_failed_synth_stops_with_its_exit_code_before_any_lint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([str(tmp_path), "--after", sys.executable, "-c", "raise SystemExit(2)"]) == 2
+    assert "cfn-lint" not in capsys.readouterr().out
