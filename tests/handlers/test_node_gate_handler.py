@@ -244,8 +244,14 @@ def test_access_denied_names_the_permission(stub: tuple[Any, Stubber]) -> None:
     client, stubber = stub
     stubber.add_response("describe_cluster", describe(gpu=(1, 1)), {"ClusterName": CLUSTER})
     stubber.add_client_error("list_cluster_nodes", "AccessDeniedException", "not authorized")
-    with pytest.raises(GateError, match="sagemaker:ListClusterNodes on this cluster's ARN"):
+    with pytest.raises(GateError) as raised:
         index.is_complete(event(), None, client=client, now=NOW + 60)
+    # The line CloudFormation shows names the call that failed and the cluster it asked about.
+    assert str(raised.value) == (
+        f"ListClusterNodes on HyperPod cluster '{CLUSTER}' failed: AccessDeniedException: not "
+        "authorized. Check: the gate's role allows sagemaker:DescribeCluster and "
+        "sagemaker:ListClusterNodes on this cluster's ARN."
+    )
 
 
 def test_delete_is_a_no_op_and_makes_no_call(stub: tuple[Any, Stubber]) -> None:
@@ -301,8 +307,11 @@ def test_the_client_retries_and_times_out(monkeypatch: pytest.MonkeyPatch) -> No
     assert (config.connect_timeout, config.read_timeout) == (10, 30)
 
 
-def test_a_repeated_page_token_is_not_followed_forever(stub: tuple[Any, Stubber]) -> None:
+def test_a_repeated_page_token_is_not_followed_forever(
+    stub: tuple[Any, Stubber], caplog: pytest.LogCaptureFixture
+) -> None:
     client, stubber = stub
+    caplog.set_level("INFO", logger=index.log.name)
     stubber.add_response("describe_cluster", describe(gpu=(1, 1)), {"ClusterName": CLUSTER})
     first = {"ClusterName": CLUSTER, "MaxResults": nodes.PAGE_SIZE}
     again = {**first, "NextToken": "same"}
@@ -310,6 +319,10 @@ def test_a_repeated_page_token_is_not_followed_forever(stub: tuple[Any, Stubber]
     stubber.add_response("list_cluster_nodes", page, first)
     stubber.add_response("list_cluster_nodes", page, again)
     assert index.is_complete(event(), None, client=client, now=NOW + 60) == {"IsComplete": False}
+    # The operator following the wait in CloudWatch sees why this poll read no state.
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{CLUSTER}: ListClusterNodes returned a NextToken twice; trying again on the next poll"
+    ]
 
 
 @pytest.fixture
