@@ -25,7 +25,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from infra.handlers.owned_manifest import connect, index
-from infra.handlers.owned_manifest.kinds import Ref
+from infra.handlers.owned_manifest.kinds import Ref, UnknownKind
 from infra.handlers.owned_manifest.ownership import (
     OWNER_ANNOTATION,
     Check,
@@ -34,7 +34,7 @@ from infra.handlers.owned_manifest.ownership import (
     apply,
     delete,
 )
-from tests.handlers.ownership_fake_kube import ApplyFakeKube
+from tests.handlers.ownership_fake_kube import ApplyFakeKube, Received
 
 OWNER = "hyperpod-kvcache-dev"
 NS = "/api/v1/namespaces"
@@ -165,6 +165,95 @@ def test_server_side_apply_names_our_field_manager_and_forces(
     assert f"PATCH {NS}/curvine [('fieldManager', 'hyperpod-kvcache'), ('force', 'true')]" in seen
 
 
+def sent(kube: ApplyFakeKube, method: str) -> list[Received]:
+    return [r for r in kube.received if r.method == method]
+
+
+def test_every_request_asks_for_json_and_each_write_names_its_body_type(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """The API server answers 406 to an Accept it cannot serve and 415 to a body type it cannot
+    decode; a second Content-Type line leaves the type of an apply to whichever line it reads."""
+    kube.put(NS, ns("curvine", owner=OWNER))
+    apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    delete(cluster, OWNER, [cm("c", "curvine")])
+    assert [r.header("Accept") for r in kube.received] == [["application/json"]] * 6
+    assert [(r.method, r.path, r.header("Content-Type")) for r in kube.received
+            if r.method != "GET"] == [
+        ("PATCH", f"{NS}/curvine", ["application/apply-patch+yaml"]),
+        ("POST", f"{NS}/curvine/configmaps", ["application/json"]),
+        ("DELETE", f"{NS}/curvine/configmaps/c", ["application/json"]),
+    ]  # fmt: skip
+
+
+def test_delete_asks_for_background_propagation(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    """Without a propagationPolicy the server uses each kind's default, which for a batch/v1 Job
+    is to orphan its Pods; Background has the garbage collector remove dependents too."""
+    apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    delete(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    background = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"}
+    assert [(r.path, r.body) for r in sent(kube, "DELETE")] == [
+        (f"{NS}/curvine/configmaps/c", background),
+        (f"{NS}/curvine", background),
+    ]
+    assert kube.objects == {}
+
+
+def test_every_request_gives_up_after_30_seconds(
+    kube: ApplyFakeKube, cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stalled API server fails the call, and the deploy with a message, well inside the
+    function's 5 minutes, instead of hanging it until Lambda kills it without one."""
+    pool = cluster.api.rest_client.pool_manager
+    original = pool.request
+    timeouts: list[tuple[str, float | None]] = []
+
+    def request(method: str, url: str, **kw: Any) -> Any:
+        timeouts.append((method, kw["timeout"].total if kw.get("timeout") else None))
+        return original(method, url, **kw)
+
+    monkeypatch.setattr(pool, "request", request)
+    kube.put(NS, ns("curvine", owner=OWNER))
+    apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
+    delete(cluster, OWNER, [cm("c", "curvine")])
+    assert timeouts == [("GET", 30), ("GET", 30), ("PATCH", 30), ("POST", 30), ("GET", 30),
+                        ("DELETE", 30)]  # fmt: skip
+
+
+def test_our_mark_joins_the_objects_own_annotations(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    """A server-side apply removes what this manager set before and left out, so the update must
+    carry the object's annotations as well as ours."""
+    obj = cm("c", "default")
+    obj["metadata"]["annotations"] = {"team": "ml"}
+    mine = {"team": "ml", OWNER_ANNOTATION: OWNER}
+    apply(cluster, OWNER, [obj])
+    apply(cluster, OWNER, [obj])
+    assert [(r.method, r.body["metadata"]["annotations"]) for r in kube.received
+            if r.method in ("POST", "PATCH")] == [("POST", mine), ("PATCH", mine)]  # fmt: skip
+    assert kube.objects[f"{NS}/default/configmaps/c"]["metadata"]["annotations"] == mine
+    assert obj["metadata"]["annotations"] == {"team": "ml"}
+
+
+def test_a_namespaced_object_without_a_namespace_goes_to_default(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """As kubectl does: a ConfigMap with no namespace is the default namespace's."""
+    bare = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
+    assert apply(cluster, OWNER, [bare]) == ["created ConfigMap default/c"]
+    assert [r.path for r in sent(kube, "POST")] == [f"{NS}/default/configmaps"]
+    assert f"{NS}/default/configmaps/c" in kube.objects
+
+
+def test_a_kind_without_a_known_plural_is_refused_naming_the_fix() -> None:
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    with pytest.raises(UnknownKind) as err:
+        Ref.of(widget)
+    assert str(err.value) == (
+        "kind Widget is not in infra/handlers/owned_manifest/kinds.py: add its plural and scope "
+        "there"
+    )
+
+
 def test_a_failed_create_removes_what_this_apply_created(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
@@ -188,8 +277,12 @@ def test_present_checks_reuse_an_existing_storage_class_and_kyverno(
     apply(cluster, OWNER, [ns("curvine")], present=[ebs, kyverno])
     assert {k: v for k, v in kube.objects.items() if k in before} == before
     kube.objects[f"{SC}/ebs-sc"]["provisioner"] = "kubernetes.io/aws-ebs"
-    with pytest.raises(OwnershipError, match=r"has provisioner 'kubernetes\.io/aws-ebs'"):
+    with pytest.raises(OwnershipError) as err:
         apply(cluster, OWNER, [ns("curvine")], present=[ebs])
+    assert str(err.value) == (
+        "StorageClass ebs-sc has provisioner 'kubernetes.io/aws-ebs', not 'ebs.csi.aws.com': F. "
+        "Nothing was changed."
+    )
     with pytest.raises(OwnershipError, match=r"^StorageClass gp3 does not exist: F"):
         apply(cluster, OWNER, [], present=[Check.of({**{
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "gp3",
@@ -203,6 +296,38 @@ def test_absent_check_refuses_an_installed_kyverno(kube: ApplyFakeKube, cluster:
                     "fix": "set kvcache.kyverno.install to false"})  # fmt: skip
     with pytest.raises(OwnershipError, match=r"clusterpolicies\.kyverno\.io exists: set kvcache"):
         apply(cluster, OWNER, [ns("curvine")], absent=[crd])
+    assert kube.writes() == []
+
+
+def test_absent_check_passes_when_the_object_is_missing_or_ours(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """Only someone else's Kyverno is in the way; ours (a Create replacing an earlier one that
+    installed it) is not."""
+    crd = Check.of({**KYVERNO_CRD, "fix": "F"})
+    assert apply(cluster, OWNER, [ns("curvine")], absent=[crd]) == ["created Namespace curvine"]
+    kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                   "metadata": {"name": "clusterpolicies.kyverno.io",
+                                "annotations": {OWNER_ANNOTATION: OWNER}}})  # fmt: skip
+    assert apply(cluster, OWNER, [ns("curvine")], absent=[crd]) == ["updated Namespace curvine"]
+
+
+@pytest.mark.parametrize(
+    ("theirs", "more"),
+    [(["inference", "kyverno"], " (and 1 more object(s) not ours)"),
+     (["inference", "kyverno", "ml"], " (and 2 more object(s) not ours)")],
+)  # fmt: skip
+def test_a_refusal_counts_the_other_objects_that_are_not_ours(
+    kube: ApplyFakeKube, cluster: Cluster, theirs: list[str], more: str
+) -> None:
+    for name in theirs:
+        kube.put(NS, ns(name))
+    with pytest.raises(OwnershipError) as err:
+        apply(cluster, OWNER, [ns("curvine"), *(ns(name) for name in theirs)])
+    assert str(err.value) == (
+        "Namespace inference exists and is not ours (has no hyperpod-kvcache/owner mark): rename "
+        f"ours in config or remove theirs{more}. Nothing was changed."
+    )
     assert kube.writes() == []
 
 
@@ -523,3 +648,20 @@ def test_undo_says_which_created_objects_it_could_not_remove(
         "again."
     )
     assert sorted(kube.objects) == [f"{NS}/lmcache"]
+
+
+def test_undo_lists_what_it_could_not_remove_in_creation_order(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("DELETE", f"{NS}/lmcache")] = 403
+    kube.fail[("DELETE", f"{NS}/redis")] = 403
+    kube.put(NS, ns("curvine", owner=OWNER))
+    with pytest.raises(OwnershipError) as err:
+        apply(cluster, OWNER, [ns("curvine"), ns("lmcache"), ns("redis"), cm("c", "curvine")])
+    assert str(err.value) == (
+        "create ConfigMap curvine/c failed: HTTP 422 injected failure; could not remove what it "
+        "created: Namespace lmcache (HTTP 403 injected failure), Namespace redis (HTTP 403 "
+        "injected failure). Fix the object in the chart or the cluster, then deploy again."
+    )
+    assert sorted(kube.objects) == [f"{NS}/curvine", f"{NS}/lmcache", f"{NS}/redis"]
