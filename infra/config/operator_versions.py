@@ -67,7 +67,5 @@ def operator_for_addon(addon_version: str) -> OperatorVersion:
             "--kubernetes-version <minor>), copy the CRD of the operator it ships into "
             "k8s/schemas/hyperpod-inference/<operator>/ and add it to ADDON_OPERATOR in "
             "infra/config/operator_versions.py",
-            field="addons.inference_operator.version",
-            value=addon_version,
-        )
+        )  # raised in the version's validator, which reports the field and its value
     return OPERATORS[op]

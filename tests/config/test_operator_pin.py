@@ -73,6 +73,15 @@ def test_an_add_on_version_missing_from_the_table_is_refused(raw: dict[str, Any]
     ), message
 
 
+def test_the_refusal_lists_every_known_add_on_version(
+    raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(ov.ADDON_OPERATOR, "v9.9.9-eksbuild.1", "3.2")
+    raw["addons"] = {"inference_operator": {"version": "v1.1.0-eksbuild.1"}}
+    known = "(v1.0.0-eksbuild.1, v9.9.9-eksbuild.1)"
+    assert f"allowed: an add-on version whose operator is known {known}; fix:" in refusal(raw)
+
+
 @pytest.mark.parametrize(
     ("model", "field", "value"),
     [
