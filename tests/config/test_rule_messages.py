@@ -600,3 +600,36 @@ def test_l2_needs_its_store() -> None:
         f"{SOURCE}: {field} = True: allowed: false while kvcache.curvine.enabled is false (Curvine "
         "is the L2 store); fix: set kvcache.curvine.enabled to true, or enable_l2_cache to false"
     )
+
+
+# --- rules across the kvcache section ------------------------------------------------------------
+
+
+def test_two_endpoints_with_the_same_namespace_and_name_are_refused_listing_the_pairs() -> None:
+    assert refusal(_endpoints({"replicas": 1}, {"replicas": 1})) == (
+        f"{SOURCE}: kvcache.endpoints = ['inference/qwen3-8b', 'inference/qwen3-8b']: allowed: "
+        "unique namespace/name pairs; fix: rename one endpoint"
+    )
+
+
+@pytest.mark.parametrize(("low", "high"), [(90, 90), (95, 90)])
+def test_the_evictors_low_mark_must_stay_below_its_high_mark(low: int, high: int) -> None:
+    field = "kvcache.curvine.evictor.low_water_percent"
+    assert refusal({field: low, "kvcache.curvine.evictor.high_water_percent": high}) == (
+        f"{SOURCE}: {field} = {low}: allowed: less than high_water_percent ({high}); "
+        "fix: lower low_water_percent"
+    )
+
+
+@pytest.mark.parametrize(("limit", "requested", "unit"), [
+    ("memory_limit_mib", "memory_request_mib", 1024),
+    ("cpu_limit_millicores", "cpu_request_millicores", 500),
+])  # fmt: skip
+def test_fuses_limit_must_be_at_least_its_request(limit: str, requested: str, unit: int) -> None:
+    field = f"kvcache.curvine.fuse.{limit}"
+    overrides = {field: 2 * unit - 1, f"kvcache.curvine.fuse.{requested}": 2 * unit}
+    assert refusal(overrides) == (
+        f"{SOURCE}: {field} = {2 * unit - 1}: allowed: at least {requested} ({2 * unit}); "
+        f"fix: raise {limit}"
+    )
+    assert refusal({**overrides, field: 2 * unit}) is None
