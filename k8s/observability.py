@@ -76,7 +76,8 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
     jobs: list[dict[str, Any]] = []
     for e in config.kvcache.endpoints:
         # The operator names the endpoint's Deployment after it (scripts/kube.py relies on the
-        # same), so its Pods are <name>-<hash>-<hash>; the model container exposes the port.
+        # same), so its Pods are <name>-<ReplicaSet hash>-<suffix>, neither with a "-": matching
+        # exactly two such segments keeps an endpoint named <name>-big out of this job.
         jobs.append({
             "job_name": vllm_job(e.namespace, e.name),
             "metrics_path": "/metrics",
@@ -85,7 +86,8 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
                 {"source_labels": ["__meta_kubernetes_pod_name",
                                    "__meta_kubernetes_pod_container_port_number",
                                    "__meta_kubernetes_pod_phase"],
-                 "regex": f"{re.escape(e.name)}-.+;{e.metrics_port};Running", "action": "keep"},
+                 "regex": f"{re.escape(e.name)}-[a-z0-9]+-[a-z0-9]+;{e.metrics_port};Running",
+                 "action": "keep"},
                 *_common_labels(),
                 {"target_label": "endpoint", "replacement": e.name},
             ],

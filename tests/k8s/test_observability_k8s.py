@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import kubernetes_validate
 import pytest
+import yaml
 
 from infra.config import AppConfig
 from infra.dashboards import all_exprs, grafana_dashboard
+from infra.versions import SUPPORTED_KUBERNETES
 from k8s.observability import (
+    CURVINE_JOBS,
     METRICS_PORT_NAME,
     MULTIPROC_DIR,
     observability_env,
@@ -17,9 +21,12 @@ from k8s.observability import (
     observability_objects,
     observability_volumes,
     scrape_config,
+    scrape_config_yaml,
     scrape_targets,
+    vllm_job,
 )
 from scripts.metrics_catalog import METRICS, metric_names
+from tests.k8s.prom_relabel import scraped
 
 
 def _services(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -112,6 +119,27 @@ def test_metric_names_parser(expr: str, names: set[str]) -> None:
     assert metric_names(expr) == names
 
 
+def test_the_collector_user_gets_read_only_discovery_and_metrics_and_nothing_else(
+    dev_config: AppConfig,
+) -> None:
+    """docs/observability.md: map the scraper's role to aps-collector-user in aws-auth."""
+    role, binding = observability_objects(dev_config)
+    version = SUPPORTED_KUBERNETES[dev_config.eks.kubernetes_version].schema_version
+    for obj in (role, binding):
+        kubernetes_validate.validate(obj, version, strict=True)
+    read = ["get", "list", "watch"]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": read},
+        {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
+        {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+    ]
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": role["metadata"]["name"]}  # fmt: skip
+    assert binding["subjects"] == [
+        {"kind": "User", "name": "aps-collector-user", "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+
+
 def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
     assert observability_env(dev_config) == [
         {"name": "PROMETHEUS_MULTIPROC_DIR", "value": MULTIPROC_DIR}
@@ -130,3 +158,65 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
     assert mount == {"name": volume["name"], "mountPath": MULTIPROC_DIR}
     assert volume["emptyDir"] == {}
     assert observability_mounts(off) == [] and observability_volumes(off) == []
+
+
+# --- what the collector would scrape, through Prometheus's relabelling (tests/k8s/prom_relabel.py)
+
+
+def _pod_targets(
+    ns: str, pod: str, node: str, ports: list[int], phase: str = "Running"
+) -> list[dict[str, str]]:
+    """What Prometheus's ``role: pod`` discovery yields for a Pod: one target per container port."""
+    return [{"__meta_kubernetes_namespace": ns, "__meta_kubernetes_pod_name": pod,
+             "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_phase": phase,
+             "__meta_kubernetes_pod_container_port_number": str(port)}
+            for port in ports]  # fmt: skip
+
+
+def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
+    dev_config: AppConfig,
+) -> None:
+    """An endpoint's Pods are <name>-<ReplicaSet hash>-<suffix> (its Deployment is named after
+    it); a sibling endpoint whose name starts with this one's must not be scraped as this one."""
+    (endpoint,) = dev_config.kvcache.endpoints
+    ns, name, port = endpoint.namespace, endpoint.name, endpoint.metrics_port
+    jobs = {j["job_name"]: j for j in scrape_config(dev_config)["scrape_configs"]}
+    targets = [
+        *_pod_targets(ns, f"{name}-5d8f7c9b4-x2x7k", "gpu-1", [port, 9999]),
+        *_pod_targets(ns, f"{name}-5d8f7c9b4-q8z2m", "gpu-2", [port], phase="Pending"),
+        *_pod_targets(ns, f"{name}-big-6c9d8f7b5-b4n6p", "gpu-2", [port]),
+        *_pod_targets("elsewhere", f"{name}-5d8f7c9b4-h7k2w", "gpu-2", [port]),
+    ]
+    assert scraped(jobs[vllm_job(ns, name)], targets) == [{
+        "namespace": ns, "pod": f"{name}-5d8f7c9b4-x2x7k", "node": "gpu-1", "endpoint": name,
+    }]  # fmt: skip
+
+
+def test_a_curvine_job_scrapes_its_services_metrics_port_only(
+    dev_config: AppConfig, rendered: list[dict[str, Any]]
+) -> None:
+    """``role: endpoints`` yields one target per Service port and ready address."""
+    jobs = {j["job_name"]: j for j in scrape_config(dev_config)["scrape_configs"]}
+    ns = dev_config.kvcache.curvine.namespace
+    targets = [
+        {"__meta_kubernetes_namespace": ns,
+         "__meta_kubernetes_service_name": svc["metadata"]["name"],
+         "__meta_kubernetes_endpoint_port_name": port.get("name", ""),
+         "__meta_kubernetes_pod_name": f"{svc['metadata']['name']}-pod",
+         "__meta_kubernetes_pod_node_name": "gpu-1"}
+        for svc in rendered
+        if svc["kind"] == "Service" and svc["metadata"].get("namespace") == ns
+        for port in svc["spec"]["ports"]
+    ]  # fmt: skip
+    for job, (service, _port) in CURVINE_JOBS.items():
+        assert scraped(jobs[job], targets) == [
+            {"namespace": ns, "pod": f"{service}-pod", "node": "gpu-1"}
+        ], job
+
+
+def test_the_scrape_configuration_the_collector_gets_is_the_one_tested(
+    dev_config: AppConfig,
+) -> None:
+    """infra/constructs/observability.py hands AMP this YAML: the same mapping, jobs in order."""
+    assert yaml.safe_load(scrape_config_yaml(dev_config)) == scrape_config(dev_config)
+    assert list(yaml.safe_load(scrape_config_yaml(dev_config))) == ["global", "scrape_configs"]
