@@ -22,9 +22,11 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
     path = config_dir / f"{env}.yaml"
     source = f"config/{env}.yaml"
     if not path.is_file():
+        # Named by --env (scripts, k8s.render), -c env=<name> (app.py, cdk) or make's ENV=<name>.
         raise ConfigError(
-            "-c env", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
-            f"pass -c env=<name> (make: ENV=<name>) with a file in config/, or create {source}",
+            "config", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
+            f"name one of them (--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>), "
+            f"or create {source}",
         )  # fmt: skip
     text = path.read_text()
     try:

@@ -184,7 +184,7 @@ def test_environment_must_match_file(base: dict[str, Any]) -> None:
 def test_unknown_environment() -> None:
     with pytest.raises(ConfigError) as info:
         load_config("staging")
-    assert str(info.value).startswith("-c env: env = 'staging': allowed: ")
+    assert str(info.value).startswith("config: env = 'staging': allowed: ")
 
 
 def test_app_prints_one_line_and_no_traceback(repo_root: Path) -> None:
@@ -197,7 +197,7 @@ def test_app_prints_one_line_and_no_traceback(repo_root: Path) -> None:
     )
     assert result.returncode == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert lines[-1].startswith("error: -c env: env = 'staging': allowed: ")
+    assert lines[-1].startswith("error: config: env = 'staging': allowed: ")
     assert "Traceback" not in result.stderr
 
 

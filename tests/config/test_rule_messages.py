@@ -130,13 +130,13 @@ def test_an_unknown_environment_lists_the_yaml_files_there(tmp_path: Path) -> No
     with pytest.raises(ConfigError) as err:
         load_config("prod", tmp_path)
     assert str(err.value) == (
-        "-c env: env = 'prod': allowed: dev, staging; fix: pass -c env=<name> (make: "
-        "ENV=<name>) with a file in config/, or create config/prod.yaml"
+        "config: env = 'prod': allowed: dev, staging; fix: name one of them (--env <name>; "
+        "app.py and cdk: -c env=<name>; make: ENV=<name>), or create config/prod.yaml"
     )
 
 
 def test_an_unknown_environment_in_an_empty_directory_lists_none(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^-c env: env = 'dev': allowed: \(none\); fix: "):
+    with pytest.raises(ConfigError, match=r"^config: env = 'dev': allowed: \(none\); fix: "):
         load_config("dev", tmp_path)
 
 
