@@ -33,6 +33,7 @@ from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.teardown import (
     Timeouts,
+    _describe_event,
     execute_teardown,
     plan_teardown,
     stack_names,
@@ -929,3 +930,18 @@ def test_a_role_that_may_not_empty_the_bucket_gets_the_stack_failure_and_the_buc
     assert message.startswith(f"stack {PREFIX}-hyperpod: DELETE_FAILED; failed to delete")
     assert message.endswith(f"; could not empty bucket {world.access_logs}: AccessDenied")
     assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 1
+
+
+@pytest.mark.parametrize(("event", "shown"), [
+    ({"LogicalResourceId": "Cluster", "ResourceStatus": "DELETE_IN_PROGRESS",
+      "ResourceStatusReason": "Waiting for nodes"},
+     "Cluster DELETE_IN_PROGRESS: Waiting for nodes"),
+    ({"LogicalResourceId": "Cluster", "ResourceStatus": "DELETE_IN_PROGRESS"},
+     "Cluster DELETE_IN_PROGRESS"),
+    ({"LogicalResourceId": "Cluster", "ResourceStatusReason": ""}, "Cluster "),
+])  # fmt: skip
+def test_the_progress_line_shows_the_latest_event_and_its_reason_if_any(
+    event: dict[str, str], shown: str
+) -> None:
+    """What `teardown` prints while a stack deletes: `<status>; latest: <this>`."""
+    assert _describe_event(event) == shown
