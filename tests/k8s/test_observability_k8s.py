@@ -12,6 +12,7 @@ import yaml
 from infra.config import AppConfig
 from infra.dashboards import all_exprs, grafana_dashboard
 from infra.versions import SUPPORTED_KUBERNETES
+from k8s.common import labels
 from k8s.observability import (
     CURVINE_JOBS,
     METRICS_PORT_NAME,
@@ -26,7 +27,7 @@ from k8s.observability import (
     vllm_job,
 )
 from scripts.metrics_catalog import METRICS, metric_names
-from tests.k8s.prom_relabel import scraped
+from tests.k8s.prometheus import checked, scraped
 
 
 def _services(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -124,6 +125,15 @@ def test_the_collector_user_gets_read_only_discovery_and_metrics_and_nothing_els
 ) -> None:
     """docs/observability.md: map the scraper's role to aps-collector-user in aws-auth."""
     role, binding = observability_objects(dev_config)
+    # Labelled as this project's, like every rendered object (teardown selects on them).
+    assert role["metadata"] == {
+        "name": "aps-collector-role",
+        "labels": labels("aps-collector-role", "observability"),
+    }
+    assert binding["metadata"] == {
+        "name": "aps-collector-user-role-binding",
+        "labels": labels("aps-collector-role", "observability"),
+    }
     version = SUPPORTED_KUBERNETES[dev_config.eks.kubernetes_version].schema_version
     for obj in (role, binding):
         kubernetes_validate.validate(obj, version, strict=True)
@@ -160,7 +170,7 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
     assert observability_mounts(off) == [] and observability_volumes(off) == []
 
 
-# --- what the collector would scrape, through Prometheus's relabelling (tests/k8s/prom_relabel.py)
+# --- what the collector would scrape, through Prometheus's relabelling (tests/k8s/prometheus.py)
 
 
 def _pod_targets(
@@ -187,7 +197,8 @@ def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
         *_pod_targets(ns, f"{name}-big-6c9d8f7b5-b4n6p", "gpu-2", [port]),
         *_pod_targets("elsewhere", f"{name}-5d8f7c9b4-h7k2w", "gpu-2", [port]),
     ]
-    assert scraped(jobs[vllm_job(ns, name)], targets) == [{
+    assert scraped(jobs[vllm_job(ns, name)], "pod", targets) == [{
+        "__metrics_path__": "/metrics",  # where vLLM serves its metrics
         "namespace": ns, "pod": f"{name}-5d8f7c9b4-x2x7k", "node": "gpu-1", "endpoint": name,
     }]  # fmt: skip
 
@@ -209,14 +220,18 @@ def test_a_curvine_job_scrapes_its_services_metrics_port_only(
         for port in svc["spec"]["ports"]
     ]  # fmt: skip
     for job, (service, _port) in CURVINE_JOBS.items():
-        assert scraped(jobs[job], targets) == [
-            {"namespace": ns, "pod": f"{service}-pod", "node": "gpu-1"}
-        ], job
+        assert scraped(jobs[job], "endpoints", targets) == [
+            {"__metrics_path__": "/metrics", "namespace": ns, "pod": f"{service}-pod",
+             "node": "gpu-1"}
+        ], job  # fmt: skip
 
 
-def test_the_scrape_configuration_the_collector_gets_is_the_one_tested(
+def test_the_scrape_configuration_is_one_prometheus_loads_and_labels_the_environment(
     dev_config: AppConfig,
 ) -> None:
-    """infra/constructs/observability.py hands AMP this YAML: the same mapping, jobs in order."""
-    assert yaml.safe_load(scrape_config_yaml(dev_config)) == scrape_config(dev_config)
-    assert list(yaml.safe_load(scrape_config_yaml(dev_config))) == ["global", "scrape_configs"]
+    """infra/constructs/observability.py hands AMP this YAML; Prometheus parses it strictly."""
+    config = checked(yaml.safe_load(scrape_config_yaml(dev_config)))
+    assert config == scrape_config(dev_config)
+    interval = dev_config.observability.scrape_interval_seconds
+    assert config["global"] == {"scrape_interval": f"{interval}s",
+                                "external_labels": {"environment": "dev"}}  # fmt: skip
