@@ -22,7 +22,6 @@ from k8s.policy import PolicyChart
 class Charts:
     """The charts in apply order; ``ordered`` pairs each with its file/manifest name."""
 
-    app: cdk8s.App
     namespaces: cdk8s.Chart
     storage: cdk8s.Chart
     curvine: cdk8s.Chart | None
@@ -43,17 +42,15 @@ class Charts:
         return [(name, chart) for name, chart in named if chart is not None]
 
 
-def build_charts(
-    config: AppConfig, outdir: str | None = None, *, fsx: FsxVolume | None = None
-) -> Charts:
+def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
     """``fsx``: the file system of ``l2_backend: fsx_lustre`` (CDK passes its attributes; the
-    YAML renderer, which has none, writes placeholders)."""
-    app = cdk8s.App(outdir=outdir) if outdir else cdk8s.App()
+    YAML renderer, which has none, writes placeholders). Nothing is written here: the App is
+    only the charts' scope."""
+    app = cdk8s.App()
     on = config.kvcache.curvine.enabled
     # The L2 claim and policy exist with either store; Curvine's own charts only with Curvine.
     l2 = config.kvcache.l2_enabled
     return Charts(
-        app=app,
         namespaces=NamespacesChart(app, "namespaces", config=config),
         storage=StorageChart(app, "storage", config=config),
         curvine=CurvineChart(app, "curvine", config=config) if on else None,
