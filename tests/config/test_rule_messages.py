@@ -15,7 +15,7 @@ import yaml
 from pydantic import ValidationError
 
 from infra.config import ConfigError, load_config, parse_config
-from infra.config.kvcache import FsxLustreConfig, image_is_pinned
+from infra.config.kvcache import GPU_INSTANCES, FsxLustreConfig, image_is_pinned
 from infra.config.loader import CONFIG_DIR
 from infra.config.observability import topic_name
 from tests.config.unit_config import BASE, SOURCE, refusal, with_overrides
@@ -633,3 +633,41 @@ def test_fuses_limit_must_be_at_least_its_request(limit: str, requested: str, un
         f"fix: raise {limit}"
     )
     assert refusal({**overrides, field: 2 * unit}) is None
+
+
+NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
+
+
+def test_curvines_pool_and_reserve_must_fit_the_gpu_nodes_nvme() -> None:
+    field = "kvcache.curvine.worker.capacity_gib"
+    overrides = {field: NVME_GIB - 9, "kvcache.curvine.worker.reserved_gib": 10}
+    assert refusal(overrides) == (
+        f"{SOURCE}: {field} = {NVME_GIB - 9}: allowed: capacity + reserved <= {NVME_GIB} GiB "
+        "(local NVMe of ml.g6e.4xlarge); fix: lower kvcache.curvine.worker.capacity_gib"
+    )
+
+
+def test_with_the_l2_on_fsx_curvines_pool_size_is_not_checked_against_the_nvme() -> None:
+    """Curvine is off then; its worker settings size nothing."""
+    overrides = {"kvcache.l2_backend": "fsx_lustre", "kvcache.curvine.worker.capacity_gib": 10**5}
+    assert refusal(overrides) is None
+
+
+@pytest.mark.parametrize("shared", ["inference", "kyverno"], ids=["endpoints'", "kyverno's"])
+def test_curvine_gets_a_namespace_of_its_own(shared: str) -> None:
+    """Curvine's namespace is the only privileged one (its FUSE and CSI Pods)."""
+    field = "kvcache.curvine.namespace"
+    assert refusal({field: shared}) == (
+        f"{SOURCE}: {field} = {shared!r}: allowed: a namespace of its own (the only privileged "
+        "one); fix: use different namespaces for Curvine, Kyverno and the endpoints"
+    )
+
+
+def test_kyverno_is_installed_on_a_cluster_this_app_creates() -> None:
+    field = "kvcache.kyverno.install"
+    assert refusal({field: False}) == (
+        f"{SOURCE}: {field} = False: allowed: true on a cluster this app creates (no Kyverno is "
+        "installed there); fix: remove kvcache.kyverno.install, or set existing_cluster to use "
+        "an installed Kyverno"
+    )
+    assert refusal({field: False, "existing_cluster": EXISTING_CLUSTER}) is None
