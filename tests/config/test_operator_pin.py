@@ -63,14 +63,14 @@ def test_huggingface_is_accepted_once_the_table_maps_the_pin_to_3_2(
 
 def test_an_add_on_version_missing_from_the_table_is_refused(raw: dict[str, Any]) -> None:
     raw["addons"] = {"inference_operator": {"version": "v1.1.0-eksbuild.1"}}
-    message = refusal(raw)
-    assert message.startswith(
+    assert refusal(raw) == (
         "config/test.yaml: addons.inference_operator.version = 'v1.1.0-eksbuild.1': allowed: an "
         "add-on version whose operator is known (v1.0.0-eksbuild.1); fix: check it is offered "
         "(aws eks describe-addon-versions --addon-name amazon-sagemaker-hyperpod-inference "
         "--kubernetes-version <minor>), copy the CRD of the operator it ships into "
-        "k8s/schemas/hyperpod-inference/<operator>/"
-    ), message
+        "k8s/schemas/hyperpod-inference/<operator>/ and add it to ADDON_OPERATOR in "
+        "infra/config/operator_versions.py"
+    )
 
 
 def test_the_refusal_lists_every_known_add_on_version(
