@@ -103,6 +103,25 @@ def to_run(module: str, resume: bool, skip: dict[str, str]) -> list[str]:
             if code not in KILLED and name not in skip]  # fmt: skip
 
 
+def run_mutmut(names: list[str], max_children: int) -> int:
+    """One ``mutmut run`` over ``names``; its progress goes to mutants/mutmut-run.log. On a
+    failure (a test that fails without any mutant, a broken stats run) the log's end is printed
+    and its exit code returned: the results on disk are then not this run's."""
+    path = MUTANTS / "mutmut-run.log"
+    path.parent.mkdir(exist_ok=True)
+    with path.open("w") as log:
+        code = subprocess.run([sys.executable, "-m", "mutmut", "run",
+                               "--max-children", str(max_children), *names],
+                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              check=False).returncode  # fmt: skip
+    if code:
+        lines = path.read_text(errors="replace").replace("\r", "\n").splitlines()
+        print("\n".join(line for line in lines[-40:] if line.strip()), file=sys.stderr)
+        print(f"mutmut run failed (exit {code}); full output: {path.relative_to(ROOT)}",
+              file=sys.stderr)  # fmt: skip
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", default=list(MODULES))
@@ -114,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     names = [name for module in args.modules for name in to_run(module, args.resume, skip)]
     if not args.report_only and names:
-        subprocess.run([sys.executable, "-m", "mutmut", "run",
-                        "--max-children", str(args.max_children), *names],
-                       cwd=ROOT, stdout=subprocess.DEVNULL, check=False)  # fmt: skip
+        code = run_mutmut(names, args.max_children)
+        if code:
+            return code
     below = []
     for module in args.modules:
         line, counts = score(module, skip)

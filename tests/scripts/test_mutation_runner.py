@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +46,21 @@ def test_a_full_run_or_a_changed_source_reruns_the_whole_module(tree: Path) -> N
 
 def test_a_module_never_mutated_runs_in_full(tree: Path) -> None:
     assert mutation.to_run("pkg.other", resume=True, skip={}) == ["pkg.other.*"]
+
+
+def test_a_failed_mutmut_run_is_reported_with_its_output_and_exit_code(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run whose clean tests fail leaves the old results on disk: say so, do not score them."""
+
+    def failing_mutmut(command: list[str], *, stdout: Any, **_: Any) -> Any:
+        stdout.write(
+            "Running clean tests\rFAILED tests/k8s/test_x.py::test_y\nFailed to run clean test\n"
+        )
+        return subprocess.CompletedProcess(command, 1)
+
+    monkeypatch.setattr(mutation.subprocess, "run", failing_mutmut)
+    assert mutation.main(["pkg.mod"]) == 1
+    err = capsys.readouterr().err
+    assert "Failed to run clean test" in err and "FAILED tests/k8s/test_x.py::test_y" in err
+    assert "mutmut run failed (exit 1); full output: mutants/mutmut-run.log" in err
