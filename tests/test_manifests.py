@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from infra.config import load_config
-from k8s.render import SYNC_WAVE, render
+from k8s.render import SYNC_WAVE, render, sync_wave_patch
 
 KUBECTL = shutil.which("kubectl")
 
@@ -98,3 +98,36 @@ def test_notes_name_what_the_objects_depend_on(dist: tuple[Path, list[Path]]) ->
     assert f"--version {config.kvcache.kyverno.chart_version}" in notes
     assert config.addons.inference_operator.version in notes
     assert "dependsOn" in notes and "sync-wave" in notes
+
+
+def test_only_objects_whose_crd_comes_from_elsewhere_skip_argo_cds_dry_run(
+    built: list[dict[str, Any]],
+) -> None:
+    """Argo CD's dry run fails on a kind whose CRD is not installed yet (Kyverno's ClusterPolicy,
+    the operator's InferenceEndpointConfig); Argo CD reads the option by its exact text. Every
+    other object is dry-run as usual."""
+    option = "argocd.argoproj.io/sync-options"
+    skipped = {o["kind"]: o["metadata"]["annotations"].get(option) for o in built
+               if option in o["metadata"]["annotations"]}  # fmt: skip
+    assert skipped == {"ClusterPolicy": "SkipDryRunOnMissingResource=true",
+                       "InferenceEndpointConfig": "SkipDryRunOnMissingResource=true"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("obj", "target"), [
+    ({"apiVersion": "apps/v1", "kind": "Deployment",
+      "metadata": {"name": "router", "namespace": "inference"}},
+     {"group": "apps", "version": "v1", "kind": "Deployment", "name": "router",
+      "namespace": "inference"}),
+    ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "curvine"}},
+     {"group": "", "version": "v1", "kind": "Namespace", "name": "curvine"}),
+])  # fmt: skip
+def test_a_wave_patch_targets_exactly_its_object(
+    obj: dict[str, Any], target: dict[str, str]
+) -> None:
+    """By namespace too: the same kind and name in two namespaces are two objects."""
+    patch = sync_wave_patch(obj, 3)
+    assert patch["target"] == target
+    assert yaml.safe_load(patch["patch"]) == {
+        "apiVersion": obj["apiVersion"], "kind": obj["kind"],
+        "metadata": {"name": obj["metadata"]["name"], "annotations": {SYNC_WAVE: "3"}},
+    }  # fmt: skip
