@@ -671,3 +671,11 @@ def test_kyverno_is_installed_on_a_cluster_this_app_creates() -> None:
         "an installed Kyverno"
     )
     assert refusal({field: False, "existing_cluster": EXISTING_CLUSTER}) is None
+
+
+@pytest.mark.parametrize("field", ["kvcache.endpoints.0.name", "kvcache.endpoints.0.namespace"])
+def test_an_endpoint_name_or_namespace_that_is_no_dns_label_is_refused(field: str) -> None:
+    assert refusal({field: "Qwen_8B"}) == (
+        f"{SOURCE}: {field} = 'Qwen_8B': allowed: a DNS-1123 label: 1-63 lower-case letters, "
+        "digits and '-'; fix: rename"
+    )
