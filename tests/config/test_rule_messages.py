@@ -679,3 +679,18 @@ def test_an_endpoint_name_or_namespace_that_is_no_dns_label_is_refused(field: st
         f"{SOURCE}: {field} = 'Qwen_8B': allowed: a DNS-1123 label: 1-63 lower-case letters, "
         "digits and '-'; fix: rename"
     )
+
+
+def test_the_static_l2_volume_is_refused_for_endpoints_in_two_namespaces() -> None:
+    """One PersistentVolume binds one claim; every endpoint namespace has its own curvine-pvc."""
+    base = {**BASE["kvcache"]["endpoints"][0], "replicas": 1, "rollout": "scale_down_first"}
+    two = {"kvcache.endpoints": [base, {**base, "name": "b", "namespace": "other"}]}
+    field = "kvcache.curvine.static_pv.enabled"
+    assert refusal({**two, field: True}) == (
+        f"{SOURCE}: {field} = True: allowed: false while the endpoints use more than one "
+        "namespace (inference, other): the static PersistentVolume binds one claim; fix: put the "
+        "endpoints in one namespace, or set static_pv.enabled: false (dynamic provisioning gives "
+        "each namespace its own volume on curvine-sc)"
+    )
+    assert refusal({**two, field: False}) is None
+    assert refusal({field: True}) is None

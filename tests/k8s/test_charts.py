@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.config import parse_config
-from k8s.app import build_charts
+from k8s.app import build_charts, manifests
 from tests.config.unit_config import SOURCE, with_overrides
 
 
@@ -23,3 +23,24 @@ def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy() -> None:
     """Endpoints that keep their KV cache in GPU and CPU memory only: nothing to mount."""
     no_l2 = {"kvcache.curvine.enabled": False, "kvcache.endpoints.0.enable_l2_cache": False}
     assert chart_names(no_l2) == ["00-namespaces", "10-storage", "60-endpoints"]
+
+
+def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() -> None:
+    """``static_pv``: a redeploy or a deleted claim finds the warm cache at the same path."""
+
+    overrides = {"kvcache.curvine.static_pv.enabled": True,
+                 "kvcache.curvine.static_pv.curvine_path": "/l2cache/warm",
+                 "kvcache.curvine.static_pv.size_gib": 512}  # fmt: skip
+    config = parse_config(with_overrides(overrides), SOURCE, "unit")
+    objs = manifests(build_charts(config))["40-l2-volume"]
+    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
+    (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]
+    assert pv["metadata"]["name"] == "curvine-l2-static"
+    spec = pv["spec"]
+    assert spec["persistentVolumeReclaimPolicy"] == "Retain"
+    assert spec["accessModes"] == ["ReadWriteMany"] and spec["capacity"] == {"storage": "512Gi"}
+    assert spec["storageClassName"] == pvc["spec"]["storageClassName"] == "curvine-sc"
+    assert spec["csi"]["driver"] == "curvine" and spec["csi"]["volumeHandle"] == "curvine-l2-static"
+    assert spec["csi"]["volumeAttributes"]["fs-path"] == "/l2cache/warm"
+    assert pvc["spec"]["volumeName"] == "curvine-l2-static"
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "512Gi"
