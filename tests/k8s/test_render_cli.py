@@ -37,7 +37,8 @@ def test_without_out_it_writes_dist_env_under_the_working_directory(
     monkeypatch.chdir(tmp_path)
     assert main(["--env", "test"]) == 0
     assert (tmp_path / "dist" / "test" / "kustomization.yaml").is_file()
-    assert all(line.startswith("dist/test/") for line in capsys.readouterr().out.splitlines())
+    printed = capsys.readouterr().out.splitlines()
+    assert printed and all(line.startswith("dist/test/") for line in printed)
 
 
 def test_an_unknown_environment_is_one_line_on_stderr_and_exit_2(
@@ -51,9 +52,7 @@ def test_an_unknown_environment_is_one_line_on_stderr_and_exit_2(
     assert not any(tmp_path.glob("*.yaml"))
 
 
-def test_without_env_it_writes_dev(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_without_env_it_writes_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert main([]) == 0
     assert (tmp_path / "dist" / "dev" / "kustomization.yaml").is_file()
