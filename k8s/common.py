@@ -15,6 +15,10 @@ from infra.versions import SUPPORTED_KUBERNETES
 
 PART_OF = "hyperpod-kvcache"
 CURVINE_LABEL = "app.kubernetes.io/name"
+# The label the inference operator puts on an endpoint's Pods, valued with the
+# InferenceEndpointConfig's name (its Deployment selects them by it): what the L2 policy matches
+# and what the collector scrapes by.
+ENDPOINT_POD_LABEL = "app"
 EBS_SC = "ebs-sc"
 """StorageClass of the Curvine master volumes that k8s.foundation.StorageChart creates, unless
 ``kvcache.curvine.master.storage_class`` names an existing one (``master_storage_class``)."""

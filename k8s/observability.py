@@ -16,7 +16,7 @@ import yaml
 from constructs import Construct
 
 from infra.config import AppConfig
-from k8s.common import labels, raw
+from k8s.common import ENDPOINT_POD_LABEL, labels, raw
 from k8s.curvine import FUSE_WEB_PORT, MASTER_WEB_PORT, WORKER_WEB_PORT
 
 # LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
@@ -75,18 +75,18 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
     obs = config.observability
     jobs: list[dict[str, Any]] = []
     for e in config.kvcache.endpoints:
-        # The operator names the endpoint's Deployment after it (scripts/kube.py relies on the
-        # same), so its Pods are <name>-<ReplicaSet hash>-<suffix>, neither with a "-": matching
-        # exactly two such segments keeps an endpoint named <name>-big out of this job.
+        # By the operator's Pod label, not the Pod name: a name is <ReplicaSet name>-<suffix> cut
+        # to 63 characters, so for a long endpoint name it loses the ReplicaSet hash's "-", and a
+        # name pattern also matches a sibling endpoint named <name>-<word>.
         jobs.append({
             "job_name": vllm_job(e.namespace, e.name),
             "metrics_path": "/metrics",
             "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [e.namespace]}}],
             "relabel_configs": [
-                {"source_labels": ["__meta_kubernetes_pod_name",
+                {"source_labels": [f"__meta_kubernetes_pod_label_{ENDPOINT_POD_LABEL}",
                                    "__meta_kubernetes_pod_container_port_number",
                                    "__meta_kubernetes_pod_phase"],
-                 "regex": f"{re.escape(e.name)}-[a-z0-9]+-[a-z0-9]+;{e.metrics_port};Running",
+                 "regex": f"{re.escape(e.name)};{e.metrics_port};Running",
                  "action": "keep"},
                 *_common_labels(),
                 {"target_label": "endpoint", "replacement": e.name},

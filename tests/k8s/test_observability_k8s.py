@@ -174,33 +174,65 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
 
 
 def _pod_targets(
-    ns: str, pod: str, node: str, ports: list[int], phase: str = "Running"
+    ns: str,
+    endpoint: str,
+    node: str,
+    ports: list[int],
+    phase: str = "Running",
+    suffix: str = "x2x7k",
 ) -> list[dict[str, str]]:
-    """What Prometheus's ``role: pod`` discovery yields for a Pod: one target per container port."""
+    """What Prometheus's ``role: pod`` discovery yields for a Pod of ``endpoint``'s Deployment:
+    one target per container port, with the Pod's labels as ``__meta_kubernetes_pod_label_*``.
+    The Pod's name is what Kubernetes generates: ``<ReplicaSet name>-`` cut to 58 characters,
+    then 5 random ones (apiserver's names.SimpleNameGenerator)."""
+    template_hash = "5d8f7c9b4"
+    pod = f"{endpoint}-{template_hash}-"[:58] + suffix
     return [{"__meta_kubernetes_namespace": ns, "__meta_kubernetes_pod_name": pod,
+             "__meta_kubernetes_pod_label_app": endpoint,
+             "__meta_kubernetes_pod_label_pod_template_hash": template_hash,
              "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_phase": phase,
              "__meta_kubernetes_pod_container_port_number": str(port)}
             for port in ports]  # fmt: skip
 
 
+def _endpoint_job(config: AppConfig) -> tuple[str, str, int, dict[str, Any]]:
+    (endpoint,) = config.kvcache.endpoints
+    ns, name, port = endpoint.namespace, endpoint.name, endpoint.metrics_port
+    jobs = {j["job_name"]: j for j in scrape_config(config)["scrape_configs"]}
+    return ns, name, port, jobs[vllm_job(ns, name)]
+
+
 def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
     dev_config: AppConfig,
 ) -> None:
-    """An endpoint's Pods are <name>-<ReplicaSet hash>-<suffix> (its Deployment is named after
-    it); a sibling endpoint whose name starts with this one's must not be scraped as this one."""
-    (endpoint,) = dev_config.kvcache.endpoints
-    ns, name, port = endpoint.namespace, endpoint.name, endpoint.metrics_port
-    jobs = {j["job_name"]: j for j in scrape_config(dev_config)["scrape_configs"]}
+    """Pods are selected by the operator's ``app=<endpoint>`` label: a sibling endpoint whose
+    name starts with this one's, a Pod elsewhere, a Pod not running and another port are not
+    this job's targets."""
+    ns, name, port, job = _endpoint_job(dev_config)
     targets = [
-        *_pod_targets(ns, f"{name}-5d8f7c9b4-x2x7k", "gpu-1", [port, 9999]),
-        *_pod_targets(ns, f"{name}-5d8f7c9b4-q8z2m", "gpu-2", [port], phase="Pending"),
-        *_pod_targets(ns, f"{name}-big-6c9d8f7b5-b4n6p", "gpu-2", [port]),
-        *_pod_targets("elsewhere", f"{name}-5d8f7c9b4-h7k2w", "gpu-2", [port]),
+        *_pod_targets(ns, name, "gpu-1", [port, 9999]),
+        *_pod_targets(ns, name, "gpu-2", [port], phase="Pending", suffix="q8z2m"),
+        *_pod_targets(ns, f"{name}-big", "gpu-2", [port], suffix="b4n6p"),
+        *_pod_targets(ns, f"{name}-5d8f7c9b4", "gpu-2", [port], suffix="m2k9d"),
+        *_pod_targets("elsewhere", name, "gpu-2", [port], suffix="h7k2w"),
     ]
-    assert scraped(jobs[vllm_job(ns, name)], "pod", targets) == [{
+    assert scraped(job, "pod", targets) == [{
         "__metrics_path__": "/metrics",  # where vLLM serves its metrics
         "namespace": ns, "pod": f"{name}-5d8f7c9b4-x2x7k", "node": "gpu-1", "endpoint": name,
     }]  # fmt: skip
+
+
+def test_an_endpoint_with_a_long_name_is_still_scraped(dev_config: AppConfig) -> None:
+    """A 60-character endpoint name (the config allows 63) leaves no room in the Pod's name for
+    the ReplicaSet hash: the Pod is still this endpoint's target."""
+    (endpoint,) = dev_config.kvcache.endpoints
+    long_name = ("a" * 59) + "b"
+    config = dev_config.model_copy(update={"kvcache": dev_config.kvcache.model_copy(
+        update={"endpoints": [endpoint.model_copy(update={"name": long_name})]})})  # fmt: skip
+    ns, name, port, job = _endpoint_job(config)
+    (target,) = _pod_targets(ns, name, "gpu-1", [port])
+    assert "5d8f7c9b4" not in target["__meta_kubernetes_pod_name"]
+    assert [t["endpoint"] for t in scraped(job, "pod", [target])] == [long_name]
 
 
 def test_a_curvine_job_scrapes_its_services_metrics_port_only(
