@@ -1,0 +1,128 @@
+"""What the Curvine CSI driver's service accounts may do, as the API server's RBAC authorizer
+would decide it from the rendered Roles, ClusterRoles and bindings: exactly what each component
+needs, no more.
+
+Sources of the needs:
+- the csi-provisioner sidecar (registry.k8s.io/sig-storage/csi-provisioner v3.6.0):
+  kubernetes-csi/external-provisioner v3.6.0 ``deploy/kubernetes/rbac.yaml``, without what this
+  chart does not turn on: snapshots (no snapshot data source), CSIStorageCapacity (no
+  ``--enable-capacity``), VolumeAttachments (the driver has no PUBLISH_UNPUBLISH_VOLUME:
+  ``attachRequired: false``), and the Pod/ReplicaSet reads that only capacity ownership uses;
+- the Curvine plugin in the controller and on the nodes: CurvineIO/curvine-helm (commit
+  adeb662) ``curvine-csi/templates/clusterrole.yaml``, without the Pod create/delete of the
+  standalone mount mode (this chart mounts in the plugin: ``MOUNT_MODE=embedded``) and with the
+  Secrets and ConfigMaps of the mount state kept to the Curvine namespace;
+- node-driver-registrar talks to the kubelet's socket only: no API access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.config import AppConfig
+from k8s.csi import CONTROLLER, NODE
+
+READ = {"get", "list", "watch"}
+CLUSTER = "*"  # a grant of a ClusterRoleBinding: every namespace and the cluster scope
+
+# (scope, apiGroup, resource) -> verbs; scope is CLUSTER or "curvine" (the chart's namespace).
+CONTROLLER_NEEDS: dict[tuple[str, str, str], set[str]] = {
+    # The provisioner creates and deletes the PVs it provisions; patch and update as Curvine's
+    # chart grants them (the plugin's DeleteVolume looks the PV up).
+    (CLUSTER, "", "persistentvolumes"): READ | {"create", "delete", "patch", "update"},
+    # It watches claims and updates them (annotations of the provisioning in progress).
+    (CLUSTER, "", "persistentvolumeclaims"): READ | {"update"},
+    (CLUSTER, "storage.k8s.io", "storageclasses"): READ,
+    # Topology: the nodes and their CSINode objects.
+    (CLUSTER, "storage.k8s.io", "csinodes"): READ,
+    (CLUSTER, "", "nodes"): READ,
+    # client-go's event recorder creates events and patches repeated ones.
+    (CLUSTER, "", "events"): READ | {"create", "patch"},
+    # --leader-election: a Lease in its own namespace.
+    ("curvine", "coordination.k8s.io", "leases"): READ | {"create", "update", "patch", "delete"},
+}
+NODE_NEEDS: dict[tuple[str, str, str], set[str]] = {
+    (CLUSTER, "", "persistentvolumes"): READ,
+    (CLUSTER, "", "events"): {"create", "patch"},
+    # The embedded mount mode keeps its mount state in the Curvine namespace.
+    ("curvine", "", "secrets"): READ | {"create", "update", "patch", "delete"},
+    ("curvine", "", "configmaps"): READ | {"create", "update", "patch", "delete"},
+}
+
+
+def granted(
+    objs: list[dict[str, Any]], namespace: str, account: str
+) -> dict[tuple[str, str, str], set[str]]:
+    """What ServiceAccount ``namespace/account`` may do, from the bindings that name it: a
+    ClusterRoleBinding grants its ClusterRole everywhere, a RoleBinding grants its Role (or a
+    ClusterRole) in the binding's namespace only."""
+    by_name = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+               for o in objs if o["kind"] in ("Role", "ClusterRole")}  # fmt: skip
+    out: dict[tuple[str, str, str], set[str]] = {}
+    for b in objs:
+        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
+            continue
+        subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+        if subject not in b.get("subjects", []):
+            continue
+        ref = b["roleRef"]
+        assert ref["apiGroup"] == "rbac.authorization.k8s.io", ref
+        binding_ns = b["metadata"].get("namespace", "")
+        role_ns = binding_ns if ref["kind"] == "Role" else ""
+        role = by_name.get((ref["kind"], role_ns, ref["name"]))
+        assert role is not None, (
+            f"{b['kind']} {b['metadata']['name']}: no {ref['kind']} {ref['name']}"
+        )
+        scope = CLUSTER if b["kind"] == "ClusterRoleBinding" else binding_ns
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    out.setdefault((scope, group, resource), set()).update(rule["verbs"])
+    return out
+
+
+def _needs(
+    needs: dict[tuple[str, str, str], set[str]], config: AppConfig
+) -> dict[tuple[str, str, str], set[str]]:
+    ns = config.kvcache.curvine.namespace
+    return {(ns if scope == "curvine" else scope, g, r): v for (scope, g, r), v in needs.items()}
+
+
+@pytest.mark.parametrize(("account", "needs"), [(CONTROLLER, CONTROLLER_NEEDS), (NODE, NODE_NEEDS)])
+def test_each_csi_service_account_may_do_exactly_what_it_needs(
+    rendered: list[dict[str, Any]], dev_config: AppConfig, account: str,
+    needs: dict[tuple[str, str, str], set[str]],
+) -> None:  # fmt: skip
+    ns = dev_config.kvcache.curvine.namespace
+    assert granted(rendered, ns, account) == _needs(needs, dev_config)
+
+
+def test_the_csi_pods_run_as_the_accounts_granted_above(
+    rendered: list[dict[str, Any]], dev_config: AppConfig
+) -> None:
+    """The grants above are worth something only if the driver's Pods use those accounts and get
+    their tokens (both call the API server)."""
+    ns = dev_config.kvcache.curvine.namespace
+    pods = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in rendered
+            if o["kind"] in ("Deployment", "DaemonSet")}  # fmt: skip
+    used = {name: (pods[name]["serviceAccountName"], pods[name]["automountServiceAccountToken"])
+            for name in (CONTROLLER, NODE)}  # fmt: skip
+    assert used == {CONTROLLER: (CONTROLLER, True), NODE: (NODE, True)}
+    accounts = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in rendered
+                if o["kind"] == "ServiceAccount"}  # fmt: skip
+    assert {(ns, CONTROLLER), (ns, NODE)} <= accounts
+
+
+def test_a_binding_in_another_namespace_grants_nothing_here() -> None:
+    """The evaluator itself: a RoleBinding's grant is scoped to its namespace, and a binding that
+    names another account grants that account nothing."""
+    role = {"kind": "Role", "metadata": {"name": "r", "namespace": "a"},
+            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}  # fmt: skip
+    binding = {"kind": "RoleBinding", "metadata": {"name": "b", "namespace": "a"},
+               "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "x"}],
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                           "name": "r"}}  # fmt: skip
+    assert granted([role, binding], "x", "sa") == {("a", "", "secrets"): {"get"}}
+    assert granted([role, binding], "x", "other") == {}
