@@ -195,3 +195,34 @@ def test_the_fixed_size_csi_containers_keep_their_reviewed_sizes(
     assert sizes == {"csi-provisioner": ("50m", "128Mi", "500m", "256Mi"),
                      "node-driver-registrar": ("20m", "64Mi", "200m", "128Mi")}  # fmt: skip
     assert size(_containers(controller)["csi-plugin"]) == ("100m", "256Mi", "1000m", "1024Mi")
+
+
+# Flags the pinned sidecars define (Go's flag package exits on any other): cmd/csi-provisioner of
+# kubernetes-csi/external-provisioner v3.6.0 and cmd/csi-node-driver-registrar of
+# kubernetes-csi/node-driver-registrar v2.10.0, the ones this chart uses or could, plus klog's -v.
+SIDECAR_FLAGS = {
+    "csi-provisioner": {"csi-address", "timeout", "leader-election", "leader-election-namespace",
+                        "extra-create-metadata", "worker-threads", "http-endpoint", "v"},
+    "node-driver-registrar": {"csi-address", "kubelet-registration-path", "http-endpoint",
+                              "health-port", "timeout", "v"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("sidecar", sorted(SIDECAR_FLAGS))
+def test_every_sidecar_flag_is_one_its_version_defines(
+    controller: dict[str, Any], node: dict[str, Any], dev_config: AppConfig, sidecar: str
+) -> None:
+    cv = dev_config.kvcache.curvine
+    image = {"csi-provisioner": cv.csi_provisioner_image,
+             "node-driver-registrar": cv.csi_node_driver_registrar_image}[sidecar]  # fmt: skip
+    assert image.endswith(
+        {"csi-provisioner": ":v3.6.0", "node-driver-registrar": ":v2.10.0"}[sidecar]
+    )
+    (container,) = [
+        c for pod in (controller, node) for n, c in _containers(pod).items() if n == sidecar
+    ]
+    assert container["image"] == image
+    for arg in container["args"]:
+        assert arg.startswith("--"), arg
+        assert arg[2:].split("=", 1)[0] in SIDECAR_FLAGS[sidecar], arg
+    assert "--v=2" in container["args"]  # klog level 2: each volume operation is logged
