@@ -163,20 +163,6 @@ def test_the_driver_runs_before_ordinary_pods(
     assert controller["priorityClassName"] == "system-cluster-critical"
 
 
-def test_every_container_has_a_pull_policy_the_api_server_accepts(
-    objs: list[Obj],
-) -> None:
-    """The API server refuses any other value (core validation, ``ValidatePullPolicy``)."""
-    for o in objs:
-        spec = o.get("spec", {}).get("template", {}).get("spec", {})
-        for c in [*spec.get("initContainers", []), *spec.get("containers", [])]:
-            assert c.get("imagePullPolicy", "IfNotPresent") in {
-                "Always",
-                "IfNotPresent",
-                "Never",
-            }, f"{o['kind']} {o['metadata']['name']} container {c['name']}"
-
-
 def test_the_fixed_size_csi_containers_keep_their_reviewed_sizes(
     controller: dict[str, Any], node: dict[str, Any]
 ) -> None:
