@@ -152,6 +152,18 @@ def test_the_node_plugin_reaches_fuse_and_the_kubelets_pods(node: dict[str, Any]
     volumes = {v["name"]: v.get("hostPath") for v in node["volumes"]}
     assert volumes["fuse-device"] == {"path": "/dev/fuse", "type": "CharDevice"}
     assert volumes["kubelet-dir"] == {"path": KUBELET, "type": "Directory"}
+    mounts = {m["name"]: m["mountPath"] for m in _containers(node)["csi-plugin"]["volumeMounts"]}
+    assert mounts["fuse-device"] == "/dev/fuse"  # where libfuse opens it
+    assert mounts["kubelet-dir"] == KUBELET
+
+
+def test_the_node_plugin_runs_on_every_gpu_node_whatever_its_taints(
+    node: dict[str, Any],
+) -> None:
+    """An endpoint Pod tolerates its GPU node's taints (HyperPod's, nvidia.com/gpu); a node plugin
+    that did not would leave that node's L2 mounts unserved. One toleration that matches every
+    taint: operator Exists with no key and no effect."""
+    assert node["tolerations"] == [{"operator": "Exists"}]
 
 
 def test_the_driver_runs_before_ordinary_pods(
