@@ -110,3 +110,14 @@ def test_the_evictor_keeps_its_reviewed_size(rendered: list[Obj]) -> None:
         "requests": {"cpu": "100m", "memory": "128Mi"},
         "limits": {"cpu": "1000m", "memory": "512Mi"},
     }
+
+
+def test_the_evictor_runs_where_the_pool_is_mounted_and_is_not_restarted_in_place(
+    rendered: list[Obj],
+) -> None:
+    """It mounts the pool through the CSI node plugin, which runs on the GPU nodes: it tolerates
+    their taints as the plugin does. A Job's Pod may only be Never or OnFailure (the API server
+    refuses Always); Never leaves a failed Pod to read and counts it against backoffLimit."""
+    pod = _evictor(rendered)["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] == "Never"
+    assert pod["tolerations"] == [{"operator": "Exists"}]
