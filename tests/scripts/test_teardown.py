@@ -253,7 +253,9 @@ class World:
             for hook in self.on_delete_stack:
                 hook(str(name))
         if model.name == "DeleteStack" and name in self.side_by_side:
-            self.side_by_side[name].wait(timeout=5)  # BrokenBarrierError unless side by side
+            # BrokenBarrierError unless side by side. Only a sequential delete waits the whole
+            # timeout; a long one keeps a loaded machine's slow sibling thread from breaking it.
+            self.side_by_side[name].wait(timeout=60)
         if model.name == "DeleteStack" and name == f"{PREFIX}-eks":
             self._lambda_countdown = self.lambda_frees_after  # the kubectl handler is gone
         self.timeline.append(f"{model.name}:{name}")
