@@ -34,6 +34,9 @@ from scripts.common import OperationError
 from scripts.teardown import (
     Timeouts,
     _describe_event,
+    _events_of_this_delete,
+    delete_failure,
+    empty_bucket,
     execute_teardown,
     plan_teardown,
     stack_names,
@@ -947,3 +950,72 @@ def test_the_progress_line_shows_the_latest_event_and_its_reason_if_any(
 ) -> None:
     """What `teardown` prints while a stack deletes: `<status>; latest: <this>`."""
     assert _describe_event(event) == shown
+
+
+# --- what a failed deletion reports (botocore's Stubber: exact requests, responses checked
+# against the service model; moto cannot make DeleteObjects refuse a key)
+
+
+def _stubbed(service: str) -> Any:
+    return boto3.client(service, region_name="us-west-2", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")  # fmt: skip
+
+
+def _event(n: int, logical: str, kind: str, status: str, reason: str = "") -> dict[str, Any]:
+    return {"StackId": "arn:aws:cloudformation:us-west-2:123456789012:stack/s/1",
+            "EventId": f"e{n}", "StackName": "s", "LogicalResourceId": logical,
+            "ResourceType": kind, "ResourceStatus": status, "ResourceStatusReason": reason,
+            "Timestamp": f"2026-12-01T10:{59 - n:02d}:00Z"}  # fmt: skip
+
+
+def test_a_delete_failure_names_only_what_failed_in_this_attempt() -> None:
+    """Events come newest first; those before this deletion's DELETE_IN_PROGRESS of the stack
+    (an earlier attempt's failures) are not this attempt's and stay out of the message."""
+    from botocore.stub import Stubber
+
+    stack_type, bucket = "AWS::CloudFormation::Stack", "AWS::S3::Bucket"
+    events = [
+        _event(0, "s", stack_type, "DELETE_FAILED", "resources failed"),
+        _event(1, "Logs", bucket, "DELETE_FAILED", "bucket not empty"),
+        _event(2, "Logs", bucket, "DELETE_IN_PROGRESS"),  # a resource's: not where it began
+        _event(3, "Role", "AWS::IAM::Role", "DELETE_COMPLETE"),
+        _event(4, "s", stack_type, "DELETE_IN_PROGRESS", "User Initiated"),
+        _event(5, "s", stack_type, "DELETE_FAILED"),
+        _event(6, "Old", bucket, "DELETE_FAILED", "an earlier attempt"),
+        _event(7, "s", stack_type, "DELETE_IN_PROGRESS", "User Initiated"),
+    ]
+    cfn = _stubbed("cloudformation")
+    stack_id = events[0]["StackId"]
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stack_events", {"StackEvents": events},
+                          {"StackName": stack_id})  # fmt: skip
+        found = _events_of_this_delete(cfn, stack_id)
+    assert [e["EventId"] for e in found] == ["e0", "e1", "e2", "e3", "e4"]
+    message = delete_failure("s", {"StackStatus": "DELETE_FAILED"}, found)
+    assert message == (  # the resource that failed, not the stack's own summary event
+        "stack s: DELETE_FAILED; failed to delete Logs (AWS::S3::Bucket -): bucket not empty. "
+        "Remove what holds it (or delete it by hand) and re-run teardown"
+    )
+
+
+def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> None:
+    """DeleteObjects answers 200 with per-key Errors (no exception): emptying must not report
+    the bucket empty, but say how many objects stayed and why, with one example."""
+    from botocore.stub import Stubber
+
+    s3 = _stubbed("s3")
+    versions = {"Versions": [{"Key": "k1", "VersionId": "v1"}, {"Key": "k2", "VersionId": "v2"}]}
+    keys = [{"Key": "k1", "VersionId": "v1"}, {"Key": "k2", "VersionId": "v2"}]
+    errors = [
+        {"Key": "k2", "VersionId": "v2", "Code": "AccessDenied", "Message": "Access Denied"},
+        {"Key": "k1", "VersionId": "v1", "Code": "InternalError", "Message": "retry"},
+    ]
+    with Stubber(s3) as stub:
+        stub.add_response("list_object_versions", versions, {"Bucket": "b", "MaxKeys": 1000})
+        stub.add_response("delete_objects", {"Errors": errors},
+                          {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}})  # fmt: skip
+        with pytest.raises(OperationError) as failed:
+            empty_bucket(s3, "b")
+    assert str(failed.value) == (
+        "emptying bucket b: 2 objects not deleted, e.g. k2: AccessDenied Access Denied"
+    )
