@@ -1019,3 +1019,93 @@ def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> Non
     assert str(failed.value) == (
         "emptying bucket b: 2 objects not deleted, e.g. k2: AccessDenied Access Denied"
     )
+
+
+def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
+    """Stubber: a re-run, or CloudFormation's own cleanup, may have removed a leftover between
+    the plan and its deletion; each service's not-found code is "already gone", not a failure.
+    A security group still held by an endpoint's ENIs is retried until it is free."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import Item, _sweep
+
+    ec2, logs = boto3.client("ec2", region_name=REGION), boto3.client("logs", region_name=REGION)
+    gone = [("GuardDuty VPC endpoint", "vpce-1", "delete_vpc_endpoints",
+             "InvalidVpcEndpointId.NotFound", {"VpcEndpointIds": ["vpce-1"]}),
+            ("available ENI", "eni-1", "delete_network_interface",
+             "InvalidNetworkInterfaceID.NotFound", {"NetworkInterfaceId": "eni-1"}),
+            ("GuardDuty security group", "sg-1", "delete_security_group",
+             "InvalidGroup.NotFound", {"GroupId": "sg-1"}),
+            ("EBS volume", "vol-1", "delete_volume", "InvalidVolume.NotFound",
+             {"VolumeId": "vol-1"})]  # fmt: skip
+    steps: list[str] = []
+    with Stubber(ec2) as ec2_stub, Stubber(logs) as logs_stub:
+        for _kind, _id, operation, code, params in gone:
+            ec2_stub.add_client_error(operation, code, "gone", expected_params=params)
+        logs_stub.add_client_error("delete_log_group", "ResourceNotFoundException", "gone",
+                                   expected_params={"logGroupName": "/aws/x"})  # fmt: skip
+        clients = Clients(REGION, aws_factory=lambda s: {"ec2": ec2, "logs": logs}[s])
+        items = [Item(kind, id_) for kind, id_, *_ in gone] + [Item("log group", "/aws/x")]
+        _sweep(clients, items, FAST, steps.append, False)
+        ec2_stub.assert_no_pending_responses()
+    assert steps == [f"{kind} {id_}: already gone" for kind, id_, *_ in gone[:3]] + [
+        "log group /aws/x: already gone", "EBS volume vol-1: already gone"]  # fmt: skip
+
+    steps.clear()
+    with Stubber(ec2) as stub:
+        for _ in range(2):
+            stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
+                                  expected_params={"GroupId": "sg-1"})  # fmt: skip
+        stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
+        _sweep(clients, [Item("GuardDuty security group", "sg-1")], FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == ["deleted GuardDuty security group sg-1"]
+
+
+def test_a_stack_that_is_gone_reads_as_none_and_other_errors_surface() -> None:
+    """DescribeStacks on a deleted stack's name fails with ValidationError "does not exist";
+    by its id it answers DELETE_COMPLETE. Both mean gone; any other error is not."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import stack_status
+
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    clients = Clients(REGION, aws_factory=lambda service: cfn)
+    with Stubber(cfn) as stub:
+        stub.add_client_error("describe_stacks", "ValidationError",
+                              "Stack with id s does not exist")  # fmt: skip
+        assert stack_status(clients, "s") is None
+        for status in ("DELETE_COMPLETE", "DELETE_FAILED"):
+            stub.add_response("describe_stacks", {"Stacks": [{
+                "StackName": "s", "StackStatus": status,
+                "CreationTime": "2026-12-01T10:00:00Z"}]})  # fmt: skip
+        assert stack_status(clients, "s") is None
+        assert stack_status(clients, "s") == "DELETE_FAILED"
+        stub.add_client_error("describe_stacks", "AccessDenied", "not authorized")
+        with pytest.raises(ClientError, match="AccessDenied"):
+            stack_status(clients, "s")
+
+
+def test_only_buckets_that_failed_for_being_not_empty_are_emptied() -> None:
+    """CloudFormation words it "The bucket you tried to delete is not empty" (S3's
+    BucketNotEmpty); a bucket that failed for another reason, or another resource, is not
+    emptied, and a bucket named twice is emptied once."""
+    from scripts.teardown import not_empty_buckets
+
+    def failed(logical: str, kind: str, physical: str, reason: str) -> dict[str, Any]:
+        return {"LogicalResourceId": logical, "ResourceType": kind, "PhysicalResourceId": physical,
+                "ResourceStatus": "DELETE_FAILED", "ResourceStatusReason": reason}  # fmt: skip
+
+    events = [
+        failed("Logs", "AWS::S3::Bucket", "logs-b", "The bucket you tried to delete is not empty"),
+        failed("Logs", "AWS::S3::Bucket", "logs-b", "The bucket you tried to delete is not empty"),
+        failed("Data", "AWS::S3::Bucket", "data-b", "BucketNotEmpty (Service: S3, Status: 409)"),
+        failed("Denied", "AWS::S3::Bucket", "denied-b", "Access Denied"),
+        failed("Queue", "AWS::SQS::Queue", "q", "queue is not empty"),
+        {
+            **failed("Gone", "AWS::S3::Bucket", "gone-b", "not empty"),
+            "ResourceStatus": "DELETE_COMPLETE",
+        },
+        {**failed("NoReason", "AWS::S3::Bucket", "none-b", ""), "ResourceStatusReason": None},
+    ]
+    assert not_empty_buckets(events) == ["logs-b", "data-b"]
