@@ -665,7 +665,7 @@ def _release_lambda_enis(
 def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: Show) -> None:
     ec2, logs = clients.aws("ec2"), clients.aws("logs")
     gone_codes = (
-        "NotFound",
+        "InvalidVpcEndpoint.NotFound",
         "InvalidVpcEndpointId.NotFound",
         "InvalidNetworkInterfaceID.NotFound",
         "InvalidGroup.NotFound",
@@ -682,7 +682,10 @@ def _sweep(clients: Clients, items: list[Item], t: Timeouts, log: Log, show: Sho
     for item in sorted(items, key=lambda i: order.index(i.kind)):
         try:
             if item.kind == "GuardDuty VPC endpoint":
-                ec2.delete_vpc_endpoints(VpcEndpointIds=[item.id])
+                answer = ec2.delete_vpc_endpoints(VpcEndpointIds=[item.id])
+                # It answers 200 and lists the endpoints it could not delete, with their errors.
+                if unsuccessful := answer.get("Unsuccessful"):
+                    raise ClientError({"Error": unsuccessful[0]["Error"]}, "DeleteVpcEndpoints")
             elif item.kind == "available ENI":
                 ec2.delete_network_interface(NetworkInterfaceId=item.id)
             elif item.kind == "GuardDuty security group":

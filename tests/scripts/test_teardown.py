@@ -1062,6 +1062,42 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
     assert steps == ["deleted GuardDuty security group sg-1"]
 
 
+def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> None:
+    """Stubber (moto's DeleteVpcEndpoints never lists an unsuccessful endpoint): EC2 answers 200
+    and lists each endpoint it did not delete. Not found there is "already gone"; any other
+    error stops the sweep with EC2's code and message instead of reporting it deleted."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import Item, _sweep
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    clients = Clients(REGION, aws_factory=lambda service: ec2)
+    params = {"VpcEndpointIds": ["vpce-1"]}
+
+    def unsuccessful(code: str, message: str) -> dict[str, Any]:
+        error = {"Code": code, "Message": message}
+        return {"Unsuccessful": [{"Error": error, "ResourceId": "vpce-1"}]}
+
+    steps: list[str] = []
+    endpoint = [Item("GuardDuty VPC endpoint", "vpce-1")]
+    with Stubber(ec2) as stub:
+        for answer in (
+            {"Unsuccessful": []},
+            unsuccessful("InvalidVpcEndpoint.NotFound", "does not exist"),
+            unsuccessful("OperationNotPermitted", "owned by GuardDuty"),
+        ):
+            stub.add_response("delete_vpc_endpoints", answer, params)
+        _sweep(clients, endpoint, FAST, steps.append, False)
+        _sweep(clients, endpoint, FAST, steps.append, False)
+        with pytest.raises(ClientError, match=r"OperationNotPermitted.*owned by GuardDuty"):
+            _sweep(clients, endpoint, FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "deleted GuardDuty VPC endpoint vpce-1",
+        "GuardDuty VPC endpoint vpce-1: already gone",
+    ]
+
+
 def test_a_stack_that_is_gone_reads_as_none_and_other_errors_surface() -> None:
     """DescribeStacks on a deleted stack's name fails with ValidationError "does not exist";
     by its id it answers DELETE_COMPLETE. Both mean gone; any other error is not."""
