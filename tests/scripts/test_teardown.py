@@ -32,6 +32,8 @@ from typer.testing import CliRunner
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.teardown import (
+    LB_CLUSTER_TAG,
+    Item,
     Timeouts,
     _describe_event,
     _events_of_this_delete,
@@ -490,6 +492,50 @@ def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
     assert world.timeline == [] and world.kube.writes() == []
 
 
+def test_the_plan_says_where_each_leftover_is_and_why_it_waits(world: World) -> None:
+    """What the dry run prints beside each id: a stack's status, the VPC an EC2 leftover sits
+    in, why a Lambda ENI waits. An endpoint that is deleted already, and one that is not
+    GuardDuty's (the network stack's own), are not leftovers; an in-use ENI is not available."""
+    ec2 = world.plain("ec2")
+    guardduty = f"com.amazonaws.{REGION}.guardduty-data"
+    gone = ec2.create_vpc_endpoint(
+        VpcId=world.vpc, ServiceName=guardduty, VpcEndpointType="Interface"
+    )
+    ec2.delete_vpc_endpoints(VpcEndpointIds=[gone["VpcEndpoint"]["VpcEndpointId"]])
+    ec2.create_vpc_endpoint(VpcId=world.vpc, ServiceName=f"com.amazonaws.{REGION}.s3")
+    plan = plan_teardown(world.clients, world.cfg)
+    assert {(i.kind, i.detail) for i in plan.stacks} == {("stack", "CREATE_COMPLETE")}
+    in_vpc = ("GuardDuty VPC endpoint", "available ENI", "GuardDuty security group")
+    assert sorted((i.kind, i.id, i.detail) for i in plan.leftovers if i.kind in in_vpc) == sorted([
+        ("GuardDuty VPC endpoint", world.vpce, world.vpc),
+        ("available ENI", world.eni, world.vpc),
+        ("available ENI", world.lambda_free, world.vpc),
+        ("GuardDuty security group", world.sg, world.vpc),
+    ])  # fmt: skip
+    busy = "in-use: deleted once Lambda frees it"
+    assert [i for i in plan.leftovers if i.kind == "Lambda ENI"] == [
+        Item("Lambda ENI", world.lambda_busy, busy)
+    ]
+    assert plan.notes == []
+
+
+def test_the_plan_notes_why_it_skips_the_kubernetes_phase(world: World) -> None:
+    def timed_out() -> Any:
+        raise OSError("timed out")
+
+    unreachable = Clients(REGION, aws_factory=world._client, kube_factory=timed_out)
+    plan = plan_teardown(unreachable, world.cfg)
+    assert plan.kubernetes == [] and [i.id for i in plan.stacks] == stack_names(world.cfg)
+    assert plan.notes == [
+        "Kubernetes API not reachable (timed out); its objects go with the stacks"
+    ]
+
+    world.plain("eks").delete_cluster(name=world.cfg.eks.cluster_name)
+    plan = plan_teardown(world.clients, world.cfg)
+    assert plan.kubernetes == [] and [i.id for i in plan.stacks] == stack_names(world.cfg)
+    assert plan.notes == ["EKS cluster not found: skipping the Kubernetes phase"]
+
+
 def _deleted(world: World) -> set[str]:
     """Ids of everything deleted, from the AWS calls and the Kubernetes DELETE requests."""
     aws = {step.split(":", 1)[1] for step in world.timeline if step.startswith("Delete")}
@@ -775,7 +821,7 @@ def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
     nightly role) cannot be played by it."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import Item, _sweep
+    from scripts.teardown import _sweep
 
     ec2 = boto3.client("ec2", region_name=REGION)
     steps: list[str] = []
@@ -1027,7 +1073,7 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
     A security group still held by an endpoint's ENIs is retried until it is free."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import Item, _sweep
+    from scripts.teardown import _sweep
 
     ec2, logs = boto3.client("ec2", region_name=REGION), boto3.client("logs", region_name=REGION)
     gone = [("GuardDuty VPC endpoint", "vpce-1", "delete_vpc_endpoints",
@@ -1068,7 +1114,7 @@ def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> N
     error stops the sweep with EC2's code and message instead of reporting it deleted."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import Item, _sweep
+    from scripts.teardown import _sweep
 
     ec2 = boto3.client("ec2", region_name=REGION)
     clients = Clients(REGION, aws_factory=lambda service: ec2)
@@ -1145,3 +1191,125 @@ def test_only_buckets_that_failed_for_being_not_empty_are_emptied() -> None:
         {**failed("NoReason", "AWS::S3::Bucket", "none-b", ""), "ResourceStatusReason": None},
     ]
     assert not_empty_buckets(events) == ["logs-b", "data-b"]
+
+
+def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> None:
+    """Stubber (exact requests): ELBv2's DescribeTags takes at most 20 ARNs, so 41 load
+    balancers take three calls, each ARN in exactly one; only the cluster's are kept, once."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import cluster_load_balancers
+
+    elb = _stubbed("elbv2")
+    arns = [f"arn:aws:elasticloadbalancing:{REGION}:111122223333:loadbalancer/net/lb{n}/{n}"
+            for n in range(41)]  # fmt: skip
+    ours = {0, 20, 40}
+
+    def tagged(n: int) -> dict[str, Any]:
+        if n == 1:
+            return {"ResourceArn": arns[n]}  # no Tags at all
+        cluster = "kvcache" if n in ours else "kvcache-2"
+        return {"ResourceArn": arns[n], "Tags": [{"Key": LB_CLUSTER_TAG, "Value": cluster}]}
+
+    lbs = [{"LoadBalancerArn": arn, "LoadBalancerName": f"lb{n}"} for n, arn in enumerate(arns)]
+    with Stubber(elb) as stub:
+        stub.add_response("describe_load_balancers", {"LoadBalancers": lbs}, {})
+        for start in (0, 20, 40):
+            batch = range(start, min(start + 20, len(arns)))
+            stub.add_response("describe_tags", {"TagDescriptions": [tagged(n) for n in batch]},
+                              {"ResourceArns": [arns[n] for n in batch]})  # fmt: skip
+        found = cluster_load_balancers(Clients(REGION, aws_factory=lambda s: elb), "kvcache")
+        stub.assert_no_pending_responses()
+    assert found == [arns[n] for n in sorted(ours)]
+
+
+def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
+    """Stubber: two VPCs carry this environment's tags (one left by an earlier deploy);
+    Lambda's ENIs in both count, found by type or by description, nothing else."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import lambda_enis
+
+    ec2 = _stubbed("ec2")
+    by_type = {"NetworkInterfaceId": "eni-1", "InterfaceType": "lambda", "Status": "in-use"}
+    by_description = {"NetworkInterfaceId": "eni-2", "Status": "available",
+                      "Description": "AWS Lambda VPC ENI-kvcache-Provider"}  # fmt: skip
+    other = {"NetworkInterfaceId": "eni-3", "Status": "available", "Description": "a Pod's"}
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-1"}, {"VpcId": "vpc-2"}]},
+                          {"Filters": [{"Name": "tag:project", "Values": ["hyperpod-kvcache"]},
+                                       {"Name": "tag:environment", "Values": [ENV]}]})  # fmt: skip
+        for vpc, enis in (("vpc-1", [by_type, other]), ("vpc-2", [by_description])):
+            stub.add_response("describe_network_interfaces", {"NetworkInterfaces": enis},
+                              {"Filters": [{"Name": "vpc-id", "Values": [vpc]}]})  # fmt: skip
+        found = lambda_enis(Clients(REGION, aws_factory=lambda s: ec2), env_cfg())
+        stub.assert_no_pending_responses()
+    assert [e["NetworkInterfaceId"] for e in found] == ["eni-1", "eni-2"]
+
+
+def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
+    """Stubber: the available ENIs after an in-use one are still deleted, one Lambda deleted
+    first (not found) is passed over, and the wait says which ENIs hold it, on the reporter."""
+    import io
+
+    from botocore.stub import Stubber
+
+    from scripts.kube import Reporter
+    from scripts.teardown import _release_lambda_enis
+
+    ec2 = _stubbed("ec2")
+    vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
+    listed = [("eni-1", "in-use"), ("eni-2", "in-use"), ("eni-3", "available"),
+              ("eni-4", "available")]  # fmt: skip
+    enis = {"NetworkInterfaces": [{"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
+                                  for i, st in listed]}  # fmt: skip
+    out = io.StringIO()
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", enis)
+        stub.add_client_error("delete_network_interface", "InvalidNetworkInterfaceID.NotFound",
+                              "gone", expected_params={"NetworkInterfaceId": "eni-3"})  # fmt: skip
+        stub.add_response("delete_network_interface", {}, {"NetworkInterfaceId": "eni-4"})
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", {"NetworkInterfaces": []})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        timeouts = dataclasses.replace(FAST, lambda_eni_s=7)
+        _release_lambda_enis(clients, env_cfg(), timeouts, steps.append, Reporter(out, tty=False))
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "deleted Lambda ENI eni-4",
+        f"Lambda ENIs in {PREFIX}-network's VPC: 2 in use: eni-1, eni-2; "
+        "waiting for Lambda to free them",
+    ]
+    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "waiting for Lambda network interfaces to be freed (up to 7s)",
+        "Lambda network interfaces to be freed: done after 0s",
+    ]
+
+
+def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
+    """Stubber: the sweep's wait for a GuardDuty security group reports on the caller's
+    reporter, with the sweep's own timeout."""
+    import io
+
+    from botocore.stub import Stubber
+
+    from scripts.kube import Reporter
+    from scripts.teardown import _sweep
+
+    ec2 = _stubbed("ec2")
+    out = io.StringIO()
+    with Stubber(ec2) as stub:
+        stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
+                              expected_params={"GroupId": "sg-1"})  # fmt: skip
+        stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        timeouts = dataclasses.replace(FAST, sweep_s=7)
+        _sweep(clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None,
+               Reporter(out, tty=False))  # fmt: skip
+        stub.assert_no_pending_responses()
+    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "waiting for security group sg-1 to be free (up to 7s)",
+        "security group sg-1 to be free: done after 0s",
+    ]
