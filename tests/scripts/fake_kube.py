@@ -85,6 +85,7 @@ class FakeKube:
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, content type)
         self.fail: dict[tuple[str, str], int] = {}  # (method, path) -> HTTP status to return
         self.after_write: list[Hook] = []
+        self.after_read: list[Hook] = []  # e.g. a finalizer that lets an object go a read later
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         # shutdown() waits for the serving loop's next poll: 0.5 s by default, after every test.
@@ -166,9 +167,8 @@ class FakeKube:
                         return self._status(404, f"not found: {exc}")
                     except ValueError as exc:
                         return self._status(422, str(exc))
-                if method != "GET":
-                    for hook in fake.after_write:
-                        hook(fake, method, path)
+                for hook in fake.after_read if method == "GET" else fake.after_write:
+                    hook(fake, method, path)
                 if isinstance(result, str):
                     return self._send(200, result, text=True)
                 self._send(200, result)

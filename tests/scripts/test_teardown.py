@@ -132,6 +132,11 @@ class World:
         self.blame: str | None = None  # the bucket the DELETE_FAILED event names, if not that one
         self.failed: dict[str, str] = {}  # stack id -> bucket its deletion failed on
         self.denied: set[str] = set()  # API operations the role may not call (moto allows all)
+        # Stack name -> how many DescribeStacks answers after its DeleteStack still say
+        # DELETE_IN_PROGRESS (moto deletes at once), with a resource event to show meanwhile.
+        self.deleting: dict[str, int] = {}
+        # Stack id -> DELETE_IN_PROGRESS answers so far, while the last answer was one.
+        self._in_progress: dict[str, int] = {}
         self.clients = Clients(REGION, aws_factory=self._client, kube_factory=kube.api_client)
         self._plain: dict[str, Any] = {}
 
@@ -190,12 +195,31 @@ class World:
 
     def _failed_status(self, parsed: dict[str, Any], **_: Any) -> None:
         for stack in parsed.get("Stacks", []):
+            answered = self._in_progress.pop(stack["StackId"], 0)
             if stack["StackId"] in self.failed:
                 stack["StackStatus"] = "DELETE_FAILED"
                 stack["StackStatusReason"] = "The following resource(s) failed to delete: [...]"
+            elif stack["StackStatus"] == "DELETE_COMPLETE" and self.deleting.get(
+                stack["StackName"]
+            ):
+                self.deleting[stack["StackName"]] -= 1
+                stack["StackStatus"] = "DELETE_IN_PROGRESS"
+                self._in_progress[stack["StackId"]] = answered + 1
 
     def _failed_events(self, parsed: dict[str, Any], **_: Any) -> None:
         events = parsed.get("StackEvents") or []
+        answered = events and self._in_progress.get(events[0]["StackId"])
+        if answered:  # the stack's own event first; its resources' from the second answer on
+            stack = {"StackId": events[0]["StackId"], "LogicalResourceId": "stack"}
+            topic = {**stack, "LogicalResourceId": "Topic", "ResourceType": "AWS::SNS::Topic",
+                     "ResourceStatus": "DELETE_IN_PROGRESS"}  # fmt: skip
+            parsed["StackEvents"] = [
+                *([topic] if answered > 1 else []),
+                {**stack, "ResourceType": "AWS::CloudFormation::Stack",
+                 "ResourceStatus": "DELETE_IN_PROGRESS", "ResourceStatusReason": "User Initiated"},
+                *events,
+            ]  # fmt: skip
+            return
         if not events or events[0]["StackId"] not in self.failed:
             return
         stack_id, bucket = events[0]["StackId"], self.failed[events[0]["StackId"]]
@@ -1342,3 +1366,63 @@ def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
         stub.assert_no_pending_responses()
     assert found == [Item("available ENI", "eni-1", "vpc-1"),
                      Item("GuardDuty security group", "sg-1", "vpc-1")]  # fmt: skip
+
+
+def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world: World) -> None:
+    """What a user watches (plain lines, as in CI logs): each wait in order with its own
+    timeout, and a stack's status with its latest resource event while it deletes."""
+    import io
+    import re
+
+    from scripts.kube import Clock, Reporter
+
+    now = [0.0]
+    clock = Clock(lambda: now[0], lambda: 1.8e9, lambda s: now.__setitem__(0, now[0] + s))
+    out = io.StringIO()
+    timeouts = Timeouts(endpoint_s=11, pvc_s=12, stack_s=13, sweep_s=14, lambda_eni_s=15,
+                        interval_s=0.05)  # fmt: skip
+    world.deleting[f"{PREFIX}-nodes"] = 2
+    # The operator's finalizer on the endpoint, kubernetes.io/pvc-protection on the PVC: each
+    # stays, marked for deletion, for one read after its DELETE.
+    pvc = "/api/v1/namespaces/default/persistentvolumeclaims/curvine-pvc"
+    finalized = {path: world.kube.get(path) for path in (f"{IECS}/vllm-kvcache", pvc)}
+    held: list[str] = []
+
+    def finalizer(fake: FakeKube, method: str, path: str) -> None:
+        if method == "DELETE" and finalized.get(path):
+            obj = fake.objects[path] = finalized.pop(path) or {}
+            obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
+            held.append(path)
+        elif method == "GET":
+            while held:
+                del fake.objects[held.pop()]
+
+    world.kube.after_write.append(finalizer)
+    world.kube.after_read.append(finalizer)
+    execute_teardown(world.clients, world.cfg, lambda _: None, timeouts,
+                     Reporter(out, clock=clock, tty=False, every_s=3600))  # fmt: skip
+    lines = [re.sub(r" \(\S+ elapsed\)$| after \S+$", "", line.split(" ", 1)[1])
+             for line in out.getvalue().splitlines()]  # fmt: skip
+    eks = world.cfg.eks.cluster_name
+    expected = [
+        "waiting for InferenceEndpointConfigs to go (up to 11s)",
+        "InferenceEndpointConfigs to go: done",
+        f"waiting for load balancers of {eks} to go (up to 11s)",
+        f"load balancers of {eks} to go: done",
+        "waiting for Curvine PVCs to go (up to 12s)",
+        "Curvine PVCs to go: done",
+        f"waiting for stack {PREFIX}-nodes to delete (up to 13s)",
+        f"stack {PREFIX}-nodes to delete: DELETE_IN_PROGRESS",
+        f"stack {PREFIX}-nodes to delete: DELETE_IN_PROGRESS; latest: Topic DELETE_IN_PROGRESS",
+        f"stack {PREFIX}-nodes to delete: done",
+        "waiting for Lambda network interfaces to be freed (up to 15s)",
+        "Lambda network interfaces to be freed: done",
+        f"waiting for security group {world.sg} to be free (up to 14s)",
+        f"security group {world.sg} to be free: done",
+    ]
+    assert [line for line in lines if line in expected] == expected, lines
+    stacks = {line for line in lines if line.startswith(("waiting for stack", "stack "))}
+    names = stack_names(world.cfg)
+    assert stacks == {f"waiting for stack {name} to delete (up to 13s)" for name in names} | {
+        f"stack {name} to delete: done" for name in names
+    } | set(expected[7:9])
