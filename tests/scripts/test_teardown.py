@@ -33,6 +33,7 @@ from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.teardown import (
     LB_CLUSTER_TAG,
+    DeleteFailed,
     Item,
     Timeouts,
     _describe_event,
@@ -598,8 +599,12 @@ def test_only_this_environment_and_exactly_the_plan_is_deleted(world: World) -> 
         assert world.kube.get(path) is not None, path
 
 
-def test_a_configured_endpoint_without_our_labels_stays(world: World) -> None:
-    world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = {}
+@pytest.mark.parametrize("labels", [{}, {"app.kubernetes.io/managed-by": "cdk8s"}])
+def test_a_configured_endpoint_without_our_labels_stays(
+    world: World, labels: dict[str, str]
+) -> None:
+    """No labels, or another cdk8s app's: both of ours are needed."""
+    world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = labels
     plan = plan_teardown(world.clients, world.cfg)
     assert "default/vllm-kvcache" not in {i.id for i in plan.kubernetes}
     assert any("default/vllm-kvcache lacks our ownership labels" in n for n in plan.notes)
@@ -632,10 +637,18 @@ def test_log_group_names_come_from_the_stack_resources() -> None:
             "PhysicalResourceId": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
         },
         {"ResourceType": "AWS::SNS::Topic", "PhysicalResourceId": "arn:aws:sns:x"},
-    ]
+        # Not created yet (no physical id), then a function named by its ARN, and another
+        # service's cluster ARN: none of these name a group of their own.
+        {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": ""},
+        {"ResourceType": "AWS::Lambda::Function",
+         "PhysicalResourceId": "arn:aws:lambda:us-west-2:111122223333:function:hyperpod-G"},
+        {"ResourceType": "AWS::ECS::Cluster",
+         "PhysicalResourceId": "arn:aws:ecs:us-west-2:111122223333:cluster/other"},
+    ]  # fmt: skip
     assert log_group_names(resources, "hp") == {
         "/aws/vendedlogs/x",
         "/aws/lambda/hyperpod-kvcache-test-F",
+        "/aws/lambda/hyperpod-G",
         "/aws/eks/hyperpod-kvcache-test/cluster",
         "/aws/sagemaker/Clusters/hp/abc123",
     }
@@ -1068,6 +1081,28 @@ def test_a_delete_failure_names_only_what_failed_in_this_attempt() -> None:
     )
 
 
+def test_a_delete_failure_reads_whatever_cloudformation_gave() -> None:
+    """Two failures are both named; a field CloudFormation left out reads as such; with no
+    failed resource, the stack's own status and reason are the message."""
+    failed = [
+        {"LogicalResourceId": "A", "ResourceType": "AWS::EC2::Subnet", "PhysicalResourceId": "s-1",
+         "ResourceStatus": "DELETE_FAILED", "ResourceStatusReason": "has dependencies"},
+        {"LogicalResourceId": "B", "ResourceStatus": "DELETE_FAILED"},
+    ]  # fmt: skip
+    stack = {"StackStatus": "DELETE_FAILED"}
+    assert str(DeleteFailed("s", stack, failed)) == (
+        "stack s: DELETE_FAILED; failed to delete A (AWS::EC2::Subnet s-1): has dependencies; "
+        "B (? -): no reason. Remove what holds it (or delete it by hand) and re-run teardown"
+    )
+    reason = {"StackStatus": "DELETE_FAILED", "StackStatusReason": "Role is in use"}
+    assert str(DeleteFailed("s", reason, [])) == (
+        "stack s: DELETE_FAILED (Role is in use); fix it and re-run teardown"
+    )
+    assert delete_failure("s", stack, []) == (
+        "stack s: DELETE_FAILED (no reason given); fix it and re-run teardown"
+    )
+
+
 def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> None:
     """DeleteObjects answers 200 with per-key Errors (no exception): emptying must not report
     the bucket empty, but say how many objects stayed and why, with one example."""
@@ -1089,6 +1124,13 @@ def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> Non
     assert str(failed.value) == (
         "emptying bucket b: 2 objects not deleted, e.g. k2: AccessDenied Access Denied"
     )
+    with Stubber(s3) as stub:  # an error without a message: no trailing space, no "None"
+        stub.add_response("list_object_versions", versions, {"Bucket": "b", "MaxKeys": 1000})
+        stub.add_response("delete_objects", {"Errors": [{"Key": "k1", "Code": "InternalError"}]},
+                          {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}})  # fmt: skip
+        with pytest.raises(OperationError) as failed:
+            empty_bucket(s3, "b")
+    assert str(failed.value) == "emptying bucket b: 1 objects not deleted, e.g. k1: InternalError"
 
 
 def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
@@ -1426,3 +1468,241 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
     assert stacks == {f"waiting for stack {name} to delete (up to 13s)" for name in names} | {
         f"stack {name} to delete: done" for name in names
     } | set(expected[7:9])
+
+
+def test_late_buckets_are_emptied_only_when_named_and_all_ours() -> None:
+    """Stubber: a failure naming no bucket is not retried; every bucket it names is emptied
+    when each is a resource of the stack, and none when any is not; the messages name all."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import _empty_late_buckets
+
+    cfn, s3 = _stubbed("cloudformation"), _stubbed("s3")
+    clients = Clients(
+        REGION, aws_factory=lambda service: {"cloudformation": cfn, "s3": s3}[service]
+    )
+    stack = {"StackId": "arn:aws:cloudformation:us-west-2:111122223333:stack/s/1",
+             "StackStatus": "DELETE_FAILED"}  # fmt: skip
+
+    def not_empty(bucket: str) -> dict[str, Any]:
+        return {"LogicalResourceId": bucket, "ResourceType": "AWS::S3::Bucket",
+                "PhysicalResourceId": bucket, "ResourceStatus": "DELETE_FAILED",
+                "ResourceStatusReason": "The bucket you tried to delete is not empty"}  # fmt: skip
+
+    def resources(*buckets: str) -> dict[str, Any]:
+        return {"StackResourceSummaries": [
+            {"LogicalResourceId": b, "PhysicalResourceId": b, "ResourceType": "AWS::S3::Bucket",
+             "ResourceStatus": "DELETE_FAILED", "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}
+            for b in buckets]}  # fmt: skip
+
+    steps: list[str] = []
+    other = {**not_empty("x"), "ResourceType": "AWS::SQS::Queue"}
+    assert not _empty_late_buckets(clients, "s", DeleteFailed("s", stack, [other]), steps.append)
+
+    both = DeleteFailed("s", stack, [not_empty("b1"), not_empty("b2")])
+    with Stubber(cfn) as cfn_stub, Stubber(s3) as s3_stub:
+        cfn_stub.add_response("list_stack_resources", resources("b1", "b2"),
+                              {"StackName": stack["StackId"]})  # fmt: skip
+        for bucket in ("b1", "b2"):
+            s3_stub.add_response("list_object_versions", {}, {"Bucket": bucket, "MaxKeys": 1000})
+        assert _empty_late_buckets(clients, "s", both, steps.append)
+        cfn_stub.add_response("list_stack_resources", resources())
+        with pytest.raises(OperationError) as foreign:
+            _empty_late_buckets(clients, "s", both, steps.append)
+    assert steps == [
+        "stack s: DELETE_FAILED on a bucket that was not empty (late access-log deliveries); "
+        "emptied b1 (0 object versions), b2 (0 object versions); retrying the delete once"
+    ]
+    assert str(foreign.value).endswith("; bucket b1, b2 is not a resource of stack s: left alone")
+
+
+def test_the_kubernetes_plan_is_exactly_our_objects_in_every_configured_namespace(
+    world: World,
+) -> None:
+    """A configured endpoint that is not deployed does not hide the next one; our Curvine PVCs
+    are found in each configured namespace; a PVC with only one of our labels, or ours on
+    another StorageClass, is not ours to delete."""
+    cfg = make_cfg(
+        environment=ENV,
+        eks={"cluster_name": world.cfg.eks.cluster_name},
+        hyperpod={"cluster_name": world.cfg.hyperpod.cluster_name},
+        kvcache={"endpoints": [{"name": "not-deployed", "namespace": "default", "replicas": 1},
+                               {"name": "vllm-kvcache", "namespace": "team-b", "replicas": 1}]},
+    )  # fmt: skip
+    pvcs = "/api/v1/namespaces/team-b/persistentvolumeclaims"
+    for name, labels, storage_class in (
+        ("cache", OWNED, "curvine-sc"),
+        ("half-ours", {"app.kubernetes.io/managed-by": "cdk8s"}, "curvine-sc"),
+        ("other-class", OWNED, "gp3"),
+    ):
+        world.kube.put(pvcs, {"metadata": {"name": name, "namespace": "team-b", "labels": labels},
+                              "spec": {"storageClassName": storage_class}})  # fmt: skip
+    plan = plan_teardown(world.clients, cfg)
+    assert plan.kubernetes == [
+        Item("InferenceEndpointConfig", "team-b/vllm-kvcache"),
+        Item("PersistentVolumeClaim", "default/curvine-pvc", "curvine-sc"),
+        Item("PersistentVolumeClaim", "team-b/cache", "curvine-sc"),
+    ]
+
+
+def test_whether_the_eks_cluster_exists_is_read_from_its_error_code() -> None:
+    """Stubber: ResourceNotFoundException means no cluster; any other error stops teardown."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import eks_cluster_exists
+
+    eks = _stubbed("eks")
+    clients = Clients(REGION, aws_factory=lambda service: eks)
+    with Stubber(eks) as stub:
+        stub.add_client_error("describe_cluster", "ResourceNotFoundException", "No cluster found")
+        assert eks_cluster_exists(clients, env_cfg()) is False
+        stub.add_client_error("describe_cluster", "AccessDeniedException", "not authorized")
+        with pytest.raises(ClientError, match="AccessDeniedException"):
+            eks_cluster_exists(clients, env_cfg())
+
+
+def test_teardown_without_the_cluster_says_so_and_failures_say_how_to_go_on(world: World) -> None:
+    world.plain("eks").delete_cluster(name=world.cfg.eks.cluster_name)
+    steps: list[str] = []
+    world.denied = {"DeleteStack"}
+    with pytest.raises(OperationError) as denied:
+        execute_teardown(world.clients, world.cfg, steps.append, FAST, show=False)
+    assert steps[0] == "EKS cluster not found: Kubernetes phase skipped"
+    assert str(denied.value) == (
+        "AWS: An error occurred (AccessDenied) when calling the DeleteStack operation: not "
+        "authorized; fix and re-run teardown (finished steps are skipped)"
+    )
+
+
+def test_a_kubernetes_api_failure_stops_teardown_saying_to_rerun(world: World) -> None:
+    world.kube.fail[("DELETE", f"{IECS}/vllm-kvcache")] = 500
+    with pytest.raises(OperationError) as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    assert str(failed.value) == "Kubernetes API: 500 Internal Server Error; re-run teardown"
+
+
+def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
+    """Stubber: ListStacks keeps deleted stacks; per name, the one deleted last (by
+    DeletionTime, else CreationTime; the first of a tie) is the one whose log groups count."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import stack_ids
+
+    cfn = _stubbed("cloudformation")
+    a, b, live = (f"{PREFIX}-{suffix}" for suffix in ("kvcache", "addons", "network"))
+
+    def summary(name: str, id_: str, status: str, created: str, deleted: str = "") -> Any:
+        found = {"StackName": name, "StackId": id_, "StackStatus": status,
+                 "CreationTime": f"2026-12-01T{created}:00Z"}  # fmt: skip
+        return {**found, "DeletionTime": f"2026-12-01T{deleted}:00Z"} if deleted else found
+
+    done = "DELETE_COMPLETE"
+    summaries = [
+        summary("someone-elses", "x", "CREATE_COMPLETE", "09:00"),
+        summary(live, "live", "UPDATE_COMPLETE", "09:00"),
+        summary(a, "a1", done, "09:00", "10:00"),
+        summary(a, "a2", done, "09:00", "12:00"),
+        summary(a, "a3", done, "09:00", "11:00"),
+        summary(a, "a4", done, "09:00", "12:00"),
+        summary(b, "b1", done, "10:00"),
+        summary(b, "b2", done, "11:00"),
+    ]
+    with Stubber(cfn) as stub:
+        stub.add_response("list_stacks", {"StackSummaries": summaries}, {})
+        found = stack_ids(Clients(REGION, aws_factory=lambda service: cfn), env_cfg())
+    assert found == ["live", "a2", "b2"]
+
+
+def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
+    from botocore.stub import Stubber
+
+    from scripts.teardown import stack_resources
+
+    cfn = _stubbed("cloudformation")
+    child = "arn:aws:cloudformation:us-west-2:111122223333:stack/child/1"
+
+    def resource(logical: str, kind: str, physical: str = "") -> dict[str, Any]:
+        found = {"LogicalResourceId": logical, "ResourceType": kind,
+                 "ResourceStatus": "CREATE_COMPLETE",
+                 "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}  # fmt: skip
+        return {**found, "PhysicalResourceId": physical} if physical else found
+
+    nested = "AWS::CloudFormation::Stack"
+    parent = [
+        resource("Fn", "AWS::Lambda::Function", "fn"),
+        resource("Child", nested, child),
+        resource("NotYet", nested),
+        resource("Logs", "AWS::Logs::LogGroup", "/logs"),
+    ]
+    inner = [resource("Inner", "AWS::Lambda::Function", "inner")]
+    with Stubber(cfn) as stub:
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": parent},
+                          {"StackName": "parent"})  # fmt: skip
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": inner},
+                          {"StackName": child})  # fmt: skip
+        found = stack_resources(Clients(REGION, aws_factory=lambda service: cfn), "parent")
+        stub.assert_no_pending_responses()
+    assert [r["LogicalResourceId"] for r in found] == ["Fn", "Child", "Inner", "NotYet", "Logs"]
+
+
+def test_account_leftovers_name_hyperpods_log_group_and_each_volume_once() -> None:
+    """Stubber (exact requests): the HyperPod log group is under the configured cluster name;
+    a volume both tagged for us and by the EBS CSI driver is listed once, with its size."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import account_leftovers
+
+    cfg = make_cfg(environment=ENV, eks={"cluster_name": "kv-eks"},
+                   hyperpod={"cluster_name": "kv-hp"})  # fmt: skip
+    cfn, logs, ec2 = _stubbed("cloudformation"), _stubbed("logs"), _stubbed("ec2")
+    clients = Clients(REGION, aws_factory=lambda s: {"cloudformation": cfn, "logs": logs,
+                                                     "ec2": ec2}[s])  # fmt: skip
+    hyperpod = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123"
+    with Stubber(cfn) as cfn_stub, Stubber(logs) as logs_stub, Stubber(ec2) as ec2_stub:
+        cfn_stub.add_response("list_stacks", {"StackSummaries": [
+            {"StackName": f"{PREFIX}-hyperpod", "StackId": "hp", "StackStatus": "CREATE_COMPLETE",
+             "CreationTime": "2026-12-01T09:00:00Z"}]})  # fmt: skip
+        cfn_stub.add_response("list_stack_resources", {"StackResourceSummaries": [
+            {"LogicalResourceId": "Cluster", "ResourceType": "AWS::SageMaker::Cluster",
+             "PhysicalResourceId": hyperpod, "ResourceStatus": "CREATE_COMPLETE",
+             "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}]})  # fmt: skip
+        for group in ("/aws/eks/kv-eks/cluster", "/aws/sagemaker/Clusters/kv-hp/abc123"):
+            found = [{"logGroupName": group}] if "sagemaker" in group else []
+            logs_stub.add_response("describe_log_groups", {"logGroups": found},
+                                   {"logGroupNamePrefix": group})  # fmt: skip
+        available = {"Name": "status", "Values": ["available"]}
+        ours = [{"Name": "tag:project", "Values": [cfg.project]},
+                {"Name": "tag:environment", "Values": [ENV]}]  # fmt: skip
+        csi = {"Name": "tag-key", "Values": ["kubernetes.io/cluster/kv-eks"]}
+        ec2_stub.add_response("describe_volumes", {"Volumes": [{"VolumeId": "vol-1", "Size": 50}]},
+                              {"Filters": [available, *ours]})  # fmt: skip
+        ec2_stub.add_response("describe_volumes", {"Volumes": [
+            {"VolumeId": "vol-1", "Size": 50}, {"VolumeId": "vol-2", "Size": 20}]},
+            {"Filters": [available, csi]})  # fmt: skip
+        items = account_leftovers(clients, cfg)
+    assert items == [
+        Item("log group", "/aws/sagemaker/Clusters/kv-hp/abc123"),
+        Item("EBS volume", "vol-1", "50 GiB, available"),
+        Item("EBS volume", "vol-2", "20 GiB, available"),
+    ]
+
+
+def test_an_object_deleted_by_someone_else_meanwhile_is_not_a_failure(world: World) -> None:
+    """Between teardown's read and its DELETE, the endpoint and the PVC go (another teardown,
+    a kubectl delete): the 404 is taken as done, and the teardown goes on."""
+    pvcs = "/api/v1/namespaces/default/persistentvolumeclaims"
+    racing = {f"{IECS}/vllm-kvcache": f"{IECS}/vllm-kvcache", pvcs: f"{pvcs}/curvine-pvc"}
+
+    def someone_else(fake: FakeKube, method: str, path: str) -> None:
+        if gone := racing.pop(path, None):
+            del fake.objects[gone]
+            if gone.endswith("/vllm-kvcache"):  # its load balancer goes with it
+                world.plain("elbv2").delete_load_balancer(LoadBalancerArn=world.lb)
+
+    world.kube.after_read.append(someone_else)
+    steps: list[str] = []
+    execute_teardown(world.clients, world.cfg, steps.append, FAST, show=False)
+    assert not racing and not [
+        s for s in steps if s.startswith(("deleted Inference", "deleted PVC"))
+    ]
+    assert f"stack {PREFIX}-network: deleted" in steps
