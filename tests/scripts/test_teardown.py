@@ -607,7 +607,11 @@ def test_a_configured_endpoint_without_our_labels_stays(
     world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = labels
     plan = plan_teardown(world.clients, world.cfg)
     assert "default/vllm-kvcache" not in {i.id for i in plan.kubernetes}
-    assert any("default/vllm-kvcache lacks our ownership labels" in n for n in plan.notes)
+    assert plan.notes == [
+        "InferenceEndpointConfig default/vllm-kvcache lacks our ownership labels "
+        "(app.kubernetes.io/managed-by=cdk8s,app.kubernetes.io/part-of=hyperpod-kvcache): "
+        "left in place; delete it with kubectl if it is yours"
+    ]
 
 
 def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
@@ -1706,3 +1710,26 @@ def test_an_object_deleted_by_someone_else_meanwhile_is_not_a_failure(world: Wor
         s for s in steps if s.startswith(("deleted Inference", "deleted PVC"))
     ]
     assert f"stack {PREFIX}-network: deleted" in steps
+
+
+def test_a_stack_read_fails_with_the_error_even_without_a_message() -> None:
+    """A client error CloudFormation sent without a Message is raised as it is (not a
+    TypeError from reading it); an empty answer reads as no stack."""
+    from botocore.stub import Stubber
+
+    from scripts.teardown import _stack, stack_status
+
+    class Throttled:
+        def describe_stacks(self, StackName: str) -> Any:
+            raise ClientError({"Error": {"Code": "Throttling"}}, "DescribeStacks")
+
+    with pytest.raises(ClientError, match="Throttling"):
+        stack_status(Clients(REGION, aws_factory=lambda service: Throttled()), "s")
+    with pytest.raises(ClientError, match="Throttling"):
+        _stack(Throttled(), "s")
+    cfn = _stubbed("cloudformation")
+    with Stubber(cfn) as stub:
+        stub.add_response("describe_stacks", {"Stacks": []})
+        stub.add_response("describe_stacks", {"Stacks": []})
+        assert stack_status(Clients(REGION, aws_factory=lambda service: cfn), "s") is None
+        assert _stack(cfn, "s") is None
