@@ -641,8 +641,8 @@ def test_log_group_names_come_from_the_stack_resources() -> None:
             "PhysicalResourceId": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
         },
         {"ResourceType": "AWS::SNS::Topic", "PhysicalResourceId": "arn:aws:sns:x"},
-        # Not created yet (no physical id), then a function named by its ARN, and another
-        # service's cluster ARN: none of these name a group of their own.
+        # Not created yet (no physical id): no group. A function named by its ARN: its name's
+        # group. Another service's cluster ARN: no group.
         {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": ""},
         {"ResourceType": "AWS::Lambda::Function",
          "PhysicalResourceId": "arn:aws:lambda:us-west-2:111122223333:function:hyperpod-G"},
