@@ -457,3 +457,56 @@ def test_delete_restore_failing_while_polled_names_the_way_out(client: Any, stub
         "To finish the delete without restoring, retry it with `--retain-resources "
         "TieredStorage8649EEDD` and set the config by hand (README.md, Tiered Storage: recovery)."
     )
+
+
+def test_on_event_as_lambda_calls_it_uses_its_own_client_and_clock(
+    client: Any, stub: Stubber, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Provider calls ``on_event(event, context)``: no client, no time given; the start
+    it records is now, for is_complete's deadline."""
+    monkeypatch.setattr(index, "sagemaker_client", lambda: client)
+    expect_describe(stub, describe(tiered=ENABLED_20))
+    begun = time.time()
+    result = index.on_event(event("Create", properties()), None)
+    assert begun <= result[index.STARTED_AT] <= time.time()
+
+
+def test_each_request_and_each_step_is_logged(
+    client: Any, stub: Stubber, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the handler's CloudWatch log shows: the request with the fields that identify it,
+    then the cluster and where its Tiered Storage stands after each step."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger=index.log.name)
+    update = event("Update", properties(), KEEP_ID)
+    expect_describe(stub, describe(tiered={"Mode": "Disable"}))
+    stub.add_client_error("update_cluster", "ConflictException", "Cluster is being updated", 400)
+    result = on_event(client, update)
+    stub.add_client_error("describe_cluster", "ThrottlingException", "Rate exceeded", 400)
+    is_complete(client, started(update, result))
+    delete = event("Delete", properties(), "made-up")
+    on_event(client, delete)
+    summary = {k: update[k] for k in ("LogicalResourceId", "PhysicalResourceId",
+                                      "ResourceProperties")}  # fmt: skip
+    deleted = {k: delete[k] for k in summary}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Update {summary}",
+        f"{CLUSTER}: UpdateCluster: ConflictException: Cluster is being updated",
+        f"{CLUSTER}: DescribeCluster: ThrottlingException: Rate exceeded; trying again on the "
+        "next poll",
+        f"Delete {deleted}",
+        "Delete: nothing to restore for 'made-up'",
+    ]
+
+
+def test_a_throttled_describe_on_create_fails_saying_nothing_changed(
+    client: Any, stub: Stubber
+) -> None:
+    stub.add_client_error("describe_cluster", "ThrottlingException", "Rate exceeded", 400)
+    with pytest.raises(HandlerError) as failed:
+        on_event(client, event("Create", properties()))
+    assert str(failed.value) == (
+        "DescribeCluster: ThrottlingException: Rate exceeded (after retries with backoff); "
+        "nothing was changed"
+    )

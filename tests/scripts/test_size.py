@@ -175,3 +175,50 @@ def test_params_are_counted_exactly_on_tiny_architectures(
     """Worked by hand (comments): embeddings, attention (GQA, head_dim, MLA) and MLP or MoE."""
     cfg = {k: v for k, v in {**TINY, **extra}.items() if v is not None}
     assert estimate_params(cfg) == params
+
+
+SIZING: dict[str, Any] = {
+    "instance_type": "ml.g6e.4xlarge",
+    "instance_memory_gib": 128,
+    "gpu_nodes": 2,
+    "tiered_storage_percent": 20,
+    "l2_worker_gib": 400,
+}
+
+
+def test_the_models_own_dtype_sizes_weights_and_kv_unless_overridden() -> None:
+    """Without a weight or KV dtype given, the config's torch_dtype counts (a float32 model
+    takes 4 bytes a parameter), not the bfloat16 default."""
+    from scripts.sizing import size_model
+
+    cfg = {**QWEN2_7B_CONFIG, "torch_dtype": "float32"}
+    own = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, **SIZING)
+    assert (own.weight_bytes, own.kv_dtype_bytes) == (4 * 10**9, 4)
+    given = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, weight_dtype="bf16",
+                       kv_dtype="fp8", **SIZING)  # fmt: skip
+    assert (given.weight_bytes, given.kv_dtype_bytes) == (2 * 10**9, 1)
+
+
+@pytest.mark.parametrize(
+    ("left", "fits", "flag"), [(1, True, "l0_small"), (0, False, "model_does_not_fit")]
+)
+def test_a_model_fits_while_one_byte_is_left_after_its_weights(
+    left: int, fits: bool, flag: str
+) -> None:
+    """The boundary of `fits`: usable GPU memory (here 1 x 4 GiB x 0.5, no overhead) minus
+    the weights (1 byte a parameter in fp8). One byte left fits, with too small an L0."""
+    from scripts.sizing import size_model
+
+    report = size_model("q", QWEN2_7B_CONFIG, gpus=1, gpu_memory_gib=4,
+                        gpu_memory_utilization=0.5, overhead_gib_per_gpu=0,
+                        params=2 * GIB - left, weight_dtype="fp8", **SIZING)  # fmt: skip
+    assert report.fits is fits
+    assert [f.split(":")[0] for f in report.flags] == [flag]
+
+
+def test_a_missing_head_dim_is_hidden_size_over_heads_rounded_down() -> None:
+    """As transformers derives it: hidden_size // num_attention_heads (10 // 4 = 2)."""
+    cfg = {"hidden_size": 10, "num_attention_heads": 4, "num_key_value_heads": 1,
+           "num_hidden_layers": 1, "vocab_size": 3, "intermediate_size": 5}  # fmt: skip
+    assert kv_bytes_per_token(cfg) == kv_bytes_per_token({**cfg, "head_dim": 2}) == 2 * 2 * 2
+    assert estimate_params(cfg) == estimate_params({**cfg, "head_dim": 2})
