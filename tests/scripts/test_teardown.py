@@ -1324,12 +1324,10 @@ def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
 def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
     """Stubber: the available ENIs after an in-use one are still deleted, one Lambda deleted
     first (not found) is passed over, and the wait says which ENIs hold it, on the reporter."""
-    import io
-
     from botocore.stub import Stubber
 
-    from scripts.kube import Reporter
     from scripts.teardown import _release_lambda_enis
+    from tests.scripts.test_progress import FakeClock, plain
 
     ec2 = _stubbed("ec2")
     vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
@@ -1337,7 +1335,7 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
               ("eni-4", "available")]  # fmt: skip
     enis = {"NetworkInterfaces": [{"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
                                   for i, st in listed]}  # fmt: skip
-    out = io.StringIO()
+    reporter, out = plain(FakeClock())
     steps: list[str] = []
     with Stubber(ec2) as stub:
         stub.add_response("describe_vpcs", vpcs)
@@ -1349,7 +1347,7 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
         stub.add_response("describe_network_interfaces", {"NetworkInterfaces": []})
         clients = Clients(REGION, aws_factory=lambda service: ec2)
         timeouts = dataclasses.replace(FAST, lambda_eni_s=7)
-        _release_lambda_enis(clients, env_cfg(), timeouts, steps.append, Reporter(out, tty=False))
+        _release_lambda_enis(clients, env_cfg(), timeouts, steps.append, reporter)
         stub.assert_no_pending_responses()
     assert steps == [
         "deleted Lambda ENI eni-4",
@@ -1365,15 +1363,13 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
 def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
     """Stubber: the sweep's wait for a GuardDuty security group reports on the caller's
     reporter, with the sweep's own timeout."""
-    import io
-
     from botocore.stub import Stubber
 
-    from scripts.kube import Reporter
     from scripts.teardown import _sweep
+    from tests.scripts.test_progress import FakeClock, plain
 
     ec2 = _stubbed("ec2")
-    out = io.StringIO()
+    reporter, out = plain(FakeClock())
     with Stubber(ec2) as stub:
         stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
                               expected_params={"GroupId": "sg-1"})  # fmt: skip
@@ -1381,7 +1377,7 @@ def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
         clients = Clients(REGION, aws_factory=lambda service: ec2)
         timeouts = dataclasses.replace(FAST, sweep_s=7)
         _sweep(clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None,
-               Reporter(out, tty=False))  # fmt: skip
+               reporter)  # fmt: skip
         stub.assert_no_pending_responses()
     assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
         "waiting for security group sg-1 to be free (up to 7s)",
@@ -1417,14 +1413,11 @@ def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
 def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world: World) -> None:
     """What a user watches (plain lines, as in CI logs): each wait in order with its own
     timeout, and a stack's status with its latest resource event while it deletes."""
-    import io
     import re
 
-    from scripts.kube import Clock, Reporter
+    from tests.scripts.test_progress import FakeClock, plain
 
-    now = [0.0]
-    clock = Clock(lambda: now[0], lambda: 1.8e9, lambda s: now.__setitem__(0, now[0] + s))
-    out = io.StringIO()
+    reporter, out = plain(FakeClock(), every_s=3600)
     timeouts = Timeouts(endpoint_s=11, pvc_s=12, stack_s=13, sweep_s=14, lambda_eni_s=15,
                         interval_s=0.05)  # fmt: skip
     world.deleting[f"{PREFIX}-nodes"] = 2
@@ -1436,7 +1429,7 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
 
     def finalizer(fake: FakeKube, method: str, path: str) -> None:
         if method == "DELETE" and finalized.get(path):
-            obj = fake.objects[path] = finalized.pop(path) or {}
+            obj = fake.objects[path] = finalized.pop(path)
             obj["metadata"]["deletionTimestamp"] = "2026-12-01T00:00:00Z"
             held.append(path)
         elif method == "GET":
@@ -1445,8 +1438,7 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
 
     world.kube.after_write.append(finalizer)
     world.kube.after_read.append(finalizer)
-    execute_teardown(world.clients, world.cfg, lambda _: None, timeouts,
-                     Reporter(out, clock=clock, tty=False, every_s=3600))  # fmt: skip
+    execute_teardown(world.clients, world.cfg, lambda _: None, timeouts, reporter)
     lines = [re.sub(r" \(\S+ elapsed\)$| after \S+$", "", line.split(" ", 1)[1])
              for line in out.getvalue().splitlines()]  # fmt: skip
     eks = world.cfg.eks.cluster_name
