@@ -21,7 +21,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	manifests preflight verify teardown bench deploy-plan dashboard mutation clean
+	manifests preflight verify teardown bench deploy-plan dashboard mutation logical-ids clean
 
 ## help: list the targets with one line each
 help:
@@ -128,6 +128,10 @@ dashboard: install
 ## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=k8s.l2_volume ...)
 mutation: install
 	$(PY) -m scripts.mutation $(MODULES)
+
+## logical-ids: compare every environment's logical IDs with BASE=<rev> (default main; ALLOW=file.yaml)
+logical-ids: install
+	$(PY) -m tools.logical_ids compare $(or $(BASE),main) $(if $(ALLOW),--allow $(ALLOW))
 
 ## clean: remove cdk.out/, dist/ and the tool caches
 clean:
