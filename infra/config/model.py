@@ -429,8 +429,10 @@ class ExistingClusterConfig(Section):
     vpc_id: str | None = None
     """VPC of the cluster; required with ``kubectl_subnet_ids`` (private endpoint)."""
     kubectl_subnet_ids: tuple[str, ...] = ()
-    """Private subnets (with a route to STS and EKS: NAT or VPC endpoints) for the kubectl
-    handler when the cluster's API endpoint is private. Empty: the endpoint must be public."""
+    """Private subnets for the kubectl and owned-manifest handlers (and their Provider framework
+    functions) when the cluster's API endpoint is private; they must reach the EKS, Lambda and S3
+    APIs (a NAT gateway, or VPC endpoints) and, to install Kyverno, the internet
+    (``python -m scripts preflight`` checks the routes). Empty: the endpoint must be public."""
     kubectl_security_group_id: str | None = None
     """Security group of the kubectl handler (with ``kubectl_subnet_ids``); the cluster security
     group must allow HTTPS from it."""

@@ -9,7 +9,10 @@ exists and is not ours, and on Delete removes only marked objects. A failed Crea
 the Provider framework's CREATE_FAILED marker, whose Delete never reaches the handler.
 
 The handler runs as the kubectl provider's own role (it already holds the cluster-admin access
-entry and eks:DescribeCluster), in the same subnets and security group for a private endpoint. It
+entry and eks:DescribeCluster), in the same subnets and security group for a private endpoint,
+and so does the Provider framework's function: from there the handler calls the EKS API and the
+framework the Lambda API (Invoke) and S3 (its answer to CloudFormation); docs/existing-cluster.md
+lists the routes and ``preflight`` checks them. It
 ships with the ``kubernetes`` client pinned in requirements.txt and its pure-Python dependencies,
 copied from this virtualenv by a local bundler (no Docker, no network).
 """
