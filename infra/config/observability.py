@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
@@ -46,6 +46,13 @@ class ObservabilityConfig(Section):
     kv_bytes_per_token: int = Field(default=QWEN3_8B_KV_BYTES_PER_TOKEN, ge=1024)
     """KV-cache bytes of one token as LMCache stores it (layers x KV heads x head dim x 2 x
     dtype bytes; default Qwen3-8B bf16). Turns L2 read bytes into L2 hit tokens."""
+    workspace_encryption: Literal["aws_owned", "customer_managed"] = "aws_owned"
+    """Key that encrypts the AMP workspace at rest. ``aws_owned`` (the default): AMP's own key,
+    which the managed collector can write to. ``customer_managed``: the stack's KMS key; the AMP
+    user guide ("Encryption at rest") says such a workspace cannot take a managed collector, so
+    it is refused whenever the stack creates one (a new cluster; an existing cluster with
+    ``scraper_subnet_ids``). The choice is fixed at creation: AMP cannot convert a workspace
+    between the two. The alert topic is encrypted with the stack's key either way."""
     log_retention_days: int = 30
     """Retention of the workspace's log group (rule and alert manager errors), in days."""
     query_endpoint: str | None = None
@@ -127,10 +134,28 @@ def topic_name(app: AppConfig) -> str:
     return app.observability.alert_topic_name or f"{app.stack_prefix}-kvcache-alerts"
 
 
-def check_observability(app: AppConfig) -> None:
-    """Existing clusters: the collector's network comes from config, not from our stacks. Both
-    lists or neither (then the collector is left out, with a synth warning)."""
+def creates_collector(app: AppConfig) -> bool:
+    """Whether the observability stack creates the managed collector: always on a cluster this
+    app creates; on an existing one only with the collector's network in config."""
     obs = app.observability
+    return obs.enabled and (app.existing_cluster is None or bool(obs.scraper_subnet_ids))
+
+
+def check_observability(app: AppConfig) -> None:
+    """A customer managed workspace key only without a managed collector. Existing clusters:
+    the collector's network comes from config, not from our stacks. Both lists or neither (then
+    the collector is left out, with a synth warning)."""
+    obs = app.observability
+    if obs.workspace_encryption == "customer_managed" and creates_collector(app):
+        raise RuleViolation(
+            "aws_owned while the stack creates the managed collector (the AMP user guide: a "
+            "workspace encrypted with a customer managed key cannot use AWS managed collectors)",
+            "remove observability.workspace_encryption, or (existing cluster) leave "
+            "scraper_subnet_ids and scraper_security_group_ids empty and send metrics with a "
+            "collector of your own",
+            field="observability.workspace_encryption",
+            value=obs.workspace_encryption,
+        )
     if not obs.enabled or app.existing_cluster is None:
         return
     if not obs.scraper_subnet_ids and not obs.scraper_security_group_ids:

@@ -1,5 +1,9 @@
-"""Amazon Managed Service for Prometheus for the cache tiers: a KMS-encrypted workspace with
-logging, the agentless collector on the EKS cluster, the alert rules and an SNS alert topic.
+"""Amazon Managed Service for Prometheus for the cache tiers: a workspace with logging, the
+agentless collector on the EKS cluster, the alert rules and a KMS-encrypted SNS alert topic.
+
+The workspace is encrypted with AMP's own key unless ``observability.workspace_encryption`` is
+``customer_managed`` (then with the stack's key, and config refuses a collector: the AMP user
+guide says such a workspace cannot use managed collectors).
 
 IAM: nothing here creates an IAM role. The collector runs as AMP's service-linked role
 (``AWSServiceRoleForAmazonPrometheusScraper``), and on a cluster whose authentication mode
@@ -48,13 +52,14 @@ class Observability(Construct):
         self.key = kms.Key(
             self,
             "Key",
-            description=f"AMP workspace and alert topic of {config.stack_prefix}",
+            description=f"Alert topic (and a customer managed AMP workspace) of "
+            f"{config.stack_prefix}",
             enable_key_rotation=True,
             removal_policy=removal_policy(config),
         )
         for service in ("aps.amazonaws.com", "sns.amazonaws.com"):
-            # AMP encrypts the workspace and publishes alerts to the encrypted topic; SNS
-            # decrypts what it delivers. Scoped to this account's requests.
+            # AMP publishes alerts to the encrypted topic (and encrypts a customer managed
+            # workspace); SNS decrypts what it delivers. Scoped to this account's requests.
             self.key.add_to_resource_policy(
                 iam.PolicyStatement(
                     principals=[iam.ServicePrincipal(service)],
@@ -84,7 +89,10 @@ class Observability(Construct):
             self,
             "Workspace",
             alias=alias,
-            kms_key_arn=self.key.key_arn,
+            # None: AMP's own key, the one a managed collector can write to.
+            kms_key_arn=self.key.key_arn
+            if obs.workspace_encryption == "customer_managed"
+            else None,
             logging_configuration=aps.CfnWorkspace.LoggingConfigurationProperty(
                 log_group_arn=self.log_group.log_group_arn
             ),

@@ -117,3 +117,31 @@ def test_the_scraper_network_is_checked_only_for_an_enabled_collector_on_an_exis
     assert _existing() is None  # neither list: the collector is left out, with a synth warning
     full = {**one, "scraper_subnet_ids": SUBNETS, "scraper_source_cidrs": CIDRS}
     assert _existing(**full) is None
+
+
+def test_the_workspace_defaults_to_amps_own_key() -> None:
+    """The managed collector writes to it (a customer managed key would shut it out)."""
+    assert load_config("dev").observability.workspace_encryption == "aws_owned"
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_customer_managed_workspace_key_with_the_managed_collector_is_refused(
+    existing: bool,
+) -> None:
+    """A new cluster always gets the collector; an existing one when its network is given."""
+    raw = _dev(workspace_encryption="customer_managed")
+    if existing:
+        raw["existing_cluster"] = EXISTING
+        raw["observability"].update(scraper_subnet_ids=SUBNETS, scraper_security_group_ids=SG,
+                                    scraper_source_cidrs=CIDRS)  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        parse_config(raw, "config/dev.yaml", "dev")
+    text = str(caught.value)
+    assert "\n" not in text
+    assert "observability.workspace_encryption = 'customer_managed'" in text
+    assert "managed collector" in text and "fix:" in text
+
+
+def test_a_customer_managed_workspace_key_without_a_collector_is_accepted() -> None:
+    assert _existing(workspace_encryption="customer_managed") is None
+    assert _existing(workspace_encryption="customer_managed", enabled=False) is None

@@ -8,10 +8,15 @@ import json
 from typing import Any
 
 import yaml
+from aws_cdk import Environment, Stack
+from aws_cdk.assertions import Template
 
+from infra.cdk_context import new_app
+from infra.config import parse_config
 from infra.config.observability import topic_name
+from infra.constructs.observability import Observability
 from k8s.observability import scrape_config
-from tests.synth_support import Synth
+from tests.synth_support import Synth, existing_cluster_config
 
 SUFFIX = "observability"
 
@@ -22,10 +27,16 @@ def one(env: Synth, type_: str) -> dict[str, Any]:
     return props
 
 
-def test_workspace_is_encrypted_and_logs(dev: Synth) -> None:
+def test_the_workspace_keeps_amps_own_key_so_the_managed_collector_can_write(dev: Synth) -> None:
+    """The AMP user guide: a workspace with a customer managed key cannot use managed
+    collectors. The default (aws_owned) leaves KmsKeyArn out; the collector is created."""
     ws = one(dev, "AWS::APS::Workspace")
-    (key_id,) = dev.resources(SUFFIX, "AWS::KMS::Key")
-    assert ws["KmsKeyArn"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert "KmsKeyArn" not in ws
+    assert dev.resources(SUFFIX, "AWS::APS::Scraper")
+
+
+def test_the_workspace_logs(dev: Synth) -> None:
+    ws = one(dev, "AWS::APS::Workspace")
     (log_id,) = dev.resources(SUFFIX, "AWS::Logs::LogGroup")
     assert ws["LoggingConfiguration"]["LogGroupArn"] == {"Fn::GetAtt": [log_id, "Arn"]}
 
@@ -82,3 +93,22 @@ def test_existing_cluster_without_collector_network_has_no_scraper(existing: Syn
     # The shared existing-cluster variant sets no scraper subnets: workspace and alerts only.
     assert existing.resources(SUFFIX, "AWS::APS::Workspace")
     assert not existing.resources(SUFFIX, "AWS::APS::Scraper")
+
+
+def test_a_customer_managed_workspace_is_encrypted_with_the_stacks_key() -> None:
+    """Accepted only where no managed collector is created (an existing cluster without the
+    collector's network): the workspace takes the stack's key, and no scraper exists."""
+    raw = existing_cluster_config().model_dump(mode="json")
+    raw["observability"]["workspace_encryption"] = "customer_managed"
+    config = parse_config(raw, "config/dev.yaml (customer managed workspace)", "dev")
+    stack = Stack(new_app(), "Obs", env=Environment(account=config.account, region=config.region))
+    cluster_arn = "arn:aws:eks:us-west-2:111122223333:cluster/team-eks"
+    Observability(
+        stack, "Observability", config=config, cluster_arn=cluster_arn, subnet_ids=[],
+        security_group_ids=[],
+    )  # fmt: skip
+    template = Template.from_stack(stack).to_json()["Resources"]
+    (ws,) = [r["Properties"] for r in template.values() if r["Type"] == "AWS::APS::Workspace"]
+    (key_id,) = [k for k, r in template.items() if r["Type"] == "AWS::KMS::Key"]
+    assert ws["KmsKeyArn"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert not [r for r in template.values() if r["Type"] == "AWS::APS::Scraper"]
