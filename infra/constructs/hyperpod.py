@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
-from aws_cdk import Annotations, CfnElement, RemovalPolicy, Stack
+import yaml
+from aws_cdk import Annotations, CfnElement, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -28,11 +31,34 @@ ON_CREATE = "on_create.sh"
 INSTANCE_ROLE_POLICY = "AmazonSageMakerClusterInstanceRolePolicy"
 # Components of the dependencies chart that the add-ons stack installs as EKS add-ons instead;
 # pinned off here (they default to off) so two owners never fight over the same objects.
-CHART_VALUES = {
+CHART_VALUES: dict[str, Any] = {
     "cert-manager": {"enabled": False},
     "inferenceOperators": {"enabled": False},
     "storage": {"enabled": False},
 }
+
+
+def chart_values(region: str, chart_dir: Path) -> dict[str, Any]:
+    """The values the dependencies chart is installed with.
+
+    The chart guesses what it is not told: the health-monitoring agent takes its Region from a
+    Node's labels and falls back to us-east-1 when there is none. The chart goes in before any
+    node exists, so its image would come from another Region's registry, which the node role
+    cannot pull from. AWS's Terraform module (``helm_release``) sets
+    ``health-monitoring-agent.region`` to the Region and passes the chart's
+    ``regional-values/values-<region>.yaml`` when it has one; so does this. ``region`` may be a
+    token: CloudFormation resolves it inside the values string.
+    """
+    values: dict[str, Any] = {}
+    regional = chart_dir / "regional-values" / f"values-{region}.yaml"
+    if not Token.is_unresolved(region) and regional.is_file():
+        values = yaml.safe_load(regional.read_text()) or {}
+    values.update(copy.deepcopy(CHART_VALUES))
+    values["health-monitoring-agent"] = {
+        **values.get("health-monitoring-agent", {}),
+        "region": region,
+    }
+    return values
 
 
 def instance_groups_hash(config: HyperPodConfig) -> str:
@@ -240,7 +266,7 @@ class HyperPodDependencies(Construct):
             release=config.release,
             namespace=config.namespace,
             create_namespace=False,
-            values=CHART_VALUES,
+            values=chart_values(Stack.of(self).region, chart_dir),
             # Never wait here: no node exists yet (see the class docstring).
             wait=False,
         )

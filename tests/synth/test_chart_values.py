@@ -1,0 +1,91 @@
+"""The HyperPod dependencies chart is installed with values that leave nothing to its guesses.
+
+The chart goes in before any node exists, so whatever its templates would read from a Node (the
+health-monitoring agent's Region, and so the registry of its image) falls back to a hard-coded
+Region. No double: the chart's real templates at the pinned commit (the fixture's copies, see
+tests/fixtures/hyperpod-chart/SOURCES.md), read by ``chart_fallbacks``, against the values in the
+synthesized dev template.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import yaml
+from aws_cdk import App, Stack
+
+from tests.synth.chart_fallbacks import Fallback, unavoided
+from tests.synth_support import FIXTURE_CHART, Synth
+
+HMA_HELPERS = FIXTURE_CHART / "charts" / "health-monitoring-agent" / "templates" / "_helpers.tpl"
+
+
+def synthesized_values(result: Synth) -> dict[str, Any]:
+    (chart,) = result.resources("hyperpod", "Custom::AWSCDK-EKS-HelmChart").values()
+    values: dict[str, Any] = json.loads(chart["Properties"]["Values"])
+    return values
+
+
+def account_map_regions() -> set[str]:
+    """Regions the agent's template maps to an image registry account."""
+    text = HMA_HELPERS.read_text()
+    block = text[text.index("$regionAccountMap := dict") :].split("-}}", 1)[0]
+    return set(re.findall(r'"([a-z]{2}-[a-z]+-\d)"\s+"\d{12}"', block))
+
+
+def left_to_a_guess(values: dict[str, Any], region: str) -> list[Fallback]:
+    """The fallbacks that still run. The agent's last one runs only when ``$accountId`` is
+    empty, i.e. when the Region is not a key of its account map: not a value, so checked here."""
+    left = []
+    for fb, _scope in unavoided(FIXTURE_CHART, values):
+        if fb.runs_if == ("not $accountId",) and region in account_map_regions():
+            continue
+        left.append(fb)
+    return left
+
+
+def describe(fallbacks: list[Fallback]) -> str:
+    return "\n".join(
+        f"{fb.file}:{fb.line} `{fb.action}` runs; any of these true skips it: "
+        f"{', '.join(fb.skipped_if) or '(none: a template variable decides)'}"
+        for fb in fallbacks
+    )
+
+
+def test_the_fixture_carries_the_charts_fallbacks() -> None:
+    """Without values the agent's Region comes from a Node lookup, then us-east-1: the check
+    below has something to catch."""
+    left = left_to_a_guess({}, "us-west-2")
+    actions = [fb.action for fb in left]
+    assert any(a.startswith("$nodes := lookup") for a in actions), describe(left)
+    assert '$region = "us-east-1"' in actions, describe(left)
+    lookup = next(fb for fb in left if "lookup" in fb.action)
+    assert lookup.skipped_if == (".Values.region", "and .Values.global .Values.global.region")
+
+
+def test_no_chart_value_is_left_to_a_node_lookup_or_a_default_region(dev: Synth) -> None:
+    left = left_to_a_guess(synthesized_values(dev), dev.config.region)
+    assert not left, describe(left)
+
+
+def test_the_agent_image_region_is_the_stacks_region(dev: Synth) -> None:
+    values = synthesized_values(dev)
+    assert values["health-monitoring-agent"] == {"region": dev.config.region}
+    assert dev.config.region in account_map_regions()
+    # As AWS's Terraform module does, the chart's regional values file goes in too.
+    regional = FIXTURE_CHART / "regional-values" / f"values-{dev.config.region}.yaml"
+    assert values["gpu-operator"] == yaml.safe_load(regional.read_text())["gpu-operator"]
+    assert values["cert-manager"] == {"enabled": False}
+
+
+def test_an_environment_agnostic_region_is_resolved_by_cloudformation() -> None:
+    from infra.constructs.hyperpod import chart_values
+
+    stack = Stack(App(), "Agnostic")
+    values = stack.resolve(stack.to_json_string(chart_values(stack.region, FIXTURE_CHART)))
+    assert {"Ref": "AWS::Region"} in values["Fn::Join"][1]
+    text = "".join(p if isinstance(p, str) else "<region>" for p in values["Fn::Join"][1])
+    assert json.loads(text)["health-monitoring-agent"] == {"region": "<region>"}
+    assert "gpu-operator" not in json.loads(text)  # no file can be chosen for a token
