@@ -42,6 +42,8 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
               for k, v in amounts.items()}  # fmt: skip
     requests = {k: R.from_string(v) if isinstance(v, str) else R.from_number(v)
                 for k, v in amounts.items()}  # fmt: skip
+    # Operator 3.0 passes these through; 3.2 drops the LMCACHE_* ones. Either way the L2
+    # admission rule (k8s/policy.py) writes both into the Pod.
     env = [ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
            for k, v in (("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0"))]  # fmt: skip
     args = ["--model", MODEL_PATH, "--port", str(e.container_port),

@@ -141,10 +141,11 @@ class EbsCsiConfig(AddonSettings):
 
 
 class InferenceOperatorConfig(AddonSettings):
-    version: str = "v1.0.0-eksbuild.1"
+    version: str = "v1.3.0-eksbuild.1"
     """``amazon-sagemaker-hyperpod-inference`` add-on version; must be a row of the table in
-    infra/config/operator_versions.py, which names the operator it ships (v1.0.0-eksbuild.1:
-    operator 3.0) and the CRD the endpoints are checked against."""
+    infra/config/operator_versions.py, which names the operator it ships (v1.3.0-eksbuild.1:
+    operator 3.2; v1.0.0-eksbuild.1: operator 3.0) and the CRD the endpoints are checked
+    against."""
     alb_enabled: bool = True
     """Let the add-on install its AWS Load Balancer Controller (role
     ``hyperpod-inference-system:aws-load-balancer-controller``). False when the cluster already

@@ -54,6 +54,12 @@ ADDON_OPERATOR: dict[str, str] = {
     # EKS add-on integration arrived with operator 3.0 (AWS release notes, v3.0); the chart's
     # migration script (helm_to_addon.sh, commit 9ffefae) installs this add-on version.
     "v1.0.0-eksbuild.1": "3.0",
+    # Runs image hyperpod-inference-operator:v3.2.0: a user report on aws/sagemaker-hyperpod-cli
+    # ("Inference Operator v3.2.0 ignores l2CacheBackend: redis", 2026-06-21) lists this add-on
+    # version as the newest EKS offered, and the pod it rendered. Operator 3.2 drops the user's
+    # LMCACHE_* worker variables and always injects its sagemaker-hyperpod:// URL; the L2
+    # admission policy writes every variable L2 needs, so nothing is lost (test_l2_mutation).
+    "v1.3.0-eksbuild.1": "3.2",
 }
 
 

@@ -31,13 +31,33 @@ def refusal(raw: dict[str, Any]) -> str:
     return message
 
 
-def test_the_shipped_pin_is_operator_3_0_with_its_crd(raw: dict[str, Any]) -> None:
+def test_the_shipped_pin_is_add_on_v1_3_0_with_operator_3_2_and_its_crd(
+    raw: dict[str, Any],
+) -> None:
+    addon = parse_config(raw, SOURCE, "test").addons.inference_operator
+    op = addon.operator
+    assert addon.version == "v1.3.0-eksbuild.1"
+    assert (op.version, op.chart) == ("3.2", "2.2.2")
+    assert op.model_sources == ("s3", "fsx", "huggingface", "kubernetesVolume")
+    assert op.crd_path.is_file() and op.crd_path.parent.name == "3.2"
+
+
+def test_add_on_v1_0_0_still_pins_operator_3_0(raw: dict[str, Any]) -> None:
+    raw["addons"] = {"inference_operator": {"version": "v1.0.0-eksbuild.1"}}
     op = parse_config(raw, SOURCE, "test").addons.inference_operator.operator
     assert (op.version, op.chart, op.model_sources) == ("3.0", "2.0.0", ("s3", "fsx"))
-    assert op.crd_path.is_file() and op.crd_path.parent.name == "3.0"
+    assert op.crd_path.parent.name == "3.0"
+
+
+def test_huggingface_with_the_shipped_pin_is_accepted(raw: dict[str, Any]) -> None:
+    raw["kvcache"]["endpoints"][0]["model"] = {
+        "source": "huggingface", "hugging_face_model_id": "Qwen/Qwen3-8B"}  # fmt: skip
+    endpoint = parse_config(raw, SOURCE, "test").kvcache.endpoints[0]
+    assert endpoint.model.source == "huggingface"
 
 
 def test_huggingface_under_operator_3_0_is_refused_at_synth(raw: dict[str, Any]) -> None:
+    raw["addons"] = {"inference_operator": {"version": "v1.0.0-eksbuild.1"}}
     raw["kvcache"]["endpoints"][0]["model"] = {"source": "huggingface"}
     assert refusal(raw) == (
         "config/test.yaml: kvcache.endpoints.0.model.source = 'huggingface': allowed: s3 or fsx "
@@ -65,7 +85,8 @@ def test_an_add_on_version_missing_from_the_table_is_refused(raw: dict[str, Any]
     raw["addons"] = {"inference_operator": {"version": "v1.1.0-eksbuild.1"}}
     assert refusal(raw) == (
         "config/test.yaml: addons.inference_operator.version = 'v1.1.0-eksbuild.1': allowed: an "
-        "add-on version whose operator is known (v1.0.0-eksbuild.1); fix: check it is offered "
+        "add-on version whose operator is known (v1.0.0-eksbuild.1, v1.3.0-eksbuild.1); fix: "
+        "check it is offered "
         "(aws eks describe-addon-versions --addon-name amazon-sagemaker-hyperpod-inference "
         "--kubernetes-version <minor>), copy the CRD of the operator it ships into "
         "k8s/schemas/hyperpod-inference/<operator>/ and add it to ADDON_OPERATOR in "
@@ -78,7 +99,7 @@ def test_the_refusal_lists_every_known_add_on_version(
 ) -> None:
     monkeypatch.setitem(ov.ADDON_OPERATOR, "v9.9.9-eksbuild.1", "3.2")
     raw["addons"] = {"inference_operator": {"version": "v1.1.0-eksbuild.1"}}
-    known = "(v1.0.0-eksbuild.1, v9.9.9-eksbuild.1)"
+    known = "(v1.0.0-eksbuild.1, v1.3.0-eksbuild.1, v9.9.9-eksbuild.1)"
     assert f"allowed: an add-on version whose operator is known {known}; fix:" in refusal(raw)
 
 

@@ -13,7 +13,7 @@ import kubernetes_validate
 import pytest
 
 from infra.config import AppConfig
-from infra.config.operator_versions import OPERATORS
+from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
 from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 
@@ -78,6 +78,28 @@ def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
                 f"of operator {op.operator.version} (add-on {op.version}): {exc.message} at "
                 f"{'.'.join(str(p) for p in exc.absolute_path)}"
             )
+
+
+@pytest.mark.parametrize("addon_version", sorted(ADDON_OPERATOR))
+def test_endpoints_validate_against_the_crd_each_known_add_on_ships(
+    dev_config: AppConfig, addon_version: str
+) -> None:
+    """Any row of the table can be pinned: dev's endpoints, rendered under that pin, pass the CRD
+    of the operator it ships (the default pin's CRD is covered per environment above)."""
+    import cdk8s
+
+    from k8s.endpoints import EndpointsChart
+
+    addons = dev_config.addons.model_copy(update={"inference_operator": dev_config.addons
+        .inference_operator.model_copy(update={"version": addon_version})})  # fmt: skip
+    config = dev_config.model_copy(update={"addons": addons})
+    op = OPERATORS[ADDON_OPERATOR[addon_version]]
+    assert config.addons.inference_operator.operator == op
+    iecs = EndpointsChart(cdk8s.App(), "endpoints", config=config).to_json()
+    assert iecs
+    schema = strict(crd_schema(op.crd_path, "v1"))
+    for obj in iecs:
+        jsonschema.validate(obj, schema)
 
 
 def test_every_pinned_operator_has_its_crd() -> None:

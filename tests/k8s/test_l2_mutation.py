@@ -147,3 +147,48 @@ def test_rule_names_fit_kyverno_and_stay_unique_when_cut() -> None:
         assert re.fullmatch(r"[a-z0-9-]+-[0-9a-f]{8}", name)
     one_over = EndpointConfig(name="m" * (len(fits.name) + 1), namespace="inference")
     assert len(rule_name(one_over)) == RULE_NAME_MAX and rule_name(one_over) != rule_name(fits)
+
+
+# Operator 3.2 (add-on v1.3.0-eksbuild.1) renders the model container without the LMCACHE_*
+# entries of worker.environmentVariables and with its own LMCACHE_EXTRA_CONFIG for the
+# sagemaker-hyperpod connector (a user report on aws/sagemaker-hyperpod-cli's GitHub issues,
+# "Inference Operator v3.2.0 ignores l2CacheBackend: redis"). Everything L2 needs must then come
+# from the admission rule alone.
+EXTRA_CONFIG_3_2 = '{"sagemaker_hyperpod_shared_memory_name": "ai_toolkit_cache"}'
+
+
+def operator_3_2_pod(iec: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The fixture Pod as operator 3.2 renders it for ``iec``: the endpoint's own LMCACHE_*
+    variables gone (and any named in ``drop``), LMCACHE_EXTRA_CONFIG added."""
+    own = {e["name"] for e in iec["spec"]["worker"]["environmentVariables"]}
+    stripped = {n for n in own if n.startswith("LMCACHE_")} | set(drop)
+    pod = copy.deepcopy(POD)
+    model = _model(pod)
+    model["env"] = [e for e in model["env"] if e["name"] not in stripped]
+    model["env"].append({"name": "LMCACHE_EXTRA_CONFIG", "value": EXTRA_CONFIG_3_2})
+    return pod
+
+
+@pytest.mark.parametrize("drop", [(), ("PYTHONHASHSEED",)], ids=["as-reported", "no-hashseed"])
+def test_operator_3_2_pod_still_gets_everything_l2_needs(
+    policy: dict[str, Any], rendered: list[dict[str, Any]], drop: tuple[str, ...]
+) -> None:
+    iec = next(o for o in rendered if o["kind"] == "InferenceEndpointConfig")
+    assert "LMCACHE_REMOTE_SERDE" in {e["name"] for e in iec["spec"]["worker"]
+                                      ["environmentVariables"]}  # fmt: skip
+    before = operator_3_2_pod(iec, drop)
+    assert "LMCACHE_REMOTE_SERDE" not in _env(_model(before))
+    pod = apply_policy(policy, before, "CREATE")
+    env = _env(_model(pod))
+    # What the design lists for L2 on Curvine, spelled out.
+    assert env["LMCACHE_REMOTE_URL"] == L2_URL
+    assert env["LMCACHE_REMOTE_SERDE"] == "naive"
+    assert env["PYTHONHASHSEED"] == "0"
+    assert env["LMCACHE_EXTRA_CONFIG"] == EXTRA_CONFIG_3_2  # read by sagemaker-hyperpod only
+    assert not [v for v in env.values() if str(v).startswith("sagemaker-hyperpod://")]
+    assert {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "qwen3-8b"} in (
+        _model(pod)["volumeMounts"]
+    )
+    assert {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}} in (
+        pod["spec"]["volumes"]
+    )

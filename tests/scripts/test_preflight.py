@@ -70,7 +70,7 @@ def test_everything_passes_in_an_offered_az() -> None:
     assert status["ml.g6e.4xlarge in usw2-az2"] == "pass"
     assert status["kubectl layer minor"] == "pass"
     # moto has no DescribeAddonVersions (test_moto_lacks_describe_addon_versions_so_the_check_warns)
-    assert status.pop(f"{ADDON} v1.0.0-eksbuild.1") == "warn"
+    assert status.pop(f"{ADDON} v1.3.0-eksbuild.1") == "warn"
     assert all(v == "pass" for v in status.values()), checks
 
 
@@ -136,9 +136,9 @@ def _addon_check(offered: list[str], minor: str = "1.34") -> Any:
 
 
 def test_inference_addon_version_offered_for_the_cluster_minor() -> None:
-    check = _addon_check(["v1.1.0-eksbuild.1", "v1.0.0-eksbuild.1"], "1.33")
-    assert (check.stage, check.status) == (f"{ADDON} v1.0.0-eksbuild.1", "pass")
-    assert check.detail == "offered for Kubernetes 1.33 (operator 3.0)"
+    check = _addon_check(["v1.1.0-eksbuild.1", "v1.3.0-eksbuild.1"], "1.33")
+    assert (check.stage, check.status) == (f"{ADDON} v1.3.0-eksbuild.1", "pass")
+    assert check.detail == "offered for Kubernetes 1.33 (operator 3.2)"
 
 
 def test_inference_addon_version_not_offered_names_the_offered_ones() -> None:

@@ -132,7 +132,7 @@ EXPECTED_ADDONS = {
     "aws-fsx-csi-driver": "v1.8.0-eksbuild.1",
     "metrics-server": "v0.8.0-eksbuild.6",
     "aws-ebs-csi-driver": "v1.54.0-eksbuild.1",
-    "amazon-sagemaker-hyperpod-inference": "v1.0.0-eksbuild.1",
+    "amazon-sagemaker-hyperpod-inference": "v1.3.0-eksbuild.1",
 }
 
 
