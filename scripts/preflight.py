@@ -12,10 +12,12 @@ from collections.abc import Callable
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
+from infra.config.addons import ADDON_KEYS
 from infra.config.operator_versions import ADDON_NAME
+from infra.versions import SUPPORTED_KUBERNETES
 from scripts.clients import Clients
 from scripts.common import Check, describe_failure
-from scripts.preflight_existing import run_existing_preflight
+from scripts.preflight_existing import ADDON_NAMES, run_existing_preflight
 from scripts.verify import cluster_names
 
 # (argv) -> (exit code, stdout); None when the tool is not on PATH.
@@ -261,42 +263,120 @@ def check_cluster_minor(clients: Clients, cfg: AppConfig) -> tuple[Check, str]:
     )
 
 
-def check_inference_addon_version(clients: Clients, cfg: AppConfig, minor: str) -> Check:
-    """EKS offers the pinned inference add-on version for the cluster's Kubernetes minor."""
-    addon = cfg.addons.inference_operator
-    stage = f"{ADDON_NAME} {addon.version}"
-    if not (cfg.addons.enabled and addon.enabled):
-        return Check(stage, "skip", "addons.inference_operator.enabled is false")
+# eks.addons.<key> -> EKS add-on name (as infra/constructs/eks_cluster.py installs them).
+CORE_ADDON_NAMES = {
+    "vpc_cni": "vpc-cni",
+    "kube_proxy": "kube-proxy",
+    "coredns": "coredns",
+    "pod_identity_agent": "eks-pod-identity-agent",
+}
+SHOWN = 4  # offered versions named in a row (EKS lists the newest first)
+
+
+def check_kubernetes_minor(clients: Clients, minor: str) -> Check:
+    """EKS offers ``minor`` in this Region (DescribeClusterVersions). SageMaker has no API that
+    lists the minors HyperPod supports: that list is infra/versions.py's, from its docs."""
+    stage = f"Kubernetes {minor}"
     try:
-        pages = (
-            clients.aws("eks")
-            .get_paginator("describe_addon_versions")
-            .paginate(addonName=ADDON_NAME, kubernetesVersion=minor)
-        )
-        offered = [
-            v["addonVersion"]
-            for page in pages
-            for a in page.get("addons", [])
-            if a.get("addonName") == ADDON_NAME
-            for v in a.get("addonVersions", [])
-        ]
+        pages = clients.aws("eks").get_paginator("describe_cluster_versions").paginate()
+        listed = {v["clusterVersion"]: v for p in pages for v in p.get("clusterVersions", [])}
+    except (ClientError, BotoCoreError) as exc:
+        return Check(stage, "warn", f"cannot list EKS versions: {exc}",
+                     "grant eks:DescribeClusterVersions")  # fmt: skip
+    ours = [m for m in SUPPORTED_KUBERNETES if m in listed and m != minor]
+    found = listed.get(minor)
+    if found is None or found.get("versionStatus") == "UNSUPPORTED":
+        return Check(
+            stage, "fail", f"EKS in {clients.region} offers no Kubernetes {minor}",
+            f"set eks.kubernetes_version to one of {', '.join(ours)}" if ours
+            else "run `aws eks describe-cluster-versions` and pick a minor infra/versions.py pins",
+        )  # fmt: skip
+    end = found.get("endOfStandardSupportDate")
+    until = f"{end:%Y-%m-%d}" if end else "?"
+    if found.get("versionStatus") == "EXTENDED_SUPPORT":
+        newer = [m for m in ours if listed[m].get("versionStatus") == "STANDARD_SUPPORT"]
+        return Check(
+            stage, "warn", f"in EKS extended support since {until}: the control plane is billed "
+            "at the extended-support rate",
+            f"set eks.kubernetes_version to {newer[-1]}" if newer
+            else "pin a newer minor that HyperPod supports in infra/versions.py "
+            "(docs/node-readiness-and-versions.md)",
+        )  # fmt: skip
+    return Check(stage, "pass", f"offered by EKS, standard support until {until}")
+
+
+def offered_addon_versions(clients: Clients, name: str, minor: str) -> list[str]:
+    pages = (
+        clients.aws("eks")
+        .get_paginator("describe_addon_versions")
+        .paginate(addonName=name, kubernetesVersion=minor)
+    )
+    return [
+        v["addonVersion"]
+        for page in pages
+        for a in page.get("addons", [])
+        if a.get("addonName") == name
+        for v in a.get("addonVersions", [])
+    ]
+
+
+def check_addon_version(
+    clients: Clients, name: str, version: str, field: str, minor: str, *, why: str = "",
+    fix_suffix: str = "",
+) -> Check:  # fmt: skip
+    """EKS offers add-on ``name`` at the pinned ``version`` (config ``field``) for ``minor``."""
+    stage = f"{name} {version}"
+    try:
+        offered = offered_addon_versions(clients, name, minor)
     except (ClientError, BotoCoreError) as exc:
         return Check(stage, "warn", f"cannot list add-on versions: {exc}",
                      "grant eks:DescribeAddonVersions")  # fmt: skip
-    operator = addon.operator.version
-    if addon.version in offered:
-        return Check(stage, "pass", f"offered for Kubernetes {minor} (operator {operator})")
+    if version in offered:
+        return Check(stage, "pass", f"offered for Kubernetes {minor}{why}")
     if not offered:
         return Check(
-            stage, "fail", f"EKS offers no {ADDON_NAME} version for Kubernetes {minor} in "
+            stage, "fail", f"EKS offers no {name} version for Kubernetes {minor} in "
             f"{clients.region}", "use a region and Kubernetes minor where `aws eks "
-            f"describe-addon-versions --addon-name {ADDON_NAME}` lists it",
+            f"describe-addon-versions --addon-name {name}` lists it",
         )  # fmt: skip
+    shown = ", ".join(offered[:SHOWN])
     return Check(
-        stage, "fail", f"not offered for Kubernetes {minor}; offered: {', '.join(offered)}",
-        f"set addons.inference_operator.version to one of {', '.join(offered)} after adding it "
-        "and its operator's CRD to infra/config/operator_versions.py",
+        stage, "fail", f"{field} = {version}: not offered for Kubernetes {minor} in "
+        f"{clients.region}; offered: {shown}",
+        f"set {field} to one of {shown}{fix_suffix}",
     )  # fmt: skip
+
+
+def check_inference_addon_version(clients: Clients, cfg: AppConfig, minor: str) -> Check:
+    """EKS offers the pinned inference add-on version for the cluster's Kubernetes minor."""
+    addon = cfg.addons.inference_operator
+    if not (cfg.addons.enabled and addon.enabled):
+        return Check(f"{ADDON_NAME} {addon.version}", "skip",
+                     "addons.inference_operator.enabled is false")  # fmt: skip
+    return check_addon_version(
+        clients, ADDON_NAME, addon.version, "addons.inference_operator.version", minor,
+        why=f" (operator {addon.operator.version})",
+        fix_suffix=" after adding it and its operator's CRD to infra/config/operator_versions.py",
+    )  # fmt: skip
+
+
+def check_addon_versions(clients: Clients, cfg: AppConfig, minor: str) -> list[Check]:
+    """One row per add-on version this app installs: the EKS core add-ons, then the platform
+    add-ons (the inference add-on names its operator)."""
+    checks = [
+        check_addon_version(clients, name, getattr(cfg.eks.addons, key), f"eks.addons.{key}", minor)
+        for key, name in CORE_ADDON_NAMES.items()
+    ]
+    for key in ADDON_KEYS:
+        item = cfg.addons.settings(key)
+        if not (cfg.addons.enabled and item.enabled):
+            continue
+        if key == "inference_operator":
+            checks.append(check_inference_addon_version(clients, cfg, minor))
+        else:
+            checks.append(check_addon_version(clients, ADDON_NAMES[key], item.version,
+                                              f"addons.{key}.version", minor))  # fmt: skip
+    return checks
 
 
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
@@ -310,6 +390,7 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
             f"{t} in {cfg.network.hyperpod_subnet.az_id}" for t in sorted(instance_demand(cfg))
         ]
         stages.append("kubectl layer minor")
+        stages.append(f"Kubernetes {cfg.eks.kubernetes_version}")
         checks += [Check(stage, "skip", reason) for stage in stages]
         return checks + check_tools(run, cfg.eks.kubernetes_version)
     if cfg.existing_cluster is not None:
@@ -318,6 +399,7 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
     checks += check_offerings(clients, cfg)
     minor_check, cluster_minor = check_cluster_minor(clients, cfg)
     checks.append(minor_check)
-    checks.append(check_inference_addon_version(clients, cfg, cluster_minor))
+    checks.append(check_kubernetes_minor(clients, cluster_minor))
+    checks += check_addon_versions(clients, cfg, cluster_minor)
     checks += check_tools(run, cluster_minor)
     return checks

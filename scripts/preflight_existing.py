@@ -256,7 +256,19 @@ def check_instance_groups(clients: Clients, cfg: AppConfig) -> list[Check]:
     return checks
 
 
-def check_addons(clients: Clients, cfg: AppConfig) -> list[Check]:
+def _offered(clients: Clients, cfg: AppConfig, key: str, minor: str) -> Check:
+    """The version this app will install is offered for the cluster's minor."""
+    from scripts.preflight import check_addon_version, check_inference_addon_version
+
+    if key == "inference_operator":
+        return check_inference_addon_version(clients, cfg, minor)
+    version = cfg.addons.settings(key).version
+    return check_addon_version(clients, ADDON_NAMES[key], version, f"addons.{key}.version", minor)
+
+
+def check_addons(clients: Clients, cfg: AppConfig, minor: str) -> list[Check]:
+    """Each add-on's mode against what EKS has installed; for one this app will create, whether
+    EKS offers its pinned version for the cluster's ``minor``."""
     existing = cfg.existing_cluster
     assert existing is not None
     eks = clients.aws("eks")
@@ -275,6 +287,7 @@ def check_addons(clients: Clients, cfg: AppConfig) -> list[Check]:
         if name not in installed:
             if settings.mode == "create":
                 checks.append(Check(stage, "pass", "not installed: create (this app installs it)"))
+                checks.append(_offered(clients, cfg, key, minor))
             else:
                 checks.append(
                     Check(
@@ -544,7 +557,7 @@ def run_existing_preflight(
 ) -> list[Check]:
     """The checks for existing-cluster mode, after the credentials row ``identity`` (called by
     scripts.preflight.run_preflight once AWS has answered)."""
-    from scripts.preflight import check_tools
+    from scripts.preflight import check_kubernetes_minor, check_tools
 
     existing = cfg.existing_cluster
     assert existing is not None
@@ -553,9 +566,10 @@ def run_existing_preflight(
     cluster_checks, cluster = check_eks_cluster(clients, existing, cfg.eks.kubernetes_version)
     checks += cluster_checks
     if cluster is not None:
+        checks.append(check_kubernetes_minor(clients, cluster["version"]))
         checks.append(check_oidc(clients, existing, cluster))
         checks += check_kubectl_role(clients, existing)
-        checks += check_addons(clients, cfg)
+        checks += check_addons(clients, cfg, cluster["version"])
     checks += check_instance_groups(clients, cfg)
     checks += check_kubectl_routes(clients, cfg)
     minor = cluster["version"] if cluster else cfg.eks.kubernetes_version

@@ -1,21 +1,35 @@
-"""`preflight`. Doubles: moto for STS, EC2 instance-type offerings (by AZ id) and EKS; botocore
-Stubber for Service Quotas (moto 5.2 has no ListServiceQuotas); a fake tool runner for
+"""`preflight`. Doubles: moto for STS and EC2 instance-type offerings (by AZ id); botocore's
+Stubber for Service Quotas (moto 5.2 has no ListServiceQuotas) and for EKS DescribeCluster,
+DescribeClusterVersions and DescribeAddonVersions (moto 5.2.5 implements neither version API: it
+answers 404 "Not yet implemented", pinned by the two moto tests below); a fake tool runner for
 kubectl/helm/node."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
+from infra.config import AppConfig
+from infra.config.addons import ADDON_KEYS
 from scripts.clients import Clients
-from scripts.preflight import check_inference_addon_version, check_tools, run_preflight
+from scripts.preflight import (
+    CORE_ADDON_NAMES,
+    check_inference_addon_version,
+    check_kubernetes_minor,
+    check_tools,
+    run_preflight,
+)
+from scripts.preflight_existing import ADDON_NAMES
 from tests.scripts.conftest import make_cfg
 
 REGION = "us-west-2"
+ADDON = "amazon-sagemaker-hyperpod-inference"
 MOTO_ACCOUNT = "123456789012"
 
 
@@ -48,30 +62,125 @@ def _tools(kubectl_minor: str = "34") -> Any:
     return lambda argv: (0, outputs[argv[0]])
 
 
-def test_everything_passes_in_an_offered_az() -> None:
+def pinned_addons(cfg: AppConfig) -> dict[str, str]:
+    """EKS add-on name -> the version the config pins, in the order preflight asks."""
+    core = {name: getattr(cfg.eks.addons, key) for key, name in CORE_ADDON_NAMES.items()}
+    return core | {ADDON_NAMES[k]: cfg.addons.settings(k).version for k in ADDON_KEYS}
+
+
+def cluster_versions(status: dict[str, str]) -> dict[str, Any]:
+    """A DescribeClusterVersions answer: minor -> versionStatus."""
+    ends = {"1.33": datetime(2026, 7, 29, tzinfo=UTC), "1.34": datetime(2026, 12, 2, tzinfo=UTC),
+            "1.35": datetime(2027, 3, 27, tzinfo=UTC)}  # fmt: skip
+    return {"clusterVersions": [
+        {"clusterVersion": m, "versionStatus": v, "endOfStandardSupportDate": ends[m]}
+        for m, v in status.items()]}  # fmt: skip
+
+
+STANDARD = {"1.33": "EXTENDED_SUPPORT", "1.34": "STANDARD_SUPPORT", "1.35": "STANDARD_SUPPORT"}
+
+
+def eks_offering(
+    cfg: AppConfig, offered: dict[str, list[str]] | None = None, status: dict[str, str] = STANDARD,
+    minor: str = "1.34",
+) -> tuple[Any, Stubber]:  # fmt: skip
+    """EKS for a cluster not created yet: DescribeClusterVersions, then DescribeAddonVersions for
+    every pinned add-on, each offering the pinned version unless ``offered`` says otherwise."""
+    eks = boto3.client("eks", region_name=REGION)
+    stub = Stubber(eks)
+    stub.add_client_error("describe_cluster", "ResourceNotFoundException", http_status_code=404)
+    stub.add_response("describe_cluster_versions", cluster_versions(status), {})
+    for name, version in pinned_addons(cfg).items():
+        versions = (offered or {}).get(name, [version])
+        addons = [{"addonName": name, "addonVersions": [{"addonVersion": v} for v in versions]}]
+        stub.add_response("describe_addon_versions", {"addons": addons if versions else []},
+                          {"addonName": name, "kubernetesVersion": minor})  # fmt: skip
+    stub.activate()
+    return eks, stub
+
+
+def preflight_with(cfg: AppConfig, eks: Any) -> dict[str, Any]:
     with mock_aws():
-        sq = _quotas(
-            {
-                "ml.g6e.4xlarge for cluster usage": 4,
-                "ml.c5.4xlarge for cluster usage": 2,
-                "ml.p5.48xlarge for cluster usage": 0,
-            }
-        )
+        sq = _quotas({"ml.g6e.4xlarge for cluster usage": 4, "ml.c5.4xlarge for cluster usage": 2})
+        doubles = {"service-quotas": sq, "eks": eks}
         clients = Clients(
-            REGION,
-            aws_factory=lambda s: (
-                sq if s == "service-quotas" else boto3.client(s, region_name=REGION)
-            ),
+            REGION, aws_factory=lambda s: doubles.get(s) or boto3.client(s, region_name=REGION)
         )
-        checks = run_preflight(clients, make_cfg(account=MOTO_ACCOUNT), _tools())
-    status = {c.stage: c.status for c in checks}
+        return {c.stage: c for c in run_preflight(clients, cfg, _tools())}
+
+
+def test_everything_passes_in_an_offered_az() -> None:
+    cfg = make_cfg(account=MOTO_ACCOUNT)
+    eks, stub = eks_offering(cfg)
+    checks = preflight_with(cfg, eks)
+    stub.assert_no_pending_responses()
+    status = {stage: c.status for stage, c in checks.items()}
     assert status["credentials"] == "pass"
     assert status["quota ml.g6e.4xlarge for cluster usage"] == "pass"
     assert status["ml.g6e.4xlarge in usw2-az2"] == "pass"
     assert status["kubectl layer minor"] == "pass"
-    # moto has no DescribeAddonVersions (test_moto_lacks_describe_addon_versions_so_the_check_warns)
-    assert status.pop(f"{ADDON} v1.3.0-eksbuild.1") == "warn"
+    assert checks["Kubernetes 1.34"].detail == "offered by EKS, standard support until 2026-12-02"
+    for name, version in pinned_addons(cfg).items():
+        assert status.pop(f"{name} {version}") == "pass", checks[f"{name} {version}"]
+    assert checks[f"{ADDON} v1.3.0-eksbuild.1"].detail == (
+        "offered for Kubernetes 1.34 (operator 3.2)"
+    )
     assert all(v == "pass" for v in status.values()), checks
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [("cert-manager", "addons.cert_manager.version"), ("kube-proxy", "eks.addons.kube_proxy"),
+     (ADDON, "addons.inference_operator.version")],
+)  # fmt: skip
+def test_a_pinned_addon_version_eks_does_not_offer_is_named_in_one_line(
+    name: str, field: str
+) -> None:
+    cfg = make_cfg(account=MOTO_ACCOUNT)
+    pinned = pinned_addons(cfg)[name]
+    eks, stub = eks_offering(cfg, {name: ["v9.9.2-eksbuild.1", "v9.9.1-eksbuild.1"]})
+    checks = preflight_with(cfg, eks)
+    stub.assert_no_pending_responses()
+    row = checks[f"{name} {pinned}"]
+    assert row.status == "fail" and "\n" not in row.detail
+    assert row.detail == (
+        f"{field} = {pinned}: not offered for Kubernetes 1.34 in us-west-2; offered: "
+        "v9.9.2-eksbuild.1, v9.9.1-eksbuild.1"
+    )
+    assert row.fix.startswith(f"set {field} to one of v9.9.2-eksbuild.1, v9.9.1-eksbuild.1")
+    others = [c for stage, c in checks.items() if c.status == "fail"]
+    assert others == [row]
+
+
+def test_a_minor_eks_does_not_offer_fails_naming_the_pinned_ones_it_does() -> None:
+    cfg = make_cfg(account=MOTO_ACCOUNT)
+    eks = boto3.client("eks", region_name=REGION)
+    stub = Stubber(eks)
+    stub.add_response("describe_cluster_versions", cluster_versions({"1.33": "STANDARD_SUPPORT"}))
+    stub.activate()
+    row = check_kubernetes_minor(Clients(REGION, aws_factory=lambda s: eks), cfg.eks
+                                 .kubernetes_version)  # fmt: skip
+    assert (row.stage, row.status) == ("Kubernetes 1.34", "fail")
+    assert row.detail == "EKS in us-west-2 offers no Kubernetes 1.34"
+    assert row.fix == "set eks.kubernetes_version to one of 1.33"
+
+
+def test_a_minor_in_extended_support_warns_with_the_date_and_a_newer_pin() -> None:
+    eks = boto3.client("eks", region_name=REGION)
+    stub = Stubber(eks)
+    stub.add_response("describe_cluster_versions", cluster_versions(STANDARD))
+    stub.activate()
+    row = check_kubernetes_minor(Clients(REGION, aws_factory=lambda s: eks), "1.33")
+    assert row.status == "warn" and "extended support since 2026-07-29" in row.detail
+    assert row.fix == "set eks.kubernetes_version to 1.34"
+
+
+def test_moto_lacks_describe_cluster_versions_so_the_check_warns() -> None:
+    with mock_aws():
+        clients = Clients(REGION, aws_factory=lambda s: boto3.client(s, region_name=REGION))
+        row = check_kubernetes_minor(clients, "1.34")
+    assert row.status == "warn" and "Not yet implemented" in row.detail
+    assert row.fix == "grant eks:DescribeClusterVersions"
 
 
 def test_failures_carry_a_fix() -> None:
@@ -108,9 +217,7 @@ def test_missing_tools() -> None:
     assert skew_ok[0].status == "pass"
 
 
-# The inference add-on check. Double: botocore's Stubber on EKS DescribeAddonVersions; moto 5.2.5
-# does not implement that operation (it answers 404 "Not yet implemented", pinned below).
-ADDON = "amazon-sagemaker-hyperpod-inference"
+# The inference add-on check alone. Double: botocore's Stubber on EKS DescribeAddonVersions.
 
 
 def _addon_versions(offered: list[str], minor: str = "1.34") -> Any:
@@ -145,7 +252,8 @@ def test_inference_addon_version_not_offered_names_the_offered_ones() -> None:
     check = _addon_check(["v1.1.0-eksbuild.1", "v1.2.0-eksbuild.1"])
     assert check.status == "fail"
     assert check.detail == (
-        "not offered for Kubernetes 1.34; offered: v1.1.0-eksbuild.1, v1.2.0-eksbuild.1"
+        "addons.inference_operator.version = v1.3.0-eksbuild.1: not offered for Kubernetes 1.34 "
+        "in us-west-2; offered: v1.1.0-eksbuild.1, v1.2.0-eksbuild.1"
     )
     assert "one of v1.1.0-eksbuild.1, v1.2.0-eksbuild.1" in check.fix
     assert "infra/config/operator_versions.py" in check.fix

@@ -1,8 +1,9 @@
 """`preflight` on an existing cluster. Doubles: moto for STS, IAM (roles, OIDC providers) and EC2
 (subnets, route tables, NAT and internet gateways, VPC endpoints: all in moto's EC2);
-botocore's Stubber for EKS (moto 5.2 has no ListAddons, DescribeAddon or access-entry APIs, so
-DescribeCluster is stubbed with them) and SageMaker DescribeCluster (moto's HyperPod model
-rejects ml.g6e types); a fake tool runner for kubectl/helm/node."""
+botocore's Stubber for EKS (moto 5.2 has no ListAddons, DescribeAddon, DescribeAddonVersions,
+DescribeClusterVersions or access-entry APIs, so DescribeCluster is stubbed with them) and
+SageMaker DescribeCluster (moto's HyperPod model rejects ml.g6e types); a fake tool runner for
+kubectl/helm/node."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ from botocore.stub import Stubber
 from moto import mock_aws
 
 from infra.config import AppConfig
-from infra.config.addons import ADDON_KEYS
+from infra.config.addons import ADDON_KEYS, AddonsConfig
 from scripts.clients import Clients
 from scripts.common import Check
 from scripts.preflight import run_preflight
 from scripts.preflight_existing import ADDON_NAMES, check_kubectl_routes
 from tests.scripts.conftest import make_cfg
-from tests.scripts.test_preflight import _tools
+from tests.scripts.test_preflight import STANDARD, _tools, cluster_versions
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's
@@ -83,17 +84,31 @@ def _eks(*, found: bool = True, mode: str = "API") -> tuple[Any, Stubber]:
         },
         {"name": "hyperpod-cluster-eks"},
     )
+    stub.add_response("describe_cluster_versions", cluster_versions(STANDARD), {})
     return eks, stub
 
 
-def _addons(stub: Stubber, installed: dict[str, dict[str, Any]] = INSTALLED) -> None:
-    """ListAddons, then DescribeAddon for each installed one in config order (ADDON_KEYS)."""
+def _addons(
+    stub: Stubber,
+    installed: dict[str, dict[str, Any]] = INSTALLED,
+    offered: dict[str, list[str]] | None = None,
+) -> None:
+    """ListAddons, then in config order (ADDON_KEYS) DescribeAddon for each installed one and
+    DescribeAddonVersions (Kubernetes 1.34) for each one left to create, offering its default
+    pin unless ``offered`` says otherwise."""
     stub.add_response(
         "list_addons", {"addons": sorted(installed)}, {"clusterName": "hyperpod-cluster-eks"}
     )
     for key in ADDON_KEYS:
         name = ADDON_NAMES[key]
         if name not in installed:
+            versions = (offered or {}).get(name, [AddonsConfig().settings(key).version])
+            stub.add_response(
+                "describe_addon_versions",
+                {"addons": [{"addonName": name,
+                             "addonVersions": [{"addonVersion": v} for v in versions]}]},
+                {"addonName": name, "kubernetesVersion": "1.34"},
+            )  # fmt: skip
             continue
         stub.add_response(
             "describe_addon",
@@ -415,3 +430,22 @@ def test_a_kubectl_subnet_that_does_not_exist_fails_with_the_command_that_lists_
 def test_a_public_endpoint_cluster_has_no_route_rows(aws: None) -> None:
     """Without kubectl_subnet_ids the handlers run outside any VPC: nothing to check."""
     assert check_kubectl_routes(Clients(REGION), _cfg("arn:aws:iam::123456789012:role/x")) == []
+
+
+def test_an_addon_to_create_that_eks_does_not_offer_for_the_clusters_minor_fails(
+    aws: None,
+) -> None:
+    eks, stub = _eks()
+    _addons(stub, offered={"aws-ebs-csi-driver": ["v1.99.0-eksbuild.1"]})
+    stub.activate()
+    addons = {k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi",
+                                            "s3_csi", "inference_operator")}  # fmt: skip
+    checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker())
+    stub.assert_no_pending_responses()
+    row = checks["aws-ebs-csi-driver v1.54.0-eksbuild.1"]
+    assert row.status == "fail" and row.detail.startswith(
+        "addons.ebs_csi.version = v1.54.0-eksbuild.1: not offered for Kubernetes 1.34"
+    )
+    assert row.fix == "set addons.ebs_csi.version to one of v1.99.0-eksbuild.1"
+    assert [c for c in checks.values() if c.status == "fail"] == [row]
+    assert checks["Kubernetes 1.34"].status == "pass"
