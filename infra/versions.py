@@ -2,9 +2,9 @@
 
 A minor is supported when SageMaker HyperPod supports it (EKS prerequisites page: 1.28 to 1.34)
 *and* this repository pins both its kubectl Lambda layer and its cdk8s-plus package
-(requirements.txt). Older minors that HyperPod still accepts are left out on purpose: they are out
-of EKS standard support and cdk8s-plus-28 is frozen at Kubernetes 1.28 (no StatefulSet volume
-claim templates).
+(requirements.txt). Older minors that HyperPod still accepts are left out on purpose: they left
+EKS standard support earlier still, and cdk8s-plus-28 is frozen at Kubernetes 1.28 (no
+StatefulSet volume claim templates).
 """
 
 from __future__ import annotations
@@ -45,6 +45,13 @@ SUPPORTED_KUBERNETES: dict[str, KubernetesPins] = {
     for minor in ("1.33", "1.34")
 }
 
+# The newest minor HyperPod is documented to support. Evidence: the HyperPod EKS prerequisites
+# page in its newest revision on record (the Chinese edition of docs.amazonaws.cn, a translation
+# of the English page) lists 1.28 to 1.34, where older English revisions stop at 1.32 or 1.33;
+# AWS's own HyperPod EKS reference deployment in awslabs/awsome-distributed-ai (slinky-slurm)
+# runs 1.34. 1.33 left EKS standard support on 2026-07-29, 1.34 on 2026-12-02: both are billed at
+# the extended-support rate now, and 1.35 (standard support until 2027-03-27) is not documented
+# for HyperPod. `python -m scripts preflight` reads the minor's support status from EKS.
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
 
