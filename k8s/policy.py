@@ -4,6 +4,13 @@ The operator re-renders its Deployment on every reconcile, so an edit of the Dep
 a mutation of the Pod at CREATE is not, because the operator never edits Pods. One rule per
 endpoint; failurePolicy Fail so a Pod never starts without its L2 when Kyverno is down.
 
+Which webhook: Kyverno folds every policy without ``webhookConfiguration.matchConditions`` into
+one shared webhook per failure policy, matched on kind and operation only (Kyverno 1.18,
+pkg/controllers/webhook/controller.go ``buildForPoliciesMutation``): a fail-closed rule there makes
+every Pod creation outside kube-system and Kyverno's namespace wait on Kyverno. With
+matchConditions the policy gets a webhook of its own carrying them, so the API server calls Kyverno
+only for the endpoints' Pods; every other Pod is admitted whether Kyverno is up or not.
+
 Which container: the operator does not document the model container's name (the AWS walk-through
 patches ``containers[0]``; the HyperPod SDK's log example names it ``inference``), but it always
 injects ``LMCACHE_REMOTE_URL`` into it when ``enableL2Cache`` is set. The rule therefore loops over
@@ -101,10 +108,31 @@ def l2_endpoints(config: AppConfig) -> list[EndpointConfig]:
     return [e for e in config.kvcache.endpoints if e.enable_l2_cache]
 
 
+def _cel_list(values: list[str]) -> str:
+    # Namespaces and endpoint names are DNS labels: no quote to escape.
+    return "[" + ", ".join(f"'{v}'" for v in sorted(set(values))) + "]"
+
+
+def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
+    """CEL conditions of the policy's own webhook: the API server calls Kyverno only for a Pod in
+    an endpoint namespace labelled with an endpoint's name. Each expression is false, never an
+    error, for any other Pod (an error would apply failurePolicy Fail)."""
+    label = f"object.metadata.labels['{ENDPOINT_POD_LABEL}']"
+    return [
+        {"name": "endpoint-namespace",
+         "expression": f"request.namespace in {_cel_list([e.namespace for e in endpoints])}"},
+        {"name": "endpoint-pod",
+         "expression": f"has(object.metadata.labels) && '{ENDPOINT_POD_LABEL}' in "
+                       f"object.metadata.labels && {label} in "
+                       f"{_cel_list([e.name for e in endpoints])}"},
+    ]  # fmt: skip
+
+
 class PolicyChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
-        rules = [rule(config, e) for e in l2_endpoints(config)]
+        endpoints = l2_endpoints(config)
+        rules = [rule(config, e) for e in endpoints]
         if not rules:
             return
         raw(self, "policy", {
@@ -123,7 +151,10 @@ class PolicyChart(cdk8s.Chart):
             "spec": {
                 "background": False,
                 "admission": True,
-                "webhookConfiguration": {"failurePolicy": "Fail", "timeoutSeconds": 15},
+                "webhookConfiguration": {
+                    "failurePolicy": "Fail", "timeoutSeconds": 15,
+                    "matchConditions": match_conditions(endpoints),
+                },
                 "rules": rules,
             },
         })  # fmt: skip

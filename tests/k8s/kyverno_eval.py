@@ -143,3 +143,220 @@ def _merge_list(target: list[Any], patch: list[Any], mkey: str) -> list[Any]:
         else:
             out[idx] = merge(out[idx], body)
     return out
+
+
+# ---- the webhooks Kyverno registers for the policies, and which the API server calls ----------
+#
+# Modelled on Kyverno 1.18.2 (kyverno/kyverno at tag kyverno-chart-3.8.2, commit 945ac9ce):
+# pkg/controllers/webhook/controller.go ``buildForPoliciesMutation`` and
+# ``buildResourceMutatingWebhookRules``, utils_webhook.go ``newWebhookPerPolicy``, utils.go
+# ``collectResourceDescriptions``, ``capTimeout`` and ``webhookNameAndPath``;
+# api/kyverno/v1/spec_types.go ``CustomWebhookMatchConditions`` and ``GetFailurePolicy``.
+# - Every policy with a standard mutate rule and no ``webhookConfiguration.matchConditions`` is
+#   merged into one shared webhook per failure policy (``mutate.kyverno.svc-fail`` /
+#   ``-ignore``), whose matchConditions are the chart's global ``config.matchConditions``.
+# - A policy with matchConditions gets a webhook of its own
+#   (``mutate.kyverno.svc-<fail|ignore>-finegrained-<policy>``) carrying exactly them.
+# - Every webhook takes its namespaceSelector and objectSelector from the chart's
+#   ``config.webhooks`` (kyverno.config.webhooks appends the Kyverno namespace to the excluded
+#   ones while ``config.excludeKyvernoNamespace``); rules are the matched kinds with the rules'
+#   operations (CREATE and UPDATE when none); the timeout is the largest of the default (10 s)
+#   and the policies' ``timeoutSeconds``, capped at 30 s. A webhook with no rule is not
+#   registered.
+# Which webhooks the API server calls (Kubernetes admission webhooks, "Matching requests"): the
+# rules match resource and operation, the namespaceSelector matches the namespace's labels, the
+# objectSelector the object's labels, and every matchCondition evaluates to true.
+
+KIND_RESOURCES = {"Pod": ("", "v1", "pods")}
+DEFAULT_TIMEOUT = 10
+MUTATING_WEBHOOK = "mutate.kyverno.svc"
+
+
+def _standard_mutate(rule: dict[str, Any]) -> bool:
+    mutate = rule.get("mutate") or {}
+    if set(rule) & {"validate", "generate", "verifyImages"} or "targets" in mutate:
+        raise Unsupported(f"rule {rule['name']}: only standard mutate rules are modelled")
+    return bool(mutate)
+
+
+def _policy_rules(policy: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(group, version, resource, operation) the policy's mutate rules register."""
+    annotations = policy["metadata"].get("annotations") or {}
+    if annotations.get("pod-policies.kyverno.io/autogen-controllers") != "none":
+        raise Unsupported("autogen rules (Pod controllers) are not modelled")
+    out = set()
+    for rule in policy["spec"]["rules"]:
+        if not _standard_mutate(rule) or set(rule["match"]) - {"any"} or "exclude" in rule:
+            raise Unsupported(f"rule {rule['name']}: only match.any is modelled")
+        for block in rule["match"]["any"]:
+            r = block["resources"]
+            for kind in r["kinds"]:
+                if kind not in KIND_RESOURCES:
+                    raise Unsupported(f"kind {kind}")
+                for op in r.get("operations") or ["CREATE", "UPDATE"]:
+                    out.add((*KIND_RESOURCES[kind], op))
+    return sorted(out)
+
+
+def chart_webhook_selectors(values: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """namespaceSelector and objectSelector of every resource webhook, from the chart's merged
+    values (the map form of ``config.webhooks``; the list form is not modelled)."""
+    cfg = values["config"]
+    webhooks = cfg.get("webhooks") or {}
+    if isinstance(webhooks, list):
+        raise Unsupported("config.webhooks as a list")
+    selector = copy.deepcopy(webhooks.get("namespaceSelector") or {})
+    if cfg.get("excludeKyvernoNamespace"):
+        selector.setdefault("matchExpressions", []).append(
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [namespace]}
+        )
+    return {
+        "namespaceSelector": selector,
+        "objectSelector": webhooks.get("objectSelector") or {},
+        "matchConditions": cfg.get("matchConditions") or [],
+    }
+
+
+def registered_webhooks(
+    policies: list[dict[str, Any]], selectors: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The webhooks of ``kyverno-resource-mutating-webhook-cfg`` for these ClusterPolicies."""
+    shared: dict[str, dict[str, Any]] = {}
+    own = []
+    for p in policies:
+        spec = p["spec"]
+        if spec.get("admission") is False:
+            continue
+        wc = spec.get("webhookConfiguration") or {}
+        failure = wc.get("failurePolicy") or spec.get("failurePolicy") or "Fail"
+        timeout = wc.get("timeoutSeconds") or spec.get("webhookTimeoutSeconds") or 0
+        rules = _policy_rules(p)
+        if wc.get("matchConditions"):
+            own.append({"name": f"{MUTATING_WEBHOOK}-{failure.lower()}-finegrained-"
+                                f"{p['metadata']['name']}", "failurePolicy": failure,
+                        "rules": rules, "matchConditions": wc["matchConditions"],
+                        "timeoutSeconds": max(DEFAULT_TIMEOUT, timeout)})  # fmt: skip
+            continue
+        hook = shared.setdefault(failure, {
+            "name": f"{MUTATING_WEBHOOK}-{failure.lower()}", "failurePolicy": failure,
+            "rules": [], "matchConditions": selectors["matchConditions"],
+            "timeoutSeconds": DEFAULT_TIMEOUT})  # fmt: skip
+        hook["rules"] = sorted(set(hook["rules"]) | set(rules))
+        hook["timeoutSeconds"] = max(hook["timeoutSeconds"], timeout)
+    hooks = [h for h in [*shared.values(), *own] if h["rules"]]
+    for h in hooks:
+        h["timeoutSeconds"] = min(30, h["timeoutSeconds"])
+        h["namespaceSelector"] = selectors["namespaceSelector"]
+        h["objectSelector"] = selectors["objectSelector"]
+    return sorted(hooks, key=lambda h: str(h["name"]))
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A Kubernetes LabelSelector (matchLabels and matchExpressions)."""
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], e.get("values") or []
+        ok = {"In": key in labels and labels[key] in values,
+              "NotIn": key not in labels or labels[key] not in values,
+              "Exists": key in labels, "DoesNotExist": key not in labels}.get(op)  # fmt: skip
+        if ok is None:
+            raise Unsupported(f"selector operator {op}")
+        if not ok:
+            return False
+    return True
+
+
+def called_webhooks(
+    webhooks: list[dict[str, Any]], pod: dict[str, Any], operation: str
+) -> list[dict[str, Any]]:
+    """The webhooks the API server calls for ``operation`` on ``pod`` (its namespace carries only
+    the label Kubernetes sets on every namespace, ``kubernetes.io/metadata.name``)."""
+    ns = pod["metadata"]["namespace"]
+    ns_labels = {"kubernetes.io/metadata.name": ns}
+    request = {"namespace": ns, "operation": operation}
+    out = []
+    for h in webhooks:
+        if ("", "v1", "pods", operation) not in h["rules"]:
+            continue
+        if not selects(h["namespaceSelector"], ns_labels):
+            continue
+        if not selects(h["objectSelector"], pod["metadata"].get("labels") or {}):
+            continue
+        if _conditions_hold(h["matchConditions"], request, pod):
+            out.append(h)
+    return out
+
+
+def _conditions_hold(
+    conditions: list[dict[str, str]], request: dict[str, Any], pod: dict[str, Any]
+) -> bool:
+    """All true: called. Any false: skipped. Otherwise an error, which (failurePolicy Fail)
+    refuses the request: counted as called, since the Pod then depends on the webhook too."""
+    for c in conditions:
+        try:
+            if not cel(c["expression"], request, pod):
+                return False
+        except CelError:
+            continue
+    return True
+
+
+# ---- CEL: the forms the policy's matchConditions use, and nothing else --------------------------
+#
+# A conjunction (``&&``) of: ``request.namespace in [<strings>]``,
+# ``has(object.metadata.labels)``, ``'<key>' in object.metadata.labels`` and
+# ``object.metadata.labels['<key>'] in [<strings>]``. Anything else raises Unsupported, so a
+# changed expression cannot pass on a form this double does not evaluate.
+
+_STR = r"'([^'\\]*)'"
+_LIST = r"\[((?:\s*'[^'\\]*'\s*,?)*)\]"
+_TERMS = [
+    (re.compile(rf"^request\.namespace in {_LIST}$"), "namespace_in"),
+    (re.compile(r"^has\(object\.metadata\.labels\)$"), "has_labels"),
+    (re.compile(rf"^{_STR} in object\.metadata\.labels$"), "label_present"),
+    (re.compile(rf"^object\.metadata\.labels\[{_STR}\] in {_LIST}$"), "label_in"),
+]
+
+
+def _strings(body: str) -> list[str]:
+    return re.findall(_STR, body)
+
+
+class CelError(ValueError):
+    """The expression fails at runtime (a missing map key): the API server then applies the
+    webhook's failurePolicy, so for a Fail webhook the request is refused."""
+
+
+def _term(term: str, request: dict[str, Any], labels: dict[str, str] | None) -> bool:
+    found = next(((m, form) for p, form in _TERMS if (m := p.match(term))), None)
+    if found is None:
+        raise Unsupported(f"CEL term {term!r}")
+    m, form = found
+    if form == "namespace_in":
+        return bool(request["namespace"] in _strings(m.group(1)))
+    if form == "has_labels":
+        return labels is not None
+    if labels is None:
+        raise CelError("no such key: labels")
+    if form == "label_present":
+        return m.group(1) in labels
+    if m.group(1) not in labels:
+        raise CelError(f"no such key: {m.group(1)}")
+    return labels[m.group(1)] in _strings(m.group(2))
+
+
+def cel(expression: str, request: dict[str, Any], obj: dict[str, Any]) -> bool:
+    """CEL's ``&&`` is false when any side is false, even if another side errs; an error
+    otherwise."""
+    labels = obj["metadata"].get("labels")
+    error: CelError | None = None
+    for term in (t.strip() for t in expression.split("&&")):
+        try:
+            if not _term(term, request, labels):
+                return False
+        except CelError as exc:
+            error = exc
+    if error is not None:
+        raise error
+    return True

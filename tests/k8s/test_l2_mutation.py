@@ -38,7 +38,15 @@ def test_policy_shape(policy: dict[str, Any], dev_config: AppConfig) -> None:
     # create fails rather than start without L2 (Fail), and Kyverno gets 15 s to answer, within
     # the API server's 30 s cap for a webhook; no background scans of existing Pods.
     assert policy["spec"]["admission"] is True
-    assert policy["spec"]["webhookConfiguration"] == {"failurePolicy": "Fail", "timeoutSeconds": 15}
+    webhook = policy["spec"]["webhookConfiguration"]
+    assert {k: webhook[k] for k in ("failurePolicy", "timeoutSeconds")} == {
+        "failurePolicy": "Fail", "timeoutSeconds": 15}  # fmt: skip
+    # The API server calls Kyverno only for the endpoints' Pods (test_rehearsal_kyverno.py):
+    # at most 64 conditions per webhook, each named as Kubernetes requires.
+    conditions = webhook["matchConditions"]
+    assert 0 < len(conditions) <= 64
+    for c in conditions:
+        assert re.fullmatch(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?", c["name"]), c
     assert policy["spec"]["background"] is False
     rules = policy["spec"]["rules"]
     assert len(rules) == len(dev_config.kvcache.endpoints)
