@@ -7,7 +7,7 @@ every chart is one ``KubernetesManifest`` applied by the cluster's kubectl provi
 existing cluster (``existing_cluster``), every chart is one ``Custom::HyperPodOwnedManifest``
 (infra/constructs/owned_manifest.py): objects we did not create are never changed or deleted, and
 a deploy that would touch one is refused before anything is applied. Kyverno is installed only
-when ``kvcache.kyverno.install`` is true.
+when ``kvcache.kyverno.install`` is true, with the values of ``k8s.kyverno``.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from infra.constructs.owned_manifest import OwnedManifests
 from infra.deps import needs
 from k8s.app import Charts
 from k8s.common import EBS_SC
+from k8s.kyverno import RELEASE as KYVERNO_RELEASE
+from k8s.kyverno import kyverno_values
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"
 KYVERNO_CRD = {
@@ -86,7 +88,9 @@ class KvCacheStack(Stack):
                 self, "Kyverno", cluster=target,
                 chart="kyverno", repository=KYVERNO_REPOSITORY,
                 version=config.kvcache.kyverno.chart_version,
-                release="kyverno", namespace=config.kvcache.kyverno.namespace,
+                release=KYVERNO_RELEASE, namespace=config.kvcache.kyverno.namespace,
+                # Admission controller replicas, budget and placement: k8s/kyverno.py.
+                values=kyverno_values(config),
                 create_namespace=False,  # created with Pod Security labels by 00-namespaces
                 wait=True,  # the admission webhook is serving before the policy is applied
                 timeout=Duration.minutes(15),

@@ -1,30 +1,51 @@
-"""Deploy rehearsal: which Pod creations depend on Kyverno.
+"""Deploy rehearsal: which Pod creations depend on Kyverno, and how Kyverno itself is run.
 
-Double: ``tests.k8s.kyverno_eval`` computes the webhooks Kyverno 1.18 registers for the rendered
+Doubles: ``tests.k8s.kyverno_eval`` computes the webhooks Kyverno 1.18 registers for the rendered
 ClusterPolicy and which of them the API server calls for a Pod (a model of Kyverno's webhook
 controller and of admission webhook matching, from their sources; no Kyverno or API server can run
-here), with the chart's webhook settings from its values.yaml. The policy is the real one: the
-rendered YAML of each environment.
+here). ``tests.k8s.kyverno_chart`` merges the app's Helm values into the chart's own values.yaml
+and renders the admission controller's Deployment and PodDisruptionBudget as the chart's
+templates do (no helm binary here). The policy and the values are the real ones: the rendered
+YAML of each environment, and the synthesized stack's HelmChart resource.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import kubernetes_validate
 import pytest
 import yaml
+from aws_cdk import CfnWaitConditionHandle, Stack
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Template
 
+from infra.cdk_context import new_app
 from infra.config import AppConfig
+from infra.versions import SUPPORTED_KUBERNETES
+from k8s.app import build_charts
+from k8s.common import INSTANCE_GROUP_LABEL
+from k8s.kyverno import RELEASE
 from k8s.policy import POLICY
+from stacks.kvcache_stack import KvCacheStack
 from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
+from tests.k8s.kyverno_chart import (
+    CHART_VALUES,
+    admission_objects,
+    merged,
+    unknown_keys,
+)
 from tests.k8s.kyverno_eval import (
     apply_policy,
     called_webhooks,
     chart_webhook_selectors,
     registered_webhooks,
+    selects,
 )
 
 KYVERNO_CRD = SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml"
@@ -39,15 +60,15 @@ WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
 Obj = dict[str, Any]
 
 
-CHART_VALUES: Obj = yaml.safe_load((SCHEMAS / "kyverno" / "values.yaml").read_text())
-
-
-def webhooks(objs: list[Obj], config: AppConfig) -> list[Obj]:
+def webhooks(objs: list[Obj], config: AppConfig, values: Obj | None = None) -> list[Obj]:
     """The resource mutating webhooks Kyverno registers for the rendered policies, with the
-    chart's default webhook settings."""
+    chart's webhook settings under the app's Helm values."""
+    from k8s.kyverno import kyverno_values
+
     policies = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    chart = merged(kyverno_values(config) if values is None else values)
     return registered_webhooks(
-        policies, chart_webhook_selectors(CHART_VALUES, config.kvcache.kyverno.namespace)
+        policies, chart_webhook_selectors(chart, config.kvcache.kyverno.namespace)
     )
 
 
@@ -143,3 +164,83 @@ def test_a_policy_without_match_conditions_holds_every_pod(
         assert fail_closed(hooks, pod(ns)) == ["mutate.kyverno.svc-fail"], ns
     for ns in ("kube-system", dev_config.kvcache.kyverno.namespace):
         assert fail_closed(hooks, pod(ns)) == [], ns
+
+
+# ---- the Kyverno release --------------------------------------------------------------------
+
+
+def _stack_values(config: AppConfig) -> Obj:
+    """The Helm values the synthesized kvcache stack gives the Kyverno release."""
+    app = new_app()
+    ref = Stack(app, "ClusterRef")
+    CfnWaitConditionHandle(ref, "NotEmpty")
+    provider = eks.KubectlProvider.from_kubectl_provider_attributes(
+        ref, "Provider", service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
+        role=iam.Role.from_role_arn(ref, "Role", "arn:aws:iam::111122223333:role/kubectl"),
+    )  # fmt: skip
+    cluster = eks.Cluster.from_cluster_attributes(
+        ref, "Cluster", cluster_name="c", kubectl_provider=provider
+    )
+    stack = KvCacheStack(app, "KvCache", config=config, cluster=cluster,
+                         charts=build_charts(config))  # fmt: skip
+    (chart,) = Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-HelmChart").values()
+    values: Obj = json.loads(chart["Properties"].get("Values") or "{}")
+    assert chart["Properties"]["Release"] == RELEASE
+    return values
+
+
+@pytest.fixture(scope="module")
+def stack_values() -> dict[str, Obj]:
+    return {env: _stack_values(env_config(env)) for env in ("dev", "prod")}
+
+
+def _system_node(config: AppConfig) -> dict[str, str]:
+    """The labels of a system node: its configured ones, and the instance group's name, which
+    HyperPod sets itself; plus the OS label the chart's default nodeSelector asks for."""
+    group = config.hyperpod.system_group
+    return {**group.labels, INSTANCE_GROUP_LABEL: group.name, "kubernetes.io/os": "linux"}
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_kyverno_admission_keeps_serving_through_a_system_node_drain_where_two_exist(
+    stack_values: dict[str, Obj], env: str
+) -> None:
+    """With two or more system nodes (prod), the admission controller runs two replicas that
+    cannot share a node and a budget keeps one of them serving through a drain; with one (dev),
+    one replica and no budget, which would block the node's drain. Each object validates
+    against the cluster's OpenAPI schema."""
+    config = env_config(env)
+    values = stack_values[env]
+    assert unknown_keys(values, CHART_VALUES) == []
+    deployment, pdb = admission_objects(values, RELEASE, config.kvcache.kyverno.namespace)
+    version = SUPPORTED_KUBERNETES[config.eks.kubernetes_version].schema_version
+    for obj in (deployment, pdb):
+        if obj is not None:
+            kubernetes_validate.validate(obj, version, strict=True)
+    nodes = config.hyperpod.system_group.instance_count
+    template = deployment["spec"]["template"]
+    assert selects({"matchLabels": template["spec"]["nodeSelector"]}, _system_node(config))
+    replicas = deployment["spec"].get("replicas", 1)  # the Deployment's default when unset
+    if nodes < 2:
+        assert replicas == 1 and pdb is None
+        return
+    assert replicas == 2
+    (term,) = template["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert selects(term["labelSelector"], template["metadata"]["labels"])
+    # An update replaces one replica at a time: a surge Pod would find no free node.
+    assert deployment["spec"]["strategy"]["rollingUpdate"]["maxSurge"] == 0
+    assert pdb is not None and pdb["spec"]["minAvailable"] == 1
+    assert selects(pdb["spec"]["selector"], template["metadata"]["labels"])
+
+
+def test_the_chart_model_refuses_a_misspelt_value() -> None:
+    """``unknown_keys`` sees what Helm would silently keep and no template read."""
+    assert unknown_keys({"admissionController": {"replica": 2}}, CHART_VALUES) == [
+        "admissionController.replica"
+    ]
+    assert unknown_keys({"admissionController": {"nodeSelector": {"any": "x"}}}, CHART_VALUES) == []
+    _, pdb = admission_objects({"admissionController": {"replicas": 2}}, RELEASE, "kyverno")
+    assert pdb is not None and pdb["spec"]["minAvailable"] == 1  # the chart's own rule
