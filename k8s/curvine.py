@@ -105,9 +105,29 @@ worker_threads = {cv.fuse.worker_threads}
 """
 
 
-def _tcp_probes(k8s: Any, number: int) -> dict[str, Any]:
+# Servers bind every address of the Pod (orpc/src/server/rpc_server.rs reads it; the image sets
+# it too), so a connect to 127.0.0.1 reaches the same listener as one to the Pod's IP.
+BIND_ALL = ("ORPC_BIND_HOSTNAME", "0.0.0.0")
+
+
+def probe_command(number: int) -> list[str]:
+    """A TCP connect to ``number`` on the container's own loopback (bash's /dev/tcp; the image is
+    Ubuntu 24.04 with bash): exit 0 once the server accepts connections."""
+    return ["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{number}"]
+
+
+def _local_probes(k8s: Any, number: int) -> dict[str, Any]:
+    """Started, ready and alive: the server accepts connections on ``number``.
+
+    The kubelet runs the connect inside the container, not from the node: no packet crosses the
+    Pod's network interface, where the network policy agent filters, so the Curvine
+    NetworkPolicies need not admit any node address. A tcpSocket probe would come from whichever
+    node address the kernel picks, and HyperPod nodes carry several; admitting the HyperPod
+    subnet instead would admit every Pod of the cluster too (Pods take their addresses from the
+    same subnet) to the RPC port the probe checks."""
+
     def probe(period: int, failures: int) -> Any:
-        return k8s.Probe(tcp_socket=k8s.TcpSocketAction(port=port(k8s, number)),
+        return k8s.Probe(exec=k8s.ExecAction(command=probe_command(number)),
                          period_seconds=period, failure_threshold=failures,
                          timeout_seconds=5)  # fmt: skip
 
@@ -191,7 +211,7 @@ class CurvineChart(cdk8s.Chart):
             args=[role, "start"],
             ports=[k8s.ContainerPort(name=n, container_port=p) for n, p in ports],
             env=[k8s.EnvVar(name="CURVINE_CONF_FILE", value=f"{CONF_DIR}/curvine-cluster.toml"),
-                 *env],
+                 k8s.EnvVar(name=BIND_ALL[0], value=BIND_ALL[1]), *env],
             resources=res,
             volume_mounts=[k8s.VolumeMount(name="config", mount_path=CONF_DIR, read_only=True),
                            *mounts, *scratch],
@@ -199,7 +219,7 @@ class CurvineChart(cdk8s.Chart):
             # no privilege. They run as the image's user (root, no USER in the Dockerfile), which
             # owns the directories it writes (fresh EBS volumes, the hostPath it creates).
             security_context=hardened(k8s),
-            **_tcp_probes(k8s, ports[0][1]),
+            **_local_probes(k8s, ports[0][1]),
         )  # fmt: skip
 
     def _master(self, config: AppConfig, k8s: Any) -> None:

@@ -10,6 +10,12 @@ their node, so no packet from an endpoint namespace is addressed to Curvine: tho
 are not admitted. If a client ever connects directly (a native Curvine connector in vLLM), add
 its namespace to ``rpc_peers`` below.
 
+No node address is admitted. The kubelet's probes of master and worker run inside their
+containers (k8s/curvine.py), so they never cross the Pod's interface where the VPC CNI's network
+policy agent filters; the agent admits only the one node address it read from IMDS, and HyperPod
+nodes carry several. Admitting the HyperPod subnet for node traffic would admit every Pod of the
+cluster too: the VPC CNI gives Pods addresses from the same subnet.
+
 Enforcement needs a network policy engine (on EKS: the VPC CNI with network policy enabled).
 """
 

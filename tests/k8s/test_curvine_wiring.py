@@ -283,14 +283,18 @@ def _seconds(probe: Obj) -> int:
 
 def test_every_curvine_server_is_probed_on_its_rpc_port(cluster: Cluster) -> None:
     """Started, ready and alive all mean the RPC server accepts connections: each probe is a TCP
-    connect to the port named rpc, and nothing else (the API server refuses a probe with no
-    action)."""
+    connect, from inside the container, to the loopback address on the port named rpc, and
+    nothing else (the API server refuses a probe with no action). The server listens there
+    because it binds every address."""
     _, objs = cluster
     for wl in _servers(objs):
         c = _container(wl)
+        rpc = _port(c, "rpc")
+        command = ["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{rpc}"]
         for kind in PROBES:
             actions = {k: v for k, v in c.get(kind, {}).items() if k in PROBE_ACTIONS}
-            assert actions == {"tcpSocket": {"port": _port(c, "rpc")}}, (c["name"], kind)
+            assert actions == {"exec": {"command": command}}, (c["name"], kind)
+        assert _env(c)["ORPC_BIND_HOSTNAME"]["value"] == "0.0.0.0", c["name"]
 
 
 def test_probe_budgets_let_a_master_replay_its_journal_and_drop_a_dead_server(

@@ -132,6 +132,97 @@ def test_metrics_admit_the_managed_collector_by_address(
             assert not allowed(objs, target, port, "", {}, {}, src_ip=inside), (env, port)
 
 
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+
+
+def _probe_port(container: Obj, action: Obj) -> int:
+    """The container port a tcpSocket/httpGet/grpc probe connects to (a number or a name)."""
+    port = action["port"]
+    if isinstance(port, int):
+        return port
+    (number,) = [p["containerPort"] for p in container["ports"] if p.get("name") == port]
+    return int(number)
+
+
+def kubelet_probe_passes(
+    objs: list[Obj],
+    target: dict[str, str],
+    container: Obj,
+    probe: Obj,
+    node_ip: str,
+    agent_ip: str,
+) -> bool:
+    """Does the kubelet's ``probe`` of ``container`` (in a Curvine Pod labelled ``target``)
+    reach it when the kubelet's connection leaves the node from ``node_ip``?
+
+    An exec probe runs inside the container: its connect stays on the Pod's loopback and never
+    crosses the Pod's host-side interface, where the VPC CNI's network policy agent attaches its
+    filters. A tcpSocket, httpGet or grpc probe connects from the node: the agent admits one node
+    address whatever the policies say, the IMDS ``local-ipv4`` it read at start
+    (aws/aws-network-policy-agent, main.go and pkg/fwruleprocessor/fw_rule_processor.go, tags
+    v1.2.7 to v1.4.1: a /32 of that address added to every policy's map), ``agent_ip`` here;
+    any other address of the node only where a NetworkPolicy admits it."""
+    if "exec" in probe:
+        return True
+    (kind,) = [k for k in ("tcpSocket", "httpGet", "grpc") if k in probe]
+    port = _probe_port(container, probe[kind])
+    return node_ip == agent_ip or allowed(objs, target, port, "", {}, {}, src_ip=node_ip)
+
+
+def _curvine_probed(objs: list[Obj]) -> list[tuple[str, dict[str, str], Obj]]:
+    """(name, Pod labels, container) of every probed container in the Curvine namespace."""
+    out = []
+    for o in objs:
+        if o["metadata"].get("namespace") != CURVINE or "template" not in o.get("spec", {}):
+            continue
+        template = o["spec"]["template"]
+        for c in template["spec"]["containers"]:
+            if any(k in c for k in PROBES):
+                out.append((f"{o['metadata']['name']}/{c['name']}",
+                            template["metadata"]["labels"], c))  # fmt: skip
+    return out
+
+
+def test_kubelet_probes_reach_curvine_from_any_node_address(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """HyperPod nodes carry several network interfaces, and the kubelet's probe leaves from
+    whichever address the node's routing picks, not necessarily the one the network policy agent
+    admits: every probe of a Curvine container passes under the default-deny from a node
+    address on a secondary interface in the HyperPod subnet. Admitting that subnet on the probed
+    ports is not how: the Pods of the whole cluster take their addresses from it, and none may
+    reach Curvine's RPC."""
+    from infra.config import load_config
+
+    for env in ("dev", "test", "prod"):
+        objs, config = rendered_envs[env], load_config(env)
+        subnet = list(ipaddress.IPv4Network(config.network.hyperpod_subnet.cidr).hosts())
+        agent_ip, secondary, some_pod = str(subnet[9]), str(subnet[200]), str(subnet[4000])
+        probed = _curvine_probed(objs)
+        assert {name for name, _, _ in probed} >= {"curvine-master/master",
+                                                   "curvine-worker/worker"}, env  # fmt: skip
+        for name, target, c in probed:
+            for kind in (k for k in PROBES if k in c):
+                assert kubelet_probe_passes(objs, target, c, c[kind], secondary, agent_ip), (
+                    f"{env}: {name} {kind} from node address {secondary} is dropped"
+                )
+        master, worker = _pod_labels(objs, "curvine-master"), _pod_labels(objs, "curvine-worker")
+        for target, port in ((master, 8995), (master, 8996), (worker, 8997)):
+            assert not allowed(objs, target, port, "", {}, {}, src_ip=some_pod), (env, port)
+
+
+def test_the_probe_model_drops_a_tcp_probe_from_a_second_node_address(
+    rendered: list[Obj],
+) -> None:
+    """The model is not vacuous: a tcpSocket probe of the master's RPC port passes from the
+    agent's address and is dropped from any other node address."""
+    master = _pod_labels(rendered, "curvine-master")
+    c = {"name": "master", "ports": [{"name": "rpc", "containerPort": 8995}]}
+    probe = {"tcpSocket": {"port": "rpc"}}
+    assert kubelet_probe_passes(rendered, master, c, probe, "10.1.0.10", "10.1.0.10")
+    assert not kubelet_probe_passes(rendered, master, c, probe, "10.1.0.201", "10.1.0.10")
+
+
 PORTS = (8995, 8996, 8997, 9000, 9001, 9002)
 
 
