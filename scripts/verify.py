@@ -170,6 +170,59 @@ def check_csi_driver(clients: Clients) -> Check:
     return Check(stage, "pass", "registered")
 
 
+PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+
+
+def _probed(pod: dict[str, Any]) -> bool:
+    return any(k in c for c in pod["spec"].get("containers") or [] for k in PROBES)
+
+
+def _restarts(pod: dict[str, Any]) -> list[str]:
+    out = []
+    for s in (pod.get("status") or {}).get("containerStatuses") or []:
+        if int(s.get("restartCount") or 0) > 0:
+            last = ((s.get("lastState") or {}).get("terminated") or {}).get("reason") or "?"
+            out.append(f"{s['name']} restarted {s['restartCount']}x (last: {last})")
+    return out
+
+
+def check_curvine_probes(clients: Clients, cfg: AppConfig) -> Check:
+    """Every probed Curvine Pod (masters, workers) is Ready: its kubelet probes pass under the
+    namespace's NetworkPolicies. A Pod that is not names itself, its restarts and the kubelet's
+    probe messages (Events with reason Unhealthy)."""
+    stage = "Curvine probes"
+    cv = cfg.kvcache.curvine
+    if not cv.enabled:
+        return Check(stage, "skip", "kvcache.curvine.enabled is false: no Curvine Pods")
+    core = clients.core()
+    pods = [p for p in clients.to_dict(core.list_namespaced_pod(cv.namespace)).get("items") or []
+            if _probed(p)]  # fmt: skip
+    if not pods:
+        return Check(stage, "fail", f"no probed Pods in {cv.namespace}", "deploy the kvcache stack")
+    down = [p["metadata"]["name"] for p in pods if not pod_ready(p)]
+    if not down:
+        restarted = [f"{p['metadata']['name']}: {r}" for p in pods for r in _restarts(p)]
+        note = f"; {'; '.join(restarted)}" if restarted else ""
+        return Check(stage, "pass", f"{len(pods)} Pods Ready{note}")
+    events = clients.to_dict(core.list_namespaced_event(cv.namespace)).get("items") or []
+    probe_messages = {
+        (e.get("involvedObject") or {}).get("name"): e.get("message", "")
+        for e in events
+        if e.get("reason") == "Unhealthy"
+    }
+    by_name = {p["metadata"]["name"]: p for p in pods}
+    found = "; ".join(
+        ", ".join([f"{n}: not Ready", *_restarts(by_name[n]),
+                   *([probe_messages[n]] if n in probe_messages else [])])
+        for n in down
+    )  # fmt: skip
+    return Check(
+        stage, "fail", f"{found} ({len(pods) - len(down)}/{len(pods)} Ready)",
+        f"kubectl -n {cv.namespace} describe pod {' '.join(down)} (its Events hold the "
+        f"kubelet's probe messages), then kubectl -n {cv.namespace} logs {down[0]}",
+    )  # fmt: skip
+
+
 def check_pvc(clients: Clients, ref: EndpointConfig) -> Check:
     from k8s.l2_volume import PVC  # lazily: see scripts/endpoints.py
 
@@ -510,6 +563,7 @@ def run_verify(
         _guard("ai-toolkit DaemonSet", lambda: check_ai_toolkit(clients, cfg)),
         _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
         _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
+        _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
         _guard(f"PVC {ref.namespace}/{PVC}", lambda: check_pvc(clients, ref)),
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
         check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),

@@ -27,6 +27,7 @@ PLURALS = {
     "nodes",
     "inferenceendpointconfigs",
     "csidrivers",
+    "events",
 }
 Hook = Callable[["FakeKube", str, str], None]  # (server, method, path) after a write
 

@@ -24,6 +24,7 @@ from tests.scripts.conftest import (
     DEPLOYMENTS,
     IECS,
     PODS,
+    RECORDED_ENDPOINT,
     endpoint_config,
     make_cfg,
     recorded_cfg,
@@ -161,6 +162,41 @@ def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
                 },
             },
         )
+    _seed_curvine(kube)
+
+
+CURVINE_PODS = "/api/v1/namespaces/curvine/pods"
+CURVINE_EVENTS = "/api/v1/namespaces/curvine/events"
+
+
+def _curvine_pod(name: str, ready: bool = True, restarts: int = 0) -> dict[str, Any]:
+    """A Curvine server Pod as the API server lists it: probed like the rendered ones."""
+    probe = {"exec": {"command": ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8995"]}}
+    status = {
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        "containerStatuses": [{
+            "name": "server", "ready": ready, "restartCount": restarts, "image": "curvine:1",
+            "imageID": "", "lastState": {"terminated": {"reason": "Error", "exitCode": 137}}
+            if restarts else {}}],
+    }  # fmt: skip
+    return {
+        "metadata": {"name": name, "namespace": "curvine"},
+        "spec": {"containers": [{"name": "server", "image": "curvine:1", "readinessProbe": probe,
+                                 "livenessProbe": probe, "startupProbe": probe}]},
+        "status": status,
+    }  # fmt: skip
+
+
+def _seed_curvine(kube: FakeKube) -> None:
+    for name in ("curvine-master-0", "curvine-worker-a", "curvine-worker-b"):
+        kube.put(CURVINE_PODS, _curvine_pod(name))
+    # A Pod without probes (the CSI controller) is not the row's business.
+    csi = {
+        "metadata": {"name": "curvine-csi-controller-0", "namespace": "curvine"},
+        "spec": {"containers": [{"name": "csi", "image": "csi:1"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+    }
+    kube.put(CURVINE_PODS, csi)
 
 
 class MapTransport:
@@ -206,7 +242,8 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     by_stage = {c.stage: c for c in checks}
     metrics = by_stage.pop("metrics: tier hit rates")
     assert metrics.status == "skip" and "logs are used" in metrics.detail, metrics
-    assert [c.status for c in by_stage.values()] == ["pass"] * 9, checks
+    assert [c.status for c in by_stage.values()] == ["pass"] * 10, checks
+    assert by_stage["Curvine probes"].detail == "3 Pods Ready"
     assert cross is not None and cross.node_a != cross.node_b
     assert cross.verdict.hit_ratio == 1.0 and cross.verdict.l2_read_ms == pytest.approx(55.75)
     # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
@@ -215,6 +252,45 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     # Logs were read from the model container (found by its env, not by index).
     log_reads = [p for m, p, _ in kube.requests if p.endswith("/log")]
     assert len(log_reads) == 2
+
+
+def test_curvine_pods_failing_their_probes_are_named_with_the_kubelets_message(
+    kube: FakeKube,
+) -> None:
+    """A worker whose readiness probe fails (the server does not accept connections) fails the
+    row: it names the Pod, its restarts and the kubelet's probe message, and the command that
+    shows more; a Ready Pod's restarts are reported without failing it."""
+    _seed_cluster(kube)
+    kube.put(CURVINE_PODS, _curvine_pod("curvine-worker-b", ready=False, restarts=3))
+    kube.put(CURVINE_PODS, _curvine_pod("curvine-master-0", restarts=1))
+    kube.put(CURVINE_EVENTS, {
+        "metadata": {"name": "curvine-worker-b.1", "namespace": "curvine"},
+        "involvedObject": {"kind": "Pod", "name": "curvine-worker-b", "namespace": "curvine"},
+        "reason": "Unhealthy", "type": "Warning",
+        "message": "Readiness probe failed: bash: connect: Connection refused"})  # fmt: skip
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
+    row = {c.stage: c for c in checks}["Curvine probes"]
+    assert row.status == "fail"
+    assert "curvine-worker-b: not Ready, server restarted 3x (last: Error)" in row.detail
+    assert "Readiness probe failed: bash: connect: Connection refused" in row.detail
+    assert "(2/3 Ready)" in row.detail and "curvine-master-0" not in row.detail
+    assert row.fix.startswith("kubectl -n curvine describe pod curvine-worker-b")
+    kube.put(CURVINE_PODS, _curvine_pod("curvine-worker-b"))
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
+    row = {c.stage: c for c in checks}["Curvine probes"]
+    assert row.status == "pass"
+    assert row.detail == "3 Pods Ready; curvine-master-0: server restarted 1x (last: Error)"
+
+
+def test_the_curvine_probes_row_is_skipped_without_curvine(kube: FakeKube) -> None:
+    _seed_cluster(kube)
+    endpoint = {**RECORDED_ENDPOINT, "enable_l2_cache": False}
+    no_curvine = make_cfg(kvcache={"endpoints": [endpoint], "curvine": {"enabled": False}})
+    checks, _ = run_verify(
+        _clients(kube, _stubbed_aws()), no_curvine, recorded_endpoint(no_curvine), None
+    )
+    row = {c.stage: c for c in checks}["Curvine probes"]
+    assert row.status == "skip" and "kvcache.curvine.enabled is false" in row.detail
 
 
 def test_unpatched_pods_and_wrong_tiered_storage_fail(kube: FakeKube) -> None:
@@ -246,7 +322,7 @@ def test_a_renamed_model_container_is_still_checked(kube: FakeKube) -> None:
     """The container is found by LMCACHE_REMOTE_URL, as the policy finds it, not by name."""
     _seed_cluster(kube)
     for key, obj in kube.objects.items():
-        if "/pods/" in key:
+        if key.startswith(PODS + "/"):
             model = next(c for c in obj["spec"]["containers"] if c["name"] == REF.name)
             model["name"] = "inference"
             obj["spec"]["containers"].reverse()
@@ -274,7 +350,7 @@ def test_a_mount_without_the_endpoint_subpath_fails(kube: FakeKube) -> None:
     # An older manual patch mounted the whole PVC: the policy mounts subPath <endpoint name>.
     _seed_cluster(kube)
     for key, obj in kube.objects.items():
-        if "/pods/" in key:
+        if key.startswith(PODS + "/"):
             model = next(c for c in obj["spec"]["containers"] if c["name"] == REF.name)
             for m in model["volumeMounts"]:
                 m.pop("subPath", None)
