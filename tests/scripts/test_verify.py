@@ -540,7 +540,12 @@ EXTRA_CONFIG_3_2 = '{"sagemaker_hyperpod_shared_memory_name": "ai_toolkit_cache"
 
 
 def _pods(kube: FakeKube) -> list[dict[str, Any]]:
-    return [obj for key, obj in kube.objects.items() if "/pods/" in key]
+    """The endpoint's Pods (the seeded cluster also holds Curvine's)."""
+    return [
+        obj
+        for key, obj in kube.objects.items()
+        if "/pods/" in key and obj["metadata"]["namespace"] == REF.namespace
+    ]
 
 
 def _model(pod: dict[str, Any]) -> dict[str, Any]:
