@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,11 @@ from infra.config.kvcache import LOCK_DIR, lock_of
 from k8s.app import Charts, build_charts, manifests
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+# The renderer's own chart files (``Charts.ordered`` names: two digits, a dash, a name). Only
+# these are removed before a render, so a chart that is off now leaves no file behind, while what
+# other commands write into the same folder (`make dashboard`: alert-rules.yaml,
+# grafana-dashboard.json) stays.
+CHART_FILE = re.compile(r"[0-9]{2}-[a-z0-9]+(?:-[a-z0-9]+)*\.yaml")
 # Custom resources whose CRD comes from outside these files (Kyverno's chart, the operator add-on):
 # Argo CD's dry run must not fail before the CRD exists.
 SKIP_DRY_RUN = {"ClusterPolicy", "InferenceEndpointConfig"}
@@ -133,7 +139,8 @@ def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path = LOCK_DI
     """dist/<env>/ from charts already built (app.py passes the ones the stacks deploy)."""
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("*.yaml"):
-        old.unlink()
+        if CHART_FILE.fullmatch(old.name):
+            old.unlink()
     written = []
     for name, objects in manifests(charts).items():
         path = out / f"{name}.yaml"

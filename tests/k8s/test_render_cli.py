@@ -96,3 +96,49 @@ def test_rendering_a_shipped_environment_rewrites_its_committed_lock_byte_for_by
     locks = tmp_path / "a" / "locks"
     render(env, tmp_path / "out", lock_dir=locks)
     assert (locks / f"{env}.json").read_text() == (LOCK_DIR / f"{env}.json").read_text()
+
+
+def _dashboard(out: Path) -> dict[str, str]:
+    from scripts.dashboard import main as dashboard_main
+
+    assert dashboard_main(["--env", "dev", "--out", str(out)]) == 0
+    return {p.name: p.read_text() for p in out.iterdir()
+            if p.name in ("alert-rules.yaml", "grafana-dashboard.json")}  # fmt: skip
+
+
+def test_a_render_keeps_the_alert_rules_and_dashboard_written_beside_it(tmp_path: Path) -> None:
+    """`make dashboard` then `make manifests`: the renderer deletes only files it writes."""
+    out = tmp_path / "dist"
+    written = _dashboard(out)
+    assert set(written) == {"alert-rules.yaml", "grafana-dashboard.json"}
+    render("dev", out, lock_dir=tmp_path / "locks")
+    assert {n: (out / n).read_text() for n in written} == written
+
+
+def test_the_dashboard_keeps_the_manifests_written_before_it(tmp_path: Path) -> None:
+    """`make manifests` then `make dashboard`: the chart files and kustomization stay as written,
+    and the kustomization does not list the dashboard's files (they are not cluster objects)."""
+    out = tmp_path / "dist"
+    files = render("dev", out, lock_dir=tmp_path / "locks")
+    before = {p.name: p.read_text() for p in out.iterdir()}
+    _dashboard(out)
+    assert {n: (out / n).read_text() for n in before} == before
+    assert {p.name for p in out.iterdir()} == set(before) | {
+        "alert-rules.yaml",
+        "grafana-dashboard.json",
+    }
+    assert "alert-rules" not in (out / "kustomization.yaml").read_text()
+    assert files
+
+
+@pytest.mark.parametrize("env", ["dev", "fsx"])
+def test_every_chart_file_follows_the_name_the_renderer_cleans_up(env: str) -> None:
+    """A chart file named outside the scheme would stay behind once its chart is off."""
+    from k8s.app import build_charts
+    from k8s.render import CHART_FILE
+    from tests.k8s.conftest import env_config
+
+    names = [f"{name}.yaml" for name, _ in build_charts(env_config(env)).ordered]
+    assert names and all(CHART_FILE.fullmatch(n) for n in names), names
+    assert not CHART_FILE.fullmatch("alert-rules.yaml")
+    assert not CHART_FILE.fullmatch("kustomization.yaml")
