@@ -12,7 +12,7 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
-from k8s.app import Charts, build_charts
+from k8s.app import Charts
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
 from stacks.eks_stack import EksStack
@@ -169,20 +169,19 @@ def compose(
             description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
             **common("addons"),
         )
-    # The L2 file system's attributes fill the FSx PersistentVolume (kvcache.l2_backend).
-    fsx = hyperpod.l2_file_system.volume if hyperpod.l2_file_system else None
-    charts = build_charts(config, fsx=fsx)
     kvcache = KvCacheStack(
         app,
         f"{prefix}-kvcache",
         config=config,
         cluster=hyperpod.eks_cluster,
-        charts=charts,
+        network=network.network if network else None,
         skip=frozenset({ENDPOINTS_MANIFEST}),
         nodes_ready=nodes.ready,
-        description="HyperPod KV cache: Curvine, the L2 volume and Kyverno with its policy",
+        description="HyperPod KV cache: Curvine or the FSx file system, the L2 volume and "
+        "Kyverno with its policy",
         **common("kvcache"),
     )
+    charts = kvcache.charts
     # The endpoint CRD comes from the operator add-on (or the cluster's owner, when skipped);
     # Tiered Storage and the L2 objects must be in place before the first Pod.
     l2 = [kvcache.manifests[n] for n in ("40-l2-volume", "50-l2-policy") if n in kvcache.manifests]

@@ -25,7 +25,6 @@ from constructs import Construct
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.config.model import ExistingClusterConfig
-from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.hyperpod import (
     HyperPodCluster,
     HyperPodDependencies,
@@ -89,11 +88,6 @@ class HyperPodStack(Stack):
         if self.hyperpod is not None:
             # Re-asserted after every cluster update (the hash changes with the groups).
             needs(self.tiered_storage.resource, self.hyperpod.cluster)
-        # The FSx L2 lives here because this stack has the HyperPod subnet and the nodes'
-        # security group in both modes (kvcache.l2_backend: fsx_lustre).
-        self.l2_file_system: FsxLustreL2 | None = None
-        if config.kvcache.l2_backend == "fsx_lustre":
-            self.l2_file_system = l2_file_system(self, config, network)
 
     def _create(
         self, config: AppConfig, network: Network, eks_stack: EksStack, chart_dir: Path

@@ -1,5 +1,12 @@
-"""The Kubernetes layer but the endpoints (stacks/endpoints_stack.py): Kyverno (Helm) and the
-cdk8s charts of ``k8s.app``. The same chart objects are written to dist/<env>/.
+"""The Kubernetes layer but the endpoints (stacks/endpoints_stack.py): Kyverno (Helm), the
+cdk8s charts of ``k8s.app`` and, with ``kvcache.l2_backend: fsx_lustre``, the FSx for Lustre file
+system the L2 PersistentVolume names. ``k8s.render`` writes the same charts to dist/<env>/.
+
+The file system lives here, beside the manifests that carry its id, DNS name and mount name: a
+change that replaces it (``file_system_type_version``, the subnet) changes those values, and
+CloudFormation refuses to change an export another stack imports. In one stack the update
+creates the new file system, applies the PersistentVolume and claim named after it (the old ones
+are pruned) and only then deletes the old file system.
 
 Manifests wait only where apply needs it: namespaced objects for their namespaces, the L2 policy
 for Kyverno's CRDs and webhook; the rest is applied side by side. On a cluster this app creates,
@@ -22,9 +29,11 @@ from constructs import Construct, IConstruct
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
+from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
+from infra.constructs.network import Network
 from infra.constructs.owned_manifest import OwnedManifests
 from infra.deps import needs
-from k8s.app import Charts
+from k8s.app import Charts, build_charts
 from k8s.common import EBS_SC
 from k8s.kyverno import RELEASE as KYVERNO_RELEASE
 from k8s.kyverno import kyverno_values
@@ -46,15 +55,23 @@ class KvCacheStack(Stack):
         *,
         config: AppConfig,
         cluster: AnyCluster,
-        charts: Charts,
+        network: Network | None = None,
         skip: frozenset[str] = frozenset(),
         nodes_ready: list[IConstruct] | None = None,
         **stack_kwargs: Any,
     ) -> None:
+        """``network``: the created network (None on an existing cluster: the file system's
+        placement comes from ``kvcache.fsx``). ``skip``: chart names another stack deploys."""
         super().__init__(scope, id, **stack_kwargs)
         target = as_icluster(cluster)
+        self.l2_file_system: FsxLustreL2 | None = None
+        if config.kvcache.l2_backend == "fsx_lustre":
+            self.l2_file_system = l2_file_system(self, config, network)
+        fsx = self.l2_file_system.volume if self.l2_file_system else None
+        # The charts as deployed: the FSx values are CDK tokens here (never written to dist/).
+        self.charts: Charts = build_charts(config, fsx=fsx)
         owned = owned_manifests(self, config, target)
-        ordered = [(n, [dict(o) for o in c.to_json()]) for n, c in charts.ordered]
+        ordered = [(n, [dict(o) for o in c.to_json()]) for n, c in self.charts.ordered]
         # The first owned apply checks every object of the layer, the endpoints' too, so a
         # refusal comes before anything is created.
         every = [o for _, objects in ordered for o in objects]

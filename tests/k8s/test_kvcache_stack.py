@@ -15,7 +15,6 @@ from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
 from infra.config import AppConfig
-from k8s.app import build_charts
 from stacks.kvcache_stack import KvCacheStack
 
 PRUNE = "aws.cdk.eks/prune-"
@@ -34,8 +33,7 @@ def template(dev_config: AppConfig) -> Template:
         ref, "Cluster", cluster_name="hyperpod-kvcache-dev", kubectl_provider=provider
     )
     # Every chart, endpoints included (composition deploys those from the endpoints stack).
-    charts = build_charts(dev_config)
-    stack = KvCacheStack(app, "KvCache", config=dev_config, cluster=cluster, charts=charts)
+    stack = KvCacheStack(app, "KvCache", config=dev_config, cluster=cluster)
     return Template.from_stack(stack)
 
 

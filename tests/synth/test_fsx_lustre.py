@@ -54,8 +54,11 @@ def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     return result
 
 
+OWNED = "Custom::HyperPodOwnedManifest"
+
+
 def _one(s: Synth, type_: str) -> dict[str, Any]:
-    (res,) = s.resources("hyperpod", type_).values()
+    (res,) = s.resources(_stack_of(s, "AWS::FSx::FileSystem"), type_).values()
     return res
 
 
@@ -79,7 +82,7 @@ def test_file_system_settings(created: Synth) -> None:
         "DataCompressionType": "NONE",
         "AutomaticBackupRetentionDays": 0,
     }
-    (key_id,) = created.resources("hyperpod", "AWS::KMS::Key")
+    (key_id,) = created.resources("kvcache", "AWS::KMS::Key")
     assert props["KmsKeyId"] == {"Ref": key_id}
     # The HyperPod subnet the network stack creates (AZ id network.hyperpod_subnet.az_id).
     (subnet,) = props["SubnetIds"]
@@ -88,8 +91,8 @@ def test_file_system_settings(created: Synth) -> None:
 
 
 def test_security_group_admits_lustre_only_from_nodes_and_itself(created: Synth) -> None:
-    rules = created.resources("hyperpod", "AWS::EC2::SecurityGroupIngress").values()
-    (sg_id,) = created.resources("hyperpod", "AWS::EC2::SecurityGroup")
+    rules = created.resources("kvcache", "AWS::EC2::SecurityGroupIngress").values()
+    (sg_id,) = created.resources("kvcache", "AWS::EC2::SecurityGroup")
     into_fsx = [r["Properties"] for r in rules
                 if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}]  # fmt: skip
     ports = {(p["FromPort"], p["ToPort"]) for p in into_fsx}
@@ -107,12 +110,38 @@ def test_s3_link_exports_new_files(created: Synth) -> None:
     assert dra["FileSystemPath"] == "/" and dra["BatchImportMetaDataOnCreate"] is True
 
 
+def _stack_of(s: Synth, type_: str) -> str:
+    (suffix,) = [x for x in ("hyperpod", "kvcache") if s.resources(x, type_)]
+    return suffix
+
+
+@pytest.mark.parametrize("fixture", ["created", "existing_fsx"])
+def test_a_replaced_file_system_reaches_the_pv_without_an_export(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """A change such as file_system_type_version replaces the file system: its Ref, DNSName and
+    LustreMountName change. CloudFormation refuses to update an export that another stack
+    imports ("Cannot update export ... as it is in use"), so the file system must live in the
+    stack whose manifests read those values, and none of them may be exported."""
+    s: Synth = request.getfixturevalue(fixture)
+    fs_stack = _stack_of(s, "AWS::FSx::FileSystem")
+    (fs_id,) = s.resources(fs_stack, "AWS::FSx::FileSystem")
+    volume = [r for k, r in s.resources(fs_stack, "Custom::AWSCDK-EKS-KubernetesResource").items()
+              if "40l2volume" in k] or [r for k, r in s.resources(fs_stack, OWNED).items()
+                                        if "40l2volume" in k]  # fmt: skip
+    assert volume, f"the L2 volume manifest is not in the {fs_stack} stack, beside the file system"
+    for path in s.outdir.glob("*.template.json"):
+        for name, output in json.loads(path.read_text()).get("Outputs", {}).items():
+            if "Export" in output:
+                assert fs_id not in json.dumps(output["Value"]), (path.name, name)
+
+
 def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
     manifests = [r for k, r in created.resources("kvcache", "Custom::AWSCDK-EKS-KubernetesResource")
                  .items() if "40l2volume" in k]  # fmt: skip
     (m,) = manifests
     text = json.dumps(m["Properties"]["Manifest"])
-    for attr in ("DNSName", "LustreMountName", "ExportsOutputRefL2FileSystem"):
+    for attr in ("DNSName", "LustreMountName", "L2FileSystem"):
         assert attr in text
     assert "FSX_FILE_SYSTEM_ID" not in text
 
@@ -126,10 +155,10 @@ def test_existing_cluster_uses_configured_ids_and_retains(existing_fsx: Synth) -
     assert lustre["AutomaticBackupRetentionDays"] == 7 and lustre["CopyTagsToBackups"] is True
     sources = {
         json.dumps(r["Properties"].get("SourceSecurityGroupId"))
-        for r in existing.resources("hyperpod", "AWS::EC2::SecurityGroupIngress").values()
+        for r in existing.resources("kvcache", "AWS::EC2::SecurityGroupIngress").values()
     }
     assert json.dumps(EXISTING_FSX["client_security_group_id"]) in sources
-    assert not existing.resources("hyperpod", "AWS::FSx::DataRepositoryAssociation")
+    assert not existing.resources("kvcache", "AWS::FSx::DataRepositoryAssociation")
 
 
 def test_the_default_environment_has_no_file_system(dev: Synth) -> None:
