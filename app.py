@@ -4,8 +4,9 @@
 Under the CDK CLI: ``cdk synth -c env=dev``. Without it (``make synth``, no network, no
 credentials): ``python app.py -c env=dev --outdir cdk.out``. With ``-c pipeline=true`` the app is
 the delivery pipeline defined in that environment's ``pipeline`` section instead. With
-``-c manifestsDir=dist/dev`` it also writes the Kubernetes layer there as plain YAML, from the
-same cdk8s charts the stacks deploy (one render per synth; ``make synth`` does this).
+``-c manifestsDir=dist/dev`` it also writes the Kubernetes layer there as plain YAML, as
+``make manifests`` does (``make synth`` does this): charts built from the config alone, never the
+stacks' own, whose deploy-time values are CDK tokens.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aws_cdk import App, Environment, cx_api
 from infra.cdk_context import cdk_json_context, new_app
 from infra.config import AppConfig, ConfigError, load_config
 from infra.nag import enable_checks
+from infra.unresolved import UnresolvedTokenError
 from stacks.composition import compose
 from stacks.pipeline_stack import PipelineStack
 
@@ -47,6 +49,24 @@ def _pipeline(app: App, config: AppConfig) -> None:
         env=Environment(account=config.account, region=config.region),
         description="HyperPod KV cache: delivery pipeline (test, verify, approval, prod)",
     )
+
+
+def write_manifests(config: AppConfig, out: Path, stream: TextIO) -> None:
+    """dist/<env>/ as `make manifests` writes it. With an FSx L2 the PersistentVolume names the
+    deployed file system, which an offline synth cannot read: nothing is written, and one line
+    says how to get the folder."""
+    from k8s.render import needs_file_system, render_config
+
+    if needs_file_system(config):
+        env = config.environment
+        print(
+            f"warning: {out} not written: with kvcache.l2_backend fsx_lustre the L2 "
+            "PersistentVolume names the deployed file system, which a synth cannot know; run "
+            f"`make manifests ENV={env}` after `make deploy ENV={env}`",
+            file=stream,
+        )
+        return
+    render_config(config, out)
 
 
 def synth_messages(assembly: cx_api.CloudAssembly) -> list[str]:
@@ -84,14 +104,12 @@ def main(argv: list[str]) -> None:
         if str(app.node.try_get_context("pipeline")).lower() == "true":
             _pipeline(app, config)
         else:
-            stacks = compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
+            compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
             manifests_dir = app.node.try_get_context("manifestsDir")
             if manifests_dir:
-                from k8s.render import write
-
-                write(config, stacks.charts, Path(manifests_dir))
-    except ConfigError as error:
-        # A user mistake: one line, no traceback.
+                write_manifests(config, Path(manifests_dir), sys.stderr)
+    except (ConfigError, UnresolvedTokenError) as error:
+        # A user mistake (or output CDK values would reach): one line, no traceback.
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     enable_checks(app)

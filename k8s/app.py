@@ -9,11 +9,12 @@ from typing import Any
 import cdk8s
 
 from infra.config import AppConfig
+from infra.fsx_outputs import FsxVolume
 from k8s.csi import CsiChart
 from k8s.curvine import CurvineChart
 from k8s.endpoints import EndpointsChart
 from k8s.foundation import NamespacesChart, StorageChart
-from k8s.l2_volume import FsxVolume, L2VolumeChart
+from k8s.l2_volume import L2VolumeChart
 from k8s.network_policy import NetworkPolicyChart
 from k8s.policy import PolicyChart
 
@@ -43,9 +44,9 @@ class Charts:
 
 
 def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
-    """``fsx``: the file system of ``l2_backend: fsx_lustre`` (CDK passes its attributes; the
-    YAML renderer, which has none, writes placeholders). Nothing is written here: the App is
-    only the charts' scope."""
+    """``fsx``: the file system of ``l2_backend: fsx_lustre``, required with it (the kvcache
+    stack passes its attributes as CDK tokens; ``k8s.render`` the deployed values). Nothing is
+    written here: the App is only the charts' scope."""
     app = cdk8s.App()
     on = config.kvcache.curvine.enabled
     # The L2 claim and policy exist with either store; Curvine's own charts only with Curvine.

@@ -7,13 +7,13 @@ policy and the L2 URL stay as they are; the evictor bounds the file system the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.fsx_outputs import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
 from k8s.curvine import TMP_DIR
 from k8s.foundation import CURVINE_SC, curvine_volume_parameters, endpoint_namespaces
@@ -30,21 +30,6 @@ FSX_EVICTOR = "fsx-l2-evictor"
 # write on the servers (the storage post's mount advice: flock,noatime).
 FSX_MOUNT_OPTIONS = ("flock", "noatime")
 
-
-@dataclass(frozen=True)
-class FsxVolume:
-    """What a static FSx CSI volume names: the file system id (volumeHandle), its DNS name and
-    its Lustre mount name (volumeAttributes dnsname and mountname)."""
-
-    file_system_id: str
-    dns_name: str
-    mount_name: str
-
-
-# What `python -m k8s.render` writes when no file system exists yet (plain YAML for kubectl or
-# GitOps): replace them with the FSx stack outputs (docs/kubernetes-layer.md). CDK deploys pass
-# the real values (stacks/kvcache_stack.py).
-FSX_PLACEHOLDER = FsxVolume("FSX_FILE_SYSTEM_ID", "FSX_DNS_NAME", "FSX_MOUNT_NAME")
 
 # Deletes the oldest LMCache chunk files (*.data) once the tree holds more than HIGH bytes, until
 # it holds less than LOW. The fs connector never deletes, and Curvine has no size-based eviction
@@ -80,7 +65,11 @@ class L2VolumeChart(cdk8s.Chart):
     ):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         if config.kvcache.l2_backend == "fsx_lustre":
-            self._fsx(config, fsx or FSX_PLACEHOLDER)
+            if fsx is None:
+                # No placeholder: a PersistentVolume naming no real file system is accepted by
+                # the API server and leaves every Pod that mounts it in ContainerCreating.
+                raise ValueError("l2_backend fsx_lustre: the charts need the file system (fsx)")
+            self._fsx(config, fsx)
             return
         kplus = kplus_for(config)
         cv = config.kvcache.curvine

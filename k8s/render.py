@@ -8,6 +8,11 @@ GitOps it also writes ``kustomization.yaml`` (the files in apply order, with pat
 each object its file's Argo CD sync wave: first file 0, next 1, ...) and ``README.md``: what
 must exist first (Kyverno, the inference operator add-on) and a Flux layout
 (docs/kubernetes-layer.md).
+
+The charts are built from the config alone, never taken from the CDK app (where deploy-time
+values are tokens), and nothing that holds an unresolved CDK token is written. With
+``kvcache.l2_backend: fsx_lustre`` the file system's id, DNS name and mount name are read from the
+deployed kvcache stack's outputs (AWS credentials needed); without them nothing is written.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +29,8 @@ import yaml
 
 from infra.config import AppConfig, ConfigError, load_config
 from infra.config.kvcache import LOCK_DIR, lock_of
+from infra.fsx_outputs import FileSystemUnknown, FsxVolume, deployed_file_system
+from infra.unresolved import UnresolvedTokenError, check_all, write_checked
 from k8s.app import Charts, build_charts, manifests
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
@@ -55,11 +63,12 @@ def sync_wave_patch(obj: dict[str, Any], wave: int) -> dict[str, Any]:
     return {"target": target, "patch": yaml.safe_dump(patch, sort_keys=False)}
 
 
-def kustomization(files: list[Path]) -> str:
+def kustomization(files: Mapping[Path, str]) -> str:
+    """``files``: each chart file and its text, in apply order."""
     patches = [
         sync_wave_patch(obj, wave)
-        for wave, path in enumerate(files)
-        for obj in yaml.safe_load_all(path.read_text())
+        for wave, text in enumerate(files.values())
+        for obj in yaml.safe_load_all(text)
         if obj
     ]
     body = {
@@ -130,28 +139,53 @@ Pods are created, keep `60-endpoints.yaml` in a second folder whose Kustomizatio
 """
 
 
-def render(env: str, out: Path, lock_dir: Path = LOCK_DIR) -> list[Path]:
+def needs_file_system(config: AppConfig) -> bool:
+    return config.kvcache.l2_backend == "fsx_lustre"
+
+
+def render(
+    env: str, out: Path, lock_dir: Path | None = None, *, fsx: FsxVolume | None = None
+) -> list[Path]:
     config = load_config(env)  # refuses a config that disagrees with its lock
-    return write(config, build_charts(config), out, lock_dir)
+    return render_config(config, out, lock_dir, fsx=fsx)
 
 
-def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path = LOCK_DIR) -> list[Path]:
-    """dist/<env>/ from charts already built (app.py passes the ones the stacks deploy)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.yaml"):
-        if CHART_FILE.fullmatch(old.name):
-            old.unlink()
-    written = []
-    for name, objects in manifests(charts).items():
-        path = out / f"{name}.yaml"
-        path.write_text(yaml.safe_dump_all(objects, sort_keys=False))
-        written.append(path)
-    (out / "kustomization.yaml").write_text(kustomization(written))
-    (out / "README.md").write_text(install_notes(config, written))
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    (lock_dir / f"{config.environment}.json").write_text(
-        json.dumps(lock_of(config), indent=2) + "\n"
-    )
+def render_config(
+    config: AppConfig, out: Path, lock_dir: Path | None = None, *, fsx: FsxVolume | None = None
+) -> list[Path]:
+    """dist/<env>/ from the config alone. ``fsx``: the deployed file system, required with
+    ``l2_backend: fsx_lustre`` (``deployed_file_system`` reads it)."""
+    if needs_file_system(config) and fsx is None:
+        raise FileSystemUnknown(
+            f"kvcache.l2_backend = 'fsx_lustre': the L2 PersistentVolume names the deployed file "
+            f"system, and none was given; fix: `make manifests ENV={config.environment}` reads it "
+            "from the deployed kvcache stack"
+        )
+    return write(config, build_charts(config, fsx=fsx), out, lock_dir)
+
+
+def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path | None = None) -> list[Path]:
+    """dist/<env>/ from ``charts``: every file, or none when one holds an unresolved CDK token
+    (charts built by the CDK app carry deploy-time values as tokens). ``lock_dir``: default
+    k8s/locks."""
+    lock_dir = lock_dir or LOCK_DIR
+    texts = {
+        out / f"{name}.yaml": yaml.safe_dump_all(objects, sort_keys=False)
+        for name, objects in manifests(charts).items()
+    }
+    written = list(texts)
+    files = {
+        **texts,
+        out / "kustomization.yaml": kustomization(texts),
+        out / "README.md": install_notes(config, written),
+        lock_dir / f"{config.environment}.json": json.dumps(lock_of(config), indent=2) + "\n",
+    }
+    check_all(files)  # before anything is removed or written
+    if out.is_dir():
+        for old in out.glob("*.yaml"):
+            if CHART_FILE.fullmatch(old.name) and old not in texts:
+                old.unlink()
+    write_checked(files)
     return written
 
 
@@ -161,8 +195,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     try:
-        paths = render(args.env, args.out or Path("dist") / args.env)
-    except ConfigError as exc:
+        config = load_config(args.env)
+        fsx = deployed_file_system(config) if needs_file_system(config) else None
+        paths = render_config(config, args.out or Path("dist") / args.env, fsx=fsx)
+    except FileSystemUnknown as exc:
+        print(f"{exc}; nothing was written", file=sys.stderr)
+        return 2
+    except (ConfigError, UnresolvedTokenError) as exc:
         print(exc, file=sys.stderr)
         return 2
     for p in paths:

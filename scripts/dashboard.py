@@ -16,6 +16,7 @@ from typing import Any
 
 from infra.config import ConfigError, load_config
 from infra.dashboards import Panel, Target, alert_rules_yaml, grafana_dashboard, rows
+from infra.unresolved import UnresolvedTokenError, write_checked
 from scripts.report import render_png
 
 
@@ -45,12 +46,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else Path("dist") / config.environment
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "grafana-dashboard.json").write_text(
-        json.dumps(grafana_dashboard(config), indent=2) + "\n"
-    )
-    (out / "alert-rules.yaml").write_text(alert_rules_yaml(config))
-    print(f"wrote {out / 'grafana-dashboard.json'} and {out / 'alert-rules.yaml'}")
+    dashboard, rules = out / "grafana-dashboard.json", out / "alert-rules.yaml"
+    try:
+        write_checked({
+            dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
+            rules: alert_rules_yaml(config),
+        })  # fmt: skip
+    except UnresolvedTokenError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {dashboard} and {rules}")
     if args.png:
         if not args.samples:
             print("error: --png needs --samples", file=sys.stderr)

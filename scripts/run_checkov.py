@@ -95,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cfn", type=Path, default=Path("cdk.out"))
     parser.add_argument("--k8s", type=Path, required=True)
     args = parser.parse_args(argv)
+    if not args.k8s.is_dir():
+        # `make synth` leaves dist/<env> unwritten with an FSx L2 (it names the deployed file
+        # system, which an offline synth cannot know).
+        print(f"error: --k8s {args.k8s}: no such folder; `make manifests` writes it (with "
+              "kvcache.l2_backend fsx_lustre: after `make deploy`)", file=sys.stderr)  # fmt: skip
+        return 2
     try:
         skips = load_skips()
     except SkipFileError as exc:

@@ -12,7 +12,6 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
-from k8s.app import Charts
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
 from stacks.eks_stack import EksStack
@@ -35,8 +34,7 @@ def default_chart_dir(config: AppConfig) -> Path:
 
 @dataclass
 class EnvironmentStacks:
-    """The stacks of one environment (None: not part of this mode); ``charts`` are the cdk8s
-    charts the kvcache and endpoints stacks deploy (app.py writes dist/<env>/ from them)."""
+    """The stacks of one environment (None: not part of this mode)."""
 
     network: NetworkStack | None
     eks: EksStack | None
@@ -46,7 +44,6 @@ class EnvironmentStacks:
     addons: AddonsStack | None
     kvcache: KvCacheStack
     endpoints: EndpointsStack
-    charts: Charts
     observability: ObservabilityStack | None = None
     egress: EgressStack | None = None
 
@@ -181,7 +178,6 @@ def compose(
         "Kyverno with its policy",
         **common("kvcache"),
     )
-    charts = kvcache.charts
     # The endpoint CRD comes from the operator add-on (or the cluster's owner, when skipped);
     # Tiered Storage and the L2 objects must be in place before the first Pod.
     l2 = [kvcache.manifests[n] for n in ("40-l2-volume", "50-l2-policy") if n in kvcache.manifests]
@@ -191,7 +187,7 @@ def compose(
         f"{prefix}-endpoints",
         config=config,
         cluster=hyperpod.eks_cluster,
-        chart=charts.endpoints,
+        chart=kvcache.charts.endpoints,
         after=[
             *([operator.resource] if operator is not None else []),
             hyperpod.tiered_storage.resource,
@@ -222,7 +218,6 @@ def compose(
         addons=addons,
         kvcache=kvcache,
         endpoints=endpoints,
-        charts=charts,
         observability=observability,
     )
     by_suffix = stacks.by_suffix

@@ -70,3 +70,15 @@ def test_a_malformed_entry_is_one_line(tmp_path: Path, entry: str, message: str)
 def test_ids_checkov_does_not_know_are_named() -> None:
     skips = [Skip("CKV_AWS_18", "x" * 20), Skip("CKV_AWS_99999", "y" * 20)]
     assert unknown_ids(skips, {"CKV_AWS_18", "CKV_AWS_21"}) == ["CKV_AWS_99999"]
+
+
+def test_a_missing_manifests_folder_is_one_line_before_checkov_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`make synth` leaves dist/<env> unwritten for an FSx L2 before the first deploy."""
+    from scripts.run_checkov import main
+
+    missing = tmp_path / "dist" / "dev"
+    assert main(["--checkov", str(tmp_path / "no-checkov"), "--k8s", str(missing)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert str(missing) in line and "make manifests" in line

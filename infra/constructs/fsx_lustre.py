@@ -18,8 +18,8 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.config.kvcache import FsxLustreConfig
 from infra.constructs.network import Network
+from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT, FsxVolume
 from infra.removal import removal_policy
-from k8s.l2_volume import FsxVolume
 
 # LNet: servers listen on 988; clients connect from the privileged ports 1018-1023, and the
 # file servers talk to each other on the same ports (FSx for Lustre guide, "File system access
@@ -130,13 +130,14 @@ class FsxLustreL2(Construct):
             dns_name=self.file_system.attr_dns_name,
             mount_name=self.file_system.attr_lustre_mount_name,
         )
-        # For kubectl/GitOps users: the values that replace the placeholders of 40-l2-volume.yaml.
+        # What `make manifests` reads (infra/fsx_outputs.py) to write 40-l2-volume.yaml for
+        # kubectl/GitOps; the keys are fixed so DescribeStacks finds them by name.
         for name, value in (
-            ("L2FileSystemId", self.volume.file_system_id),
-            ("L2FileSystemDnsName", self.volume.dns_name),
-            ("L2FileSystemMountName", self.volume.mount_name),
+            (ID_OUTPUT, self.volume.file_system_id),
+            (DNS_OUTPUT, self.volume.dns_name),
+            (MOUNT_OUTPUT, self.volume.mount_name),
         ):
-            CfnOutput(self, name, value=value)
+            CfnOutput(self, name, value=value, key=name)
 
 
 def l2_file_system(scope: Construct, config: AppConfig, network: Network | None) -> FsxLustreL2:

@@ -17,8 +17,8 @@ import yaml
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from infra.config import AppConfig, load_config, parse_config
-from k8s.app import build_charts, manifests
-from k8s.render import render
+from infra.fsx_outputs import FsxVolume
+from k8s.render import render, render_config
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMAS = REPO / "k8s" / "schemas"
@@ -85,15 +85,28 @@ FSX_KVCACHE: dict[str, Any] = {
 }
 
 
-def fsx_config() -> AppConfig:
-    raw: dict[str, Any] = yaml.safe_load((REPO / "config" / "dev.yaml").read_text())
+# The file system as a deployed kvcache stack reports it (outputs L2FileSystemId, ...): what
+# `make manifests` writes into the FSx PersistentVolume.
+DEPLOYED_FSX = FsxVolume(
+    "fs-0123456789abcdef0", "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com", "abcdefgh"
+)
+
+
+def fsx_config(env: str = "dev") -> AppConfig:
+    """``config/<env>.yaml`` with the shared tier on FSx for Lustre (and its S3 link)."""
+    raw: dict[str, Any] = yaml.safe_load((REPO / "config" / f"{env}.yaml").read_text())
     raw["kvcache"] = {**raw.get("kvcache", {}), **FSX_KVCACHE}
-    return parse_config(raw, "config/dev.yaml (fsx variant)", "dev")
+    return parse_config(raw, f"config/{env}.yaml (fsx variant)", env)
 
 
 def env_config(env: str) -> AppConfig:
     """The config behind ``rendered_envs[env]``."""
     return fsx_config() if env == FSX_VARIANT else load_config(env)
+
+
+def env_fsx(env: str) -> FsxVolume | None:
+    """The deployed file system ``rendered_envs[env]`` names (None: no FSx L2)."""
+    return DEPLOYED_FSX if env == FSX_VARIANT else None
 
 
 @pytest.fixture(params=("dev", "test", "prod", FSX_VARIANT))
@@ -118,16 +131,13 @@ def rendered_envs(
     tmp_path_factory: pytest.TempPathFactory, rendered: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Every shipped environment rendered once (dev reuses ``rendered``), and the FSx variant
-    (built by the same charts, through YAML as the renderer writes it)."""
+    with the file system a deployed stack reports (written by the same renderer)."""
     out: dict[str, list[dict[str, Any]]] = {"dev": rendered}
     for env in ("test", "prod"):
         paths = render(env, tmp_path_factory.mktemp(f"dist-{env}"),
                        lock_dir=tmp_path_factory.mktemp(f"locks-{env}"))  # fmt: skip
         out[env] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
-    out[FSX_VARIANT] = [
-        o
-        for objs in manifests(build_charts(fsx_config())).values()
-        for o in yaml.safe_load_all(yaml.safe_dump_all(objs, sort_keys=False))
-        if o
-    ]
+    paths = render_config(fsx_config(), tmp_path_factory.mktemp("dist-fsx"),
+                          tmp_path_factory.mktemp("locks-fsx"), fsx=DEPLOYED_FSX)  # fmt: skip
+    out[FSX_VARIANT] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
     return out

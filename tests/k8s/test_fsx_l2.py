@@ -13,15 +13,13 @@ import kubernetes_validate
 import pytest
 
 from infra.versions import SUPPORTED_KUBERNETES
-from k8s.app import build_charts, manifests
+from k8s.app import build_charts
 from k8s.foundation import endpoint_namespaces
-from k8s.l2_volume import FSX_PLACEHOLDER, PVC, FsxVolume
+from k8s.l2_volume import PVC
 from k8s.policy import POLICY
-from tests.k8s.conftest import FSX_VARIANT, fsx_config
+from tests.k8s.conftest import DEPLOYED_FSX, FSX_VARIANT, fsx_config
 
 Obj = dict[str, Any]
-REAL = FsxVolume("fs-0123456789abcdef0", "fs-0123456789abcdef0.fsx.us-west-2.amazonaws.com",
-                 "abcdefgh")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -50,10 +48,10 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
         spec = pv["spec"]
         assert spec["csi"] == {
             "driver": "fsx.csi.aws.com",
-            "volumeHandle": FSX_PLACEHOLDER.file_system_id,
+            "volumeHandle": DEPLOYED_FSX.file_system_id,
             "volumeAttributes": {
-                "dnsname": FSX_PLACEHOLDER.dns_name,
-                "mountname": FSX_PLACEHOLDER.mount_name,
+                "dnsname": DEPLOYED_FSX.dns_name,
+                "mountname": DEPLOYED_FSX.mount_name,
             },
         }
         assert {"flock", "noatime"} <= set(spec["mountOptions"])
@@ -75,12 +73,11 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
             assert obj["spec"].get("volumeMode", "Filesystem") == "Filesystem"
 
 
-def test_cdk_fills_the_file_system_in() -> None:
-    objs = manifests(build_charts(fsx_config(), fsx=REAL))["40-l2-volume"]
-    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
-    assert pv["spec"]["csi"]["volumeHandle"] == REAL.file_system_id
-    assert pv["spec"]["csi"]["volumeAttributes"] == {"dnsname": REAL.dns_name,
-                                                     "mountname": REAL.mount_name}  # fmt: skip
+def test_no_fsx_chart_is_built_without_a_file_system() -> None:
+    """A PersistentVolume naming a placeholder is accepted by the API server and leaves every Pod
+    that mounts it in ContainerCreating: without the file system no chart is built."""
+    with pytest.raises(ValueError, match="file system"):
+        build_charts(fsx_config())
 
 
 def test_curvine_is_not_deployed(objs: list[Obj]) -> None:

@@ -5,13 +5,18 @@ rule it breaks."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Iterator
 from typing import Any
 
+import botocore.session
 import pytest
+import yaml
 
+from infra.unresolved import unresolved_tokens
 from k8s.common import INSTANCE_GROUP_LABEL
+from k8s.l2_volume import FSX_DRIVER
 
 CURVINE_ENVS = ("dev", "test", "prod")
 ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
@@ -366,3 +371,47 @@ def test_unprivileged_containers_are_hardened(objs: list[Obj]) -> None:
         if o["metadata"]["name"] not in NEEDS_API and token is not False:
             problems.append(f"{_id(o)}: does not call the API but mounts a token")
     _fail(problems)
+
+
+# --- every value resolved ----------------------------------------------------------------------
+
+FSX_MODEL = botocore.session.get_session().get_service_model("fsx")
+
+
+def _pattern(shape: str) -> re.Pattern[str]:
+    return re.compile(FSX_MODEL.shape_for(shape).metadata["pattern"])
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_every_fsx_volume_names_a_file_system_the_driver_can_mount(
+    env: str, rendered_envs: dict[str, list[Obj]]
+) -> None:
+    """The FSx CSI driver mounts ``<dnsname>@tcp:/<mountname>`` of file system ``volumeHandle``;
+    a placeholder or an unresolved CDK token there leaves every endpoint Pod in
+    ContainerCreating. The patterns are the FSx API's own (botocore's service model)."""
+    problems = []
+    for pv in (o for o in rendered_envs[env] if o["kind"] == "PersistentVolume"):
+        csi = pv["spec"].get("csi", {})
+        if csi.get("driver") != FSX_DRIVER:
+            continue
+        attrs = csi.get("volumeAttributes", {})
+        named = {"FileSystemId": csi.get("volumeHandle", ""), "DNSName": attrs.get("dnsname", ""),
+                 "LustreFileSystemMountName": attrs.get("mountname", "")}  # fmt: skip
+        for shape, value in named.items():
+            if not _pattern(shape).fullmatch(value):
+                problems.append(f"PersistentVolume {pv['metadata']['name']}: {value!r} is no "
+                                f"FSx {shape}")  # fmt: skip
+        if not attrs.get("dnsname", "").startswith(f"{csi.get('volumeHandle')}."):
+            problems.append(f"PersistentVolume {pv['metadata']['name']}: dnsname is not the "
+                            "volumeHandle's file system")  # fmt: skip
+    assert not problems, "\n".join(problems)
+    if env == "fsx":
+        assert any(o["kind"] == "PersistentVolume" for o in rendered_envs[env])
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_no_rendered_value_is_an_unresolved_cdk_token(
+    env: str, rendered_envs: dict[str, list[Obj]]
+) -> None:
+    """What kubectl would apply literally (tests/k8s/test_no_cdk_tokens.py has the writers)."""
+    assert unresolved_tokens(yaml.safe_dump_all(rendered_envs[env])) == []

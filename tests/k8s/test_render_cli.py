@@ -14,10 +14,8 @@ from k8s.render import __doc__ as RENDER_DOC
 
 @pytest.fixture(autouse=True)
 def locks_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """render() also writes the environment's lock; keep it out of the repository's k8s/locks."""
-    real = render_module.render
-    monkeypatch.setattr(render_module, "render",
-                        lambda env, out: real(env, out, lock_dir=tmp_path / "locks"))  # fmt: skip
+    """main() also writes the environment's lock; keep it out of the repository's k8s/locks."""
+    monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
 
 
 def test_it_writes_the_environment_and_prints_each_file_written(
@@ -136,9 +134,10 @@ def test_every_chart_file_follows_the_name_the_renderer_cleans_up(env: str) -> N
     """A chart file named outside the scheme would stay behind once its chart is off."""
     from k8s.app import build_charts
     from k8s.render import CHART_FILE
-    from tests.k8s.conftest import env_config
+    from tests.k8s.conftest import env_config, env_fsx
 
-    names = [f"{name}.yaml" for name, _ in build_charts(env_config(env)).ordered]
+    charts = build_charts(env_config(env), fsx=env_fsx(env))
+    names = [f"{name}.yaml" for name, _ in charts.ordered]
     assert names and all(CHART_FILE.fullmatch(n) for n in names), names
     assert not CHART_FILE.fullmatch("alert-rules.yaml")
     assert not CHART_FILE.fullmatch("kustomization.yaml")

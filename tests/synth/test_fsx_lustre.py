@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from infra.config import parse_config
+from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT
 from infra.validation import templates_in
 from tests import background
 from tests.k8s.conftest import FSX_KVCACHE
@@ -136,6 +137,19 @@ def test_a_replaced_file_system_reaches_the_pv_without_an_export(
                 assert fs_id not in json.dumps(output["Value"]), (path.name, name)
 
 
+@pytest.mark.parametrize("fixture", ["created", "existing_fsx"])
+def test_the_stack_reports_the_file_system_where_make_manifests_reads_it(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """`make manifests` finds the file system by these output keys (infra/fsx_outputs.py)."""
+    s: Synth = request.getfixturevalue(fixture)
+    (fs,) = s.resources("kvcache", "AWS::FSx::FileSystem")
+    outputs = s.template_json("kvcache")["Outputs"]
+    assert outputs[ID_OUTPUT]["Value"] == {"Ref": fs}
+    assert outputs[DNS_OUTPUT]["Value"] == {"Fn::GetAtt": [fs, "DNSName"]}
+    assert outputs[MOUNT_OUTPUT]["Value"] == {"Fn::GetAtt": [fs, "LustreMountName"]}
+
+
 def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
     manifests = [r for k, r in created.resources("kvcache", "Custom::AWSCDK-EKS-KubernetesResource")
                  .items() if "40l2volume" in k]  # fmt: skip
@@ -143,7 +157,6 @@ def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
     text = json.dumps(m["Properties"]["Manifest"])
     for attr in ("DNSName", "LustreMountName", "L2FileSystem"):
         assert attr in text
-    assert "FSX_FILE_SYSTEM_ID" not in text
 
 
 def test_existing_cluster_uses_configured_ids_and_retains(existing_fsx: Synth) -> None:
