@@ -14,7 +14,7 @@ from k8s.csi import CsiChart
 from k8s.curvine import CurvineChart
 from k8s.endpoints import EndpointsChart
 from k8s.foundation import NamespacesChart, StorageChart
-from k8s.l2_volume import L2VolumeChart
+from k8s.l2_volume import L2VolumeChart, l2_claim
 from k8s.network_policy import NetworkPolicyChart
 from k8s.policy import PolicyChart
 
@@ -60,7 +60,9 @@ def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
         else None,
         csi=CsiChart(app, "curvine-csi", config=config) if on else None,
         l2_volume=L2VolumeChart(app, "l2-volume", config=config, fsx=fsx) if l2 else None,
-        policy=PolicyChart(app, "l2-policy", config=config) if l2 else None,
+        policy=PolicyChart(app, "l2-policy", config=config, claim=l2_claim(config, fsx))
+        if l2
+        else None,
         endpoints=EndpointsChart(app, "endpoints", config=config),
     )
 

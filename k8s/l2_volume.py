@@ -1,9 +1,12 @@
 """The RWX PVC ``curvine-pvc`` in each endpoint namespace, the optional static PV, and the
 size-based evictor that bounds the L2 pool.
 
-With ``kvcache.l2_backend: fsx_lustre`` the same claim binds a static PersistentVolume of the FSx
-CSI driver (one per endpoint namespace, all on the one file system), so the endpoints, the L2
-policy and the L2 URL stay as they are; the evictor bounds the file system the same way."""
+With ``kvcache.l2_backend: fsx_lustre`` each endpoint namespace has a claim bound to a static
+PersistentVolume of the FSx CSI driver (all on the one file system), so the endpoints and the L2
+URL stay as they are; the evictor bounds the file system the same way. Both are named after the
+file system (``l2_claim``): a volume's source and a bound claim's ``volumeName`` are immutable, so
+a replaced file system gets a new volume and claim (created by the same apply, the old pair
+pruned) and the L2 policy mounts the new claim in every Pod admitted after it."""
 
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ STATIC_PV = "curvine-l2-static"
 EVICTOR = "curvine-l2-evictor"
 EVICT_MOUNT = "/l2"
 FSX_DRIVER = "fsx.csi.aws.com"
-FSX_PV_PREFIX = "fsx-l2-"
+FSX_L2 = "fsx-l2"
 FSX_EVICTOR = "fsx-l2-evictor"
 # flock: LMCache's file-system connector and the evictor may touch one file from several nodes;
 # Lustre refuses flock() without it. noatime: a read of a KV chunk must not turn into a metadata
@@ -47,6 +50,26 @@ echo "l2 after eviction used=${used}"
 """
 
 
+def fsx_claim(fsx: FsxVolume) -> str:
+    return f"{FSX_L2}-{fsx.file_system_id}"
+
+
+def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:
+    # PersistentVolumes are cluster-scoped: one per endpoint namespace.
+    return f"{FSX_L2}-{fsx.file_system_id}-{namespace}"
+
+
+def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
+    """The claim the L2 policy mounts in every endpoint namespace."""
+    if config.kvcache.l2_backend != "fsx_lustre":
+        return PVC
+    if fsx is None:
+        # No placeholder: a PersistentVolume naming no real file system is accepted by the API
+        # server and leaves every Pod that mounts it in ContainerCreating.
+        raise ValueError("l2_backend fsx_lustre: the charts need the file system (fsx)")
+    return fsx_claim(fsx)
+
+
 def pool_bytes(config: AppConfig) -> int:
     """Capacity of the L2 pool: every GPU node's worker capacity (Curvine), or the file
     system's capacity (FSx for Lustre)."""
@@ -64,11 +87,9 @@ class L2VolumeChart(cdk8s.Chart):
         self, scope: Construct, id: str, *, config: AppConfig, fsx: FsxVolume | None = None
     ):
         super().__init__(scope, id, disable_resource_name_hashes=True)
+        claim = l2_claim(config, fsx)  # refuses FSx without its file system
         if config.kvcache.l2_backend == "fsx_lustre":
-            if fsx is None:
-                # No placeholder: a PersistentVolume naming no real file system is accepted by
-                # the API server and leaves every Pod that mounts it in ContainerCreating.
-                raise ValueError("l2_backend fsx_lustre: the charts need the file system (fsx)")
+            assert fsx is not None
             self._fsx(config, fsx)
             return
         kplus = kplus_for(config)
@@ -104,17 +125,20 @@ class L2VolumeChart(cdk8s.Chart):
                     self, f"{ns}-pv", STATIC_PV)
                 if static.enabled else None,
             )  # fmt: skip
-            self._evictor(config, k8s, ns)
+            self._evictor(config, k8s, ns, claim)
 
     def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
-        """Per endpoint namespace: a static PV on the file system, pre-bound to curvine-pvc."""
+        """Per endpoint namespace: a static PV on the file system, pre-bound to its claim."""
         k8s = k8s_for(config)
         size = k8s.Quantity.from_string(f"{config.kvcache.fsx.storage_capacity_gib}Gi")
+        claim = fsx_claim(fsx)
         for ns in endpoint_namespaces(config):
-            pv = f"{FSX_PV_PREFIX}{ns}"
+            pv = fsx_volume_name(fsx, ns)
+            # Labels name the role, not the file system: a label value holds at most 63
+            # characters, and the names already carry the id.
             k8s.KubePersistentVolume(
                 self, f"{ns}-pv",
-                metadata=meta(k8s, pv, labels=labels(pv, "l2")),
+                metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": size},
                     volume_mode="Filesystem",
@@ -125,7 +149,7 @@ class L2VolumeChart(cdk8s.Chart):
                     persistent_volume_reclaim_policy="Retain",
                     # "": no StorageClass, so no dynamic provisioner can answer the claim.
                     storage_class_name="",
-                    claim_ref=k8s.ObjectReference(namespace=ns, name=PVC),
+                    claim_ref=k8s.ObjectReference(namespace=ns, name=claim),
                     csi=k8s.CsiPersistentVolumeSource(
                         driver=FSX_DRIVER, volume_handle=fsx.file_system_id,
                         volume_attributes={"dnsname": fsx.dns_name,
@@ -135,7 +159,7 @@ class L2VolumeChart(cdk8s.Chart):
             )  # fmt: skip
             k8s.KubePersistentVolumeClaim(
                 self, f"{ns}-pvc",
-                metadata=meta(k8s, PVC, namespace=ns, labels=labels(PVC, "l2")),
+                metadata=meta(k8s, claim, namespace=ns, labels=labels(FSX_L2, "l2")),
                 spec=k8s.PersistentVolumeClaimSpec(
                     access_modes=["ReadWriteMany"],
                     storage_class_name="",
@@ -143,9 +167,11 @@ class L2VolumeChart(cdk8s.Chart):
                     resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
                 ),
             )  # fmt: skip
-            self._evictor(config, k8s, ns, name=FSX_EVICTOR)
+            self._evictor(config, k8s, ns, claim, name=FSX_EVICTOR)
 
-    def _evictor(self, config: AppConfig, k8s: Any, ns: str, name: str = EVICTOR) -> None:
+    def _evictor(
+        self, config: AppConfig, k8s: Any, ns: str, claim: str, name: str = EVICTOR
+    ) -> None:
         cv = config.kvcache.curvine
         ev = cv.evictor
         pool = pool_bytes(config)
@@ -187,7 +213,7 @@ class L2VolumeChart(cdk8s.Chart):
                             containers=[container],
                             volumes=[
                                 k8s.Volume(name="l2", persistent_volume_claim=(
-                                    k8s.PersistentVolumeClaimVolumeSource(claim_name=PVC))),
+                                    k8s.PersistentVolumeClaimVolumeSource(claim_name=claim))),
                                 k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
                             ],
                         ),

@@ -61,8 +61,8 @@ def l2_mounts(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
     return [{"name": VOLUME, "mountPath": config.kvcache.l2_mount_path, "subPath": e.name}]
 
 
-def l2_volumes() -> list[dict[str, Any]]:
-    return [{"name": VOLUME, "persistentVolumeClaim": {"claimName": PVC}}]
+def l2_volumes(claim: str = PVC) -> list[dict[str, Any]]:
+    return [{"name": VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
 
 
 RULE_NAME_MAX = 63  # Kyverno's CRD: spec.rules[].name maxLength
@@ -79,7 +79,9 @@ def rule_name(e: EndpointConfig) -> str:
     return f"{name[: RULE_NAME_MAX - len(digest) - 1]}-{digest}"
 
 
-def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
+def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, Any]:
+    """``claim``: the L2 claim (``k8s.l2_volume.l2_claim``; with FSx named after the file
+    system)."""
     return {
         "name": rule_name(e),
         "match": {"any": [{"resources": {
@@ -98,7 +100,7 @@ def rule(config: AppConfig, e: EndpointConfig) -> dict[str, Any]:
                     "env": [*l2_env(config), *observability_env(config)],
                     "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
                 }],
-                "volumes": [*l2_volumes(), *observability_volumes(config)],
+                "volumes": [*l2_volumes(claim), *observability_volumes(config)],
             }},
         }]},
     }  # fmt: skip
@@ -129,10 +131,10 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
 
 
 class PolicyChart(cdk8s.Chart):
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, claim: str = PVC):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         endpoints = l2_endpoints(config)
-        rules = [rule(config, e) for e in endpoints]
+        rules = [rule(config, e, claim) for e in endpoints]
         if not rules:
             return
         raw(self, "policy", {
@@ -141,7 +143,7 @@ class PolicyChart(cdk8s.Chart):
                 "name": POLICY, "labels": labels(POLICY, "policy"),
                 "annotations": {
                     "policies.kyverno.io/description":
-                        "Mount curvine-pvc into the endpoint container that carries "
+                        f"Mount {claim} into the endpoint container that carries "
                         "LMCACHE_REMOTE_URL and point LMCache L2 at it (Pods only, at CREATE).",
                     # No rules generated for Deployments: the operator owns its Deployment and
                     # would undo (and fight) a mutation of it; Pods are never re-rendered.

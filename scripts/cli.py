@@ -32,7 +32,7 @@ from scripts.common import (
     checks_table,
     describe_failure,
 )
-from scripts.endpoints import UnknownEndpoint, l2_settings, resolve_endpoint
+from scripts.endpoints import UnknownEndpoint, l2_claim, l2_settings, resolve_endpoint
 from scripts.kube import Reporter
 
 EXIT_CODES = (
@@ -350,8 +350,8 @@ def patch(
             Exit.USAGE,
         )
     clients = CLIENTS(cfg, context)
-    settings = l2_settings(cfg, ref)
     try:
+        settings = l2_settings(cfg, ref, l2_claim(clients, cfg))
         if dry_run:
             dep = find_endpoint_deployment(clients, ref, deployment)
             if dep is None:

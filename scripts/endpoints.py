@@ -12,10 +12,14 @@ starts a Node.js (jsii) process, and ``--help``, ``size``, ``bench`` and ``prefl
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from scripts.common import OperationError
+
+if TYPE_CHECKING:
+    from scripts.clients import Clients
 
 # The HyperPod inference operator's own objects (installed by the EKS add-on, not by k8s/).
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
@@ -60,11 +64,13 @@ class L2Settings:
         return {e["name"]: e.get("value") for e in self.env}
 
 
-def l2_settings(cfg: AppConfig, endpoint: EndpointConfig) -> L2Settings:
-    """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``."""
+def l2_settings(cfg: AppConfig, endpoint: EndpointConfig, claim: str | None = None) -> L2Settings:
+    """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``.
+    ``claim``: the L2 claim of the deployed environment (``l2_claim``; default curvine-pvc)."""
+    from k8s.l2_volume import PVC
     from k8s.policy import REMOTE_URL_ENV, rule
 
-    (loop,) = rule(cfg, endpoint)["mutate"]["foreach"]
+    (loop,) = rule(cfg, endpoint, claim or PVC)["mutate"]["foreach"]
     spec = loop["patchStrategicMerge"]["spec"]
     (container,) = spec["containers"]
     return L2Settings(
@@ -73,3 +79,18 @@ def l2_settings(cfg: AppConfig, endpoint: EndpointConfig) -> L2Settings:
         mounts=tuple(container["volumeMounts"]),
         volumes=tuple(spec["volumes"]),
     )
+
+
+def l2_claim(clients: Clients, cfg: AppConfig) -> str:
+    """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
+    the claim named after the deployed file system (read from the kvcache stack's outputs;
+    OperationError with the reason when it cannot be)."""
+    from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
+    from k8s.l2_volume import PVC, fsx_claim
+
+    if cfg.kvcache.l2_backend != "fsx_lustre":
+        return PVC
+    try:
+        return fsx_claim(deployed_file_system(cfg, clients.aws("cloudformation")))
+    except FileSystemUnknown as exc:
+        raise OperationError(str(exc)) from None

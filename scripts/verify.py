@@ -15,8 +15,8 @@ from kubernetes.client.exceptions import ApiException
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from scripts.clients import Clients
-from scripts.common import Check
-from scripts.endpoints import L2Settings, l2_settings
+from scripts.common import Check, OperationError
+from scripts.endpoints import L2Settings, l2_claim, l2_settings
 from scripts.kube import (
     Show,
     Transport,
@@ -223,12 +223,11 @@ def check_curvine_probes(clients: Clients, cfg: AppConfig) -> Check:
     )  # fmt: skip
 
 
-def check_pvc(clients: Clients, ref: EndpointConfig) -> Check:
-    from k8s.l2_volume import PVC  # lazily: see scripts/endpoints.py
-
-    stage = f"PVC {ref.namespace}/{PVC}"
+def check_pvc(clients: Clients, ref: EndpointConfig, claim: str) -> Check:
+    """``claim``: the L2 claim of the deployed environment (``scripts.endpoints.l2_claim``)."""
+    stage = f"PVC {ref.namespace}/{claim}"
     try:
-        pvc = clients.core().read_namespaced_persistent_volume_claim(PVC, ref.namespace)
+        pvc = clients.core().read_namespaced_persistent_volume_claim(claim, ref.namespace)
     except ApiException as exc:
         if exc.status == 404:
             return Check(stage, "fail", "not found", "deploy the kvcache stack")
@@ -238,8 +237,17 @@ def check_pvc(clients: Clients, ref: EndpointConfig) -> Check:
         stage,
         "pass" if phase == "Bound" else "fail",
         f"phase {phase}",
-        "" if phase == "Bound" else f"kubectl -n {ref.namespace} describe pvc {PVC}",
+        "" if phase == "Bound" else f"kubectl -n {ref.namespace} describe pvc {claim}",
     )
+
+
+def _claim_check(clients: Clients, cfg: AppConfig, ref: EndpointConfig) -> tuple[str | None, Check]:
+    """The L2 claim and its row; with FSx an unknown file system fails the row (claim None)."""
+    try:
+        claim = l2_claim(clients, cfg)
+    except OperationError as exc:
+        return None, Check(f"PVC {ref.namespace}", "fail", str(exc), "deploy the kvcache stack")
+    return claim, _guard(f"PVC {ref.namespace}/{claim}", lambda: check_pvc(clients, ref, claim))
 
 
 def check_endpoint(clients: Clients, ref: EndpointConfig) -> Check:
@@ -556,27 +564,31 @@ def run_verify(
     **l2_options: Any,
 ) -> tuple[list[Check], CrossPodResult | None]:
     from k8s.csi import DRIVER as CSI_DRIVER  # lazily: see scripts/endpoints.py
-    from k8s.l2_volume import PVC
 
+    claim, claim_check = _claim_check(clients, cfg, ref)
     checks = [
         _guard("tiered storage", lambda: check_tiered_storage(clients, cfg)),
         _guard("ai-toolkit DaemonSet", lambda: check_ai_toolkit(clients, cfg)),
         _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
         _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
         _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
-        _guard(f"PVC {ref.namespace}/{PVC}", lambda: check_pvc(clients, ref)),
+        claim_check,
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
         check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
     ]
     pods: list[dict[str, Any]] = []
-    if not ref.enable_l2_cache:
-        reason = f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
+    if not ref.enable_l2_cache or claim is None:
+        reason = (
+            f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
+            if not ref.enable_l2_cache
+            else "the L2 claim is unknown (see the PVC row)"
+        )
         checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))
         checks.append(Check("Pods carry L2 settings", "skip", reason))
         checks.append(Check("cross-Pod L2", "skip", reason))
         return checks, None
 
-    want = l2_settings(cfg, ref)
+    want = l2_settings(cfg, ref, claim)
 
     def url_check() -> Check:
         nonlocal pods

@@ -3,7 +3,7 @@ cdk8s charts of ``k8s.app`` and, with ``kvcache.l2_backend: fsx_lustre``, the FS
 system the L2 PersistentVolume names. ``k8s.render`` writes the same charts to dist/<env>/.
 
 The file system lives here, beside the manifests that carry its id, DNS name and mount name: a
-change that replaces it (``file_system_type_version``, the subnet) changes those values, and
+change that replaces it (its subnet, security group or KMS key) changes those values, and
 CloudFormation refuses to change an export another stack imports. In one stack the update
 creates the new file system, applies the PersistentVolume and claim named after it (the old ones
 are pruned) and only then deletes the old file system.

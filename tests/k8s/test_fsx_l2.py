@@ -7,6 +7,7 @@ no double."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import kubernetes_validate
@@ -20,6 +21,7 @@ from k8s.policy import POLICY
 from tests.k8s.conftest import DEPLOYED_FSX, FSX_VARIANT, fsx_config
 
 Obj = dict[str, Any]
+CLAIM = f"fsx-l2-{DEPLOYED_FSX.file_system_id}"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +46,7 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
     pvs = {(pv["spec"]["claimRef"]["namespace"], pv["spec"]["claimRef"]["name"]): pv
            for pv in _kind(objs, "PersistentVolume")}  # fmt: skip
     for ns in endpoint_namespaces(config):
-        pv = pvs[(ns, PVC)]
+        pv = pvs[(ns, CLAIM)]
         spec = pv["spec"]
         assert spec["csi"] == {
             "driver": "fsx.csi.aws.com",
@@ -61,7 +63,7 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
         assert spec["capacity"]["storage"] == f"{config.kvcache.fsx.storage_capacity_gib}Gi"
         (pvc,) = [c for c in _kind(objs, "PersistentVolumeClaim")
                   if c["metadata"]["namespace"] == ns]  # fmt: skip
-        assert pvc["metadata"]["name"] == PVC
+        assert pvc["metadata"]["name"] == CLAIM
         assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
         assert pvc["spec"]["storageClassName"] == ""
         assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
@@ -81,24 +83,29 @@ def test_no_fsx_chart_is_built_without_a_file_system() -> None:
 
 
 def test_curvine_is_not_deployed(objs: list[Obj]) -> None:
-    # Kept by name: the endpoints' claim and the L2 policy do not change between backends.
+    # Kept by name: the L2 policy does not change name between backends.
     left = [
         f"{o['kind']} {o['metadata']['name']}"
         for o in objs
-        if "curvine" in o["metadata"]["name"] and o["metadata"]["name"] not in (PVC, POLICY)
+        if "curvine" in o["metadata"]["name"] and o["metadata"]["name"] != POLICY
     ]
     assert not left
     assert not _kind(objs, "NetworkPolicy") and not _kind(objs, "CSIDriver")
     assert {o["metadata"]["name"] for o in _kind(objs, "StorageClass")} == {"ebs-sc"}
 
 
-def test_endpoints_and_l2_policy_do_not_change_shape(
+def test_endpoints_and_l2_policy_change_only_the_claim_they_mount(
     objs: list[Obj], rendered_files: dict[str, list[Obj]]
 ) -> None:
-    """dev with Curvine and dev with FSx: the same policy (claim, mount, URL) and endpoints."""
-    for kind in ("ClusterPolicy", "InferenceEndpointConfig"):
-        assert _kind(objs, kind) == [o for f in ("50-l2-policy", "60-endpoints")
-                                     for o in rendered_files[f] if o["kind"] == kind]  # fmt: skip
+    """dev with Curvine and dev with FSx: the same endpoints, and the same policy (mount, URL)
+    but for the claim, which with FSx is named after the file system."""
+    curvine = {kind: [o for f in ("50-l2-policy", "60-endpoints") for o in rendered_files[f]
+                      if o["kind"] == kind]
+               for kind in ("ClusterPolicy", "InferenceEndpointConfig")}  # fmt: skip
+    assert _kind(objs, "InferenceEndpointConfig") == curvine["InferenceEndpointConfig"]
+    fsx_policy = json.dumps(_kind(objs, "ClusterPolicy"))
+    assert f'"claimName": "{CLAIM}"' in fsx_policy and PVC not in fsx_policy
+    assert json.loads(fsx_policy.replace(CLAIM, PVC)) == curvine["ClusterPolicy"]
 
 
 def test_evictor_bounds_the_file_system(objs: list[Obj]) -> None:

@@ -263,9 +263,15 @@ def _toml(objs: list[Obj]) -> dict[str, Any]:
 
 
 def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
+    """The claims the L2 policy mounts (curvine-pvc; with FSx named after the file system)."""
+    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    mounted = {v["persistentVolumeClaim"]["claimName"]
+               for r in policy["spec"]["rules"] for loop in r["mutate"]["foreach"]
+               for v in loop["patchStrategicMerge"]["spec"]["volumes"]
+               if "persistentVolumeClaim" in v}  # fmt: skip
     claims = [o for o in objs if o["kind"] == "PersistentVolumeClaim"
-              and o["metadata"]["name"] == "curvine-pvc"]  # fmt: skip
-    assert claims
+              and o["metadata"]["name"] in mounted]  # fmt: skip
+    assert mounted and claims
     for c in claims:
         assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{_id(c)}: must be ReadWriteMany"
 

@@ -636,3 +636,67 @@ def test_operator_3_2_pods_admitted_through_the_rule_pass(kube: FakeKube) -> Non
     rows = _verify_rows(kube)
     assert rows["LMCACHE_REMOTE_URL is Curvine"].status == "pass", rows
     assert rows["Pods carry L2 settings"].status == "pass", rows
+
+
+FSX_ID = "fs-0123456789abcdef0"
+
+
+def _fsx_cfg() -> AppConfig:
+    from tests.scripts.conftest import RECORDED_ENDPOINT
+
+    return make_cfg(kvcache={"endpoints": [RECORDED_ENDPOINT], "l2_backend": "fsx_lustre",
+                             "l2_backend_switch_confirmed": True})  # fmt: skip
+
+
+def _cloudformation(cfg: AppConfig, deployed: bool) -> Any:
+    """DescribeStacks of the kvcache stack through botocore's Stubber, like the calls above."""
+    from infra.fsx_outputs import kvcache_stack_name
+
+    cfn = boto3.client("cloudformation", region_name="us-west-2")
+    stub = Stubber(cfn)
+    name = kvcache_stack_name(cfg)
+    if deployed:
+        outputs = [{"OutputKey": "L2FileSystemId", "OutputValue": FSX_ID},
+                   {"OutputKey": "L2FileSystemDnsName",
+                    "OutputValue": f"{FSX_ID}.fsx.us-west-2.amazonaws.com"},
+                   {"OutputKey": "L2FileSystemMountName", "OutputValue": "abcdefgh"}]  # fmt: skip
+        stack = {"StackName": name, "CreationTime": "2025-01-01T00:00:00Z",
+                 "StackStatus": "CREATE_COMPLETE", "Outputs": outputs}  # fmt: skip
+        stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
+    else:
+        stub.add_client_error("describe_stacks", "ValidationError",
+                              f"Stack with id {name} does not exist")  # fmt: skip
+    stub.activate()
+    return cfn
+
+
+def test_on_fsx_the_claim_checked_is_the_one_named_after_the_deployed_file_system(
+    kube: FakeKube,
+) -> None:
+    """A replaced file system gets a new claim: verify reads which from the kvcache stack's
+    outputs. The seeded Pods still mount curvine-pvc, so the Pods row names the FSx claim."""
+    cfg = _fsx_cfg()
+    _seed_cluster(kube)
+    kube.put("/api/v1/namespaces/default/persistentvolumeclaims", {
+        "metadata": {"name": f"fsx-l2-{FSX_ID}", "namespace": "default"},
+        "spec": {"storageClassName": "", "accessModes": ["ReadWriteMany"]},
+        "status": {"phase": "Bound"},
+    })  # fmt: skip
+    aws = {**_stubbed_aws(), "cloudformation": _cloudformation(cfg, deployed=True)}
+    checks, _ = run_verify(_clients(kube, aws), cfg, REF, None)
+    by_stage = {c.stage: c for c in checks}
+    assert by_stage[f"PVC default/fsx-l2-{FSX_ID}"].status == "pass"
+    pods = by_stage["Pods carry L2 settings"]
+    assert pods.status == "fail" and f"fsx-l2-{FSX_ID}" in pods.detail
+
+
+def test_on_fsx_before_a_deploy_the_claim_row_says_why_and_l2_rows_skip(kube: FakeKube) -> None:
+    cfg = _fsx_cfg()
+    _seed_cluster(kube)
+    aws = {**_stubbed_aws(), "cloudformation": _cloudformation(cfg, deployed=False)}
+    checks, cross = run_verify(_clients(kube, aws), cfg, REF, MapTransport({}))
+    by_stage = {c.stage: c for c in checks}
+    claim = by_stage["PVC default"]
+    assert claim.status == "fail" and "the stack does not exist" in claim.detail
+    assert "make deploy ENV=dev" in claim.detail
+    assert by_stage["Pods carry L2 settings"].status == "skip" and cross is None

@@ -120,7 +120,7 @@ def _stack_of(s: Synth, type_: str) -> str:
 def test_a_replaced_file_system_reaches_the_pv_without_an_export(
     fixture: str, request: pytest.FixtureRequest
 ) -> None:
-    """A change such as file_system_type_version replaces the file system: its Ref, DNSName and
+    """A new subnet, security group or KMS key replaces the file system: its Ref, DNSName and
     LustreMountName change. CloudFormation refuses to update an export that another stack
     imports ("Cannot update export ... as it is in use"), so the file system must live in the
     stack whose manifests read those values, and none of them may be exported."""

@@ -1,0 +1,121 @@
+"""Deploy rehearsal, update: the layer applied again over what a previous deploy left, here after
+the FSx for Lustre file system is replaced (a new subnet, security group or KMS key makes
+CloudFormation create a new one, with a new id, DNS name and mount name).
+
+What the kubectl provider does with each chart on such an update (``KubernetesManifest`` with a
+prune label; the owned-manifest handler alike): ``kubectl apply`` of the new objects, so an object
+whose kind, namespace and name are kept is updated in place, a new name is created, and an object
+the new render lacks is pruned afterwards. An update that changes a field the API server keeps
+immutable fails the deploy (``tests.k8s.immutable``, rules cited there). Both renders are real
+(``make manifests`` with the file system a deployed stack reports); Kyverno's admission is
+``tests.k8s.kyverno_eval`` over the operator's Pod model, as in the admission rehearsal.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.fsx_outputs import FsxVolume
+from k8s.l2_volume import FSX_DRIVER
+from k8s.render import render_config
+from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
+from tests.k8s.immutable import identity, refused_changes, update_refusals
+from tests.k8s.kyverno_eval import apply_policy
+from tests.k8s.test_rehearsal_admission import OPERATOR_POD
+
+Obj = dict[str, Any]
+REPLACED_FSX = FsxVolume(
+    "fs-0fedcba9876543210", "fs-0fedcba9876543210.fsx.us-west-2.amazonaws.com", "zyxwvuts"
+)
+
+
+def _render(fsx: FsxVolume, tmp: Path) -> list[Obj]:
+    paths = render_config(fsx_config(), tmp / "dist", tmp / "locks", fsx=fsx)
+    return [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+
+
+@pytest.fixture(scope="module")
+def before_after(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Obj], list[Obj]]:
+    return (_render(DEPLOYED_FSX, tmp_path_factory.mktemp("before")),
+            _render(REPLACED_FSX, tmp_path_factory.mktemp("after")))  # fmt: skip
+
+
+def test_replacing_the_file_system_is_an_update_the_api_server_accepts(
+    before_after: tuple[list[Obj], list[Obj]],
+) -> None:
+    before, after = before_after
+    problems = update_refusals(before, after)
+    assert not problems, "\n".join(problems)
+
+
+def _kind(objs: list[Obj], kind: str) -> dict[tuple[str, str], Obj]:
+    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+            for o in objs if o["kind"] == kind}  # fmt: skip
+
+
+def test_after_a_replacement_new_endpoint_pods_mount_the_new_file_system(
+    before_after: tuple[list[Obj], list[Obj]],
+) -> None:
+    """The Pod the operator creates next is admitted with the new policy: its claim exists, is
+    bound to a PersistentVolume on the new file system, and the old volume and claim are pruned
+    (no kept object points at the old file system)."""
+    before, after = before_after
+    (policy,) = [o for o in after if o["kind"] == "ClusterPolicy"]
+    claims, volumes = _kind(after, "PersistentVolumeClaim"), _kind(after, "PersistentVolume")
+    for iec in (o for o in after if o["kind"] == "InferenceEndpointConfig"):
+        ns, name = iec["metadata"]["namespace"], iec["metadata"]["name"]
+        pod = copy.deepcopy(OPERATOR_POD)
+        pod["metadata"].update(namespace=ns, labels={"app": name})
+        pod = apply_policy(policy, pod, "CREATE")
+        (claim,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]
+                    if "persistentVolumeClaim" in v]  # fmt: skip
+        pvc = claims[(ns, claim)]
+        pv = volumes[("", pvc["spec"]["volumeName"])]
+        assert pv["spec"]["claimRef"] == {"namespace": ns, "name": claim}
+        assert pv["spec"]["csi"]["volumeHandle"] == REPLACED_FSX.file_system_id
+    kept = {identity(o) for o in before} & {identity(o) for o in after}
+    old_id = DEPLOYED_FSX.file_system_id
+    assert not [k for k in kept if old_id in yaml.safe_dump([o for o in after if identity(o) == k])]
+    gone = {identity(o) for o in before} - {identity(o) for o in after}
+    assert {k[1] for k in gone} == {"PersistentVolume", "PersistentVolumeClaim"}
+
+
+PV = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "l2"},
+      "spec": {"csi": {"driver": FSX_DRIVER, "volumeHandle": "fs-0123456789abcdef0"},
+               "claimRef": {"namespace": "a", "name": "c"}, "volumeMode": "Filesystem",
+               "persistentVolumeReclaimPolicy": "Retain"}}  # fmt: skip
+PVC = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+       "metadata": {"name": "c", "namespace": "a"},
+       "spec": {"volumeName": "l2", "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+
+
+def _with(obj: Obj, path: str, value: Any) -> Obj:
+    out = copy.deepcopy(obj)
+    *parents, leaf = path.split(".")
+    node = out
+    for key in parents:
+        node = node[key]
+    node[leaf] = value
+    return out
+
+
+@pytest.mark.parametrize(("old", "path", "value", "refused"), [
+    (PV, "spec.csi.volumeHandle", "fs-0fedcba9876543210", True),
+    (PV, "spec.volumeMode", "Block", True),
+    (PV, "spec.persistentVolumeReclaimPolicy", "Delete", False),
+    (PVC, "spec.volumeName", "l2-new", True),
+    (PVC, "spec.resources.requests.storage", "2Gi", False),
+])  # fmt: skip
+def test_the_model_refuses_what_the_api_server_refuses(
+    old: Obj, path: str, value: Any, refused: bool
+) -> None:
+    """The check above can fail: a kept PersistentVolume whose file system changes is refused."""
+    assert bool(refused_changes(old, _with(old, path, value))) is refused
+    assert update_refusals([old], [_with(old, path, value)]) == refused_changes(
+        old, _with(old, path, value)
+    )
