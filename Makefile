@@ -56,10 +56,11 @@ validate: install
 test: install node_modules/.installed
 	$(PY) -m pytest
 
-## docs: regenerate docs/configuration.md and config/schema.json from the config model
+## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
 	$(PY) -m scripts.config_reference
 	$(PY) -m scripts.config_schema
+	$(PY) -m scripts.kubectl_steps
 
 ## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing)
 lint: install .venv-checkov/.installed

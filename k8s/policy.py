@@ -34,6 +34,7 @@ from k8s.l2_volume import PVC
 from k8s.observability import observability_env, observability_mounts, observability_volumes
 
 POLICY = "hyperpod-kvcache-l2-curvine"
+KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"  # Kyverno's Helm chart repository
 VOLUME = "curvine-l2"
 REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 CONTAINERS = "request.object.spec.containers"

@@ -21,7 +21,7 @@ import argparse
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from infra.config.kvcache import LOCK_DIR, lock_of
 from infra.fsx_outputs import FileSystemUnknown, FsxVolume, deployed_file_system
 from infra.unresolved import UnresolvedTokenError, check_all, write_checked
 from k8s.app import Charts, build_charts, manifests
+from k8s.policy import KYVERNO_REPOSITORY
 
 SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 # The renderer's own chart files (``Charts.ordered`` names: two digits, a dash, a name). Only
@@ -84,6 +85,39 @@ def kustomization(files: Mapping[Path, str]) -> str:
     return header + yaml.safe_dump(body, sort_keys=False)
 
 
+# The chart that needs Kyverno's CRDs and webhook: applied after Kyverno is installed.
+POLICY_FILE = "50-l2-policy.yaml"
+
+
+def _apply(out: str, names: Sequence[str]) -> str:
+    """One ``kubectl apply`` of ``names``, wrapped at two files a line."""
+    args = [f"-f {out}/{n}" for n in names]
+    lines = [" ".join(args[i : i + 2]) for i in range(0, len(args), 2)]
+    return "kubectl apply " + " \\\n  ".join(lines)
+
+
+def kubectl_steps(config: AppConfig, names: Sequence[str], out: str) -> str:
+    """Shell commands that apply the chart files ``names`` (apply order, as ``Charts.ordered``
+    names them) from ``out`` with kubectl: those before the L2 policy, Kyverno, then the rest.
+    docs/kubernetes-layer.md and dist/<env>/README.md carry them (scripts/kubectl_steps.py)."""
+    env, kyverno = config.environment, config.kvcache.kyverno
+    split = names.index(POLICY_FILE) if POLICY_FILE in names else len(names)
+    steps = [f"make manifests ENV={env}   # or: python -m k8s.render --env {env} --out {out}",
+             _apply(out, names[:split])]  # fmt: skip
+    if split < len(names):
+        if kyverno.install:
+            steps.append(
+                f"helm install kyverno kyverno --repo {KYVERNO_REPOSITORY} "
+                f"--version {kyverno.chart_version} \\\n  --namespace {kyverno.namespace} --wait"
+            )
+        else:
+            steps.append(
+                f"# kvcache.kyverno.install: false: the cluster's Kyverno serves {POLICY_FILE}"
+            )
+        steps.append(_apply(out, names[split:]))
+    return "\n".join(steps) + "\n"
+
+
 def install_notes(config: AppConfig, files: list[Path]) -> str:
     """dist/<env>/README.md: what the objects need first, and the GitOps ordering."""
     env, kyverno = config.environment, config.kvcache.kyverno
@@ -111,6 +145,11 @@ Apply with `kubectl apply -k .` after the prerequisites, or point Argo CD or Flu
 | file | Argo CD sync wave |
 | --- | --- |
 {waves}
+
+With kubectl alone, from the repository's root (the same order, Kyverno before the policy):
+
+```bash
+{kubectl_steps(config, [f.name for f in files], f"dist/{env}")}```
 
 Argo CD (it builds `kustomization.yaml`): its patches give every object
 `argocd.argoproj.io/sync-wave` = its file's wave; the `ClusterPolicy` and

@@ -37,8 +37,8 @@ from k8s.app import Charts, build_charts
 from k8s.common import EBS_SC
 from k8s.kyverno import RELEASE as KYVERNO_RELEASE
 from k8s.kyverno import kyverno_values
+from k8s.policy import KYVERNO_REPOSITORY
 
-KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"
 KYVERNO_CRD = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",

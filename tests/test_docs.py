@@ -58,3 +58,34 @@ def test_readme_is_short_and_every_docs_page_is_in_the_index() -> None:
     index = (ROOT / "docs" / "README.md").read_text()
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
     assert not {p for p in pages if f"]({p})" not in index}, "add the page to docs/README.md"
+
+
+KUBECTL_PAGE = ROOT / "docs" / "kubernetes-layer.md"
+
+
+def _dev_chart_files() -> list[str]:
+    from infra.config import load_config
+    from k8s.app import build_charts
+
+    return [f"{name}.yaml" for name, _ in build_charts(load_config("dev")).ordered]
+
+
+def test_the_kubectl_steps_apply_every_file_make_manifests_writes_in_its_order() -> None:
+    """The documented `kubectl apply` steps (an existing cluster) are the files of
+    ``Charts.ordered``, each once, in that order; a file left out (the NetworkPolicies were)
+    leaves its objects unapplied."""
+    text = KUBECTL_PAGE.read_text()
+    applied = re.findall(r"-f dist/dev/([\w.-]+\.yaml)", text)
+    assert applied == _dev_chart_files()
+
+
+def test_the_generated_kubectl_steps_are_up_to_date() -> None:
+    from scripts.kubectl_steps import updated_page
+
+    text = KUBECTL_PAGE.read_text()
+    assert updated_page(text) == text, "docs/kubernetes-layer.md is stale: run `make docs`"
+
+
+def test_the_file_table_lists_every_chart_file() -> None:
+    table = re.findall(r"^\| `(\d\d-[\w-]+\.yaml)` \|", KUBECTL_PAGE.read_text(), re.MULTILINE)
+    assert table == _dev_chart_files()

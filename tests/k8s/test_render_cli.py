@@ -3,6 +3,7 @@ it records."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,39 @@ def test_every_chart_file_follows_the_name_the_renderer_cleans_up(env: str) -> N
     assert names and all(CHART_FILE.fullmatch(n) for n in names), names
     assert not CHART_FILE.fullmatch("alert-rules.yaml")
     assert not CHART_FILE.fullmatch("kustomization.yaml")
+
+
+@pytest.mark.parametrize("env", ["dev", "test", "prod", "fsx"])
+def test_the_notes_apply_every_written_file_with_kubectl_in_its_order(
+    env: str, tmp_path: Path
+) -> None:
+    """dist/<env>/README.md's kubectl steps: every chart file once, in apply order, with the
+    Kyverno install between the files before the policy and the policy."""
+    from k8s.render import render_config
+    from tests.k8s.conftest import env_config, env_fsx
+
+    config = env_config(env)
+    files = render_config(config, tmp_path / "out", tmp_path / "locks", fsx=env_fsx(env))
+    notes = (tmp_path / "out" / "README.md").read_text()
+    name = config.environment
+    assert re.findall(rf"-f dist/{name}/([\w.-]+\.yaml)", notes) == [f.name for f in files]
+    helm = notes.rindex("helm install kyverno kyverno --repo")  # the steps, after the notes
+    assert notes.index(f"-f dist/{name}/40-l2-volume.yaml") < helm
+    assert helm < notes.index(f"-f dist/{name}/50-l2-policy.yaml")
+
+
+def test_without_installing_kyverno_the_steps_say_the_cluster_serves_the_policy() -> None:
+    from infra.config import load_config
+    from k8s.render import kubectl_steps
+
+    config = load_config("dev")
+    kv = config.kvcache
+    own = config.model_copy(update={"kvcache": kv.model_copy(
+        update={"kyverno": kv.kyverno.model_copy(update={"install": False})})})  # fmt: skip
+    steps = kubectl_steps(own, ["00-namespaces.yaml", "50-l2-policy.yaml"], "dist/dev")
+    assert "helm install" not in steps
+    assert steps.splitlines()[1:] == [
+        "kubectl apply -f dist/dev/00-namespaces.yaml",
+        "# kvcache.kyverno.install: false: the cluster's Kyverno serves 50-l2-policy.yaml",
+        "kubectl apply -f dist/dev/50-l2-policy.yaml",
+    ]
