@@ -83,11 +83,17 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
             "metrics_path": "/metrics",
             "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [e.namespace]}}],
             "relabel_configs": [
+                # Pod discovery yields one target per declared container port. The serving port
+                # is the one the operator declares on the model container, so keeping it gives
+                # one target per Pod whether or not the metrics port is declared too.
                 {"source_labels": [f"__meta_kubernetes_pod_label_{ENDPOINT_POD_LABEL}",
                                    "__meta_kubernetes_pod_container_port_number",
                                    "__meta_kubernetes_pod_phase"],
-                 "regex": f"{re.escape(e.name)};{e.metrics_port};Running",
+                 "regex": f"{re.escape(e.name)};{e.container_port};Running",
                  "action": "keep"},
+                # ...and that target is scraped on the metrics port (host kept: IPv4 or [IPv6]).
+                {"source_labels": ["__address__"], "regex": r"(.+):\d+",
+                 "target_label": "__address__", "replacement": f"$1:{e.metrics_port}"},
                 *_common_labels(),
                 {"target_label": "endpoint", "replacement": e.name},
             ],

@@ -100,8 +100,10 @@ def relabel(labels: dict[str, str], configs: list[dict[str, Any]]) -> dict[str, 
 
 def scraped(job: dict[str, Any], role: str, targets: list[dict[str, str]]) -> list[dict[str, str]]:
     """What ``job`` scrapes of the ``targets`` that ``role`` discovery found: those in its
-    namespaces, with the path Prometheus requests (``__metrics_path__``), relabelled, without the
-    ``__meta_`` labels Prometheus drops after relabelling."""
+    namespaces, with the address and path Prometheus requests (``__address__``,
+    ``__metrics_path__``), relabelled, without the ``__meta_`` labels Prometheus drops after
+    relabelling. As Prometheus does (scrape/target.go, PopulateLabels), a target without an
+    ``instance`` label gets its final ``__address__`` as one."""
     (sd,) = job["kubernetes_sd_configs"]
     if sd["role"] != role:
         return []
@@ -109,4 +111,8 @@ def scraped(job: dict[str, Any], role: str, targets: list[dict[str, str]]) -> li
     path = {"__metrics_path__": job.get("metrics_path", "/metrics")}
     kept = [relabel(path | t, job["relabel_configs"]) for t in targets
             if t["__meta_kubernetes_namespace"] in namespaces]  # fmt: skip
-    return [{k: v for k, v in t.items() if not k.startswith("__meta_")} for t in kept if t]
+    out = [{k: v for k, v in t.items() if not k.startswith("__meta_")} for t in kept if t]
+    for t in out:
+        if "__address__" in t:
+            t.setdefault("instance", t["__address__"])
+    return out

@@ -173,6 +173,9 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
 # --- what the collector would scrape, through Prometheus's relabelling (tests/k8s/prometheus.py)
 
 
+POD_IP = "10.1.7.23"
+
+
 def _pod_targets(
     ns: str,
     endpoint: str,
@@ -180,14 +183,19 @@ def _pod_targets(
     ports: list[int],
     phase: str = "Running",
     suffix: str = "x2x7k",
+    ip: str = POD_IP,
 ) -> list[dict[str, str]]:
     """What Prometheus's ``role: pod`` discovery yields for a Pod of ``endpoint``'s Deployment:
-    one target per container port, with the Pod's labels as ``__meta_kubernetes_pod_label_*``.
-    The Pod's name is what Kubernetes generates: ``<ReplicaSet name>-`` cut to 58 characters,
-    then 5 random ones (apiserver's names.SimpleNameGenerator)."""
+    one target per declared container port, addressed ``<Pod IP>:<port>`` (``[<IP>]:<port>``
+    for IPv6), with the Pod's labels as ``__meta_kubernetes_pod_label_*``. The Pod's name is
+    what Kubernetes generates: ``<ReplicaSet name>-`` cut to 58 characters, then 5 random ones
+    (apiserver's names.SimpleNameGenerator)."""
     template_hash = "5d8f7c9b4"
     pod = f"{endpoint}-{template_hash}-"[:58] + suffix
-    return [{"__meta_kubernetes_namespace": ns, "__meta_kubernetes_pod_name": pod,
+    host = f"[{ip}]" if ":" in ip else ip
+    return [{"__address__": f"{host}:{port}",
+             "__meta_kubernetes_namespace": ns, "__meta_kubernetes_pod_name": pod,
+             "__meta_kubernetes_pod_ip": ip,
              "__meta_kubernetes_pod_label_app": endpoint,
              "__meta_kubernetes_pod_label_pod_template_hash": template_hash,
              "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_phase": phase,
@@ -196,10 +204,18 @@ def _pod_targets(
 
 
 def _endpoint_job(config: AppConfig) -> tuple[str, str, int, dict[str, Any]]:
+    """(namespace, name, serving port, scrape job) of the config's one endpoint."""
     (endpoint,) = config.kvcache.endpoints
-    ns, name, port = endpoint.namespace, endpoint.name, endpoint.metrics_port
+    ns, name, port = endpoint.namespace, endpoint.name, endpoint.container_port
     jobs = {j["job_name"]: j for j in scrape_config(config)["scrape_configs"]}
     return ns, name, port, jobs[vllm_job(ns, name)]
+
+
+def _with_ports(config: AppConfig, serving: int, metrics: int) -> AppConfig:
+    (endpoint,) = config.kvcache.endpoints
+    moved = endpoint.model_copy(update={"container_port": serving, "metrics_port": metrics})
+    return config.model_copy(update={"kvcache": config.kvcache.model_copy(
+        update={"endpoints": [moved]})})  # fmt: skip
 
 
 def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
@@ -217,9 +233,28 @@ def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
         *_pod_targets("elsewhere", name, "gpu-2", [port], suffix="h7k2w"),
     ]
     assert scraped(job, "pod", targets) == [{
+        "__address__": f"{POD_IP}:{port}", "instance": f"{POD_IP}:{port}",
         "__metrics_path__": "/metrics",  # where vLLM serves its metrics
         "namespace": ns, "pod": f"{name}-5d8f7c9b4-x2x7k", "node": "gpu-1", "endpoint": name,
     }]  # fmt: skip
+
+
+@pytest.mark.parametrize("declared", ["serving port only", "serving and metrics ports"])
+@pytest.mark.parametrize("ip", [POD_IP, "fd00:ec2::17"])
+def test_an_endpoint_with_its_own_metrics_port_is_scraped_there_once_per_pod(
+    dev_config: AppConfig, declared: str, ip: str
+) -> None:
+    """vLLM serving on 8080 with /metrics configured on 9090: each running Pod is scraped once,
+    at ``<Pod IP>:9090``, whether the operator's Pod declares only the serving port or both
+    (discovery then yields a target per port). Never at 8080, and never not at all."""
+    config = _with_ports(dev_config, serving=8080, metrics=9090)
+    ns, name, _port, job = _endpoint_job(config)
+    ports = [8080] if declared == "serving port only" else [8080, 9090]
+    targets = _pod_targets(ns, name, "gpu-1", ports, ip=ip)
+    host = f"[{ip}]" if ":" in ip else ip
+    assert [(t["__address__"], t["instance"], t["pod"]) for t in scraped(job, "pod", targets)] == [
+        (f"{host}:9090", f"{host}:9090", f"{name}-5d8f7c9b4-x2x7k")
+    ]
 
 
 def test_an_endpoint_with_a_long_name_is_still_scraped(dev_config: AppConfig) -> None:
