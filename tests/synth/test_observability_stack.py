@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -15,7 +16,9 @@ from infra.cdk_context import new_app
 from infra.config import parse_config
 from infra.config.observability import topic_name
 from infra.constructs.observability import Observability
+from infra.dashboards import alert_rules_yaml
 from k8s.observability import scrape_config
+from tests.promtool import check_rules, needs_promtool
 from tests.synth_support import Synth, existing_cluster_config
 
 SUFFIX = "observability"
@@ -87,6 +90,17 @@ def test_rule_groups_hold_the_four_alerts(dev: Synth) -> None:
     (high,) = [r for g in rules["groups"] for r in g["rules"]
                if r["alert"] == "KvCacheL2AboveHighWater"]  # fmt: skip
     assert high["for"] == "15m"
+
+
+def test_the_deployed_rule_group_is_the_one_the_alert_tests_evaluate(dev: Synth) -> None:
+    """tests/k8s/test_alert_rules.py runs promtool on ``alert_rules_yaml(config)``: the rule
+    group in the template is that text, unchanged."""
+    assert one(dev, "AWS::APS::RuleGroupsNamespace")["Data"] == alert_rules_yaml(dev.config)
+
+
+@needs_promtool
+def test_prometheus_loads_the_deployed_rule_group(dev: Synth, tmp_path: Path) -> None:
+    check_rules(one(dev, "AWS::APS::RuleGroupsNamespace")["Data"], tmp_path)
 
 
 def test_existing_cluster_without_collector_network_has_no_scraper(existing: Synth) -> None:
