@@ -22,6 +22,7 @@ import yaml
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.l2_volume import pool_bytes
+from k8s.observability import vllm_job
 
 RATE = "5m"
 WORKER = 'job="curvine-worker"'
@@ -225,19 +226,25 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
             "annotations": {"summary": "TTFT p95 of {{ $labels.endpoint }} is {{ $value }}s "
                             f"(bound {obs.ttft_p95_bound_seconds}s)"},
         },
-        {
+    ]  # fmt: skip
+    # Only endpoints with L2: one without reads nothing from it by design. Job names are DNS
+    # labels joined by "-", nothing a regex would read as an operator.
+    l2_jobs = "|".join(vllm_job(e.namespace, e.name)
+                       for e in config.kvcache.endpoints if e.enable_l2_cache)  # fmt: skip
+    if l2_jobs:
+        sel = f'{{job=~"{l2_jobs}"}}'
+        rules.append({
             "alert": "KvCacheL2HitRateNearZero",
-            "expr": f"({by} (rate(lmcache:num_remote_read_bytes_total[15m])) / {bpt}) / "
-                    f"{by} (rate(lmcache:num_requested_tokens_total[15m]))"
+            "expr": f"({by} (rate(lmcache:num_remote_read_bytes_total{sel}[15m])) / {bpt}) / "
+                    f"{by} (rate(lmcache:num_requested_tokens_total{sel}[15m]))"
                     f" < {obs.l2_hit_rate_floor}"
-                    f" and {by} (rate(vllm:request_success_total[15m])) > 0",
+                    f" and {by} (rate(vllm:request_success_total{sel}[15m])) > 0",
             "for": "30m",
             "labels": {"severity": "warning"},
             "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
                             "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
                             "curvine-pvc mount (python -m scripts verify)"},
-        },
-    ]  # fmt: skip
+        })  # fmt: skip
     if config.kvcache.curvine.enabled:
         rules += [
             {

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.config import AppConfig
+from infra.config import AppConfig, parse_config
 from infra.config.kvcache import EndpointConfig
 from infra.dashboards import alert_rules_yaml, rows
 from k8s.l2_volume import pool_bytes
 from k8s.observability import vllm_job
+from tests.config.unit_config import BASE, SOURCE, with_overrides
 from tests.promtool import check_rules, expand, needs_promtool, run_rule_tests
 
 pytestmark = needs_promtool
@@ -286,3 +287,29 @@ def test_the_workers_missing_alert_fires_when_the_master_counts_fewer_live_than_
     config: AppConfig, tmp_path: Path
 ) -> None:
     _run(config, "CurvineWorkersMissing", _workers_missing_cases, tmp_path)
+
+
+def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: Path) -> None:
+    """An endpoint with ``enable_l2_cache: false`` reads nothing from L2 by design: serving
+    requests with no L2 reads alerts the endpoint that has L2, and only that one."""
+    (with_l2,) = BASE["kvcache"]["endpoints"]
+    without = {**with_l2, "name": "qwen3-8b-l1-only", "enable_l2_cache": False, "replicas": 1}
+    with_l2 = {**with_l2, "replicas": 1}
+    config = parse_config(with_overrides({"kvcache.endpoints": [with_l2, without]}), SOURCE, "unit")
+    text, rules = _rules(config)
+    rule = rules["KvCacheL2HitRateNearZero"]
+    wait = WAITS[rule["alert"]](config)
+    series = []
+    for e in config.kvcache.endpoints:
+        for i in range(2):
+            labels = _pod_labels(e, i)
+            series += [
+                _series("lmcache:num_remote_read_bytes_total", labels, f"0x{wait + 5}"),
+                _series("lmcache:num_requested_tokens_total", labels, _counter(6000, wait + 5)),
+                _series("vllm:request_success_total", {**labels, "finished_reason": "stop"},
+                        _counter(60, wait + 5)),
+            ]  # fmt: skip
+    alerted = [_alert(rule, {"namespace": e.namespace, "endpoint": e.name})
+               for e in config.kvcache.endpoints if e.enable_l2_cache]  # fmt: skip
+    assert [a["exp_labels"]["endpoint"] for a in alerted] == [with_l2["name"]]
+    run_rule_tests(text, [_case(rule["alert"], series, [(1 + wait, alerted)])], tmp_path)
