@@ -32,7 +32,7 @@ from k8s.common import (
     resources,
     system_node_selector,
 )
-from k8s.curvine import FUSE_WEB_PORT, TMP_DIR, metrics_service
+from k8s.curvine import FUSE_CONTAINER_PORTS, TMP_DIR, fuse_web_port, metrics_service
 
 DRIVER = "curvine"
 CONTROLLER, NODE = "curvine-csi-controller", "curvine-csi-node"
@@ -147,7 +147,10 @@ class CsiChart(cdk8s.Chart):
         fuse = cv.fuse
         node_plugin = k8s.Container(
             **plugin,
-            ports=[k8s.ContainerPort(name="fuse-metrics", container_port=FUSE_WEB_PORT)],
+            # One metrics port per FUSE process it may run (k8s/curvine.py), whether or not
+            # the static PV is on, so switching it never restarts the plugin (and its mounts).
+            ports=[k8s.ContainerPort(name=n, container_port=p)
+                   for n, p in FUSE_CONTAINER_PORTS.items()],
             resources=resources(
                 k8s, fuse.cpu_request_millicores, fuse.memory_request_mib,
                 cpu_limit_millicores=fuse.cpu_limit_millicores,
@@ -193,7 +196,7 @@ class CsiChart(cdk8s.Chart):
                 ),
             ),
         )  # fmt: skip
-        metrics_service(self, k8s, "curvine-fuse-metrics", ns, NODE_WL, FUSE_WEB_PORT)
+        metrics_service(self, k8s, "curvine-fuse-metrics", ns, NODE_WL, fuse_web_port(cv))
 
     def _rbac(self, k8s: Any, ns: str) -> None:
         def rule(api_group: str, resources: list[str], verbs: list[str]) -> Any:

@@ -26,6 +26,15 @@ from k8s.common import (
 MASTER, WORKER = "curvine-master", "curvine-worker"
 RPC_PORT, JOURNAL_PORT, WORKER_RPC_PORT = 8995, 8996, 8997
 MASTER_WEB_PORT, WORKER_WEB_PORT, FUSE_WEB_PORT = 9000, 9001, 9002
+# curvine-fuse serves its metrics on --web-port (default 9002). The CSI node plugin runs one FUSE
+# process per node for each distinct set of volume parameters (the mount key: master-addrs,
+# fs-path and the flags), all inside its own container, so two parameter sets mounted on one node
+# need two ports: curvine-sc's volumes use FUSE_WEB_PORT, the static PV FUSE_STATIC_WEB_PORT
+# (CurvineIO/curvine v0.3.2-alpha: curvine-csi/pkg/csi/node.go NodeStageVolume,
+# volume_handle.go GenerateMountKeyWithFuseParams, curvine-fuse/src/web_server.rs).
+FUSE_STATIC_WEB_PORT = 9003
+# The node plugin's container ports, one per FUSE process it may run.
+FUSE_CONTAINER_PORTS = {"fuse-metrics": FUSE_WEB_PORT, "fuse-static": FUSE_STATIC_WEB_PORT}
 CONFIG_MAP = "curvine-cluster-config"
 CONF_DIR = "/app/curvine/conf"
 WORKER_HOST_PATH = "/opt/dlami/nvme/curvine-data"
@@ -46,6 +55,12 @@ LOG_DIR, TMP_DIR = "/app/curvine/logs", "/tmp"
 # One value per workload: selector, Pod labels and the Services in front of it.
 MASTER_WL = Workload(MASTER, "master")
 WORKER_WL = Workload(WORKER, "worker")
+
+
+def fuse_web_port(cv: CurvineConfig) -> int:
+    """Metrics port of the FUSE process that the endpoints' claims mount: the static PV's
+    when ``static_pv`` is on, else curvine-sc's."""
+    return FUSE_STATIC_WEB_PORT if cv.static_pv.enabled else FUSE_WEB_PORT
 
 
 def master_host(cv: CurvineConfig, i: int) -> str:

@@ -9,7 +9,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
-from k8s.curvine import master_addrs
+from k8s.curvine import FUSE_WEB_PORT, master_addrs
 
 PSA = "pod-security.kubernetes.io"
 CURVINE_SC = "curvine-sc"
@@ -87,8 +87,9 @@ class StorageChart(cdk8s.Chart):
         )  # fmt: skip
 
 
-def curvine_volume_parameters(config: AppConfig) -> dict[str, str]:
-    """StorageClass/PV parameters: the CSI driver passes unknown keys to curvine-fuse as flags."""
+def curvine_volume_parameters(config: AppConfig, web_port: int = FUSE_WEB_PORT) -> dict[str, str]:
+    """StorageClass/PV parameters: the CSI driver passes unknown keys to curvine-fuse as flags.
+    ``web_port``: the FUSE process's metrics port, one per parameter set (k8s/curvine.py)."""
     cv = config.kvcache.curvine
     return {
         "master-addrs": master_addrs(cv),
@@ -99,4 +100,5 @@ def curvine_volume_parameters(config: AppConfig) -> dict[str, str]:
         # Files written through the mount expire and are deleted after the TTL.
         "client.ttl-ms": f"{cv.ttl_hours}h",
         "client.ttl-action": "delete",
+        "web-port": str(web_port),
     }

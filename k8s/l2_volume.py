@@ -18,7 +18,7 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.fsx_outputs import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
-from k8s.curvine import TMP_DIR
+from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import CURVINE_SC, curvine_volume_parameters, endpoint_namespaces
 
 PVC = "curvine-pvc"
@@ -108,8 +108,10 @@ class L2VolumeChart(cdk8s.Chart):
                     storage_class_name=CURVINE_SC,
                     csi=k8s.CsiPersistentVolumeSource(
                         driver="curvine", volume_handle=STATIC_PV,
-                        volume_attributes={**curvine_volume_parameters(config),
-                                           "fs-path": static.curvine_path},
+                        # Its own FUSE process (another fs-path): its own metrics port.
+                        volume_attributes={
+                            **curvine_volume_parameters(config, FUSE_STATIC_WEB_PORT),
+                            "fs-path": static.curvine_path},
                     ),
                 ),
             )  # fmt: skip

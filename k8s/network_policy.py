@@ -30,7 +30,6 @@ from infra.config import AppConfig
 from k8s.common import Workload, k8s_for, labels, meta
 from k8s.csi import NODE_WL
 from k8s.curvine import (
-    FUSE_WEB_PORT,
     JOURNAL_PORT,
     MASTER_WEB_PORT,
     MASTER_WL,
@@ -38,6 +37,7 @@ from k8s.curvine import (
     WORKER_RPC_PORT,
     WORKER_WEB_PORT,
     WORKER_WL,
+    fuse_web_port,
 )
 
 # The metrics collector that may scrape Curvine: Pods labelled COLLECTOR_POD_LABELS in a
@@ -110,4 +110,5 @@ class NetworkPolicyChart(cdk8s.Chart):
             rule(rpc_peers, WORKER_RPC_PORT),
             rule(collector, WORKER_WEB_PORT),
         ])  # fmt: skip
-        policy("curvine-fuse-metrics-ingress", NODE_WL, [rule(collector, FUSE_WEB_PORT)])
+        policy("curvine-fuse-metrics-ingress", NODE_WL,
+               [rule(collector, fuse_web_port(config.kvcache.curvine))])  # fmt: skip

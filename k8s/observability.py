@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from k8s.common import ENDPOINT_POD_LABEL, labels, raw
-from k8s.curvine import FUSE_WEB_PORT, MASTER_WEB_PORT, WORKER_WEB_PORT
+from k8s.curvine import MASTER_WEB_PORT, WORKER_WEB_PORT, fuse_web_port
 
 # LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
 # once the variable is set; this is the directory LMCache itself falls back to.
@@ -27,11 +27,11 @@ MULTIPROC_DIR = "/tmp/lmcache_prometheus"
 COLLECTOR_USER = "aps-collector-user"
 COLLECTOR_ROLE = "aps-collector-role"
 
-# job name -> (metrics Service rendered by k8s/curvine.py or k8s/csi.py, its port)
-CURVINE_JOBS: dict[str, tuple[str, int]] = {
-    "curvine-master": ("curvine-master-metrics", MASTER_WEB_PORT),
-    "curvine-worker": ("curvine-worker-metrics", WORKER_WEB_PORT),
-    "curvine-fuse": ("curvine-fuse-metrics", FUSE_WEB_PORT),
+# job name -> metrics Service rendered by k8s/curvine.py or k8s/csi.py
+CURVINE_JOBS: dict[str, str] = {
+    "curvine-master": "curvine-master-metrics",
+    "curvine-worker": "curvine-worker-metrics",
+    "curvine-fuse": "curvine-fuse-metrics",
 }
 METRICS_PORT_NAME = "metrics"
 
@@ -100,7 +100,7 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
         })  # fmt: skip
     if config.kvcache.curvine.enabled:
         ns = config.kvcache.curvine.namespace
-        for job, (service, _port) in CURVINE_JOBS.items():
+        for job, service in CURVINE_JOBS.items():
             jobs.append({
                 "job_name": job,
                 "metrics_path": "/metrics",
@@ -130,9 +130,11 @@ def scrape_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
     rendered objects."""
     out = {vllm_job(e.namespace, e.name): (e.namespace, e.name, e.metrics_port)
            for e in config.kvcache.endpoints}  # fmt: skip
-    if config.kvcache.curvine.enabled:
-        ns = config.kvcache.curvine.namespace
-        out |= {job: (ns, svc, port) for job, (svc, port) in CURVINE_JOBS.items()}
+    cv = config.kvcache.curvine
+    if cv.enabled:
+        ports = {"curvine-master": MASTER_WEB_PORT, "curvine-worker": WORKER_WEB_PORT,
+                 "curvine-fuse": fuse_web_port(cv)}  # fmt: skip
+        out |= {job: (cv.namespace, svc, ports[job]) for job, svc in CURVINE_JOBS.items()}
     return out
 
 

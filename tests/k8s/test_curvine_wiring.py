@@ -23,7 +23,7 @@ from k8s.app import build_charts, manifests
 from k8s.common import master_storage_class
 from k8s.curvine import CONFIG_MAP, JOURNAL_PORT, MASTER, MASTER_WL, RPC_PORT, WORKER
 from k8s.foundation import CURVINE_SC
-from k8s.observability import CURVINE_JOBS, scrape_config
+from k8s.observability import CURVINE_JOBS, scrape_config, scrape_targets
 from scripts.teardown import owned
 from tests.config.unit_config import SOURCE, with_overrides
 from tests.k8s.conftest import env_config
@@ -353,7 +353,8 @@ def test_every_metrics_service_names_the_port_and_path_its_pods_serve(cluster: C
     and the path the collector's own job scrapes."""
     config, objs = cluster
     paths = {j["job_name"]: j["metrics_path"] for j in scrape_config(config)["scrape_configs"]}
-    for job, (service, number) in CURVINE_JOBS.items():
+    for job, service in CURVINE_JOBS.items():
+        number = scrape_targets(config)[job][2]
         svc = _one(objs, "Service", service)
         (metrics,) = [p for p in svc["spec"]["ports"] if p["port"] == number]
         assert svc["metadata"]["annotations"] == {

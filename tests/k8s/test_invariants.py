@@ -274,7 +274,8 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
     objs: list[Obj], config: AppConfig
 ) -> None:
     """The CSI driver hands each StorageClass parameter it does not know to curvine-fuse as a
-    flag: the mount's threads and TTL are the config's, under the cache's own directory."""
+    flag: the mount's threads and TTL are the config's, under the cache's own directory, and its
+    metrics port is the one curvine-sc's FUSE process owns on a node."""
     from k8s.curvine import master_addrs
     from k8s.foundation import CURVINE_SC
 
@@ -289,6 +290,7 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
         "worker-threads": str(cv.fuse.worker_threads),
         "client.ttl-ms": f"{cv.ttl_hours}h",
         "client.ttl-action": "delete",
+        "web-port": "9002",
     }
 
 

@@ -286,7 +286,7 @@ def test_a_curvine_job_scrapes_its_services_metrics_port_only(
         if svc["kind"] == "Service" and svc["metadata"].get("namespace") == ns
         for port in svc["spec"]["ports"]
     ]  # fmt: skip
-    for job, (service, _port) in CURVINE_JOBS.items():
+    for job, service in CURVINE_JOBS.items():
         assert scraped(jobs[job], "endpoints", targets) == [
             {"__metrics_path__": "/metrics", "namespace": ns, "pod": f"{service}-pod",
              "node": "gpu-1"}

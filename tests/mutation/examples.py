@@ -58,9 +58,9 @@ EXAMPLES: tuple[Example, ...] = (
             'k8s.ServicePort(name="journal", port=RPC_PORT,\n'
             "                                       target_port=port(k8s, RPC_PORT))",
             (f"{K8S}::test_each_service_port_is_the_container_port_of_the_same_name",)),
-    Example("FUSE metrics port changed, metrics Service kept the old one", "k8s/csi.py",
-            'k8s.ContainerPort(name="fuse-metrics", container_port=FUSE_WEB_PORT)',
-            'k8s.ContainerPort(name="fuse-metrics", container_port=FUSE_WEB_PORT + 1)',
+    Example("FUSE metrics port changed, metrics Service kept the old one", "k8s/curvine.py",
+            'FUSE_CONTAINER_PORTS = {"fuse-metrics": FUSE_WEB_PORT,',
+            'FUSE_CONTAINER_PORTS = {"fuse-metrics": FUSE_WEB_PORT + 1,',
             (f"{K8S}::test_every_metrics_service_scrapes_a_port_its_pods_listen_on",
              f"{OBJ}::test_each_port_agrees_across_container_service_and_toml")),
     Example("vLLM --port changed, IEC invocation port kept", "k8s/endpoints.py",
