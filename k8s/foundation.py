@@ -100,5 +100,7 @@ def curvine_volume_parameters(config: AppConfig, web_port: int = FUSE_WEB_PORT) 
         # Files written through the mount expire and are deleted after the TTL.
         "client.ttl-ms": f"{cv.ttl_hours}h",
         "client.ttl-action": "delete",
-        "web-port": str(web_port),
+        # curvine-fuse's own default is left unwritten: StorageClass parameters cannot change
+        # in place, so curvine-sc keeps the parameters it was created with.
+        **({"web-port": str(web_port)} if web_port != FUSE_WEB_PORT else {}),
     }

@@ -290,7 +290,6 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
         "worker-threads": str(cv.fuse.worker_threads),
         "client.ttl-ms": f"{cv.ttl_hours}h",
         "client.ttl-action": "delete",
-        "web-port": "9002",
     }
 
 
