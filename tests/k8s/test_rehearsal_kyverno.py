@@ -28,7 +28,6 @@ from aws_cdk.assertions import Template
 from infra.cdk_context import new_app
 from infra.config import AppConfig
 from infra.versions import SUPPORTED_KUBERNETES
-from k8s.app import build_charts
 from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.kyverno import RELEASE
 from k8s.policy import POLICY
@@ -181,8 +180,7 @@ def _stack_values(config: AppConfig) -> Obj:
     cluster = eks.Cluster.from_cluster_attributes(
         ref, "Cluster", cluster_name="c", kubectl_provider=provider
     )
-    stack = KvCacheStack(app, "KvCache", config=config, cluster=cluster,
-                         charts=build_charts(config))  # fmt: skip
+    stack = KvCacheStack(app, "KvCache", config=config, cluster=cluster)
     (chart,) = Template.from_stack(stack).find_resources("Custom::AWSCDK-EKS-HelmChart").values()
     values: Obj = json.loads(chart["Properties"].get("Values") or "{}")
     assert chart["Properties"]["Release"] == RELEASE
