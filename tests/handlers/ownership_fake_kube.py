@@ -1,6 +1,17 @@
 """tests/scripts/fake_kube.py plus what an apply needs: POST (create; 409 when the object
-exists, like the real server) and server-side apply (``application/apply-patch+yaml``: the fake
-merges the body into the object, or creates it).
+exists, like the real server) and server-side apply (``application/apply-patch+yaml``), with the
+field ownership the API server keeps in ``metadata.managedFields``.
+
+Field ownership, as kube-apiserver's server-side apply keeps it (Kubernetes docs, "Server-Side
+Apply": field management, conflicts, "Merge strategy"): every write records which fields its
+manager set, under (manager, operation): a POST or a merge patch as ``Update``, an apply as
+``Apply``. An apply by manager M owns exactly the fields of its body; fields M's previous apply
+set and this one leaves out are removed from the object, unless another manager owns them too.
+Lists whose items carry a key (``name``, ``mountPath``, ``containerPort``/``port`` with
+``protocol``) merge item by item as associative lists; other lists are atomic. The manager of a
+request without ``fieldManager`` is the User-Agent's product token, as the server derives it. A
+``metadata.resourceVersion`` in an apply body is a precondition: 409 Conflict when the object
+exists at another version; an absent object is created. ``managers(path)`` shows the ownership.
 
 Every request is also kept as received (``received``: all header field lines and the decoded
 body), and refused where the real API server refuses it: 406 for an Accept it cannot serve, 415
@@ -12,17 +23,30 @@ from __future__ import annotations
 import copy
 import io
 import json
+import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
-from tests.scripts.fake_kube import FakeKube, _merge
+from tests.scripts.fake_kube import FakeKube, Refusal
 
 # What kube-apiserver serves and decodes (media types compare case-insensitively, RFC 9110).
 SERVED = {"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}
 ACCEPTED = SERVED | {"*/*", "application/*"}
 DELETE_OPTIONS_VERSIONS = {"v1", "meta.k8s.io/v1"}
 PROPAGATION_POLICIES = {"Orphan", "Background", "Foreground"}
+APPLY = "application/apply-patch+yaml"
+MERGE_PATCHES = {"application/merge-patch+json", "application/strategic-merge-patch+json"}
+# A field path: map keys, and ("k", key) for the item of an associative list with that key.
+Path = tuple[Any, ...]
+Owners = dict[tuple[str, str], set[Path]]  # (manager, operation) -> the fields it owns
+# Set by the server, never owned by a manager.
+UNTRACKED = {("apiVersion",), ("kind",), ("status",)} | {
+    ("metadata", f)
+    for f in ("name", "namespace", "resourceVersion", "managedFields", "uid", "creationTimestamp")
+}
+LIST_KEYS = (("name",), ("mountPath",), ("containerPort", "protocol"), ("port", "protocol"))
 
 
 @dataclass(frozen=True)
@@ -63,10 +87,154 @@ def _refusal(method: str, headers: Any, body: Any) -> tuple[int, str] | None:
     return None
 
 
+def _item_key(item: Any) -> Any:
+    """The key of an associative list's item, or None (the list is then atomic)."""
+    if not isinstance(item, dict):
+        return None
+    for fields in LIST_KEYS:
+        if fields[0] in item:
+            return tuple(item.get(f, "TCP" if f == "protocol" else None) for f in fields)
+    return None
+
+
+def _keyed(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_item_key(i) for i in value)
+
+
+def field_set(value: Any, prefix: Path = ()) -> set[Path]:
+    """Every field ``value`` sets: its leaves (scalars, atomic lists, empty maps) and the items
+    of its associative lists."""
+    if isinstance(value, dict) and value:
+        found: set[Path] = set()
+        for key, inner in value.items():
+            if (*prefix, key) not in UNTRACKED:
+                found |= field_set(inner, (*prefix, key))
+        return found
+    if _keyed(value):
+        found = set()
+        for item in value:
+            at = (*prefix, ("k", _item_key(item)))
+            found |= {at} | field_set(item, at)
+        return found
+    return {prefix}
+
+
+def _child(node: Any, step: Any) -> Any:
+    if isinstance(step, tuple) and isinstance(node, list):
+        return next((i for i in node if _item_key(i) == step[1]), None)
+    return node.get(step) if isinstance(node, dict) else None
+
+
+def value_at(obj: Any, path: Path) -> Any:
+    node = obj
+    for step in path:
+        node = _child(node, step)
+    return node
+
+
+def _remove(obj: Any, path: Path) -> None:
+    parent = value_at(obj, path[:-1])
+    last = path[-1]
+    if isinstance(last, tuple) and isinstance(parent, list):
+        parent[:] = [i for i in parent if _item_key(i) != last[1]]
+    elif isinstance(parent, dict):
+        parent.pop(last, None)
+
+
+def _apply_values(live: Any, applied: Any) -> Any:
+    """``applied`` merged into ``live``: maps key by key, associative lists item by item (the
+    applied items in their order, then the live items it does not name), anything else
+    replaced."""
+    if isinstance(applied, dict) and isinstance(live, dict):
+        return {**live, **{k: _apply_values(live.get(k), v) for k, v in applied.items()}}
+    if _keyed(applied) and _keyed(live):
+        named = {_item_key(i) for i in applied}
+        by_key = {_item_key(i): i for i in live}
+        merged = [_apply_values(by_key.get(_item_key(i)), i) for i in applied]
+        return merged + [i for i in live if _item_key(i) not in named]
+    return copy.deepcopy(applied)
+
+
+def _key_field(path: Path) -> bool:
+    """A key field (``name``, ...) of a list item: it goes with its item, never alone."""
+    keys = {f for fields in LIST_KEYS for f in fields}
+    return len(path) > 1 and isinstance(path[-2], tuple) and path[-1] in keys
+
+
+class Conflict(Exception):
+    """What the server answers 409 for; the message is its Status message."""
+
+
 class ApplyFakeKube(FakeKube):
     def __init__(self) -> None:
         self.received: list[Received] = []
+        self.owners: dict[str, Owners] = {}  # object path -> who owns which of its fields
+        self._request = threading.local()  # the User-Agent of the request being served
         super().__init__()
+
+    def managers(self, path: str) -> dict[tuple[str, str], set[Path]]:
+        """(manager, operation) -> the fields it owns, for the object at ``path``."""
+        return copy.deepcopy(self.owners.get(path, {}))
+
+    def _default_manager(self) -> str:
+        agent = getattr(self._request, "agent", "") or ""
+        return agent.split("/", 1)[0]
+
+    def _own(self, path: str, manager: str, operation: str, fields: set[Path]) -> None:
+        """``manager`` now owns ``fields`` as ``operation``; an Update takes them from others."""
+        owners = self.owners.setdefault(path, {})
+        if operation == "Update":
+            for key in owners:
+                if key != (manager, operation):
+                    owners[key] -= fields
+            fields = owners.get((manager, operation), set()) | fields
+        owners[(manager, operation)] = fields
+        for key in [k for k, v in owners.items() if not v]:
+            del owners[key]
+
+    def _server_side_apply(
+        self, path: str, query: dict[str, list[str]], applied: dict[str, Any]
+    ) -> dict[str, Any]:
+        manager = query.get("fieldManager", [""])[0]
+        if not manager:  # the real server refuses an apply without one
+            raise ValueError("PATCH, application/apply-patch+yaml: fieldManager is required")
+        force = query.get("force", ["false"])[0] == "true"
+        live = self.objects.get(path)
+        wanted = (applied.get("metadata") or {}).get("resourceVersion")
+        at = (live or {}).get("metadata", {}).get("resourceVersion")
+        if wanted is not None and live is not None and at != wanted:
+            raise Conflict(
+                f"Operation cannot be fulfilled on {path.rsplit('/', 2)[-2]} "
+                f'"{path.rsplit("/", 1)[-1]}": the object has been modified; please apply '
+                "your changes to the latest version and try again"
+            )
+        applied = copy.deepcopy(applied)
+        applied.get("metadata", {}).pop("resourceVersion", None)
+        owners = self.owners.setdefault(path, {}) if live is not None else {}
+        mine = (manager, "Apply")
+        fields = field_set(applied)
+        others = {k: v for k, v in owners.items() if k != mine}
+        current = copy.deepcopy(live) if live is not None else {}
+        clashes = {
+            (p, k[0])
+            for k, owned in others.items()
+            for p in fields & owned
+            if not isinstance(p[-1], tuple) and value_at(current, p) != value_at(applied, p)
+        }
+        if clashes and not force:
+            said = ", ".join(f'conflict with "{m}": .{".".join(map(str, p))}' for p, m in clashes)
+            raise Conflict(f"Apply failed with {len(clashes)} conflict(s): {said}")
+        held = set().union(*others.values()) if others else set()
+        dropped = owners.get(mine, set()) - fields
+        for p in sorted(dropped, key=len, reverse=True):
+            if not any(q[: len(p)] == p for q in held) and not _key_field(p):
+                _remove(current, p)
+        for k in others:  # forced: the clashing fields are ours alone now
+            owners[k] -= {p for p, _ in clashes}
+        owners[mine] = fields
+        self.owners[path] = {k: v for k, v in owners.items() if v}
+        self.objects[path] = _apply_values(current, applied)
+        return self.objects[path]
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         base: Any = super()._handler()
@@ -82,6 +250,7 @@ class ApplyFakeKube(FakeKube):
                     fake.received.append(
                         Received(method, self.path.split("?")[0], tuple(self.headers.items()), body)
                     )
+                fake._request.agent = self.headers.get("User-Agent")
                 refused = _refusal(method, self.headers, body)
                 if refused:
                     return self._status(*refused)
@@ -112,6 +281,9 @@ class ApplyFakeKube(FakeKube):
                     fake.requests.append(("POST", path, self.headers.get("Content-Type")))
                     if (("POST", path) not in fake.fail) and f"{path}/{name}" not in fake.objects:
                         fake.objects[f"{path}/{name}"] = json.loads(body)
+                        query = parse_qs(urlsplit(self.path).query)
+                        manager = query.get("fieldManager", [fake._default_manager()])[0]
+                        fake._own(f"{path}/{name}", manager, "Update", field_set(json.loads(body)))
                         return self._send(201, json.loads(body))
                 if ("POST", path) in fake.fail:
                     return self._status(fake.fail[("POST", path)], "injected failure")
@@ -122,8 +294,16 @@ class ApplyFakeKube(FakeKube):
     def _serve(
         self, method: str, path: str, query: dict[str, list[str]], body: bytes, ctype: str | None
     ) -> Any:
-        if method == "PATCH" and ctype == "application/apply-patch+yaml":
+        if method == "PATCH" and ctype == APPLY:
+            try:
+                return self._server_side_apply(path, query, json.loads(body))
+            except Conflict as e:
+                raise Refusal(409, str(e)) from e
+        result = super()._serve(method, path, query, body, ctype)
+        if method == "DELETE":
+            self.owners.pop(path, None)
+        elif method == "PATCH" and ctype in MERGE_PATCHES and path in self.owners | self.objects:
+            manager = query.get("fieldManager", [self._default_manager()])[0]
             patch = json.loads(body)
-            self.objects[path] = _merge(copy.deepcopy(self.objects.get(path, {})), patch)
-            return self.objects[path]
-        return super()._serve(method, path, query, body, ctype)
+            self._own(path, manager, "Update", field_set(patch) & field_set(result))
+        return result

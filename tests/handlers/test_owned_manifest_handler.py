@@ -95,7 +95,10 @@ def test_absent_objects_are_created_with_our_mark(kube: ApplyFakeKube, cluster: 
     assert done == ["created Namespace curvine", "created ConfigMap curvine/c"]
     for path in (f"{NS}/curvine", f"{NS}/curvine/configmaps/c"):
         assert kube.objects[path]["metadata"]["annotations"] == {OWNER_ANNOTATION: OWNER}
-    assert [m for m, _, _ in kube.writes()] == ["POST", "POST"]
+    assert kube.writes() == [
+        ("PATCH", f"{NS}/curvine", "application/apply-patch+yaml"),
+        ("PATCH", f"{NS}/curvine/configmaps/c", "application/apply-patch+yaml"),
+    ]
 
 
 def test_an_object_that_is_not_ours_is_refused_before_any_change(
@@ -145,8 +148,11 @@ def test_ours_is_updated_and_what_the_manifest_dropped_is_pruned(
     ]
     assert kube.objects[f"{NS}/default/configmaps/a"]["data"] == {"v": "2"}
     assert f"{NS}/default/configmaps/theirs" in kube.objects
-    patch = [(m, p, c) for m, p, c in kube.writes() if m == "PATCH"]
-    assert patch == [("PATCH", f"{NS}/default/configmaps/a", "application/apply-patch+yaml")]
+    writes = [(m, p) for m, p, _ in kube.writes()]
+    assert writes[2:] == [
+        ("PATCH", f"{NS}/default/configmaps/a"),
+        ("DELETE", f"{NS}/default/configmaps/b"),
+    ]
 
 
 def test_server_side_apply_names_our_field_manager_and_forces(
@@ -165,6 +171,131 @@ def test_server_side_apply_names_our_field_manager_and_forces(
     assert f"PATCH {NS}/curvine [('fieldManager', 'hyperpod-kvcache'), ('force', 'true')]" in seen
 
 
+DEPLOYMENTS = "/apis/apps/v1/namespaces/curvine/deployments"
+
+
+def deployment(
+    *, env: dict[str, str], volumes: list[str], ports: list[int], labels: dict[str, str]
+) -> dict[str, Any]:
+    """A Deployment as a chart renders it: env vars, volumes and their mounts, ports, labels."""
+    container = {
+        "name": "master", "image": "curvine:1",
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "ports": [{"containerPort": p, "protocol": "TCP"} for p in ports],
+        "volumeMounts": [{"name": v, "mountPath": f"/{v}"} for v in volumes],
+    }  # fmt: skip
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "curvine", "namespace": "curvine", "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app": "curvine"}},
+            "template": {
+                "metadata": {"labels": {"app": "curvine"}},
+                "spec": {
+                    "containers": [container],
+                    "volumes": [{"name": v, "emptyDir": {}} for v in volumes],
+                },
+            },
+        },
+    }
+
+
+V1 = deployment(env={"A": "1", "B": "2"}, volumes=["data", "cache"], ports=[8995, 9000],
+                labels={"tier": "l2", "legacy": "yes"})  # fmt: skip
+V2 = deployment(env={"A": "1"}, volumes=["data"], ports=[8995], labels={"tier": "l2"})
+
+
+def _create_then_update(cluster: Cluster, old: dict[str, Any], new: dict[str, Any]) -> None:
+    pid = index.on_event(event("Create", [old]), None, cluster=cluster)["PhysicalResourceId"]
+    index.on_event(
+        event("Update", [new], PhysicalResourceId=pid,
+              OldResourceProperties=event("Create", [old])["ResourceProperties"]),
+        None, cluster=cluster,
+    )  # fmt: skip
+
+
+def test_what_a_new_version_drops_is_gone_from_the_cluster(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """An env var, a volume (and its mount), a port and a label the chart no longer renders
+    leave the object on the cluster, not only the chart."""
+    _create_then_update(cluster, V1, V2)
+    live = kube.objects[f"{DEPLOYMENTS}/curvine"]
+    (container,) = live["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == [{"name": "A", "value": "1"}]
+    assert [m["name"] for m in container["volumeMounts"]] == ["data"]
+    assert [v["name"] for v in live["spec"]["template"]["spec"]["volumes"]] == ["data"]
+    assert container["ports"] == [{"containerPort": 8995, "protocol": "TCP"}]
+    assert live["metadata"]["labels"] == {"tier": "l2"}
+
+
+def test_only_our_field_manager_owns_what_we_created(kube: ApplyFakeKube, cluster: Cluster) -> None:
+    """Every write, the create included, is a forced server-side apply by hyperpod-kvcache:
+    no other manager (a POST's Update entry) co-owns a field of ours."""
+    index.on_event(event("Create", [V1]), None, cluster=cluster)
+    path = f"{DEPLOYMENTS}/curvine"
+    assert list(kube.managers(path)) == [("hyperpod-kvcache", "Apply")]
+    assert [(r.method, r.header("Content-Type")) for r in kube.received if r.method != "GET"] == [
+        ("PATCH", ["application/apply-patch+yaml"])
+    ]
+
+
+def test_fields_another_manager_set_on_our_object_stay(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """A label someone added with ``kubectl label`` (a merge patch) and an env var someone else
+    also applies (their own server-side apply) are theirs too: our next version leaves out both
+    and both stay."""
+    index.on_event(event("Create", [V1]), None, cluster=cluster)
+    path = f"{DEPLOYMENTS}/curvine"
+    ops = kube.api_client()
+    ops.call_api(
+        path, "PATCH", query_params=[("fieldManager", "kubectl-label")],
+        header_params={"Content-Type": "application/merge-patch+json"},
+        body={"metadata": {"labels": {"team": "ml"}}}, response_types_map={200: "object"},
+    )  # fmt: skip
+    theirs = deployment(env={"B": "2"}, volumes=[], ports=[], labels={})
+    del theirs["spec"]["selector"], theirs["spec"]["template"]["metadata"]
+    ops.call_api(
+        path, "PATCH", query_params=[("fieldManager", "ops"), ("force", "true")],
+        header_params={"Content-Type": "application/apply-patch+yaml"}, body=theirs,
+        response_types_map={200: "object"},
+    )  # fmt: skip
+    _create_then_update(cluster, V1, V2)
+    live = kube.objects[path]
+    assert live["metadata"]["labels"] == {"tier": "l2", "team": "ml"}
+    (container,) = live["spec"]["template"]["spec"]["containers"]
+    assert container["env"] == [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]
+    assert [v["name"] for v in live["spec"]["template"]["spec"]["volumes"]] == ["data"]
+
+
+def test_an_object_created_between_our_read_and_our_create_is_left_as_it_is(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """Someone creates the namespace after the ownership check read it absent: the create does
+    not take it over (no mark, no field of ours), and what this apply created is removed."""
+    theirs = ns("lmcache", team="ml")
+    read = cluster.get
+
+    def get_then_theirs_appears(ref: Ref) -> dict[str, Any] | None:
+        found = read(ref)
+        if ref.name == "lmcache" and found is None and f"{NS}/lmcache" not in kube.objects:
+            kube.put(NS, theirs)
+        return found
+
+    cluster.get = get_then_theirs_appears  # type: ignore[method-assign]
+    with pytest.raises(OwnershipError) as err:
+        apply(cluster, OWNER, [ns("curvine"), ns("lmcache")],
+              hints={"Namespace/lmcache": "pick another namespace"})  # fmt: skip
+    assert str(err.value) == (
+        "Namespace lmcache was created by someone else while this deploy ran (no "
+        "hyperpod-kvcache/owner mark) and is not ours: pick another namespace; removed what this "
+        "apply had created (Namespace curvine). It was left as it is."
+    )
+    assert kube.objects == {f"{NS}/lmcache": theirs}
+
+
 def sent(kube: ApplyFakeKube, method: str) -> list[Received]:
     return [r for r in kube.received if r.method == method]
 
@@ -181,7 +312,7 @@ def test_every_request_asks_for_json_and_each_write_names_its_body_type(
     assert [(r.method, r.path, r.header("Content-Type")) for r in kube.received
             if r.method != "GET"] == [
         ("PATCH", f"{NS}/curvine", ["application/apply-patch+yaml"]),
-        ("POST", f"{NS}/curvine/configmaps", ["application/json"]),
+        ("PATCH", f"{NS}/curvine/configmaps/c", ["application/apply-patch+yaml"]),
         ("DELETE", f"{NS}/curvine/configmaps/c", ["application/json"]),
     ]  # fmt: skip
 
@@ -216,7 +347,7 @@ def test_every_request_gives_up_after_30_seconds(
     kube.put(NS, ns("curvine", owner=OWNER))
     apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
     delete(cluster, OWNER, [cm("c", "curvine")])
-    assert timeouts == [("GET", 30), ("GET", 30), ("PATCH", 30), ("POST", 30), ("GET", 30),
+    assert timeouts == [("GET", 30), ("GET", 30), ("PATCH", 30), ("PATCH", 30), ("GET", 30),
                         ("DELETE", 30)]  # fmt: skip
 
 
@@ -228,8 +359,7 @@ def test_our_mark_joins_the_objects_own_annotations(kube: ApplyFakeKube, cluster
     mine = {"team": "ml", OWNER_ANNOTATION: OWNER}
     apply(cluster, OWNER, [obj])
     apply(cluster, OWNER, [obj])
-    assert [(r.method, r.body["metadata"]["annotations"]) for r in kube.received
-            if r.method in ("POST", "PATCH")] == [("POST", mine), ("PATCH", mine)]  # fmt: skip
+    assert [r.body["metadata"]["annotations"] for r in sent(kube, "PATCH")] == [mine, mine]
     assert kube.objects[f"{NS}/default/configmaps/c"]["metadata"]["annotations"] == mine
     assert obj["metadata"]["annotations"] == {"team": "ml"}
 
@@ -240,7 +370,7 @@ def test_a_namespaced_object_without_a_namespace_goes_to_default(
     """As kubectl does: a ConfigMap with no namespace is the default namespace's."""
     bare = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}
     assert apply(cluster, OWNER, [bare]) == ["created ConfigMap default/c"]
-    assert [r.path for r in sent(kube, "POST")] == [f"{NS}/default/configmaps"]
+    assert [r.path for r in sent(kube, "PATCH")] == [f"{NS}/default/configmaps/c"]
     assert f"{NS}/default/configmaps/c" in kube.objects
 
 
@@ -257,7 +387,7 @@ def test_a_kind_without_a_known_plural_is_refused_naming_the_fix() -> None:
 def test_a_failed_create_removes_what_this_apply_created(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
-    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("PATCH", f"{NS}/curvine/configmaps/c")] = 422
     with pytest.raises(OwnershipError) as err:
         apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
     assert str(err.value).startswith("create ConfigMap curvine/c failed: HTTP 422")
@@ -572,7 +702,7 @@ def test_present_check_looks_in_the_namespace_it_names(
 
 
 def test_a_failed_first_create_has_nothing_to_undo(kube: ApplyFakeKube, cluster: Cluster) -> None:
-    kube.fail[("POST", NS)] = 422
+    kube.fail[("PATCH", f"{NS}/curvine")] = 422
     with pytest.raises(OwnershipError) as err:
         apply(cluster, OWNER, [ns("curvine")])
     assert str(err.value) == (
@@ -582,7 +712,7 @@ def test_a_failed_first_create_has_nothing_to_undo(kube: ApplyFakeKube, cluster:
 
 
 def test_undo_names_every_object_it_removed(kube: ApplyFakeKube, cluster: Cluster) -> None:
-    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("PATCH", f"{NS}/curvine/configmaps/c")] = 422
     kube.put(NS, ns("curvine", owner=OWNER))
     with pytest.raises(OwnershipError) as err:
         apply(cluster, OWNER, [ns("curvine"), ns("lmcache"), ns("redis"), cm("c", "curvine")])
@@ -637,7 +767,7 @@ def test_an_object_deleted_meanwhile_is_gone_already(kube: ApplyFakeKube, cluste
 def test_undo_says_which_created_objects_it_could_not_remove(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
-    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("PATCH", f"{NS}/curvine/configmaps/c")] = 422
     kube.fail[("DELETE", f"{NS}/lmcache")] = 403
     with pytest.raises(OwnershipError) as err:
         apply(cluster, OWNER, [ns("curvine"), ns("lmcache"), cm("c", "curvine")])
@@ -653,7 +783,7 @@ def test_undo_says_which_created_objects_it_could_not_remove(
 def test_undo_lists_what_it_could_not_remove_in_creation_order(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
-    kube.fail[("POST", f"{NS}/curvine/configmaps")] = 422
+    kube.fail[("PATCH", f"{NS}/curvine/configmaps/c")] = 422
     kube.fail[("DELETE", f"{NS}/lmcache")] = 403
     kube.fail[("DELETE", f"{NS}/redis")] = 403
     kube.put(NS, ns("curvine", owner=OWNER))

@@ -79,6 +79,15 @@ def json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
     return doc
 
 
+class Refusal(Exception):
+    """What ``_serve`` raises to answer with another status than 200 (e.g. 409 Conflict)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
 class FakeKube:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Any]] = {}  # collection path + "/" + name -> object
@@ -164,6 +173,8 @@ class FakeKube:
                         return self._status(fake.fail[(method, path)], "injected failure")
                     try:
                         result = fake._serve(method, path, query, body, ctype)
+                    except Refusal as exc:
+                        return self._status(exc.status, exc.message)
                     except KeyError as exc:
                         return self._status(404, f"not found: {exc}")
                     except ValueError as exc:

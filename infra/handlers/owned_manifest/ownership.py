@@ -1,9 +1,11 @@
 """Apply and delete objects only where the app owns them.
 
 An object is ours when its annotation ``hyperpod-kvcache/owner`` equals this deployment's owner
-value (``<project>-<environment>``). Apply: absent objects are created with that annotation, ours
-are updated (server-side apply), and if any object exists without our mark nothing is changed and
-the apply fails with one line naming it and the fix. Delete: only ours, and gone counts as done.
+value (``<project>-<environment>``). Apply: every write is a server-side apply by the field
+manager ``hyperpod-kvcache``, the create of an absent object included, so that manager alone owns
+what we set and a later version that drops a field (an env var, a volume, a port, a label)
+removes it; if any object exists without our mark nothing is changed and the apply fails with
+one line naming it and the fix. Delete: only ours, and gone counts as done.
 """
 
 from __future__ import annotations
@@ -20,6 +22,11 @@ from .kinds import Ref
 
 OWNER_ANNOTATION = "hyperpod-kvcache/owner"
 FIELD_MANAGER = "hyperpod-kvcache"
+# A resourceVersion in an apply body is a precondition: the server answers 409 Conflict when the
+# object exists at another version, and creates an absent object (the store ignores it there).
+# No object holds version 1 (etcd's first revision, taken when the cluster's store began), so
+# the create of an object we found absent cannot take over one created since we looked.
+ABSENT_ONLY = "1"
 DEFAULT_FIX = "rename ours in config or remove theirs"
 
 
@@ -83,8 +90,17 @@ class Cluster:
             raise
         return found
 
-    def create(self, ref: Ref, obj: dict[str, Any]) -> None:
-        self._call("POST", ref.collection, obj, content_type="application/json")
+    def create(self, ref: Ref, obj: dict[str, Any]) -> bool:
+        """Create ``obj`` by the same server-side apply as an update (a POST would leave its
+        manager co-owning every field for good); False when it exists by now."""
+        meta = {**(obj.get("metadata") or {}), "resourceVersion": ABSENT_ONLY}
+        try:
+            self.apply(ref, {**obj, "metadata": meta})
+        except ApiException as e:
+            if e.status == 409:
+                return False
+            raise
+        return True
 
     def apply(self, ref: Ref, obj: dict[str, Any]) -> None:
         # Server-side apply, forced: fields this manager set before are updated or removed,
@@ -189,11 +205,12 @@ def apply(
     for ref, obj in zip(refs, objects, strict=True):
         verb = "update" if found[ref] is not None else "create"
         try:
-            if found[ref] is None:
-                cluster.create(ref, stamped(obj, owner))
+            if found[ref] is not None:
+                cluster.apply(ref, stamped(obj, owner))
+            elif cluster.create(ref, stamped(obj, owner)):
                 created.append(ref)
             else:
-                cluster.apply(ref, stamped(obj, owner))
+                raise OwnershipError(_appeared(cluster, ref, hints or {}, created))
         except ApiException as e:
             undone = _undo(cluster, created)
             raise OwnershipError(
@@ -206,6 +223,18 @@ def apply(
         if old not in kept:
             done.append(delete_one(cluster, owner, old))
     return done
+
+
+def _appeared(cluster: Cluster, ref: Ref, hints: Mapping[str, str], created: Sequence[Ref]) -> str:
+    """The refusal when ``ref``, absent when checked, was created by someone else before our
+    create: theirs is left as it is, and what this apply created is removed."""
+    current = cluster.get(ref) or {}
+    mark = owner_of(current)
+    whose = f"marked {OWNER_ANNOTATION}={mark}" if mark else f"no {OWNER_ANNOTATION} mark"
+    return (
+        f"{ref} was created by someone else while this deploy ran ({whose}) and is not ours: "
+        f"{hints.get(ref.key, DEFAULT_FIX)}{_undo(cluster, created)}. It was left as it is."
+    )
 
 
 def _undo(cluster: Cluster, created: Sequence[Ref]) -> str:
