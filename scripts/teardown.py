@@ -3,8 +3,10 @@
 Scope: only what this environment owns, found by exact names and exact tag values, never by a
 substring or prefix of a name: the stacks named ``<stack_prefix>-<suffix>``; the configured
 InferenceEndpointConfigs (``kvcache.endpoints``) and the Curvine PVCs in their namespaces, each only
-when it carries our ownership labels; log groups whose names the stacks' own resources determine
-(read with ListStackResources, which also answers for a deleted stack by its id for 90 days);
+when it carries our ownership labels and no other environment's ``hyperpod-kvcache/owner`` mark (on
+an existing cluster, where every environment shares the labels, only with our own mark); log
+groups whose names the stacks' own resources determine (read with ListStackResources, which also
+answers for a deleted stack by its id for 90 days);
 EC2 leftovers by the ``project`` and ``environment`` tags (or inside this environment's tagged VPC).
 
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
@@ -32,6 +34,7 @@ from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
+from infra.handlers.owned_manifest.ownership import OWNER_ANNOTATION
 from infra.stack_layout import STACK_SUFFIXES, deletion_waves
 from scripts.clients import Clients
 from scripts.common import OperationError
@@ -117,12 +120,33 @@ def eks_cluster_exists(clients: Clients, cfg: AppConfig) -> bool:
         raise
 
 
-def owned(metadata: Any) -> bool:
+def labelled(metadata: Any) -> bool:
     """Carries the labels every object we render has (k8s/common.py ``labels``)."""
     from k8s.common import PART_OF  # lazily: see scripts/endpoints.py
 
     labels = (metadata or {}).get("labels") or {}
     return labels.get(MANAGED_BY) == "cdk8s" and labels.get(PART_OF_LABEL) == PART_OF
+
+
+def owner_mark(metadata: Any) -> str | None:
+    """The environment that created it on an existing cluster (``hyperpod-kvcache/owner``)."""
+    value = ((metadata or {}).get("annotations") or {}).get(OWNER_ANNOTATION)
+    return None if value is None else str(value)
+
+
+def why_not_ours(cfg: AppConfig, metadata: Any) -> str | None:
+    """None when the object is this environment's; else why it is left in place. The labels
+    are the same in every environment, so the owner mark decides: another environment's mark
+    is never ours, and on an existing cluster (where the owned-manifest handler marks what it
+    creates) only our own mark is."""
+    if not labelled(metadata):
+        return f"lacks our ownership labels ({owner_selector()})"
+    mark = owner_mark(metadata)
+    if mark is not None and mark != cfg.stack_prefix:
+        return f"is marked {OWNER_ANNOTATION}={mark}, another environment's"
+    if mark is None and cfg.existing_cluster is not None:
+        return f"has no {OWNER_ANNOTATION} mark, so this environment did not create it"
+    return None
 
 
 def owner_selector() -> str:
@@ -146,12 +170,13 @@ def _endpoints(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[str]]
                 continue
             raise
         ref = f"{ep.namespace}/{ep.name}"
-        if owned(obj.get("metadata")):
+        why = why_not_ours(cfg, obj.get("metadata"))
+        if why is None:
             items.append(Item("InferenceEndpointConfig", ref))
         else:
             notes.append(
-                f"InferenceEndpointConfig {ref} lacks our ownership labels ({owner_selector()}): "
-                "left in place; delete it with kubectl if it is yours"
+                f"InferenceEndpointConfig {ref} {why}: left in place; delete it with kubectl if "
+                "it is yours"
             )
     return items, notes
 
@@ -162,18 +187,28 @@ def list_endpoints(clients: Clients, cfg: AppConfig) -> list[Item]:
 
 def list_curvine_pvcs(clients: Clients, cfg: AppConfig) -> list[Item]:
     """Curvine PVCs we rendered, in the configured endpoints' namespaces only."""
+    return _curvine_pvcs(clients, cfg)[0]
+
+
+def _curvine_pvcs(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[str]]:
+    """(our Curvine PVCs in the configured endpoints' namespaces, notes on those left)."""
     from k8s.foundation import CURVINE_SC  # lazily: see scripts/endpoints.py
 
     core = clients.core()
-    items = []
+    items: list[Item] = []
+    notes: list[str] = []
     for ns in sorted({ep.namespace for ep in cfg.kvcache.endpoints}):
         pvcs = core.list_namespaced_persistent_volume_claim(ns, label_selector=owner_selector())
-        items += [
-            Item("PersistentVolumeClaim", f"{ns}/{p.metadata.name}", CURVINE_SC)
-            for p in pvcs.items
-            if p.spec.storage_class_name == CURVINE_SC and owned(clients.to_dict(p).get("metadata"))
-        ]
-    return items
+        for p in pvcs.items:
+            if p.spec.storage_class_name != CURVINE_SC:
+                continue
+            ref = f"{ns}/{p.metadata.name}"
+            why = why_not_ours(cfg, clients.to_dict(p).get("metadata"))
+            if why is None:
+                items.append(Item("PersistentVolumeClaim", ref, CURVINE_SC))
+            else:
+                notes.append(f"PersistentVolumeClaim {ref} {why}: left in place")
+    return items, notes
 
 
 def stack_status(clients: Clients, name: str) -> str | None:
@@ -347,8 +382,9 @@ def plan_teardown(clients: Clients, cfg: AppConfig) -> Plan:
     if eks_cluster_exists(clients, cfg):
         try:
             endpoints, notes = _endpoints(clients, cfg)
-            plan.kubernetes = endpoints + list_curvine_pvcs(clients, cfg)
-            plan.notes += notes
+            pvcs, more = _curvine_pvcs(clients, cfg)
+            plan.kubernetes = endpoints + pvcs
+            plan.notes += notes + more
         except (ApiException, OSError) as exc:
             plan.notes.append(
                 f"Kubernetes API not reachable ({exc}); its objects go with the stacks"

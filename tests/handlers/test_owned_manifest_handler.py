@@ -33,6 +33,7 @@ from infra.handlers.owned_manifest.ownership import (
     OwnershipError,
     apply,
     delete,
+    stamped,
 )
 from tests.handlers.ownership_fake_kube import ApplyFakeKube, Received
 
@@ -473,6 +474,84 @@ def test_delete_removes_only_ours_and_gone_is_done(kube: ApplyFakeKube, cluster:
         "left Namespace inference: not ours (hyperpod-kvcache/owner=absent)",
     ]
     assert kube.objects == before
+
+
+PROD = "hyperpod-kvcache-prod"
+PVCS = f"{NS}/inference/persistentvolumeclaims"
+POLICIES = "/apis/kyverno.io/v1/clusterpolicies"
+
+
+def pvc(name: str, namespace: str) -> dict[str, Any]:
+    spec = {"accessModes": ["ReadWriteMany"], "storageClassName": "curvine-sc"}
+    meta = {"name": name, "namespace": namespace}
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}
+
+
+def policy(name: str) -> dict[str, Any]:
+    return {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": name},
+            "spec": {"rules": []}}  # fmt: skip
+
+
+def prods(kube: ApplyFakeKube) -> list[dict[str, Any]]:
+    """prod's Namespace, L2 claim and L2 policy on the cluster dev shares with it: the same
+    names as dev's, marked by prod. Returns dev's manifest of the same objects."""
+    mine = [ns("inference"), pvc("curvine-pvc", "inference"), policy("kvcache-l2")]
+    for collection, obj in zip((NS, PVCS, POLICIES), mine, strict=True):
+        kube.put(collection, stamped(obj, PROD))
+    return mine
+
+
+def left_by_prod(ref: str) -> str:
+    return f"left {ref}: not ours (hyperpod-kvcache/owner={PROD})"
+
+
+def test_delete_leaves_the_same_named_objects_another_environment_marked(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    mine = prods(kube)
+    before = json.loads(json.dumps(kube.objects))
+    assert delete(cluster, OWNER, mine) == [
+        left_by_prod("ClusterPolicy kvcache-l2"),
+        left_by_prod("PersistentVolumeClaim inference/curvine-pvc"),
+        left_by_prod("Namespace inference"),
+    ]
+    assert kube.writes() == [] and kube.objects == before
+
+
+def test_a_prune_leaves_the_same_named_objects_another_environment_marked(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """An update whose new manifest drops objects that, on the cluster, are prod's."""
+    mine = prods(kube)
+    before = json.loads(json.dumps(kube.objects))
+    done = apply(cluster, OWNER, [cm("c", "default")], previous=[*mine, cm("c", "default")])
+    assert done[1:] == [
+        left_by_prod("ClusterPolicy kvcache-l2"),
+        left_by_prod("PersistentVolumeClaim inference/curvine-pvc"),
+        left_by_prod("Namespace inference"),
+    ]
+    assert {k: v for k, v in kube.objects.items() if k in before} == before
+    assert [m for m, _, _ in kube.writes()] == ["PATCH"]  # the ConfigMap alone
+
+
+def test_the_rollback_of_a_refused_update_leaves_the_other_environments_object(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """dev's update adds a namespace prod has: refused. CloudFormation's rollback is an update
+    back to the old manifest, whose prune would drop that namespace: it is prod's, and stays."""
+    prods(kube)
+    before = json.loads(json.dumps(kube.objects))
+    old = event("Create", [ns("curvine")])
+    index.on_event(old, None, cluster=cluster)
+    failed = event("Update", [ns("curvine"), ns("inference")], PhysicalResourceId="p",
+                   OldResourceProperties=old["ResourceProperties"])  # fmt: skip
+    with pytest.raises(OwnershipError, match=r"^Namespace inference exists and is not ours"):
+        index.on_event(failed, None, cluster=cluster)
+    rollback = event("Update", [ns("curvine")], PhysicalResourceId="p",
+                     OldResourceProperties=failed["ResourceProperties"])  # fmt: skip
+    index.on_event(rollback, None, cluster=cluster)
+    assert {k: v for k, v in kube.objects.items() if k in before} == before
+    assert not [w for w in kube.writes() if w[1] in before]
 
 
 def test_delete_does_not_fail_when_the_api_refuses(kube: ApplyFakeKube, cluster: Cluster) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infra.config import parse_config
 from k8s.app import build_charts, manifests
-from scripts.teardown import owned
+from scripts.teardown import labelled
 from tests.config.unit_config import SOURCE, with_overrides
 
 
@@ -46,4 +46,4 @@ def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() 
     assert pvc["spec"]["volumeName"] == "curvine-l2-static"
     assert pvc["spec"]["resources"]["requests"]["storage"] == "512Gi"
     # Labelled as this project's, like every object it renders (what teardown and adopt read).
-    assert owned(pv["metadata"]) and owned(pvc["metadata"])
+    assert labelled(pv["metadata"]) and labelled(pvc["metadata"])

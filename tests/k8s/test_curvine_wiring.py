@@ -24,7 +24,7 @@ from k8s.common import master_storage_class
 from k8s.curvine import CONFIG_MAP, JOURNAL_PORT, MASTER, MASTER_WL, RPC_PORT, WORKER
 from k8s.foundation import CURVINE_SC
 from k8s.observability import CURVINE_JOBS, scrape_config, scrape_targets
-from scripts.teardown import owned
+from scripts.teardown import labelled
 from tests.config.unit_config import SOURCE, with_overrides
 from tests.k8s.conftest import env_config
 from tests.k8s.test_rehearsal_objects import _containers, _id, _templates
@@ -221,7 +221,7 @@ def test_master_volumes_are_single_node_claims_of_the_configured_size_and_class(
             "storageClassName": master_storage_class(config),
             "resources": {"requests": {"storage": f"{size}Gi"}},
         }, name
-        assert owned(claims[name]["metadata"]), claims[name]["metadata"]
+        assert labelled(claims[name]["metadata"]), claims[name]["metadata"]
 
 
 # --- workers ------------------------------------------------------------------------------------

@@ -614,6 +614,69 @@ def test_a_configured_endpoint_without_our_labels_stays(
     ]
 
 
+PROD_MARK = {"hyperpod-kvcache/owner": "hyperpod-kvcache-prod"}
+PVC = "/api/v1/namespaces/default/persistentvolumeclaims/curvine-pvc"
+
+
+def existing_cfg(world: World) -> Any:
+    """This environment on an existing cluster (world's EKS cluster), which prod shares."""
+    from tests.scripts.test_preflight_existing import GROUPS
+    from tests.synth_support import QUICK_INSTALL_CLUSTER
+
+    name = world.cfg.eks.cluster_name
+    return make_cfg(
+        environment=ENV, hyperpod=GROUPS,
+        existing_cluster={**QUICK_INSTALL_CLUSTER, "eks_cluster_name": name,
+                          "hyperpod_cluster_name": name},
+        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "default", "replicas": 1}]},
+    )  # fmt: skip
+
+
+def mark(world: World, path: str, annotations: dict[str, str]) -> None:
+    world.kube.objects[path]["metadata"]["annotations"] = dict(annotations)
+
+
+@pytest.mark.parametrize("existing", [True, False], ids=["existing-cluster", "created-cluster"])
+def test_teardown_leaves_the_same_named_objects_another_environment_marked(
+    world: World, existing: bool
+) -> None:
+    """prod's endpoint and Curvine PVC carry the same names and labels as ours, in the namespace
+    this environment configures: its teardown leaves both and says why."""
+    cfg = existing_cfg(world) if existing else world.cfg
+    for path in (f"{IECS}/vllm-kvcache", PVC):
+        mark(world, path, PROD_MARK)
+    # The world's load balancer stands for our endpoint's; teardown waits for every load
+    # balancer of the cluster to go, which is not what this test is about.
+    world.plain("elbv2").delete_load_balancer(LoadBalancerArn=world.lb)
+    plan = plan_teardown(world.clients, cfg)
+    assert plan.kubernetes == []
+    assert plan.notes == [
+        "InferenceEndpointConfig default/vllm-kvcache is marked "
+        "hyperpod-kvcache/owner=hyperpod-kvcache-prod, another environment's: left in place; "
+        "delete it with kubectl if it is yours",
+        "PersistentVolumeClaim default/curvine-pvc is marked "
+        "hyperpod-kvcache/owner=hyperpod-kvcache-prod, another environment's: left in place",
+    ]
+    execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
+    assert world.kube.writes("DELETE") == []
+    assert world.kube.get(f"{IECS}/vllm-kvcache") and world.kube.get(PVC)
+
+
+def test_on_an_existing_cluster_teardown_deletes_only_what_carries_our_mark(world: World) -> None:
+    """There every object the stack created carries our mark: an unmarked one with our labels
+    (applied by hand from dist/, or by the cluster's owner) is not this environment's."""
+    cfg = existing_cfg(world)
+    mark(world, f"{IECS}/vllm-kvcache", {"hyperpod-kvcache/owner": PREFIX})
+    plan = plan_teardown(world.clients, cfg)
+    assert [i.id for i in plan.kubernetes] == ["default/vllm-kvcache"]
+    assert plan.notes == [
+        "PersistentVolumeClaim default/curvine-pvc has no hyperpod-kvcache/owner mark, so this "
+        "environment did not create it: left in place"
+    ]
+    execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
+    assert world.kube.get(f"{IECS}/vllm-kvcache") is None and world.kube.get(PVC)
+
+
 def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
     """moto re-creates a deleted stack's resources (new physical ids) when they are listed, so
     this checks which stack ids teardown reads; AWS answers ListStackResources for a deleted

@@ -195,3 +195,45 @@ def test_kyverno_install_false_is_refused_on_a_created_cluster() -> None:
     raw.setdefault("kvcache", {})["kyverno"] = {"install": False}
     with pytest.raises(ConfigError, match=r"kvcache\.kyverno\.install"):
         parse_config(raw, "config/dev.yaml", "dev")
+
+
+def _prods_layer(kube: ApplyFakeKube, s: Synth) -> dict[str, Any]:
+    """prod's copy of every object of this layer (same names), marked by prod; a copy of the
+    store."""
+    from infra.handlers.owned_manifest.kinds import Ref
+    from infra.handlers.owned_manifest.ownership import stamped
+
+    prod = s.config.stack_prefix.replace(s.config.environment, "prod")
+    assert prod != s.config.stack_prefix
+    for _, props in applies(s):
+        for obj in json.loads(props["Manifest"]):
+            kube.put(Ref.of(obj).collection, stamped(obj, prod))
+    return json.loads(json.dumps(kube.objects))
+
+
+def test_destroy_leaves_every_same_named_object_another_environment_marked(
+    existing: Synth,
+) -> None:
+    """dev's destroy on the cluster it shares with prod, where prod's objects carry the same
+    names (namespaces, the L2 claim, the L2 policy, Curvine): nothing of prod's is deleted."""
+    with ApplyFakeKube() as kube:
+        before = _prods_layer(kube, existing)
+        cluster = Cluster(kube.api_client())
+        for logical_id, props in reversed(applies(existing)):
+            index.on_event(_event("Delete", logical_id, props), None, cluster=cluster)
+        assert kube.writes() == [] and kube.objects == before
+
+
+def test_a_prune_leaves_every_same_named_object_another_environment_marked(
+    existing: Synth,
+) -> None:
+    """An update of each of dev's applies to an empty manifest prunes all it had: prod's
+    objects of the same names stay."""
+    with ApplyFakeKube() as kube:
+        before = _prods_layer(kube, existing)
+        cluster = Cluster(kube.api_client())
+        for logical_id, props in reversed(applies(existing)):
+            e = _event("Update", logical_id, {**props, "Manifest": "[]", "Preflight": "[]"})
+            e.update(PhysicalResourceId="p", OldResourceProperties=props)
+            index.on_event(e, None, cluster=cluster)
+        assert kube.writes() == [] and kube.objects == before
