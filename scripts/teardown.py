@@ -10,12 +10,13 @@ answers for a deleted stack by its id for 90 days);
 EC2 leftovers by the ``project`` and ``environment`` tags (or inside this environment's tagged VPC).
 
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
-Curvine StorageClass -> stacks in waves from infra/stack_layout.py (a stack after every stack
-that depends on it; the stacks of one wave in parallel). Right before the wave that holds the
-network stack: Lambda's network interfaces in the VPC (delete the available ones, wait for Lambda
-to free the rest) -> the VPC sweep of available ENIs and GuardDuty's endpoints and security
-group. Then log groups and retained EBS volumes. Each step looks at what exists now, so a re-run
-after a failure skips what is already gone.
+Curvine StorageClass (and wait until the CSI driver, which the kvcache stack takes, has deleted
+their volumes) -> stacks in waves from infra/stack_layout.py (a stack after every stack that
+depends on it; the stacks of one wave in parallel). Right before the wave that holds the network
+stack: Lambda's network interfaces in the VPC (delete the available ones, wait for Lambda to free
+the rest) -> the VPC sweep of available ENIs and GuardDuty's endpoints and security group. Then
+log groups and retained EBS volumes. Each step looks at what exists now, so a re-run after a
+failure skips what is already gone.
 
 Every wait goes through ``scripts.kube.wait_for``: a stack deletion (up to 90 minutes) shows the
 elapsed time, the stack's status and its latest resource event, and a DELETE_FAILED names each
@@ -209,6 +210,37 @@ def _curvine_pvcs(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[st
             else:
                 notes.append(f"PersistentVolumeClaim {ref} {why}: left in place")
     return items, notes
+
+
+def curvine_volumes_left(clients: Clients, cfg: AppConfig) -> list[str]:
+    """Volumes on the Curvine StorageClass that the Curvine CSI driver still has to delete:
+    reclaim policy Delete, bound to a claim of the L2 volume (its name, in a configured
+    endpoint's namespace) that no longer exists. Only waited for, never deleted."""
+    from k8s.foundation import CURVINE_SC  # lazily: see scripts/endpoints.py
+    from k8s.l2_volume import PVC
+
+    namespaces = {ep.namespace for ep in cfg.kvcache.endpoints}
+    core = clients.core()
+    left = []
+    for pv in core.list_persistent_volume().items:
+        spec = clients.to_dict(pv).get("spec") or {}
+        claim = spec.get("claimRef") or {}
+        if (
+            spec.get("storageClassName") != CURVINE_SC
+            or spec.get("persistentVolumeReclaimPolicy") != "Delete"
+            or claim.get("namespace") not in namespaces
+            or claim.get("name") != PVC
+        ):
+            continue
+        try:
+            now = core.read_namespaced_persistent_volume_claim(claim["name"], claim["namespace"])
+            if not claim.get("uid") or now.metadata.uid == claim["uid"]:
+                continue  # its claim is there: not released
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+        left.append(pv.metadata.name)
+    return sorted(left)
 
 
 def stack_status(clients: Clients, name: str) -> str | None:
@@ -462,6 +494,21 @@ def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: 
         wait_for(
             "Curvine PVCs to go",
             lambda: not list_curvine_pvcs(clients, cfg),
+            t.pvc_s,
+            t.interval_s,
+            show,
+        )
+
+    # The CSI driver deletes a released volume (and Curvine its directory) only while both run,
+    # and the kvcache stack takes them: without this wait the volume keeps its finalizer.
+    def volumes() -> tuple[bool, str]:
+        left = curvine_volumes_left(clients, cfg)
+        return not left, ", ".join(left)
+
+    if not volumes()[0]:
+        wait_for(
+            "the Curvine CSI driver to delete the volumes of the deleted PVCs",
+            volumes,
             t.pvc_s,
             t.interval_s,
             show,

@@ -8,8 +8,9 @@ CloudFormation refuses to change an export another stack imports. In one stack t
 creates the new file system, applies the PersistentVolume and claim named after it (the old ones
 are pruned) and only then deletes the old file system.
 
-Manifests wait only where apply needs it: namespaced objects for their namespaces, the L2 policy
-for Kyverno's CRDs and webhook; the rest is applied side by side. On a cluster this app creates,
+Manifests wait only where apply or delete needs it: namespaced objects for their namespaces, the
+L2 policy for Kyverno's CRDs and webhook, the L2 volume for what deletes its volumes (so that on
+delete the claims go first); the rest is applied side by side. On a cluster this app creates,
 every chart is one ``KubernetesManifest`` applied by the cluster's kubectl provider. On an
 existing cluster (``existing_cluster``), every chart is one ``Custom::HyperPodOwnedManifest``
 (infra/constructs/owned_manifest.py): objects we did not create are never changed or deleted, and
@@ -99,6 +100,7 @@ class KvCacheStack(Stack):
             if manifests:
                 m.node.add_dependency(manifests[NAMESPACES])
             manifests[name] = m
+        _claims_go_first(manifests)
         self.kyverno: eks.HelmChart | None = None
         if config.kvcache.kyverno.install:
             kyverno = eks.HelmChart(
@@ -123,6 +125,24 @@ class KvCacheStack(Stack):
             for m in manifests.values():
                 needs(m, *nodes_ready)
         self.manifests = manifests
+
+
+# What deletes the L2 claims' volumes: the class, Curvine (the directory behind a volume), its
+# network policies (the CSI controller's RPC to the masters) and the CSI driver (the provisioner).
+L2_PROVIDERS = ("10-storage", "20-curvine", "25-curvine-network-policy", "30-curvine-csi")
+L2_VOLUME = "40-l2-volume"
+
+
+def _claims_go_first(manifests: dict[str, IConstruct]) -> None:
+    """The L2 volume chart waits for what provisions its claims, so that on delete (which
+    CloudFormation runs in reverse dependency order, and side by side where there is none) the
+    claims and their volumes go while the provisioner and Curvine still run: a volume whose
+    provisioner is gone keeps its finalizer, and its directory, for good. On apply it costs the
+    seconds those charts take to apply."""
+    if L2_VOLUME in manifests:
+        for name in L2_PROVIDERS:
+            if name in manifests:
+                manifests[L2_VOLUME].node.add_dependency(manifests[name])
 
 
 def owned_manifests(

@@ -307,3 +307,67 @@ class ApplyFakeKube(FakeKube):
             patch = json.loads(body)
             self._own(path, manager, "Update", field_set(patch) & field_set(result))
         return result
+
+
+PVS = "/api/v1/persistentvolumes"
+PROVISIONER_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
+
+
+class Provisioner:
+    """Plays the PV controller and a CSI provisioner on ``kube``: a claim of ``storage_class``
+    applied without a volume is bound to a new PersistentVolume ``pvc-<namespace>-<name>``
+    (reclaim policy Delete, the provisioner's finalizer). Once the claim is deleted, its
+    volume is deleted ``after_reads`` reads of it later, when ``running(kube)`` says the
+    provisioner still runs then; otherwise it stays Released, finalizer and all, as a volume
+    whose provisioner is gone does. Time passes for the provisioner only while someone reads
+    the volume: whoever does not wait for it loses the race, the worst case."""
+
+    def __init__(
+        self,
+        kube: ApplyFakeKube,
+        *,
+        storage_class: str = "curvine-sc",
+        after_reads: int = 2,
+        running: Any = lambda kube: True,
+    ) -> None:
+        self.kube, self.storage_class = kube, storage_class
+        self.after_reads, self.running = after_reads, running
+        self.releasing: dict[str, int] = {}  # volume path -> reads until its provisioner acts
+        kube.after_write.append(self._written)
+        kube.after_read.append(self._read)
+
+    def volumes(self) -> dict[str, dict[str, Any]]:
+        return {k: v for k, v in self.kube.objects.items() if k.startswith(f"{PVS}/")}
+
+    def _written(self, kube: Any, method: str, path: str) -> None:
+        if "/persistentvolumeclaims/" not in path:
+            return
+        with kube._lock:
+            ns, name = path.split("/")[-3], path.split("/")[-1]
+            volume = f"pvc-{ns}-{name}"
+            claim = kube.objects.get(path)
+            if method == "DELETE":
+                if f"{PVS}/{volume}" in kube.objects:
+                    kube.objects[f"{PVS}/{volume}"]["status"] = {"phase": "Released"}
+                    self.releasing[f"{PVS}/{volume}"] = self.after_reads
+                return
+            spec = (claim or {}).get("spec") or {}
+            if spec.get("storageClassName") != self.storage_class or spec.get("volumeName"):
+                return
+            spec["volumeName"] = volume
+            kube.objects[f"{PVS}/{volume}"] = {
+                "apiVersion": "v1", "kind": "PersistentVolume",
+                "metadata": {"name": volume, "finalizers": [PROVISIONER_FINALIZER]},
+                "spec": {"storageClassName": self.storage_class,
+                         "persistentVolumeReclaimPolicy": "Delete",
+                         "claimRef": {"namespace": ns, "name": name}},
+                "status": {"phase": "Bound"},
+            }  # fmt: skip
+
+    def _read(self, kube: Any, method: str, path: str) -> None:
+        with kube._lock:
+            if path not in self.releasing:
+                return
+            self.releasing[path] -= 1
+            if self.releasing[path] <= 0 and self.running(kube):
+                del self.releasing[path], kube.objects[path]

@@ -79,13 +79,16 @@ def test_apply_order(template: Template) -> None:
         (lid,) = [k for k in ids if k.startswith(prefix)]
         return lid
 
-    # Only where apply needs it: namespaces first, Kyverno's CRDs before its policy; the rest
-    # side by side (the endpoints' waits are pinned in tests/synth/test_deploy_layout.py).
+    # Only where apply or delete needs it: namespaces first, Kyverno's CRDs before its policy,
+    # the L2 volume after what deletes its volumes (tests/synth/test_rehearsal_waits.py); the
+    # rest side by side (the endpoints' waits are pinned in tests/synth/test_deploy_layout.py).
     namespaces = one("K8s00namespaces")
     assert deps("K8s00namespaces") == set()
     assert deps("Kyverno") == {namespaces}
-    for prefix in ("K8s10storage", "K8s20curvine", "K8s30curvinecsi", "K8s40l2volume"):
+    providers = ("K8s10storage", "K8s20curvine", "K8s25curvinenetworkpolicy", "K8s30curvinecsi")
+    for prefix in providers:
         assert deps(prefix) == {namespaces}, prefix
+    assert deps("K8s40l2volume") == {namespaces, *map(one, providers)}
     assert deps("K8s50l2policy") == {namespaces, one("Kyverno")}
 
 

@@ -23,6 +23,7 @@ PLURALS = {
     "deployments",
     "pods",
     "persistentvolumeclaims",
+    "persistentvolumes",
     "daemonsets",
     "nodes",
     "inferenceendpointconfigs",

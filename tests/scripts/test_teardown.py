@@ -677,6 +677,90 @@ def test_on_an_existing_cluster_teardown_deletes_only_what_carries_our_mark(worl
     assert world.kube.get(f"{IECS}/vllm-kvcache") is None and world.kube.get(PVC)
 
 
+PVS = "/api/v1/persistentvolumes"
+
+
+def curvine_volume(world: World, *, claim_gone: bool = False, after_reads: int = 3) -> str:
+    """The volume the Curvine CSI driver provisioned for default/curvine-pvc. Its provisioner
+    deletes it ``after_reads`` listings of volumes after the claim goes, while the kvcache stack
+    (which holds the driver and Curvine) is there; after that, never. ``claim_gone``: a re-run,
+    the claim deleted already and the volume Released."""
+    claim = world.kube.objects[PVC]
+    claim["metadata"]["uid"], claim["spec"]["volumeName"] = "uid-1", "pvc-uid-1"
+    world.kube.put(PVS, {
+        "metadata": {"name": "pvc-uid-1",
+                     "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"]},
+        "spec": {"storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
+                 "claimRef": {"namespace": "default", "name": "curvine-pvc", "uid": "uid-1"}},
+    })  # fmt: skip
+    countdown: list[int] = []
+    if claim_gone:
+        del world.kube.objects[PVC]
+        countdown.append(after_reads)
+
+    def provisioner(fake: FakeKube, method: str, path: str) -> None:
+        if method == "DELETE" and path == PVC:
+            countdown.append(after_reads)
+        elif method == "GET" and path == PVS and countdown:
+            countdown[0] -= 1
+            running = f"DeleteStack:{PREFIX}-kvcache" not in world.timeline
+            if countdown[0] <= 0 and running and f"{PVS}/pvc-uid-1" in fake.objects:
+                del fake.objects[f"{PVS}/pvc-uid-1"]
+                world.timeline.append("released:pvc-uid-1")
+
+    world.kube.after_write.append(provisioner)
+    world.kube.after_read.append(provisioner)
+    return "pvc-uid-1"
+
+
+@pytest.mark.parametrize("claim_gone", [False, True], ids=["first-run", "re-run"])
+def test_the_stacks_go_only_once_the_csi_driver_deleted_the_curvine_volumes(
+    world: World, claim_gone: bool
+) -> None:
+    """The kvcache stack takes the CSI driver and Curvine: a volume they have not deleted by
+    then keeps its finalizer (and Curvine's directory) for good."""
+    volume = curvine_volume(world, claim_gone=claim_gone)
+    execute_teardown(world.clients, world.cfg, lambda _: None, FAST, show=False)
+    t = world.timeline
+    first_stack = next(i for i, step in enumerate(t) if step.startswith("DeleteStack:"))
+    assert t.index(f"released:{volume}") < first_stack
+    assert world.kube.get(f"{PVS}/{volume}") is None
+
+
+def test_a_curvine_volume_never_deleted_stops_teardown_before_the_stacks(world: World) -> None:
+    volume = curvine_volume(world, after_reads=10**6)
+    quick = dataclasses.replace(FAST, pvc_s=0.3)
+    with pytest.raises(OperationError) as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, quick, show=False)
+    assert str(failed.value) == (
+        "timed out after 0s waiting for the Curvine CSI driver to delete the volumes of the "
+        f"deleted PVCs (last state: {volume})"
+    )
+    assert not any(step.startswith("DeleteStack:") for step in world.timeline)
+
+
+def test_a_volume_whose_claim_is_there_or_that_is_retained_is_not_waited_for(
+    world: World,
+) -> None:
+    """A claim recreated under the same name (another uid) has released the old volume; one
+    with reclaim policy Retain, or of another namespace or StorageClass, is not the driver's
+    to delete now."""
+    from scripts.teardown import curvine_volumes_left
+
+    curvine_volume(world)
+    claim = {"namespace": "default", "name": "curvine-pvc", "uid": "uid-1"}
+    for name, spec in (
+        ("retained", {"persistentVolumeReclaimPolicy": "Retain"}),
+        ("elsewhere", {"claimRef": {**claim, "namespace": "team-b", "uid": "x"}}),
+        ("other-class", {"storageClassName": "gp3", "claimRef": {**claim, "uid": "x"}}),
+        ("old", {"claimRef": {**claim, "uid": "uid-0"}}),
+    ):
+        world.kube.put(PVS, {"metadata": {"name": name}, "spec": {
+            "storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": claim, **spec}})  # fmt: skip
+    assert curvine_volumes_left(world.clients, world.cfg) == ["old"]
+
+
 def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
     """moto re-creates a deleted stack's resources (new physical ids) when they are listed, so
     this checks which stack ids teardown reads; AWS answers ListStackResources for a deleted

@@ -121,7 +121,11 @@ def test_eks_cluster_does_not_wait_for_nat(dev: Synth) -> None:
     assert routes <= needs_of(cluster) and routes <= needs_of(chart)
 
 
-def test_manifests_wait_only_where_apply_needs_it(dev: Synth) -> None:
+def test_manifests_wait_only_where_apply_or_delete_needs_it(dev: Synth) -> None:
+    """Namespaces first, Kyverno before its policy, and the L2 volume after what deletes its
+    volumes (so that it goes first on delete: tests/synth/test_rehearsal_waits.py)."""
+    from stacks.kvcache_stack import L2_PROVIDERS, L2_VOLUME
+
     resources = dev.template_json("kvcache")["Resources"]
     ids = {name: logical_id(m) for name, m in dev.stacks.kvcache.manifests.items()}
     kyverno = logical_id(dev.stacks.kvcache.kyverno)
@@ -131,6 +135,8 @@ def test_manifests_wait_only_where_apply_needs_it(dev: Synth) -> None:
         expected = set() if name == "00-namespaces" else {ids["00-namespaces"]}
         if name == "50-l2-policy":
             expected.add(kyverno)
+        if name == L2_VOLUME:
+            expected |= {ids[p] for p in L2_PROVIDERS}
         assert depends == expected, name
 
 

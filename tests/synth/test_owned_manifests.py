@@ -237,3 +237,43 @@ def test_a_prune_leaves_every_same_named_object_another_environment_marked(
             e.update(PhysicalResourceId="p", OldResourceProperties=props)
             index.on_event(e, None, cluster=cluster)
         assert kube.writes() == [] and kube.objects == before
+
+
+def deletion_waves(resources: dict[str, Any]) -> list[list[str]]:
+    """The owned manifests in CloudFormation's delete order: a resource once every resource
+    that depends on it is gone; the resources of one wave side by side, in any order."""
+    owned = {k: set(v.get("DependsOn", [])) for k, v in resources.items()
+             if v["Type"] == RESOURCE_TYPE}  # fmt: skip
+    waves: list[list[str]] = []
+    gone: set[str] = set()
+    while len(gone) < len(owned):
+        wave = sorted(k for k in owned if k not in gone
+                      and all(j in gone for j, deps in owned.items() if k in deps))  # fmt: skip
+        waves.append(wave)
+        gone |= set(wave)
+    return waves
+
+
+def test_destroy_deletes_the_l2_volumes_while_their_provisioner_runs(existing: Synth) -> None:
+    """Deploy the layer, then destroy it in the order the synthesized DependsOn graph allows,
+    the claims last within their wave (CloudFormation promises no order inside one): every
+    volume of the L2 claims is deleted by the Curvine CSI controller, which (with Curvine's
+    master) still runs. Gone first, it would leave each volume with its finalizer."""
+    from tests.handlers.ownership_fake_kube import Provisioner
+    from tests.handlers.test_owned_manifest_handler import FakeTime
+
+    curvine = f"/apis/apps/v1/namespaces/{existing.config.kvcache.curvine.namespace}"
+    needed = (f"{curvine}/deployments/curvine-csi-controller",
+              f"{curvine}/statefulsets/curvine-master")  # fmt: skip
+    with ApplyFakeKube() as kube:
+        provisioner = Provisioner(kube, running=lambda k: all(p in k.objects for p in needed))
+        cluster = Cluster(kube.api_client())
+        props = dict(applies(existing))
+        for logical_id, p in props.items():
+            index.on_event(_event("Create", logical_id, p), None, cluster=cluster)
+        assert provisioner.volumes() and all(p in kube.objects for p in needed)
+        for wave in deletion_waves(existing.template_json("kvcache")["Resources"]):
+            for logical_id in sorted(wave, key=lambda k: "K8s40l2volume" in k):
+                e = _event("Delete", logical_id, props[logical_id])
+                index.on_event(e, None, cluster=cluster, wait=FakeTime().wait())
+        assert provisioner.volumes() == {}

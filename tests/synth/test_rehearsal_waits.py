@@ -1,5 +1,5 @@
 """Deploy rehearsal: nothing installed before the nodes waits for Pods; what needs nodes waits
-for the node readiness gate.
+for the node readiness gate; on delete, the L2 claims go before what deletes their volumes.
 
 Walks the synthesized templates' dependency graph (``DependsOn`` plus every ``Ref``/``Fn::GetAtt``
 /``Fn::Sub`` reference) and, across stacks, the stack dependencies of the cloud assembly
@@ -22,6 +22,13 @@ from tests.synth_support import Synth
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+OWNED = "Custom::HyperPodOwnedManifest"
+# What the logical ids of the kvcache stack's charts (``K8s-<chart>``) contain.
+L2_VOLUME = "K8s40l2volume"
+# What deletes an L2 claim's volume: its StorageClass, Curvine (the directory behind it), the
+# NetworkPolicies that admit the CSI controller's RPC to the masters, and the CSI controller
+# (the provisioner that deletes the volume and drops its finalizer).
+L2_PROVIDERS = ("K8s10storage", "K8s20curvine", "K8s25curvinenetworkpolicy", "K8s30curvinecsi")
 SAGEMAKER_CLUSTER = "AWS::SageMaker::Cluster"
 
 
@@ -198,4 +205,57 @@ def test_the_wait_rule_can_fail() -> None:
         "Chart (Custom::AWSCDK-EKS-HelmChart, release 'deps') waits for Pods but Cluster "
         "(AWS::SageMaker::Cluster) depends on it: rule: nothing installed before the nodes may "
         "wait for Pods (wait=False)"
+    ]
+
+
+def _one(resources: dict[str, Any], prefix: str) -> str | None:
+    # ``K8s-<chart>`` sits under OwnedManifests on an existing cluster.
+    found = [k for k, v in resources.items() if prefix in k
+             and v["Type"] in (MANIFEST, OWNED)]  # fmt: skip
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def claims_not_deleted_first(template: dict[str, Any]) -> list[str]:
+    """Violations: a chart that deletes the L2 claims' volumes that CloudFormation may delete
+    before (or beside) the L2 volume chart. It deletes a resource only after every resource
+    that depends on it, and resources with no dependency path between them side by side: so
+    the L2 volume chart must depend (transitively) on each of them."""
+    resources = template["Resources"]
+    l2 = _one(resources, L2_VOLUME)
+    if l2 is None:
+        return []
+    waits_for = transitive(resources, l2)
+    return [
+        f"{provider} ({resources[provider]['Type']}) may be deleted before or beside {l2}: "
+        "rule: the L2 claims (and their volumes) go while what deletes the volumes still runs"
+        for provider in filter(None, (_one(resources, p) for p in L2_PROVIDERS))
+        if provider not in waits_for
+    ]
+
+
+@pytest.mark.parametrize("mode", ["dev", "existing"])
+def test_on_delete_the_l2_claims_go_before_the_csi_driver_and_curvine(
+    mode: str, request: pytest.FixtureRequest
+) -> None:
+    result: Synth = request.getfixturevalue(mode)
+    resources = result.template_json("kvcache")["Resources"]
+    assert _one(resources, L2_VOLUME) and _one(resources, "K8s30curvinecsi"), "walk is broken"
+    violations = claims_not_deleted_first(result.template_json("kvcache"))
+    assert not violations, "\n".join(violations)
+
+
+def test_the_deletion_order_rule_can_fail() -> None:
+    """Side by side (both on the namespaces only), as the charts were applied before."""
+    template = {
+        "Resources": {
+            "K8s00namespacesAB": {"Type": OWNED},
+            "K8s30curvinecsiCD": {"Type": OWNED, "DependsOn": ["K8s00namespacesAB"]},
+            "K8s40l2volumeEF": {"Type": OWNED, "DependsOn": ["K8s00namespacesAB"]},
+        }
+    }
+    assert claims_not_deleted_first(template) == [
+        "K8s30curvinecsiCD (Custom::HyperPodOwnedManifest) may be deleted before or beside "
+        "K8s40l2volumeEF: rule: the L2 claims (and their volumes) go while what deletes the "
+        "volumes still runs"
     ]

@@ -6,7 +6,8 @@ Properties (strings or JSON strings, as CloudFormation delivers them): ``Cluster
 and ``Absent`` (checks, Create only for Absent), ``Hints`` (object key -> the fix).
 
 Delete never fails: a cluster or object that is gone counts as done, objects that are not ours
-are left, and an object that cannot be deleted is logged and left.
+are left, and an object that cannot be deleted is logged and left. After deleting claims it waits,
+bounded, for their volumes to be deleted by their provisioner (``volumes.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from .connect import ClusterGone, api_client
 from .kinds import Ref
 from .ownership import Check, Cluster, OwnershipError, apply, delete
+from .volumes import VolumeWait
 
 log = logging.getLogger(__name__)
 logging.getLogger().setLevel(logging.INFO)
@@ -35,7 +37,11 @@ def _cluster() -> Any:
 
 
 def on_event(
-    event: dict[str, Any], context: Any, *, cluster: Cluster | None = None
+    event: dict[str, Any],
+    context: Any,
+    *,
+    cluster: Cluster | None = None,
+    wait: VolumeWait | None = None,
 ) -> dict[str, Any]:
     kind = event["RequestType"]
     props = event.get("ResourceProperties", {})
@@ -52,7 +58,7 @@ def on_event(
         except Exception as e:  # Delete never wedges the stack
             log.warning("cannot reach EKS cluster %s (%s): objects left in place", name, e)
             return {"PhysicalResourceId": physical}
-        for line in delete(cluster, owner, objects):
+        for line in delete(cluster, owner, objects, wait):
             log.info("%s", line)
         return {"PhysicalResourceId": physical}
     if not owner:

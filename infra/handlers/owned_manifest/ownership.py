@@ -19,6 +19,7 @@ from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
 
 from .kinds import Ref
+from .volumes import VolumeWait, wait_for_volumes
 
 OWNER_ANNOTATION = "hyperpod-kvcache/owner"
 FIELD_MANAGER = "hyperpod-kvcache"
@@ -262,22 +263,42 @@ def _reason(e: ApiException) -> str:
 
 
 def delete_one(cluster: Cluster, owner: str, ref: Ref) -> str:
+    return _delete_one(cluster, owner, ref)[0]
+
+
+def _delete_one(cluster: Cluster, owner: str, ref: Ref) -> tuple[str, dict[str, Any] | None]:
+    """What was done, and the object as read before its delete (None if not deleted)."""
     current = cluster.get(ref)
     if current is None:
-        return f"{ref} is gone already"
+        return f"{ref} is gone already", None
     mark = owner_of(current)
     if mark != owner:
-        return f"left {ref}: not ours ({OWNER_ANNOTATION}={mark or 'absent'})"
-    return f"deleted {ref}" if cluster.delete(ref) else f"{ref} is gone already"
+        return f"left {ref}: not ours ({OWNER_ANNOTATION}={mark or 'absent'})", None
+    if not cluster.delete(ref):
+        return f"{ref} is gone already", None
+    return f"deleted {ref}", current
 
 
-def delete(cluster: Cluster, owner: str, objects: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Delete ours, in reverse apply order; never raises for one object (logged instead)."""
+def delete(
+    cluster: Cluster,
+    owner: str,
+    objects: Sequence[Mapping[str, Any]],
+    wait: VolumeWait | None = None,
+) -> list[str]:
+    """Delete ours, in reverse apply order, then wait (bounded, ``wait``) for the volumes of
+    the claims it deleted; never raises for one object (logged instead)."""
     done: list[str] = []
+    claims: list[tuple[Ref, Mapping[str, Any]]] = []
     for obj in reversed(objects):
         ref = Ref.of(dict(obj))
         try:
-            done.append(delete_one(cluster, owner, ref))
+            line, deleted = _delete_one(cluster, owner, ref)
         except ApiException as e:
-            done.append(f"could not delete {ref}: HTTP {e.status} {_reason(e)}; left in place")
-    return done
+            line, deleted = (
+                f"could not delete {ref}: HTTP {e.status} {_reason(e)}; left in place",
+                None,
+            )
+        done.append(line)
+        if deleted is not None and ref.kind == "PersistentVolumeClaim":
+            claims.append((ref, deleted))
+    return done + wait_for_volumes(cluster, claims, wait or VolumeWait())
