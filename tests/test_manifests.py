@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from infra.config import load_config
-from k8s.render import SYNC_WAVE, render, sync_wave_patch
+from k8s.render import KYVERNO_VALUES, SYNC_WAVE, render, sync_wave_patch
 
 KUBECTL = shutil.which("kubectl")
 
@@ -77,6 +77,7 @@ def test_kustomization_lists_the_chart_files_in_apply_order(
     assert {p.name for p in out.iterdir()} == {f.name for f in files} | {
         "kustomization.yaml",
         "README.md",
+        KYVERNO_VALUES,
     }
 
 

@@ -242,3 +242,23 @@ def test_the_chart_model_refuses_a_misspelt_value() -> None:
     assert unknown_keys({"admissionController": {"nodeSelector": {"any": "x"}}}, CHART_VALUES) == []
     _, pdb = admission_objects({"admissionController": {"replicas": 2}}, RELEASE, "kyverno")
     assert pdb is not None and pdb["spec"]["minAvailable"] == 1  # the chart's own rule
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_kubectl_users_install_kyverno_with_the_values_the_stack_deploys(
+    stack_values: dict[str, Obj], env: str, tmp_path: Path
+) -> None:
+    """`make manifests` writes the release's values beside the charts and its `helm install`
+    step passes them: a cluster set up with kubectl gets the same replicas, budget and node
+    placement as one deployed by CDK."""
+    from k8s.render import KYVERNO_VALUES, kubectl_steps, render
+
+    out = tmp_path / env
+    files = render(env, out, lock_dir=tmp_path / "locks")
+    assert yaml.safe_load((out / KYVERNO_VALUES).read_text()) == stack_values[env]
+    helm = next(
+        line
+        for line in kubectl_steps(env_config(env), [f.name for f in files], str(out)).split("\n  ")
+        if "--values" in line
+    )
+    assert f"--values {out}/{KYVERNO_VALUES}" in helm

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from k8s import render as render_module
-from k8s.render import LOCK_DIR, main, render
+from k8s.render import KYVERNO_VALUES, LOCK_DIR, main, render
 from k8s.render import __doc__ as RENDER_DOC
 
 
@@ -25,7 +25,9 @@ def test_it_writes_the_environment_and_prints_each_file_written(
     out = tmp_path / "dist"
     assert main(["--env", "dev", "--out", str(out)]) == 0
     printed = capsys.readouterr().out.splitlines()
-    manifests = sorted(str(p) for p in out.glob("*.yaml") if p.name != "kustomization.yaml")
+    manifests = sorted(
+        str(p) for p in out.glob("*.yaml") if p.name not in ("kustomization.yaml", KYVERNO_VALUES)
+    )
     assert sorted(printed) == manifests and len(manifests) > 5
     assert (out / "kustomization.yaml").is_file() and (out / "README.md").is_file()
 
@@ -80,7 +82,7 @@ def test_a_render_removes_the_manifests_a_previous_render_left(tmp_path: Path) -
     (out / "99-old.yaml").write_text("kind: Stale\n")
     files = render("dev", out, lock_dir=tmp_path / "locks")
     assert sorted(p.name for p in out.glob("*.yaml")) == sorted(
-        [f.name for f in files] + ["kustomization.yaml"]
+        [f.name for f in files] + ["kustomization.yaml", KYVERNO_VALUES]
     )
     assert "Stale" not in "".join(p.read_text() for p in out.glob("*.yaml"))
 
