@@ -2,6 +2,7 @@
 
     python -m tools.logical_ids compare BASE [HEAD]     # exit 1 on an unexpected difference
     python -m tools.logical_ids snapshot [REV] --out ids.json
+    python -m tools.logical_ids diff BASE [HEAD]        # whole templates, asset hashes aside
 
 A logical ID that changes is a resource CloudFormation replaces (or, for a stateful one, deletes
 with its data), so a change that only moves code must leave every ID as it was. Each revision is
@@ -16,8 +17,10 @@ differences: a YAML mapping of ``<template file>/<logical id>`` to the reason it
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -114,21 +117,18 @@ def _chart_fixture(tree: Path) -> list[str]:
     return ["-c", f"hyperpodChartDir={found[0].parent}"] if found else []
 
 
-def templates(outdir: Path) -> dict[str, dict[str, str]]:
-    """Every template of a cloud assembly, nested stage assemblies included: each resource's
-    type, and each output's export name (another stack imports it by that name)."""
-    out = {}
-    for path in sorted(outdir.rglob("*.template.json")):
-        template = json.loads(path.read_text())
-        ids = {k: v["Type"] for k, v in template.get("Resources", {}).items()}
-        for key, output in template.get("Outputs", {}).items():
-            ids[f"Outputs.{key}"] = f"Output exported as {output.get('Export', {}).get('Name')}"
-        out[str(path.relative_to(outdir))] = ids
-    return out
+ASSET_HASH = re.compile(r"[0-9a-f]{64}")
 
 
-def snapshot(tree: Path) -> Snapshot:
-    result: Snapshot = {}
+def normalized(template: dict[str, Any]) -> str:
+    """A template as comparable text: sorted keys, asset hashes (which change when a handler's
+    files move) replaced by a placeholder."""
+    return ASSET_HASH.sub("<asset-hash>", json.dumps(template, indent=1, sort_keys=True))
+
+
+def synthesized(tree: Path) -> dict[str, dict[str, Any]]:
+    """Every variant's templates, keyed ``<variant>/<template file>``."""
+    result: dict[str, dict[str, Any]] = {}
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "1"}
     for name, base, overlay, flags in VARIANTS:
         config = tree / "config" / f"{base}.yaml"
@@ -146,9 +146,31 @@ def snapshot(tree: Path) -> Snapshot:
             raise SystemExit(f"synth of {name} failed in {tree}:\n{exc.stderr[-2000:]}") from None
         finally:
             config.write_text(original)
-        for template, ids in templates(outdir).items():
-            result[f"{name}/{template}"] = ids
+        for path in sorted(outdir.rglob("*.template.json")):
+            result[f"{name}/{path.relative_to(outdir)}"] = json.loads(path.read_text())
     return result
+
+
+def logical_ids(template: dict[str, Any]) -> dict[str, str]:
+    """Each resource's type, and each output's export name (another stack imports it by it)."""
+    ids = {k: v["Type"] for k, v in template.get("Resources", {}).items()}
+    for key, output in template.get("Outputs", {}).items():
+        ids[f"Outputs.{key}"] = f"Output exported as {output.get('Export', {}).get('Name')}"
+    return ids
+
+
+def snapshot(tree: Path) -> Snapshot:
+    return {key: logical_ids(t) for key, t in synthesized(tree).items()}
+
+
+def template_diff(before: dict[str, dict[str, Any]], after: dict[str, dict[str, Any]]) -> str:
+    """A unified diff of every template that differs beyond its asset hashes."""
+    chunks: list[str] = []
+    for key in sorted(before.keys() | after.keys()):
+        old = normalized(before[key]).splitlines() if key in before else []
+        new = normalized(after[key]).splitlines() if key in after else []
+        chunks.extend(difflib.unified_diff(old, new, f"a/{key}", f"b/{key}", lineterm=""))
+    return "\n".join(chunks)
 
 
 def differences(before: Snapshot, after: Snapshot) -> list[str]:
@@ -181,9 +203,13 @@ def unexpected(lines: list[str], allowed: dict[str, str]) -> list[str]:
     return [line for line in lines if key(line) not in allowed]
 
 
-def _snapshot_of(rev: str | None) -> Snapshot:
+def _synthesized(rev: str | None) -> dict[str, dict[str, Any]]:
     with checkout(rev or working_tree_commit()) as tree:
-        return snapshot(tree)
+        return synthesized(tree)
+
+
+def _snapshot_of(rev: str | None) -> Snapshot:
+    return {key: logical_ids(t) for key, t in _synthesized(rev).items()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("base")
     compare.add_argument("head", nargs="?")
     compare.add_argument("--allow", type=Path, help="YAML: '<template>/<id>': reason")
+    full = sub.add_parser("diff", help="diff whole templates of BASE and HEAD (asset hashes aside)")
+    full.add_argument("base")
+    full.add_argument("head", nargs="?")
     snap = sub.add_parser("snapshot", help="write one revision's logical IDs as JSON")
     snap.add_argument("rev", nargs="?")
     snap.add_argument("--out", type=Path, required=True)
@@ -200,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "snapshot":
         args.out.write_text(json.dumps(_snapshot_of(args.rev), indent=1, sort_keys=True))
         return 0
+    if args.command == "diff":
+        text = template_diff(_synthesized(args.base), _synthesized(args.head))
+        print(text or "the templates are the same (asset hashes aside)")
+        return 1 if text else 0
     allowed: dict[str, str] = yaml.safe_load(args.allow.read_text()) if args.allow else {}
     lines = differences(_snapshot_of(args.base), _snapshot_of(args.head))
     for line in lines:

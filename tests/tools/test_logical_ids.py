@@ -3,8 +3,6 @@ configs the current model accepts (a variant that no longer parses would stop th
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +10,14 @@ import yaml
 
 from infra.config import parse_config
 from infra.config.loader import CONFIG_DIR
-from tools.logical_ids import VARIANTS, _merge, differences, templates, unexpected
+from tools.logical_ids import (
+    VARIANTS,
+    _merge,
+    differences,
+    logical_ids,
+    template_diff,
+    unexpected,
+)
 
 
 @pytest.mark.parametrize(("name", "base", "overlay"), [v[:3] for v in VARIANTS])
@@ -49,17 +54,35 @@ def test_an_allowed_difference_counts_in_every_variant_only_when_named() -> None
     assert unexpected(lines, allowed) == ["dev/s.template.json/Bucket: removed (AWS::S3::Bucket)"]
 
 
-def test_outputs_count_by_their_export_name(tmp_path: Path) -> None:
+def test_outputs_count_by_their_export_name() -> None:
     template = {
         "Resources": {"Vpc": {"Type": "AWS::EC2::VPC"}},
         "Outputs": {"VpcId": {"Value": "x", "Export": {"Name": "dev-network:VpcId"}}},
     }
-    nested = tmp_path / "assembly-Stage"
-    nested.mkdir()
-    (nested / "s.template.json").write_text(json.dumps(template))
-    assert templates(tmp_path) == {
-        "assembly-Stage/s.template.json": {
-            "Vpc": "AWS::EC2::VPC",
-            "Outputs.VpcId": "Output exported as dev-network:VpcId",
-        }
+    assert logical_ids(template) == {
+        "Vpc": "AWS::EC2::VPC",
+        "Outputs.VpcId": "Output exported as dev-network:VpcId",
     }
+
+
+def test_a_moved_handler_changes_only_an_asset_hash_which_the_diff_ignores() -> None:
+    def function(key: str, memory: int) -> dict[str, Any]:
+        code = {"S3Bucket": "b", "S3Key": f"{key}.zip"}
+        return {
+            "R": {
+                "Type": "AWS::Lambda::Function",
+                "Properties": {"Code": code, "MemorySize": memory},
+            }
+        }
+
+    old, new = "a" * 64, "b" * 64
+    assert (
+        template_diff(
+            {"t": {"Resources": function(old, 256)}}, {"t": {"Resources": function(new, 256)}}
+        )
+        == ""
+    )
+    diff = template_diff(
+        {"t": {"Resources": function(old, 256)}}, {"t": {"Resources": function(new, 512)}}
+    )
+    assert '-    "MemorySize": 256' in diff and '+    "MemorySize": 512' in diff
