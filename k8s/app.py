@@ -34,12 +34,16 @@ class Charts:
 
     @property
     def ordered(self) -> list[tuple[str, cdk8s.Chart]]:
-        named = [("00-namespaces", self.namespaces), ("10-storage", self.storage),
-                 ("20-curvine", self.curvine),
-                 ("25-curvine-network-policy", self.network_policy),
-                 ("30-curvine-csi", self.csi),
-                 ("40-l2-volume", self.l2_volume), ("50-l2-policy", self.policy),
-                 ("60-endpoints", self.endpoints)]  # fmt: skip
+        named = [
+            ("00-namespaces", self.namespaces),
+            ("10-storage", self.storage),
+            ("20-curvine", self.curvine),
+            ("25-curvine-network-policy", self.network_policy),
+            ("30-curvine-csi", self.csi),
+            ("40-l2-volume", self.l2_volume),
+            ("50-l2-policy", self.policy),
+            ("60-endpoints", self.endpoints),
+        ]
         return [(name, chart) for name, chart in named if chart is not None]
 
 

@@ -171,9 +171,12 @@ def raw(scope: Construct, id: str, manifest: dict[str, Any]) -> cdk8s.ApiObject:
     k8s/policy.py). Built-in kinds use the typed classes of ``k8s_for(config)``.
     """
     obj = cdk8s.ApiObject(
-        scope, id, api_version=manifest["apiVersion"], kind=manifest["kind"],
+        scope,
+        id,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
         metadata=cdk8s.ApiObjectMetadata(**_metadata(manifest["metadata"])),
-    )  # fmt: skip
+    )
     for key, value in manifest.items():
         if key not in ("apiVersion", "kind", "metadata"):
             obj.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))

@@ -76,44 +76,58 @@ class CsiChart(cdk8s.Chart):
         kplus = kplus_for(config)
         k8s = k8s_for(config)
         k8s.KubeCsiDriver(
-            self, "driver",
+            self,
+            "driver",
             metadata=meta(k8s, DRIVER, labels=labels("curvine-csi", "driver")),
-            spec=k8s.CsiDriverSpec(attach_required=False, pod_info_on_mount=False,
-                                   volume_lifecycle_modes=["Persistent"]),
-        )  # fmt: skip
+            spec=k8s.CsiDriverSpec(
+                attach_required=False,
+                pod_info_on_mount=False,
+                volume_lifecycle_modes=["Persistent"],
+            ),
+        )
         for sa in (CONTROLLER, NODE):
             kplus.ServiceAccount(
-                self, f"{sa}-sa",
+                self,
+                f"{sa}-sa",
                 metadata=cdk8s.ApiObjectMetadata(name=sa, namespace=ns, labels=labels(sa, "csi")),
                 automount_token=True,
-            )  # fmt: skip
+            )
         self._rbac(k8s, ns)
         socket = k8s.VolumeMount(name="socket-dir", mount_path="/csi")
         tmp = k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)
         plugin: dict[str, Any] = dict(
-            name="csi-plugin", image=cv.csi_image, image_pull_policy="IfNotPresent",
+            name="csi-plugin",
+            image=cv.csi_image,
+            image_pull_policy="IfNotPresent",
             command=["/opt/curvine/csi"],
             args=["--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(NODE_NAME)"],
             env=_csi_env(k8s, ns),
-        )  # fmt: skip
+        )
         controller_plugin = k8s.Container(
             **plugin,
             resources=resources(k8s, 100, 256, cpu_limit_millicores=1000, memory_limit_mib=1024),
             volume_mounts=[socket, tmp],
             # Not privileged: the controller only runs curvine-cli over RPC (see the module doc).
             security_context=hardened(k8s),
-        )  # fmt: skip
+        )
         provisioner = k8s.Container(
-            name="csi-provisioner", image=cv.csi_provisioner_image,
+            name="csi-provisioner",
+            image=cv.csi_provisioner_image,
             image_pull_policy="IfNotPresent",
-            args=[f"--csi-address={SOCKET}", "--timeout=300s", "--leader-election",
-                  f"--leader-election-namespace={ns}", "--v=2"],
+            args=[
+                f"--csi-address={SOCKET}",
+                "--timeout=300s",
+                "--leader-election",
+                f"--leader-election-namespace={ns}",
+                "--v=2",
+            ],
             resources=resources(k8s, 50, 128, cpu_limit_millicores=500, memory_limit_mib=256),
             volume_mounts=[socket],
             security_context=hardened(k8s),
-        )  # fmt: skip
+        )
         k8s.KubeDeployment(
-            self, "controller",
+            self,
+            "controller",
             metadata=meta(k8s, CONTROLLER, namespace=ns, labels=CONTROLLER_WL.labels),
             spec=k8s.DeploymentSpec(
                 replicas=1,
@@ -128,31 +142,42 @@ class CsiChart(cdk8s.Chart):
                         # On the system group, off the GPU nodes.
                         node_selector=system_node_selector(config),
                         containers=[controller_plugin, provisioner],
-                        volumes=[k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource())
-                                 for n in ("socket-dir", "tmp")],
+                        volumes=[
+                            k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource())
+                            for n in ("socket-dir", "tmp")
+                        ],
                     ),
                 ),
             ),
-        )  # fmt: skip
+        )
         registrar = k8s.Container(
-            name="node-driver-registrar", image=cv.csi_node_driver_registrar_image,
+            name="node-driver-registrar",
+            image=cv.csi_node_driver_registrar_image,
             image_pull_policy="IfNotPresent",
-            args=[f"--csi-address={SOCKET}",
-                  f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock", "--v=2"],
+            args=[
+                f"--csi-address={SOCKET}",
+                f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock",
+                "--v=2",
+            ],
             resources=resources(k8s, 20, 64, cpu_limit_millicores=200, memory_limit_mib=128),
-            volume_mounts=[k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
-                           k8s.VolumeMount(name="registration-dir", mount_path="/registration")],
+            volume_mounts=[
+                k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
+                k8s.VolumeMount(name="registration-dir", mount_path="/registration"),
+            ],
             security_context=hardened(k8s),
-        )  # fmt: skip
+        )
         fuse = cv.fuse
         node_plugin = k8s.Container(
             **plugin,
             # One metrics port per FUSE process it may run (k8s/curvine.py), whether or not
             # the static PV is on, so switching it never restarts the plugin (and its mounts).
-            ports=[k8s.ContainerPort(name=n, container_port=p)
-                   for n, p in FUSE_CONTAINER_PORTS.items()],
+            ports=[
+                k8s.ContainerPort(name=n, container_port=p) for n, p in FUSE_CONTAINER_PORTS.items()
+            ],
             resources=resources(
-                k8s, fuse.cpu_request_millicores, fuse.memory_request_mib,
+                k8s,
+                fuse.cpu_request_millicores,
+                fuse.memory_request_mib,
                 cpu_limit_millicores=fuse.cpu_limit_millicores,
                 memory_limit_mib=fuse.memory_limit_mib,
             ),
@@ -160,16 +185,18 @@ class CsiChart(cdk8s.Chart):
                 k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
                 # Bidirectional: the FUSE mount made in this container must propagate to the
                 # kubelet's pod volume dirs on the host.
-                k8s.VolumeMount(name="kubelet-dir", mount_path=KUBELET,
-                                mount_propagation="Bidirectional"),
+                k8s.VolumeMount(
+                    name="kubelet-dir", mount_path=KUBELET, mount_propagation="Bidirectional"
+                ),
                 k8s.VolumeMount(name="fuse-device", mount_path="/dev/fuse"),
             ],
             # The one privileged container: it mounts FUSE (/dev/fuse, mount(2)) with
             # Bidirectional propagation, which Kubernetes allows only to privileged containers.
             security_context=k8s.SecurityContext(privileged=True),
-        )  # fmt: skip
+        )
         k8s.KubeDaemonSet(
-            self, "node",
+            self,
+            "node",
             metadata=meta(k8s, NODE, namespace=ns, labels=NODE_WL.labels),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=NODE_WL.match_labels),
@@ -185,17 +212,22 @@ class CsiChart(cdk8s.Chart):
                         tolerations=[k8s.Toleration(operator="Exists")],
                         containers=[node_plugin, registrar],
                         volumes=[
-                            _host(k8s, "plugin-dir", f"{KUBELET}/plugins/{DRIVER}",
-                                  "DirectoryOrCreate"),
+                            _host(
+                                k8s,
+                                "plugin-dir",
+                                f"{KUBELET}/plugins/{DRIVER}",
+                                "DirectoryOrCreate",
+                            ),
                             _host(k8s, "kubelet-dir", KUBELET, "Directory"),
-                            _host(k8s, "registration-dir", f"{KUBELET}/plugins_registry",
-                                  "Directory"),
+                            _host(
+                                k8s, "registration-dir", f"{KUBELET}/plugins_registry", "Directory"
+                            ),
                             _host(k8s, "fuse-device", "/dev/fuse", "CharDevice"),
                         ],
                     ),
                 ),
             ),
-        )  # fmt: skip
+        )
         metrics_service(self, k8s, "curvine-fuse-metrics", ns, NODE_WL, fuse_web_port(cv))
 
     def _rbac(self, k8s: Any, ns: str) -> None:
@@ -209,36 +241,58 @@ class CsiChart(cdk8s.Chart):
             md = meta(k8s, name, labels=labels(name, "csi"))
             k8s.KubeClusterRole(self, f"{name}-role", metadata=md, rules=rules)
             k8s.KubeClusterRoleBinding(
-                self, f"{name}-binding", metadata=md, subjects=subjects(name),
-                role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
-                                     name=name),
-            )  # fmt: skip
+                self,
+                f"{name}-binding",
+                metadata=md,
+                subjects=subjects(name),
+                role_ref=k8s.RoleRef(
+                    api_group="rbac.authorization.k8s.io", kind="ClusterRole", name=name
+                ),
+            )
 
         def role(name: str, rules: list[Any]) -> None:
             md = meta(k8s, name, namespace=ns, labels=labels(name, "csi"))
             k8s.KubeRole(self, f"{name}-ns-role", metadata=md, rules=rules)
             k8s.KubeRoleBinding(
-                self, f"{name}-ns-binding", metadata=md, subjects=subjects(name),
-                role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
-                                     name=name),
-            )  # fmt: skip
+                self,
+                f"{name}-ns-binding",
+                metadata=md,
+                subjects=subjects(name),
+                role_ref=k8s.RoleRef(api_group="rbac.authorization.k8s.io", kind="Role", name=name),
+            )
 
         read = ["get", "list", "watch"]
-        cluster_role(CONTROLLER, [
-            rule("", ["persistentvolumes"], [*read, "create", "delete", "patch", "update"]),
-            rule("", ["persistentvolumeclaims"], [*read, "update"]),
-            rule("storage.k8s.io", ["storageclasses", "csinodes"], read),
-            rule("", ["nodes"], read),
-            rule("", ["events"], [*read, "create", "patch"]),
-        ])  # fmt: skip
-        role(CONTROLLER, [
-            rule("coordination.k8s.io", ["leases"], [*read, "create", "update", "patch", "delete"]),
-        ])  # fmt: skip
-        cluster_role(NODE, [
-            rule("", ["persistentvolumes"], read),
-            rule("", ["events"], ["create", "patch"]),
-        ])  # fmt: skip
+        cluster_role(
+            CONTROLLER,
+            [
+                rule("", ["persistentvolumes"], [*read, "create", "delete", "patch", "update"]),
+                rule("", ["persistentvolumeclaims"], [*read, "update"]),
+                rule("storage.k8s.io", ["storageclasses", "csinodes"], read),
+                rule("", ["nodes"], read),
+                rule("", ["events"], [*read, "create", "patch"]),
+            ],
+        )
+        role(
+            CONTROLLER,
+            [
+                rule(
+                    "coordination.k8s.io",
+                    ["leases"],
+                    [*read, "create", "update", "patch", "delete"],
+                ),
+            ],
+        )
+        cluster_role(
+            NODE,
+            [
+                rule("", ["persistentvolumes"], read),
+                rule("", ["events"], ["create", "patch"]),
+            ],
+        )
         # Mount state is kept in Secrets/ConfigMaps of the Curvine namespace only.
-        role(NODE, [
-            rule("", ["secrets", "configmaps"], [*read, "create", "update", "patch", "delete"]),
-        ])  # fmt: skip
+        role(
+            NODE,
+            [
+                rule("", ["secrets", "configmaps"], [*read, "create", "update", "patch", "delete"]),
+            ],
+        )

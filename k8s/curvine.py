@@ -142,9 +142,12 @@ def _local_probes(k8s: Any, number: int) -> dict[str, Any]:
     same subnet) to the RPC port the probe checks."""
 
     def probe(period: int, failures: int) -> Any:
-        return k8s.Probe(exec=k8s.ExecAction(command=probe_command(number)),
-                         period_seconds=period, failure_threshold=failures,
-                         timeout_seconds=5)  # fmt: skip
+        return k8s.Probe(
+            exec=k8s.ExecAction(command=probe_command(number)),
+            period_seconds=period,
+            failure_threshold=failures,
+            timeout_seconds=5,
+        )
 
     # Startup allows 10 minutes: a master replays its journal before it listens.
     return {
@@ -159,22 +162,33 @@ def metrics_service(
 ) -> Any:
     """A Service that exposes one workload's metrics port for scraping."""
     return k8s.KubeService(
-        scope, name,
-        metadata=meta(k8s, name, namespace=ns, labels=labels(name, "metrics"), annotations={
-            "prometheus.io/scrape": "true", "prometheus.io/port": str(number),
-            "prometheus.io/path": "/metrics"}),
+        scope,
+        name,
+        metadata=meta(
+            k8s,
+            name,
+            namespace=ns,
+            labels=labels(name, "metrics"),
+            annotations={
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": str(number),
+                "prometheus.io/path": "/metrics",
+            },
+        ),
         spec=k8s.ServiceSpec(
             selector=workload.match_labels,
             ports=[k8s.ServicePort(name="metrics", port=number, target_port=port(k8s, number))],
         ),
-    )  # fmt: skip
+    )
 
 
 def writable_dirs(k8s: Any) -> tuple[list[Any], list[Any]]:
     """emptyDir volumes and their mounts for the paths the Curvine image writes."""
     volumes = [k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource()) for n in ("logs", "tmp")]
-    mounts = [k8s.VolumeMount(name="logs", mount_path=LOG_DIR),
-              k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)]  # fmt: skip
+    mounts = [
+        k8s.VolumeMount(name="logs", mount_path=LOG_DIR),
+        k8s.VolumeMount(name="tmp", mount_path=TMP_DIR),
+    ]
     return volumes, mounts
 
 
@@ -188,23 +202,29 @@ class CurvineChart(cdk8s.Chart):
         kplus = kplus_for(config)
         k8s = k8s_for(config)
         kplus.ConfigMap(
-            self, "config",
-            metadata=cdk8s.ApiObjectMetadata(name=CONFIG_MAP, namespace=ns,
-                                             labels=labels("curvine", "config")),
+            self,
+            "config",
+            metadata=cdk8s.ApiObjectMetadata(
+                name=CONFIG_MAP, namespace=ns, labels=labels("curvine", "config")
+            ),
             data={"curvine-cluster.toml": cluster_toml(cv)},
-        )  # fmt: skip
+        )
         k8s.KubeService(
-            self, "master-headless",
+            self,
+            "master-headless",
             metadata=meta(k8s, MASTER, namespace=ns, labels=MASTER_WL.labels),
             spec=k8s.ServiceSpec(
-                cluster_ip="None", publish_not_ready_addresses=True,
+                cluster_ip="None",
+                publish_not_ready_addresses=True,
                 selector=MASTER_WL.match_labels,
-                ports=[k8s.ServicePort(name="rpc", port=RPC_PORT,
-                                       target_port=port(k8s, RPC_PORT)),
-                       k8s.ServicePort(name="journal", port=JOURNAL_PORT,
-                                       target_port=port(k8s, JOURNAL_PORT))],
+                ports=[
+                    k8s.ServicePort(name="rpc", port=RPC_PORT, target_port=port(k8s, RPC_PORT)),
+                    k8s.ServicePort(
+                        name="journal", port=JOURNAL_PORT, target_port=port(k8s, JOURNAL_PORT)
+                    ),
+                ],
             ),
-        )  # fmt: skip
+        )
         self._master(config, k8s)
         metrics_service(self, k8s, f"{MASTER}-metrics", ns, MASTER_WL, MASTER_WEB_PORT)
         self._worker(config, k8s)
@@ -222,37 +242,57 @@ class CurvineChart(cdk8s.Chart):
     ) -> Any:
         _, scratch = writable_dirs(k8s)
         return k8s.Container(
-            name=role, image=cv.image, image_pull_policy="IfNotPresent",
+            name=role,
+            image=cv.image,
+            image_pull_policy="IfNotPresent",
             args=[role, "start"],
             ports=[k8s.ContainerPort(name=n, container_port=p) for n, p in ports],
-            env=[k8s.EnvVar(name="CURVINE_CONF_FILE", value=f"{CONF_DIR}/curvine-cluster.toml"),
-                 k8s.EnvVar(name=BIND_ALL[0], value=BIND_ALL[1]), *env],
+            env=[
+                k8s.EnvVar(name="CURVINE_CONF_FILE", value=f"{CONF_DIR}/curvine-cluster.toml"),
+                k8s.EnvVar(name=BIND_ALL[0], value=BIND_ALL[1]),
+                *env,
+            ],
             resources=res,
-            volume_mounts=[k8s.VolumeMount(name="config", mount_path=CONF_DIR, read_only=True),
-                           *mounts, *scratch],
+            volume_mounts=[
+                k8s.VolumeMount(name="config", mount_path=CONF_DIR, read_only=True),
+                *mounts,
+                *scratch,
+            ],
             # Master and worker serve RPC and write their own volumes only: no capability,
             # no privilege. They run as the image's user (root, no USER in the Dockerfile), which
             # owns the directories it writes (fresh EBS volumes, the hostPath it creates).
             security_context=hardened(k8s),
             **_local_probes(k8s, ports[0][1]),
-        )  # fmt: skip
+        )
 
     def _master(self, config: AppConfig, k8s: Any) -> None:
         cv = config.kvcache.curvine
         m = cv.master
         field = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="metadata.name"))
         container = self._container(
-            k8s, cv, "master",
-            [("rpc", RPC_PORT), ("journal", JOURNAL_PORT), ("web", MASTER_WEB_PORT),
-             ("web1", WORKER_WEB_PORT)],
+            k8s,
+            cv,
+            "master",
+            [
+                ("rpc", RPC_PORT),
+                ("journal", JOURNAL_PORT),
+                ("web", MASTER_WEB_PORT),
+                ("web1", WORKER_WEB_PORT),
+            ],
             resources(k8s, m.cpu_millicores, m.memory_mib),
             # The journal peer list names each master by its stable DNS name.
-            [k8s.EnvVar(name="POD_NAME", value_from=field),
-             k8s.EnvVar(name="CURVINE_MASTER_HOSTNAME",
-                        value=f"$(POD_NAME).{MASTER}.{cv.namespace}.svc.cluster.local")],
-            [k8s.VolumeMount(name="meta", mount_path=META_MOUNT),
-             k8s.VolumeMount(name="journal", mount_path=JOURNAL_MOUNT)],
-        )  # fmt: skip
+            [
+                k8s.EnvVar(name="POD_NAME", value_from=field),
+                k8s.EnvVar(
+                    name="CURVINE_MASTER_HOSTNAME",
+                    value=f"$(POD_NAME).{MASTER}.{cv.namespace}.svc.cluster.local",
+                ),
+            ],
+            [
+                k8s.VolumeMount(name="meta", mount_path=META_MOUNT),
+                k8s.VolumeMount(name="journal", mount_path=JOURNAL_MOUNT),
+            ],
+        )
 
         def claim(name: str, size: int) -> Any:
             return k8s.KubePersistentVolumeClaimProps(
@@ -261,21 +301,27 @@ class CurvineChart(cdk8s.Chart):
                     access_modes=["ReadWriteOnce"],
                     storage_class_name=master_storage_class(config),
                     resources=k8s.VolumeResourceRequirements(
-                        requests={"storage": k8s.Quantity.from_string(f"{size}Gi")}),
+                        requests={"storage": k8s.Quantity.from_string(f"{size}Gi")}
+                    ),
                 ),
-            )  # fmt: skip
+            )
 
         scratch, _ = writable_dirs(k8s)
         k8s.KubeStatefulSet(
-            self, "master",
+            self,
+            "master",
             metadata=meta(k8s, MASTER, namespace=cv.namespace, labels=MASTER_WL.labels),
             spec=k8s.StatefulSetSpec(
-                service_name=MASTER, replicas=m.replicas, pod_management_policy="Parallel",
+                service_name=MASTER,
+                replicas=m.replicas,
+                pod_management_policy="Parallel",
                 selector=k8s.LabelSelector(match_labels=MASTER_WL.match_labels),
                 # Metadata outlives the StatefulSet: deleting it never deletes the volumes.
                 persistent_volume_claim_retention_policy=(
                     k8s.StatefulSetPersistentVolumeClaimRetentionPolicy(
-                        when_deleted="Retain", when_scaled="Retain")),
+                        when_deleted="Retain", when_scaled="Retain"
+                    )
+                ),
                 template=k8s.PodTemplateSpec(
                     metadata=k8s.ObjectMeta(labels=MASTER_WL.pod_labels),
                     spec=k8s.PodSpec(
@@ -285,43 +331,62 @@ class CurvineChart(cdk8s.Chart):
                         # On the system group: a master must not take a GPU node's room.
                         node_selector=system_node_selector(config),
                         containers=[container],
-                        volumes=[k8s.Volume(name="config", config_map=k8s.ConfigMapVolumeSource(
-                            name=CONFIG_MAP)), *scratch],
-                        affinity=k8s.Affinity(pod_anti_affinity=k8s.PodAntiAffinity(
-                            preferred_during_scheduling_ignored_during_execution=[
-                                k8s.WeightedPodAffinityTerm(weight=100,
-                                    pod_affinity_term=k8s.PodAffinityTerm(
-                                        label_selector=k8s.LabelSelector(
-                                            match_labels=MASTER_WL.match_labels),
-                                        topology_key="kubernetes.io/hostname"))])),
+                        volumes=[
+                            k8s.Volume(
+                                name="config", config_map=k8s.ConfigMapVolumeSource(name=CONFIG_MAP)
+                            ),
+                            *scratch,
+                        ],
+                        affinity=k8s.Affinity(
+                            pod_anti_affinity=k8s.PodAntiAffinity(
+                                preferred_during_scheduling_ignored_during_execution=[
+                                    k8s.WeightedPodAffinityTerm(
+                                        weight=100,
+                                        pod_affinity_term=k8s.PodAffinityTerm(
+                                            label_selector=k8s.LabelSelector(
+                                                match_labels=MASTER_WL.match_labels
+                                            ),
+                                            topology_key="kubernetes.io/hostname",
+                                        ),
+                                    )
+                                ]
+                            )
+                        ),
                     ),
                 ),
-                volume_claim_templates=[claim("meta", m.metadata_size_gib),
-                                        claim("journal", m.journal_size_gib)],
+                volume_claim_templates=[
+                    claim("meta", m.metadata_size_gib),
+                    claim("journal", m.journal_size_gib),
+                ],
             ),
-        )  # fmt: skip
+        )
 
     def _worker(self, config: AppConfig, k8s: Any) -> None:
         cv = config.kvcache.curvine
         w = cv.worker
         pod_ip = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="status.podIP"))
         container = self._container(
-            k8s, cv, "worker",
+            k8s,
+            cv,
+            "worker",
             [("rpc", WORKER_RPC_PORT), ("web", WORKER_WEB_PORT)],
             resources(k8s, w.cpu_millicores, w.memory_mib),
             [k8s.EnvVar(name="CURVINE_WORKER_HOSTNAME", value_from=pod_ip)],
             [k8s.VolumeMount(name="data", mount_path=WORKER_DATA_MOUNT)],
-        )  # fmt: skip
+        )
         scratch, _ = writable_dirs(k8s)
         k8s.KubeDaemonSet(
-            self, "worker",
+            self,
+            "worker",
             metadata=meta(k8s, WORKER, namespace=cv.namespace, labels=WORKER_WL.labels),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=WORKER_WL.match_labels),
                 update_strategy=k8s.DaemonSetUpdateStrategy(
                     type="RollingUpdate",
                     rolling_update=k8s.RollingUpdateDaemonSet(
-                        max_unavailable=k8s.IntOrString.from_number(1))),
+                        max_unavailable=k8s.IntOrString.from_number(1)
+                    ),
+                ),
                 template=k8s.PodTemplateSpec(
                     metadata=k8s.ObjectMeta(labels=WORKER_WL.pod_labels),
                     spec=k8s.PodSpec(
@@ -332,13 +397,18 @@ class CurvineChart(cdk8s.Chart):
                         tolerations=[k8s.Toleration(operator="Exists")],
                         containers=[container],
                         volumes=[
-                            k8s.Volume(name="config", config_map=k8s.ConfigMapVolumeSource(
-                                name=CONFIG_MAP)),
-                            k8s.Volume(name="data", host_path=k8s.HostPathVolumeSource(
-                                path=WORKER_HOST_PATH, type="DirectoryOrCreate")),
+                            k8s.Volume(
+                                name="config", config_map=k8s.ConfigMapVolumeSource(name=CONFIG_MAP)
+                            ),
+                            k8s.Volume(
+                                name="data",
+                                host_path=k8s.HostPathVolumeSource(
+                                    path=WORKER_HOST_PATH, type="DirectoryOrCreate"
+                                ),
+                            ),
                             *scratch,
                         ],
                     ),
                 ),
             ),
-        )  # fmt: skip
+        )

@@ -24,30 +24,46 @@ def _source(
         return ie.InferenceEndpointConfigSpecModelSourceConfig(
             model_source_type=ie.InferenceEndpointConfigSpecModelSourceConfigModelSourceType.S3,
             s3_storage=ie.InferenceEndpointConfigSpecModelSourceConfigS3Storage(
-                bucket_name=m.s3_bucket or "", region=config.region),
+                bucket_name=m.s3_bucket or "", region=config.region
+            ),
             model_location=m.s3_prefix or None,
-        )  # fmt: skip
+        )
     return ie.InferenceEndpointConfigSpecModelSourceConfig(
         model_source_type=ie.InferenceEndpointConfigSpecModelSourceConfigModelSourceType.HUGGINGFACE,
         hugging_face_model=ie.InferenceEndpointConfigSpecModelSourceConfigHuggingFaceModel(
-            model_id=m.hugging_face_model_id),
-    )  # fmt: skip
+            model_id=m.hugging_face_model_id
+        ),
+    )
 
 
 def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpec:
     gpus = e.tensor_parallel_size
-    amounts: dict[str, str | int] = {"cpu": str(e.cpu), "memory": f"{e.memory_gib}Gi",
-                                     "nvidia.com/gpu": gpus}  # fmt: skip
-    limits = {k: L.from_string(v) if isinstance(v, str) else L.from_number(v)
-              for k, v in amounts.items()}  # fmt: skip
-    requests = {k: R.from_string(v) if isinstance(v, str) else R.from_number(v)
-                for k, v in amounts.items()}  # fmt: skip
+    amounts: dict[str, str | int] = {
+        "cpu": str(e.cpu),
+        "memory": f"{e.memory_gib}Gi",
+        "nvidia.com/gpu": gpus,
+    }
+    limits = {
+        k: L.from_string(v) if isinstance(v, str) else L.from_number(v) for k, v in amounts.items()
+    }
+    requests = {
+        k: R.from_string(v) if isinstance(v, str) else R.from_number(v) for k, v in amounts.items()
+    }
     # Operator 3.0 passes these through; 3.2 drops the LMCACHE_* ones. Either way the L2
     # admission rule (k8s/policy.py) writes both into the Pod.
-    env = [ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
-           for k, v in (("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0"))]  # fmt: skip
-    args = ["--model", MODEL_PATH, "--port", str(e.container_port),
-            "--tensor-parallel-size", str(gpus), *e.args]  # fmt: skip
+    env = [
+        ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
+        for k, v in (("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0"))
+    ]
+    args = [
+        "--model",
+        MODEL_PATH,
+        "--port",
+        str(e.container_port),
+        "--tensor-parallel-size",
+        str(gpus),
+        *e.args,
+    ]
     l2 = e.enable_l2_cache
     return ie.InferenceEndpointConfigSpec(
         model_name=e.name,
@@ -60,31 +76,39 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
             args=args,
             environment_variables=env,
             model_invocation_port=ie.InferenceEndpointConfigSpecWorkerModelInvocationPort(
-                container_port=e.container_port, name="http"),
+                container_port=e.container_port, name="http"
+            ),
             model_volume_mount=ie.InferenceEndpointConfigSpecWorkerModelVolumeMount(
-                name=MODEL_VOLUME, mount_path=MODEL_PATH),
+                name=MODEL_VOLUME, mount_path=MODEL_PATH
+            ),
             resources=ie.InferenceEndpointConfigSpecWorkerResources(
-                limits=limits, requests=requests),
+                limits=limits, requests=requests
+            ),
         ),
         kv_cache_spec=ie.InferenceEndpointConfigSpecKvCacheSpec(
             enable_l1_cache=e.enable_l1_cache,
             enable_l2_cache=l2,
             # Only redis or tieredstorage pass the CRD; the policy repoints L2 at Curvine.
             l2_cache_spec=ie.InferenceEndpointConfigSpecKvCacheSpecL2CacheSpec(
-                l2_cache_backend="tieredstorage") if l2 else None,
+                l2_cache_backend="tieredstorage"
+            )
+            if l2
+            else None,
         ),
         intelligent_routing_spec=ie.InferenceEndpointConfigSpecIntelligentRoutingSpec(
             enabled=True,
             routing_strategy=ie.InferenceEndpointConfigSpecIntelligentRoutingSpecRoutingStrategy[
-                e.routing_strategy.upper()],
+                e.routing_strategy.upper()
+            ],
         ),
         load_balancer=ie.InferenceEndpointConfigSpecLoadBalancer(health_check_path="/health"),
         metrics=ie.InferenceEndpointConfigSpecMetrics(
             enabled=True,
             model_metrics=ie.InferenceEndpointConfigSpecMetricsModelMetrics(
-                path="/metrics", port=e.metrics_port),
+                path="/metrics", port=e.metrics_port
+            ),
         ),
-    )  # fmt: skip
+    )
 
 
 class EndpointsChart(cdk8s.Chart):
@@ -92,8 +116,10 @@ class EndpointsChart(cdk8s.Chart):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         for e in config.kvcache.endpoints:
             ie.InferenceEndpointConfig(
-                self, f"{e.namespace}-{e.name}",
-                metadata=cdk8s.ApiObjectMetadata(name=e.name, namespace=e.namespace,
-                                                 labels=labels(e.name, "endpoint")),
+                self,
+                f"{e.namespace}-{e.name}",
+                metadata=cdk8s.ApiObjectMetadata(
+                    name=e.name, namespace=e.namespace, labels=labels(e.name, "endpoint")
+                ),
                 spec=_spec(config, e),
-            )  # fmt: skip
+            )

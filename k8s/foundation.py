@@ -20,8 +20,12 @@ def psa_labels(level: str, warn: str) -> dict[str, str]:
     """Enforce ``level``; warn and audit at ``warn`` (``restricted`` but where every Pod is
     privileged by design) so anything beyond the strictest level shows in warnings and the
     audit log."""
-    return {f"{PSA}/enforce": level, f"{PSA}/enforce-version": "latest",
-            f"{PSA}/warn": warn, f"{PSA}/audit": warn}  # fmt: skip
+    return {
+        f"{PSA}/enforce": level,
+        f"{PSA}/enforce-version": "latest",
+        f"{PSA}/warn": warn,
+        f"{PSA}/audit": warn,
+    }
 
 
 def endpoint_namespaces(config: AppConfig) -> list[str]:
@@ -49,10 +53,12 @@ class NamespacesChart(cdk8s.Chart):
         warns = {ns: "privileged" if ns == kv.curvine.namespace else "restricted" for ns in levels}
         for ns, level in sorted(levels.items()):
             kplus.Namespace(
-                self, ns,
+                self,
+                ns,
                 metadata=cdk8s.ApiObjectMetadata(
-                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level, warns[ns])}),
-            )  # fmt: skip
+                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level, warns[ns])}
+                ),
+            )
 
 
 class StorageChart(cdk8s.Chart):
@@ -67,24 +73,26 @@ class StorageChart(cdk8s.Chart):
         if not cv.enabled:
             return
         k8s.KubeStorageClass(
-            self, CURVINE_SC,
+            self,
+            CURVINE_SC,
             metadata=meta(k8s, CURVINE_SC, labels=labels(CURVINE_SC, "storage")),
             provisioner="curvine",
             parameters=curvine_volume_parameters(config),
             volume_binding_mode="Immediate",
             reclaim_policy="Delete",
-        )  # fmt: skip
+        )
 
     def _ebs(self, k8s: Any) -> None:
         k8s.KubeStorageClass(
-            self, EBS_SC,
+            self,
+            EBS_SC,
             metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
             volume_binding_mode="WaitForFirstConsumer",
             reclaim_policy="Delete",
             allow_volume_expansion=True,
-        )  # fmt: skip
+        )
 
 
 def curvine_volume_parameters(config: AppConfig, web_port: int = FUSE_WEB_PORT) -> dict[str, str]:

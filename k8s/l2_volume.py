@@ -98,7 +98,8 @@ class L2VolumeChart(cdk8s.Chart):
         k8s = k8s_for(config)
         if static.enabled:
             k8s.KubePersistentVolume(
-                self, "static-pv",
+                self,
+                "static-pv",
                 metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": k8s.Quantity.from_string(f"{static.size_gib}Gi")},
@@ -107,26 +108,31 @@ class L2VolumeChart(cdk8s.Chart):
                     persistent_volume_reclaim_policy="Retain",
                     storage_class_name=CURVINE_SC,
                     csi=k8s.CsiPersistentVolumeSource(
-                        driver="curvine", volume_handle=STATIC_PV,
+                        driver="curvine",
+                        volume_handle=STATIC_PV,
                         # Its own FUSE process (another fs-path): its own metrics port.
                         volume_attributes={
                             **curvine_volume_parameters(config, FUSE_STATIC_WEB_PORT),
-                            "fs-path": static.curvine_path},
+                            "fs-path": static.curvine_path,
+                        },
                     ),
                 ),
-            )  # fmt: skip
+            )
         size = static.size_gib if static.enabled else max(1, pool_bytes(config) // 2**30)
         for ns in endpoint_namespaces(config):
             kplus.PersistentVolumeClaim(
-                self, f"{ns}-pvc",
+                self,
+                f"{ns}-pvc",
                 metadata=cdk8s.ApiObjectMetadata(name=PVC, namespace=ns, labels=labels(PVC, "l2")),
                 access_modes=[kplus.PersistentVolumeAccessMode.READ_WRITE_MANY],
                 storage=cdk8s.Size.gibibytes(size),
                 storage_class_name=CURVINE_SC,
                 volume=kplus.PersistentVolume.from_persistent_volume_name(
-                    self, f"{ns}-pv", STATIC_PV)
-                if static.enabled else None,
-            )  # fmt: skip
+                    self, f"{ns}-pv", STATIC_PV
+                )
+                if static.enabled
+                else None,
+            )
             self._evictor(config, k8s, ns, claim)
 
     def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
@@ -139,7 +145,8 @@ class L2VolumeChart(cdk8s.Chart):
             # Labels name the role, not the file system: a label value holds at most 63
             # characters, and the names already carry the id.
             k8s.KubePersistentVolume(
-                self, f"{ns}-pv",
+                self,
+                f"{ns}-pv",
                 metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": size},
@@ -153,14 +160,15 @@ class L2VolumeChart(cdk8s.Chart):
                     storage_class_name="",
                     claim_ref=k8s.ObjectReference(namespace=ns, name=claim),
                     csi=k8s.CsiPersistentVolumeSource(
-                        driver=FSX_DRIVER, volume_handle=fsx.file_system_id,
-                        volume_attributes={"dnsname": fsx.dns_name,
-                                           "mountname": fsx.mount_name},
+                        driver=FSX_DRIVER,
+                        volume_handle=fsx.file_system_id,
+                        volume_attributes={"dnsname": fsx.dns_name, "mountname": fsx.mount_name},
                     ),
                 ),
-            )  # fmt: skip
+            )
             k8s.KubePersistentVolumeClaim(
-                self, f"{ns}-pvc",
+                self,
+                f"{ns}-pvc",
                 metadata=meta(k8s, claim, namespace=ns, labels=labels(FSX_L2, "l2")),
                 spec=k8s.PersistentVolumeClaimSpec(
                     access_modes=["ReadWriteMany"],
@@ -168,7 +176,7 @@ class L2VolumeChart(cdk8s.Chart):
                     volume_name=pv,
                     resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
                 ),
-            )  # fmt: skip
+            )
             self._evictor(config, k8s, ns, claim, name=FSX_EVICTOR)
 
     def _evictor(
@@ -184,42 +192,57 @@ class L2VolumeChart(cdk8s.Chart):
         ]
         # The Curvine image also on FSx: it ships GNU find (-printf), which busybox lacks.
         container = k8s.Container(
-            name="evict", image=cv.image, image_pull_policy="IfNotPresent",
-            command=["/bin/sh", "-c", EVICT_SCRIPT], env=env,
+            name="evict",
+            image=cv.image,
+            image_pull_policy="IfNotPresent",
+            command=["/bin/sh", "-c", EVICT_SCRIPT],
+            env=env,
             resources=resources(k8s, 100, 128, cpu_limit_millicores=1000, memory_limit_mib=512),
-            volume_mounts=[k8s.VolumeMount(name="l2", mount_path=EVICT_MOUNT),
-                           # sort(1) spills to /tmp on a long file list.
-                           k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)],
+            volume_mounts=[
+                k8s.VolumeMount(name="l2", mount_path=EVICT_MOUNT),
+                # sort(1) spills to /tmp on a long file list.
+                k8s.VolumeMount(name="tmp", mount_path=TMP_DIR),
+            ],
             # du/find/rm on files the same user (root, in the vLLM image too) created: the owner
             # needs no capability to delete them.
             security_context=hardened(k8s),
-        )  # fmt: skip
+        )
         k8s.KubeCronJob(
-            self, f"{ns}-evictor",
+            self,
+            f"{ns}-evictor",
             metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),
             spec=k8s.CronJobSpec(
-                schedule=ev.schedule, concurrency_policy="Forbid",
-                successful_jobs_history_limit=1, failed_jobs_history_limit=3,
-                job_template=k8s.JobTemplateSpec(spec=k8s.JobSpec(
-                    backoff_limit=1, active_deadline_seconds=3000,
-                    template=k8s.PodTemplateSpec(
-                        metadata=k8s.ObjectMeta(labels=labels(name, "l2")),
-                        spec=k8s.PodSpec(
-                            restart_policy="Never",
-                            # It reads the pool through the FUSE mount, not the API.
-                            automount_service_account_token=False,
-                            # On a GPU node: the CSI node plugin (FUSE) runs only there (FSx:
-                            # where the endpoints already hold the Lustre mount).
-                            node_selector=gpu_node_selector(config),
-                            tolerations=[k8s.Toleration(operator="Exists")],
-                            containers=[container],
-                            volumes=[
-                                k8s.Volume(name="l2", persistent_volume_claim=(
-                                    k8s.PersistentVolumeClaimVolumeSource(claim_name=claim))),
-                                k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
-                            ],
+                schedule=ev.schedule,
+                concurrency_policy="Forbid",
+                successful_jobs_history_limit=1,
+                failed_jobs_history_limit=3,
+                job_template=k8s.JobTemplateSpec(
+                    spec=k8s.JobSpec(
+                        backoff_limit=1,
+                        active_deadline_seconds=3000,
+                        template=k8s.PodTemplateSpec(
+                            metadata=k8s.ObjectMeta(labels=labels(name, "l2")),
+                            spec=k8s.PodSpec(
+                                restart_policy="Never",
+                                # It reads the pool through the FUSE mount, not the API.
+                                automount_service_account_token=False,
+                                # On a GPU node: the CSI node plugin (FUSE) runs only there (FSx:
+                                # where the endpoints already hold the Lustre mount).
+                                node_selector=gpu_node_selector(config),
+                                tolerations=[k8s.Toleration(operator="Exists")],
+                                containers=[container],
+                                volumes=[
+                                    k8s.Volume(
+                                        name="l2",
+                                        persistent_volume_claim=(
+                                            k8s.PersistentVolumeClaimVolumeSource(claim_name=claim)
+                                        ),
+                                    ),
+                                    k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                                ],
+                            ),
                         ),
-                    ),
-                )),
+                    )
+                ),
             ),
-        )  # fmt: skip
+        )

@@ -62,8 +62,9 @@ def collector_cidrs(config: AppConfig) -> list[str]:
 
 
 def _tcp(k8s: Any, *numbers: int) -> list[Any]:
-    return [k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n))
-            for n in numbers]  # fmt: skip
+    return [
+        k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n)) for n in numbers
+    ]
 
 
 class NetworkPolicyChart(cdk8s.Chart):
@@ -74,41 +75,60 @@ class NetworkPolicyChart(cdk8s.Chart):
 
         def policy(name: str, target: Workload | None, rules: list[Any]) -> None:
             k8s.KubeNetworkPolicy(
-                self, name,
+                self,
+                name,
                 metadata=meta(k8s, name, namespace=ns, labels=labels(name, "network-policy")),
                 spec=k8s.NetworkPolicySpec(
                     pod_selector=k8s.LabelSelector(
-                        match_labels=target.match_labels if target else None),
+                        match_labels=target.match_labels if target else None
+                    ),
                     policy_types=["Ingress"],
                     ingress=rules or None,
                 ),
-            )  # fmt: skip
+            )
 
         def from_pods(*workloads: Workload) -> list[Any]:
             # A podSelector without namespaceSelector means "in this namespace".
-            return [k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector(
-                match_labels=w.match_labels)) for w in workloads]  # fmt: skip
+            return [
+                k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector(match_labels=w.match_labels))
+                for w in workloads
+            ]
 
         # Every Pod of the Curvine namespace (an empty podSelector): its own clients.
         rpc_peers = [k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector())]
-        collector = [k8s.NetworkPolicyPeer(
-            namespace_selector=k8s.LabelSelector(match_labels=COLLECTOR_NAMESPACE_LABELS),
-            pod_selector=k8s.LabelSelector(match_labels=COLLECTOR_POD_LABELS))]  # fmt: skip
-        collector += [k8s.NetworkPolicyPeer(ip_block=k8s.IpBlock(cidr=c))
-                      for c in collector_cidrs(config)]  # fmt: skip
+        collector = [
+            k8s.NetworkPolicyPeer(
+                namespace_selector=k8s.LabelSelector(match_labels=COLLECTOR_NAMESPACE_LABELS),
+                pod_selector=k8s.LabelSelector(match_labels=COLLECTOR_POD_LABELS),
+            )
+        ]
+        collector += [
+            k8s.NetworkPolicyPeer(ip_block=k8s.IpBlock(cidr=c)) for c in collector_cidrs(config)
+        ]
 
         def rule(peers: list[Any], *numbers: int) -> Any:
             return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))
 
         policy(DEFAULT_DENY, None, [])
-        policy("curvine-master-ingress", MASTER_WL, [
-            rule(rpc_peers, RPC_PORT),
-            rule(from_pods(MASTER_WL), JOURNAL_PORT),  # the Raft journal: masters only
-            rule(collector, MASTER_WEB_PORT),
-        ])  # fmt: skip
-        policy("curvine-worker-ingress", WORKER_WL, [
-            rule(rpc_peers, WORKER_RPC_PORT),
-            rule(collector, WORKER_WEB_PORT),
-        ])  # fmt: skip
-        policy("curvine-fuse-metrics-ingress", NODE_WL,
-               [rule(collector, fuse_web_port(config.kvcache.curvine))])  # fmt: skip
+        policy(
+            "curvine-master-ingress",
+            MASTER_WL,
+            [
+                rule(rpc_peers, RPC_PORT),
+                rule(from_pods(MASTER_WL), JOURNAL_PORT),  # the Raft journal: masters only
+                rule(collector, MASTER_WEB_PORT),
+            ],
+        )
+        policy(
+            "curvine-worker-ingress",
+            WORKER_WL,
+            [
+                rule(rpc_peers, WORKER_RPC_PORT),
+                rule(collector, WORKER_WEB_PORT),
+            ],
+        )
+        policy(
+            "curvine-fuse-metrics-ingress",
+            NODE_WL,
+            [rule(collector, fuse_web_port(config.kvcache.curvine))],
+        )

@@ -16,6 +16,7 @@ import yaml
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
 from k8s.common import ENDPOINT_POD_LABEL, labels, raw
 from k8s.curvine import MASTER_WEB_PORT, WORKER_WEB_PORT, fuse_web_port
 
@@ -70,48 +71,63 @@ def _common_labels() -> list[dict[str, Any]]:
     ]
 
 
+def _vllm_job(e: EndpointConfig) -> dict[str, Any]:
+    # By the operator's Pod label, not the Pod name: a name is <ReplicaSet name>-<suffix> cut to
+    # 63 characters, so for a long endpoint name it loses the ReplicaSet hash's "-", and a name
+    # pattern also matches a sibling endpoint named <name>-<word>.
+    serving_port = {
+        "source_labels": [
+            f"__meta_kubernetes_pod_label_{ENDPOINT_POD_LABEL}",
+            "__meta_kubernetes_pod_container_port_number",
+            "__meta_kubernetes_pod_phase",
+        ],
+        "regex": f"{re.escape(e.name)};{e.container_port};Running",
+        "action": "keep",
+    }
+    metrics_port = {
+        "source_labels": ["__address__"],
+        "regex": r"(.+):\d+",
+        "target_label": "__address__",
+        "replacement": f"$1:{e.metrics_port}",
+    }
+    return {
+        "job_name": vllm_job(e.namespace, e.name),
+        "metrics_path": "/metrics",
+        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [e.namespace]}}],
+        "relabel_configs": [
+            # Pod discovery yields one target per declared container port. The serving port is
+            # the one the operator declares on the model container, so keeping it gives one
+            # target per Pod whether or not the metrics port is declared too...
+            serving_port,
+            # ...and that target is scraped on the metrics port (host kept: IPv4 or [IPv6]).
+            metrics_port,
+            *_common_labels(),
+            {"target_label": "endpoint", "replacement": e.name},
+        ],
+    }
+
+
+def _curvine_job(ns: str, job: str, service: str) -> dict[str, Any]:
+    metrics_port = {
+        "source_labels": ["__meta_kubernetes_service_name", "__meta_kubernetes_endpoint_port_name"],
+        "regex": f"{service};{METRICS_PORT_NAME}",
+        "action": "keep",
+    }
+    return {
+        "job_name": job,
+        "metrics_path": "/metrics",
+        "kubernetes_sd_configs": [{"role": "endpoints", "namespaces": {"names": [ns]}}],
+        "relabel_configs": [metrics_port, *_common_labels()],
+    }
+
+
 def scrape_config(config: AppConfig) -> dict[str, Any]:
     """The collector's Prometheus configuration (AMP accepts kubernetes_sd_configs only)."""
     obs = config.observability
-    jobs: list[dict[str, Any]] = []
-    for e in config.kvcache.endpoints:
-        # By the operator's Pod label, not the Pod name: a name is <ReplicaSet name>-<suffix> cut
-        # to 63 characters, so for a long endpoint name it loses the ReplicaSet hash's "-", and a
-        # name pattern also matches a sibling endpoint named <name>-<word>.
-        jobs.append({
-            "job_name": vllm_job(e.namespace, e.name),
-            "metrics_path": "/metrics",
-            "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [e.namespace]}}],
-            "relabel_configs": [
-                # Pod discovery yields one target per declared container port. The serving port
-                # is the one the operator declares on the model container, so keeping it gives
-                # one target per Pod whether or not the metrics port is declared too.
-                {"source_labels": [f"__meta_kubernetes_pod_label_{ENDPOINT_POD_LABEL}",
-                                   "__meta_kubernetes_pod_container_port_number",
-                                   "__meta_kubernetes_pod_phase"],
-                 "regex": f"{re.escape(e.name)};{e.container_port};Running",
-                 "action": "keep"},
-                # ...and that target is scraped on the metrics port (host kept: IPv4 or [IPv6]).
-                {"source_labels": ["__address__"], "regex": r"(.+):\d+",
-                 "target_label": "__address__", "replacement": f"$1:{e.metrics_port}"},
-                *_common_labels(),
-                {"target_label": "endpoint", "replacement": e.name},
-            ],
-        })  # fmt: skip
+    jobs = [_vllm_job(e) for e in config.kvcache.endpoints]
     if config.kvcache.curvine.enabled:
         ns = config.kvcache.curvine.namespace
-        for job, service in CURVINE_JOBS.items():
-            jobs.append({
-                "job_name": job,
-                "metrics_path": "/metrics",
-                "kubernetes_sd_configs": [{"role": "endpoints", "namespaces": {"names": [ns]}}],
-                "relabel_configs": [
-                    {"source_labels": ["__meta_kubernetes_service_name",
-                                       "__meta_kubernetes_endpoint_port_name"],
-                     "regex": f"{service};{METRICS_PORT_NAME}", "action": "keep"},
-                    *_common_labels(),
-                ],
-            })  # fmt: skip
+        jobs += [_curvine_job(ns, job, service) for job, service in CURVINE_JOBS.items()]
     return {
         "global": {
             "scrape_interval": f"{obs.scrape_interval_seconds}s",
@@ -128,12 +144,17 @@ def scrape_config_yaml(config: AppConfig) -> str:
 def scrape_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
     """job -> (namespace, Service name or endpoint name, port): what a test checks against the
     rendered objects."""
-    out = {vllm_job(e.namespace, e.name): (e.namespace, e.name, e.metrics_port)
-           for e in config.kvcache.endpoints}  # fmt: skip
+    out = {
+        vllm_job(e.namespace, e.name): (e.namespace, e.name, e.metrics_port)
+        for e in config.kvcache.endpoints
+    }
     cv = config.kvcache.curvine
     if cv.enabled:
-        ports = {"curvine-master": MASTER_WEB_PORT, "curvine-worker": WORKER_WEB_PORT,
-                 "curvine-fuse": fuse_web_port(cv)}  # fmt: skip
+        ports = {
+            "curvine-master": MASTER_WEB_PORT,
+            "curvine-worker": WORKER_WEB_PORT,
+            "curvine-fuse": fuse_web_port(cv),
+        }
         out |= {job: (cv.namespace, svc, ports[job]) for job, svc in CURVINE_JOBS.items()}
     return out
 
@@ -149,26 +170,30 @@ class ObservabilityChart(cdk8s.Chart):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
-        raw(self, "role", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        read = ["get", "list", "watch"]
+        role = {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
             "metadata": {"name": COLLECTOR_ROLE, "labels": labels(COLLECTOR_ROLE, "observability")},
             "rules": [
-                {"apiGroups": [""], "resources": ["pods", "services", "endpoints"],
-                 "verbs": ["get", "list", "watch"]},
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
-                 "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": read},
+                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
                 {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
             ],
-        })  # fmt: skip
-        raw(self, "binding", {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{COLLECTOR_USER}-role-binding",
-                         "labels": labels(COLLECTOR_ROLE, "observability")},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": COLLECTOR_ROLE},
-            "subjects": [{"kind": "User", "name": COLLECTOR_USER,
-                          "apiGroup": "rbac.authorization.k8s.io"}],
-        })  # fmt: skip
+        }
+        rbac = "rbac.authorization.k8s.io"
+        binding = {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {
+                "name": f"{COLLECTOR_USER}-role-binding",
+                "labels": labels(COLLECTOR_ROLE, "observability"),
+            },
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": COLLECTOR_ROLE},
+            "subjects": [{"kind": "User", "name": COLLECTOR_USER, "apiGroup": rbac}],
+        }
+        raw(self, "role", role)
+        raw(self, "binding", binding)
 
 
 def observability_objects(config: AppConfig) -> list[dict[str, Any]]:

@@ -80,31 +80,39 @@ def rule_name(e: EndpointConfig) -> str:
     return f"{name[: RULE_NAME_MAX - len(digest) - 1]}-{digest}"
 
 
+def _match(e: EndpointConfig) -> dict[str, Any]:
+    """The endpoint's Pods, at creation."""
+    resources = {
+        "kinds": ["Pod"],
+        "operations": ["CREATE"],
+        "namespaces": [e.namespace],
+        "selector": {"matchLabels": {ENDPOINT_POD_LABEL: e.name}},
+    }
+    return {"any": [{"resources": resources}]}
+
+
+def _patch(config: AppConfig, e: EndpointConfig, claim: str) -> dict[str, Any]:
+    """The strategic-merge patch of one looped container (and the Pod's volumes)."""
+    container = {
+        "name": "{{ element.name }}",
+        # LMCache's metrics join vLLM's /metrics once the multiprocess dir is set.
+        "env": [*l2_env(config), *observability_env(config)],
+        "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
+    }
+    volumes = [*l2_volumes(claim), *observability_volumes(config)]
+    return {"spec": {"containers": [container], "volumes": volumes}}
+
+
 def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, Any]:
     """``claim``: the L2 claim (``k8s.l2_volume.l2_claim``; with FSx named after the file
     system)."""
-    return {
-        "name": rule_name(e),
-        "match": {"any": [{"resources": {
-            "kinds": ["Pod"], "operations": ["CREATE"], "namespaces": [e.namespace],
-            "selector": {"matchLabels": {ENDPOINT_POD_LABEL: e.name}},
-        }}]},
-        "mutate": {"foreach": [{
-            "list": CONTAINERS,
-            "preconditions": {"all": [
-                {"key": CARRIES_REMOTE_URL, "operator": "GreaterThan", "value": 0},
-            ]},
-            "patchStrategicMerge": {"spec": {
-                "containers": [{
-                    "name": "{{ element.name }}",
-                    # LMCache's metrics join vLLM's /metrics once the multiprocess dir is set.
-                    "env": [*l2_env(config), *observability_env(config)],
-                    "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
-                }],
-                "volumes": [*l2_volumes(claim), *observability_volumes(config)],
-            }},
-        }]},
-    }  # fmt: skip
+    carries_url = {"key": CARRIES_REMOTE_URL, "operator": "GreaterThan", "value": 0}
+    foreach = {
+        "list": CONTAINERS,
+        "preconditions": {"all": [carries_url]},
+        "patchStrategicMerge": _patch(config, e, claim),
+    }
+    return {"name": rule_name(e), "match": _match(e), "mutate": {"foreach": [foreach]}}
 
 
 def l2_endpoints(config: AppConfig) -> list[EndpointConfig]:
@@ -122,13 +130,17 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
     error, for any other Pod (an error would apply failurePolicy Fail)."""
     label = f"object.metadata.labels['{ENDPOINT_POD_LABEL}']"
     return [
-        {"name": "endpoint-namespace",
-         "expression": f"request.namespace in {_cel_list([e.namespace for e in endpoints])}"},
-        {"name": "endpoint-pod",
-         "expression": f"has(object.metadata.labels) && '{ENDPOINT_POD_LABEL}' in "
-                       f"object.metadata.labels && {label} in "
-                       f"{_cel_list([e.name for e in endpoints])}"},
-    ]  # fmt: skip
+        {
+            "name": "endpoint-namespace",
+            "expression": f"request.namespace in {_cel_list([e.namespace for e in endpoints])}",
+        },
+        {
+            "name": "endpoint-pod",
+            "expression": f"has(object.metadata.labels) && '{ENDPOINT_POD_LABEL}' in "
+            f"object.metadata.labels && {label} in "
+            f"{_cel_list([e.name for e in endpoints])}",
+        },
+    ]
 
 
 class PolicyChart(cdk8s.Chart):
@@ -138,14 +150,23 @@ class PolicyChart(cdk8s.Chart):
         rules = [rule(config, e, claim) for e in endpoints]
         if not rules:
             return
-        raw(self, "policy", {
-            "apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy",
+        description = (
+            f"Mount {claim} into the endpoint container that carries "
+            "LMCACHE_REMOTE_URL and point LMCache L2 at it (Pods only, at CREATE)."
+        )
+        webhook = {
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 15,
+            "matchConditions": match_conditions(endpoints),
+        }
+        policy = {
+            "apiVersion": "kyverno.io/v1",
+            "kind": "ClusterPolicy",
             "metadata": {
-                "name": POLICY, "labels": labels(POLICY, "policy"),
+                "name": POLICY,
+                "labels": labels(POLICY, "policy"),
                 "annotations": {
-                    "policies.kyverno.io/description":
-                        f"Mount {claim} into the endpoint container that carries "
-                        "LMCACHE_REMOTE_URL and point LMCache L2 at it (Pods only, at CREATE).",
+                    "policies.kyverno.io/description": description,
                     # No rules generated for Deployments: the operator owns its Deployment and
                     # would undo (and fight) a mutation of it; Pods are never re-rendered.
                     "pod-policies.kyverno.io/autogen-controllers": "none",
@@ -154,10 +175,8 @@ class PolicyChart(cdk8s.Chart):
             "spec": {
                 "background": False,
                 "admission": True,
-                "webhookConfiguration": {
-                    "failurePolicy": "Fail", "timeoutSeconds": 15,
-                    "matchConditions": match_conditions(endpoints),
-                },
+                "webhookConfiguration": webhook,
                 "rules": rules,
             },
-        })  # fmt: skip
+        }
+        raw(self, "policy", policy)

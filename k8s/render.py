@@ -105,8 +105,10 @@ def kubectl_steps(config: AppConfig, names: Sequence[str], out: str) -> str:
     docs/kubernetes-layer.md and dist/<env>/README.md carry them (scripts/kubectl_steps.py)."""
     env, kyverno = config.environment, config.kvcache.kyverno
     split = names.index(POLICY_FILE) if POLICY_FILE in names else len(names)
-    steps = [f"make manifests ENV={env}   # or: python -m k8s.render --env {env} --out {out}",
-             _apply(out, names[:split])]  # fmt: skip
+    steps = [
+        f"make manifests ENV={env}   # or: python -m k8s.render --env {env} --out {out}",
+        _apply(out, names[:split]),
+    ]
     if split < len(names):
         if kyverno.install:
             steps.append(
