@@ -5,13 +5,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
 from infra.versions import SUPPORTED_KUBERNETES
+from k8s.kube_api import KPlusApi, KubeApi
+
+if TYPE_CHECKING:
+    from k8s.kube_api import kube
 
 PART_OF = "hyperpod-kvcache"
 CURVINE_LABEL = "app.kubernetes.io/name"
@@ -89,15 +93,22 @@ class Workload:
         return labels(self.name, self.component)
 
 
-def kplus_for(config: AppConfig) -> Any:
-    """The cdk8s-plus module pinned for the cluster's Kubernetes minor."""
-    return SUPPORTED_KUBERNETES[config.eks.kubernetes_version].cdk8s_plus()
+def kplus_for(config: AppConfig) -> KPlusApi:
+    """The cdk8s-plus module pinned for the cluster's Kubernetes minor.
+
+    Imported by name, it reaches mypy as a plain module, which mypy lets stand for the protocol:
+    the protocol is typed as the reference package's classes, and tests/k8s/test_kube_api.py
+    checks that every pinned package accepts what they accept (k8s/kube_api.py).
+    """
+    module: KPlusApi = SUPPORTED_KUBERNETES[config.eks.kubernetes_version].cdk8s_plus()
+    return module
 
 
-def k8s_for(config: AppConfig) -> Any:
+def k8s_for(config: AppConfig) -> KubeApi:
     """The typed L1 classes (``KubeStatefulSet``, ``Container``, ...) of the pinned cdk8s-plus.
 
-    jsii checks every argument at synth: an unknown or mistyped field raises there.
+    mypy checks every call against the reference package (k8s/kube_api.py); jsii checks every
+    argument again at synth: an unknown or mistyped field raises there.
     """
     return kplus_for(config).k8s
 
@@ -113,13 +124,13 @@ def system_node_selector(config: AppConfig) -> dict[str, str]:
 
 
 def resources(
-    k8s: Any,
+    k8s: KubeApi,
     cpu_millicores: int,
     memory_mib: int,
     *,
     cpu_limit_millicores: int | None = None,
     memory_limit_mib: int | None = None,
-) -> Any:
+) -> kube.ResourceRequirements:
     """Requests and limits; limits default to the requests (Guaranteed QoS)."""
     q = k8s.Quantity.from_string
     return k8s.ResourceRequirements(
@@ -131,7 +142,7 @@ def resources(
     )
 
 
-def hardened(k8s: Any) -> Any:
+def hardened(k8s: KubeApi) -> kube.SecurityContext:
     """Security context of every container that needs no privilege: no privilege escalation,
     every capability dropped, the
     runtime's default seccomp profile, and a read-only root filesystem (callers mount an emptyDir
@@ -145,13 +156,13 @@ def hardened(k8s: Any) -> Any:
 
 
 def meta(
-    k8s: Any,
+    k8s: KubeApi,
     name: str,
     *,
     namespace: str | None = None,
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
-) -> Any:
+) -> kube.ObjectMeta:
     return k8s.ObjectMeta(
         name=name,
         namespace=namespace,
@@ -160,7 +171,7 @@ def meta(
     )
 
 
-def port(k8s: Any, number: int) -> Any:
+def port(k8s: KubeApi, number: int) -> kube.IntOrString:
     return k8s.IntOrString.from_number(number)
 
 

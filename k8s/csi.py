@@ -15,7 +15,7 @@ access), and mounts nothing until a Node* call, which only the kubelet makes on 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import cdk8s
 from constructs import Construct
@@ -33,6 +33,10 @@ from k8s.common import (
     system_node_selector,
 )
 from k8s.curvine import FUSE_CONTAINER_PORTS, TMP_DIR, fuse_web_port, metrics_service
+from k8s.kube_api import KubeApi
+
+if TYPE_CHECKING:
+    from k8s.kube_api import kube
 
 DRIVER = "curvine"
 CONTROLLER, NODE = "curvine-csi-controller", "curvine-csi-node"
@@ -45,7 +49,18 @@ CONTROLLER_WL = Workload(CONTROLLER, "csi", selector={"app": CONTROLLER})
 NODE_WL = Workload(NODE, "csi", selector={"app": NODE})
 
 
-def _csi_env(k8s: Any, ns: str) -> list[Any]:
+class PluginFields(TypedDict):
+    """What the controller's and the node's plugin containers share (``Container`` fields)."""
+
+    name: str
+    image: str
+    image_pull_policy: str
+    command: list[str]
+    args: list[str]
+    env: list[kube.EnvVar]
+
+
+def _csi_env(k8s: KubeApi, ns: str) -> list[kube.EnvVar]:
     node_name = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="spec.nodeName"))
     return [
         k8s.EnvVar(name="CSI_ENDPOINT", value=f"unix://{SOCKET}"),
@@ -57,11 +72,11 @@ def _csi_env(k8s: Any, ns: str) -> list[Any]:
     ]
 
 
-def _host(k8s: Any, name: str, path: str, kind: str) -> Any:
+def _host(k8s: KubeApi, name: str, path: str, kind: str) -> kube.Volume:
     return k8s.Volume(name=name, host_path=k8s.HostPathVolumeSource(path=path, type=kind))
 
 
-def _rolling(k8s: Any) -> Any:
+def _rolling(k8s: KubeApi) -> kube.DaemonSetUpdateStrategy:
     return k8s.DaemonSetUpdateStrategy(
         type="RollingUpdate",
         rolling_update=k8s.RollingUpdateDaemonSet(max_unavailable=k8s.IntOrString.from_number(1)),
@@ -95,7 +110,7 @@ class CsiChart(cdk8s.Chart):
         self._rbac(k8s, ns)
         socket = k8s.VolumeMount(name="socket-dir", mount_path="/csi")
         tmp = k8s.VolumeMount(name="tmp", mount_path=TMP_DIR)
-        plugin: dict[str, Any] = dict(
+        plugin = PluginFields(
             name="csi-plugin",
             image=cv.csi_image,
             image_pull_policy="IfNotPresent",
@@ -230,14 +245,14 @@ class CsiChart(cdk8s.Chart):
         )
         metrics_service(self, k8s, "curvine-fuse-metrics", ns, NODE_WL, fuse_web_port(cv))
 
-    def _rbac(self, k8s: Any, ns: str) -> None:
-        def rule(api_group: str, resources: list[str], verbs: list[str]) -> Any:
+    def _rbac(self, k8s: KubeApi, ns: str) -> None:
+        def rule(api_group: str, resources: list[str], verbs: list[str]) -> kube.PolicyRule:
             return k8s.PolicyRule(api_groups=[api_group], resources=resources, verbs=verbs)
 
-        def subjects(name: str) -> list[Any]:
+        def subjects(name: str) -> list[kube.Subject]:
             return [k8s.Subject(kind="ServiceAccount", name=name, namespace=ns)]
 
-        def cluster_role(name: str, rules: list[Any]) -> None:
+        def cluster_role(name: str, rules: list[kube.PolicyRule]) -> None:
             md = meta(k8s, name, labels=labels(name, "csi"))
             k8s.KubeClusterRole(self, f"{name}-role", metadata=md, rules=rules)
             k8s.KubeClusterRoleBinding(
@@ -250,7 +265,7 @@ class CsiChart(cdk8s.Chart):
                 ),
             )
 
-        def role(name: str, rules: list[Any]) -> None:
+        def role(name: str, rules: list[kube.PolicyRule]) -> None:
             md = meta(k8s, name, namespace=ns, labels=labels(name, "csi"))
             k8s.KubeRole(self, f"{name}-ns-role", metadata=md, rules=rules)
             k8s.KubeRoleBinding(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import cdk8s
 from constructs import Construct
@@ -22,6 +22,10 @@ from k8s.common import (
     resources,
     system_node_selector,
 )
+from k8s.kube_api import KubeApi
+
+if TYPE_CHECKING:
+    from k8s.kube_api import kube
 
 MASTER, WORKER = "curvine-master", "curvine-worker"
 RPC_PORT, JOURNAL_PORT, WORKER_RPC_PORT = 8995, 8996, 8997
@@ -131,7 +135,15 @@ def probe_command(number: int) -> list[str]:
     return ["bash", "-c", f"exec 3<>/dev/tcp/127.0.0.1/{number}"]
 
 
-def _local_probes(k8s: Any, number: int) -> dict[str, Any]:
+class Probes(TypedDict):
+    """A container's three probes, as the keyword arguments of ``Container``."""
+
+    startup_probe: kube.Probe
+    readiness_probe: kube.Probe
+    liveness_probe: kube.Probe
+
+
+def _local_probes(k8s: KubeApi, number: int) -> Probes:
     """Started, ready and alive: the server accepts connections on ``number``.
 
     The kubelet runs the connect inside the container, not from the node: no packet crosses the
@@ -141,7 +153,7 @@ def _local_probes(k8s: Any, number: int) -> dict[str, Any]:
     subnet instead would admit every Pod of the cluster too (Pods take their addresses from the
     same subnet) to the RPC port the probe checks."""
 
-    def probe(period: int, failures: int) -> Any:
+    def probe(period: int, failures: int) -> kube.Probe:
         return k8s.Probe(
             exec=k8s.ExecAction(command=probe_command(number)),
             period_seconds=period,
@@ -158,8 +170,8 @@ def _local_probes(k8s: Any, number: int) -> dict[str, Any]:
 
 
 def metrics_service(
-    scope: Construct, k8s: Any, name: str, ns: str, workload: Workload, number: int
-) -> Any:
+    scope: Construct, k8s: KubeApi, name: str, ns: str, workload: Workload, number: int
+) -> kube.KubeService:
     """A Service that exposes one workload's metrics port for scraping."""
     return k8s.KubeService(
         scope,
@@ -182,7 +194,7 @@ def metrics_service(
     )
 
 
-def writable_dirs(k8s: Any) -> tuple[list[Any], list[Any]]:
+def writable_dirs(k8s: KubeApi) -> tuple[list[kube.Volume], list[kube.VolumeMount]]:
     """emptyDir volumes and their mounts for the paths the Curvine image writes."""
     volumes = [k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource()) for n in ("logs", "tmp")]
     mounts = [
@@ -232,14 +244,14 @@ class CurvineChart(cdk8s.Chart):
 
     def _container(
         self,
-        k8s: Any,
+        k8s: KubeApi,
         cv: CurvineConfig,
         role: str,
         ports: list[tuple[str, int]],
-        res: Any,
-        env: list[Any],
-        mounts: list[Any],
-    ) -> Any:
+        res: kube.ResourceRequirements,
+        env: list[kube.EnvVar],
+        mounts: list[kube.VolumeMount],
+    ) -> kube.Container:
         _, scratch = writable_dirs(k8s)
         return k8s.Container(
             name=role,
@@ -265,7 +277,7 @@ class CurvineChart(cdk8s.Chart):
             **_local_probes(k8s, ports[0][1]),
         )
 
-    def _master(self, config: AppConfig, k8s: Any) -> None:
+    def _master(self, config: AppConfig, k8s: KubeApi) -> None:
         cv = config.kvcache.curvine
         m = cv.master
         field = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="metadata.name"))
@@ -294,7 +306,7 @@ class CurvineChart(cdk8s.Chart):
             ],
         )
 
-        def claim(name: str, size: int) -> Any:
+        def claim(name: str, size: int) -> kube.KubePersistentVolumeClaimProps:
             return k8s.KubePersistentVolumeClaimProps(
                 metadata=meta(k8s, name, labels=labels(MASTER, name)),
                 spec=k8s.PersistentVolumeClaimSpec(
@@ -361,7 +373,7 @@ class CurvineChart(cdk8s.Chart):
             ),
         )
 
-    def _worker(self, config: AppConfig, k8s: Any) -> None:
+    def _worker(self, config: AppConfig, k8s: KubeApi) -> None:
         cv = config.kvcache.curvine
         w = cv.worker
         pod_ip = k8s.EnvVarSource(field_ref=k8s.ObjectFieldSelector(field_path="status.podIP"))

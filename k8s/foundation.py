@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
 from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
+from k8s.kube_api import KubeApi
 
 PSA = "pod-security.kubernetes.io"
 CURVINE_SC = "curvine-sc"
@@ -82,7 +81,7 @@ class StorageChart(cdk8s.Chart):
             reclaim_policy="Delete",
         )
 
-    def _ebs(self, k8s: Any) -> None:
+    def _ebs(self, k8s: KubeApi) -> None:
         k8s.KubeStorageClass(
             self,
             EBS_SC,

@@ -10,8 +10,6 @@ pruned) and the L2 policy mounts the new claim in every Pod admitted after it.""
 
 from __future__ import annotations
 
-from typing import Any
-
 import cdk8s
 from constructs import Construct
 
@@ -20,6 +18,7 @@ from infra.fsx_outputs import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import CURVINE_SC, curvine_volume_parameters, endpoint_namespaces
+from k8s.kube_api import KubeApi
 
 PVC = "curvine-pvc"
 STATIC_PV = "curvine-l2-static"
@@ -180,7 +179,7 @@ class L2VolumeChart(cdk8s.Chart):
             self._evictor(config, k8s, ns, claim, name=FSX_EVICTOR)
 
     def _evictor(
-        self, config: AppConfig, k8s: Any, ns: str, claim: str, name: str = EVICTOR
+        self, config: AppConfig, k8s: KubeApi, ns: str, claim: str, name: str = EVICTOR
     ) -> None:
         cv = config.kvcache.curvine
         ev = cv.evictor

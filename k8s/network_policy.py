@@ -21,7 +21,7 @@ Enforcement needs a network policy engine (on EKS: the VPC CNI with network poli
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import cdk8s
 from constructs import Construct
@@ -39,6 +39,10 @@ from k8s.curvine import (
     WORKER_WL,
     fuse_web_port,
 )
+from k8s.kube_api import KubeApi
+
+if TYPE_CHECKING:
+    from k8s.kube_api import kube
 
 # The metrics collector that may scrape Curvine: Pods labelled COLLECTOR_POD_LABELS in a
 # namespace labelled COLLECTOR_NAMESPACE_LABELS. Nothing installs it yet; a collector added later
@@ -61,7 +65,7 @@ def collector_cidrs(config: AppConfig) -> list[str]:
     return list(obs.scraper_source_cidrs)
 
 
-def _tcp(k8s: Any, *numbers: int) -> list[Any]:
+def _tcp(k8s: KubeApi, *numbers: int) -> list[kube.NetworkPolicyPort]:
     return [
         k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n)) for n in numbers
     ]
@@ -73,7 +77,9 @@ class NetworkPolicyChart(cdk8s.Chart):
         k8s = k8s_for(config)
         ns = config.kvcache.curvine.namespace
 
-        def policy(name: str, target: Workload | None, rules: list[Any]) -> None:
+        def policy(
+            name: str, target: Workload | None, rules: list[kube.NetworkPolicyIngressRule]
+        ) -> None:
             k8s.KubeNetworkPolicy(
                 self,
                 name,
@@ -87,7 +93,7 @@ class NetworkPolicyChart(cdk8s.Chart):
                 ),
             )
 
-        def from_pods(*workloads: Workload) -> list[Any]:
+        def from_pods(*workloads: Workload) -> list[kube.NetworkPolicyPeer]:
             # A podSelector without namespaceSelector means "in this namespace".
             return [
                 k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector(match_labels=w.match_labels))
@@ -106,7 +112,9 @@ class NetworkPolicyChart(cdk8s.Chart):
             k8s.NetworkPolicyPeer(ip_block=k8s.IpBlock(cidr=c)) for c in collector_cidrs(config)
         ]
 
-        def rule(peers: list[Any], *numbers: int) -> Any:
+        def rule(
+            peers: list[kube.NetworkPolicyPeer], *numbers: int
+        ) -> kube.NetworkPolicyIngressRule:
             return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))
 
         policy(DEFAULT_DENY, None, [])
