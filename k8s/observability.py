@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from k8s.common import ENDPOINT_POD_LABEL, labels, raw
+from k8s.common import ENDPOINT_POD_LABEL, k8s_for, labels, meta
 from k8s.curvine import MASTER_WEB_PORT, WORKER_WEB_PORT, fuse_web_port
 
 # LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
@@ -170,30 +170,34 @@ class ObservabilityChart(cdk8s.Chart):
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
+        k8s = k8s_for(config)
         read = ["get", "list", "watch"]
-        role = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": COLLECTOR_ROLE, "labels": labels(COLLECTOR_ROLE, "observability")},
-            "rules": [
-                {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": read},
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
-                {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
+        k8s.KubeClusterRole(
+            self,
+            "role",
+            metadata=meta(k8s, COLLECTOR_ROLE, labels=labels(COLLECTOR_ROLE, "observability")),
+            rules=[
+                k8s.PolicyRule(
+                    api_groups=[""], resources=["pods", "services", "endpoints"], verbs=read
+                ),
+                k8s.PolicyRule(
+                    api_groups=["discovery.k8s.io"], resources=["endpointslices"], verbs=read
+                ),
+                k8s.PolicyRule(non_resource_ur_ls=["/metrics"], verbs=["get"]),
             ],
-        }
+        )
         rbac = "rbac.authorization.k8s.io"
-        binding = {
-            "apiVersion": f"{rbac}/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {
-                "name": f"{COLLECTOR_USER}-role-binding",
-                "labels": labels(COLLECTOR_ROLE, "observability"),
-            },
-            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": COLLECTOR_ROLE},
-            "subjects": [{"kind": "User", "name": COLLECTOR_USER, "apiGroup": rbac}],
-        }
-        raw(self, "role", role)
-        raw(self, "binding", binding)
+        k8s.KubeClusterRoleBinding(
+            self,
+            "binding",
+            metadata=meta(
+                k8s,
+                f"{COLLECTOR_USER}-role-binding",
+                labels=labels(COLLECTOR_ROLE, "observability"),
+            ),
+            role_ref=k8s.RoleRef(api_group=rbac, kind="ClusterRole", name=COLLECTOR_ROLE),
+            subjects=[k8s.Subject(kind="User", name=COLLECTOR_USER, api_group=rbac)],
+        )
 
 
 def observability_objects(config: AppConfig) -> list[dict[str, Any]]:
