@@ -1,6 +1,6 @@
 """Curvine's FUSE metrics on a node that mounts more than one Curvine volume: every FUSE process
 the CSI node plugin may run there binds a metrics port of its own, and the collector scrapes the
-process the endpoints' claims mount. ``tests/k8s/curvine_csi.py`` models how the pinned driver
+process the endpoints' claims mount. ``tests/doubles/curvine_csi.py`` models how the pinned driver
 turns volumes into FUSE processes; what a real node does is a row of docs/verification.md."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from infra.config import AppConfig, parse_config
 from k8s.app import build_charts, manifests
 from k8s.observability import scrape_targets
 from tests.config.unit_config import SOURCE, with_overrides
-from tests.k8s.curvine_csi import fuse_processes, provisioned_context
+from tests.doubles.curvine_csi import fuse_processes, provisioned_context
 
 Obj = dict[str, Any]
 Rendered = tuple[AppConfig, list[Obj]]

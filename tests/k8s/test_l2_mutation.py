@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from infra.config import AppConfig
-from tests.k8s.kyverno_eval import apply_policy
+from tests.doubles.kyverno_eval import apply_policy
 
 # The seed walkthrough's URL, spelled out so a change in the code cannot also change the check.
 L2_URL = "fs://localhost:0/mnt/curvine/l2cache/"

@@ -27,7 +27,7 @@ from k8s.observability import (
     vllm_job,
 )
 from scripts.metrics_catalog import METRICS, metric_names
-from tests.k8s.prometheus import checked, scraped
+from tests.doubles.prometheus import checked, scraped
 
 
 def _services(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -170,7 +170,8 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
     assert observability_mounts(off) == [] and observability_volumes(off) == []
 
 
-# --- what the collector would scrape, through Prometheus's relabelling (tests/k8s/prometheus.py)
+# --- what the collector would scrape, through Prometheus's relabelling
+# (tests/doubles/prometheus.py)
 
 
 POD_IP = "10.1.7.23"

@@ -1,8 +1,8 @@
 """Deploy rehearsal: what Pod Security admission would refuse, in every shipped environment.
 
 No double for the rendered objects (real cdk8s output). Pod Security admission is modelled by
-``tests.k8s.pod_security`` (the documented baseline/restricted controls), Kyverno by
-``tests.k8s.kyverno_eval``; the operator-rendered endpoint Pod is the model in
+``tests.doubles.pod_security`` (the documented baseline/restricted controls), Kyverno by
+``tests.doubles.kyverno_eval``; the operator-rendered endpoint Pod is the model in
 fixtures/operator_pod.yaml (its sources are listed there).
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.k8s.kyverno_eval import apply_policy
-from tests.k8s.pod_security import violations
+from tests.doubles.kyverno_eval import apply_policy
+from tests.doubles.pod_security import violations
 
 ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 PSA = "pod-security.kubernetes.io/enforce"

@@ -1,12 +1,13 @@
 """Deploy rehearsal: which Pod creations depend on Kyverno, and how Kyverno itself is run.
 
-Doubles: ``tests.k8s.kyverno_eval`` computes the webhooks Kyverno 1.18 registers for the rendered
-ClusterPolicy and which of them the API server calls for a Pod (a model of Kyverno's webhook
-controller and of admission webhook matching, from their sources; no Kyverno or API server can run
-here). ``tests.k8s.kyverno_chart`` merges the app's Helm values into the chart's own values.yaml
-and renders the admission controller's Deployment and PodDisruptionBudget as the chart's
-templates do (no helm binary here). The policy and the values are the real ones: the rendered
-YAML of each environment, and the synthesized stack's HelmChart resource.
+Doubles: ``tests.doubles.kyverno_eval`` computes the webhooks Kyverno 1.18 registers for the
+rendered ClusterPolicy and which of them the API server calls for a Pod (a model of Kyverno's
+webhook controller and of admission webhook matching, from their sources; no Kyverno or API
+server can run here). ``tests.doubles.kyverno_chart`` merges the app's Helm values into the
+chart's own values.yaml and renders the admission controller's Deployment and
+PodDisruptionBudget as the chart's templates do (no helm binary here). The policy and the values
+are the real ones: the rendered YAML of each environment, and the synthesized stack's HelmChart
+resource.
 """
 
 from __future__ import annotations
@@ -32,20 +33,20 @@ from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.kyverno import RELEASE
 from k8s.policy import POLICY
 from stacks.kvcache_stack import KvCacheStack
-from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
-from tests.k8s.kyverno_chart import (
+from tests.doubles.kyverno_chart import (
     CHART_VALUES,
     admission_objects,
     merged,
     unknown_keys,
 )
-from tests.k8s.kyverno_eval import (
+from tests.doubles.kyverno_eval import (
     apply_policy,
     called_webhooks,
     chart_webhook_selectors,
     registered_webhooks,
     selects,
 )
+from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 
 KYVERNO_CRD = SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml"
 ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT

@@ -6,9 +6,9 @@ What the kubectl provider does with each chart on such an update (``KubernetesMa
 prune label; the owned-manifest handler alike): ``kubectl apply`` of the new objects, so an object
 whose kind, namespace and name are kept is updated in place, a new name is created, and an object
 the new render lacks is pruned afterwards. An update that changes a field the API server keeps
-immutable fails the deploy (``tests.k8s.immutable``, rules cited there). Both renders are real
+immutable fails the deploy (``tests.doubles.immutable``, rules cited there). Both renders are real
 (``make manifests`` with the file system a deployed stack reports); Kyverno's admission is
-``tests.k8s.kyverno_eval`` over the operator's Pod model, as in the admission rehearsal.
+``tests.doubles.kyverno_eval`` over the operator's Pod model, as in the admission rehearsal.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import yaml
 from infra.fsx_outputs import FsxVolume
 from k8s.l2_volume import FSX_DRIVER
 from k8s.render import render_config
+from tests.doubles.immutable import identity, refused_changes, update_refusals
+from tests.doubles.kyverno_eval import apply_policy
 from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
-from tests.k8s.immutable import identity, refused_changes, update_refusals
-from tests.k8s.kyverno_eval import apply_policy
 from tests.k8s.test_rehearsal_admission import OPERATOR_POD
 
 Obj = dict[str, Any]

@@ -1,7 +1,7 @@
 """`patch`: the JSON Patch computed from a recorded operator-rendered Deployment, and the
 pause/patch/restore sequence. Double: FakeKube (local in-memory API server) behind the official
 kubernetes client, so paths, content types (JSON Patch vs merge patch) and bodies are real.
-Kyverno is stood in for by tests/k8s/kyverno_eval.py (the kyverno CLI is not installable from a
+Kyverno is stood in for by tests/doubles/kyverno_eval.py (the kyverno CLI is not installable from a
 package registry here), applying the real ``k8s.policy.rule`` to the same Pod template."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import l2_settings
 from scripts.patch import compute_patch, run_patch
-from tests.k8s.kyverno_eval import apply_policy
+from tests.doubles.kyverno_eval import apply_policy
 from tests.scripts.conftest import (
     DEPLOYMENTS,
     IECS,
