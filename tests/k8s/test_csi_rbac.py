@@ -1,6 +1,6 @@
 """What the Curvine CSI driver's service accounts may do, as the API server's RBAC authorizer
-would decide it from the rendered Roles, ClusterRoles and bindings: exactly what each component
-needs, no more.
+would decide it from the rendered Roles, ClusterRoles and bindings (tests/doubles/rbac.py):
+exactly what each component needs, no more.
 
 Sources of the needs:
 - the csi-provisioner sidecar (registry.k8s.io/sig-storage/csi-provisioner v3.6.0):
@@ -23,9 +23,9 @@ import pytest
 
 from infra.config import AppConfig
 from k8s.csi import CONTROLLER, NODE
+from tests.doubles.rbac import CLUSTER, granted
 
 READ = {"get", "list", "watch"}
-CLUSTER = "*"  # a grant of a ClusterRoleBinding: every namespace and the cluster scope
 
 # (scope, apiGroup, resource) -> verbs; scope is CLUSTER or "curvine" (the chart's namespace).
 CONTROLLER_NEEDS: dict[tuple[str, str, str], set[str]] = {
@@ -50,37 +50,6 @@ NODE_NEEDS: dict[tuple[str, str, str], set[str]] = {
     ("curvine", "", "secrets"): READ | {"create", "update", "patch", "delete"},
     ("curvine", "", "configmaps"): READ | {"create", "update", "patch", "delete"},
 }
-
-
-def granted(
-    objs: list[dict[str, Any]], namespace: str, account: str
-) -> dict[tuple[str, str, str], set[str]]:
-    """What ServiceAccount ``namespace/account`` may do, from the bindings that name it: a
-    ClusterRoleBinding grants its ClusterRole everywhere, a RoleBinding grants its Role (or a
-    ClusterRole) in the binding's namespace only."""
-    by_name = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-               for o in objs if o["kind"] in ("Role", "ClusterRole")}  # fmt: skip
-    out: dict[tuple[str, str, str], set[str]] = {}
-    for b in objs:
-        if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):
-            continue
-        subject = {"kind": "ServiceAccount", "name": account, "namespace": namespace}
-        if subject not in b.get("subjects", []):
-            continue
-        ref = b["roleRef"]
-        assert ref["apiGroup"] == "rbac.authorization.k8s.io", ref
-        binding_ns = b["metadata"].get("namespace", "")
-        role_ns = binding_ns if ref["kind"] == "Role" else ""
-        role = by_name.get((ref["kind"], role_ns, ref["name"]))
-        assert role is not None, (
-            f"{b['kind']} {b['metadata']['name']}: no {ref['kind']} {ref['name']}"
-        )
-        scope = CLUSTER if b["kind"] == "ClusterRoleBinding" else binding_ns
-        for rule in role["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    out.setdefault((scope, group, resource), set()).update(rule["verbs"])
-    return out
 
 
 def _needs(
