@@ -31,19 +31,30 @@ def provisioned_context(parameters: dict[str, str], pv_name: str) -> dict[str, s
     """The volume context of a PV that CreateVolume provisioned from ``parameters``."""
     fs_path = parameters.get("fs-path", "/")
     identity = {"storage.kubernetes.io/csiProvisionerIdentity": "1767225600000-8081-curvine"}
-    return {**parameters, "author": "curvine.io", "fs-path": fs_path,
-            "curvine-path": f"{fs_path.rstrip('/')}/{pv_name}", **identity}  # fmt: skip
+    return {
+        **parameters,
+        "author": "curvine.io",
+        "fs-path": fs_path,
+        "curvine-path": f"{fs_path.rstrip('/')}/{pv_name}",
+        **identity,
+    }
 
 
 def flags(context: dict[str, str]) -> dict[str, str]:
     """What NodeStageVolume hands curvine-fuse as ``--<key> <value>``."""
-    return {k: v for k, v in context.items()
-            if v and k not in OWNED and not k.startswith(KUBERNETES_PREFIXES)}  # fmt: skip
+    return {
+        k: v
+        for k, v in context.items()
+        if v and k not in OWNED and not k.startswith(KUBERNETES_PREFIXES)
+    }
 
 
 def mount_key(context: dict[str, str]) -> MountKey:
-    return (context["master-addrs"], context.get("fs-path") or "/",
-            tuple(sorted(flags(context).items())))  # fmt: skip
+    return (
+        context["master-addrs"],
+        context.get("fs-path") or "/",
+        tuple(sorted(flags(context).items())),
+    )
 
 
 def fuse_processes(contexts: list[dict[str, str]]) -> dict[MountKey, int]:

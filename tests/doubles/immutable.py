@@ -25,15 +25,27 @@ from typing import Any
 Obj = dict[str, Any]
 
 PV_SOURCES_NOT = {
-    "accessModes", "capacity", "claimRef", "mountOptions", "nodeAffinity",
-    "persistentVolumeReclaimPolicy", "storageClassName", "volumeMode", "volumeAttributesClassName",
-}  # fmt: skip
+    "accessModes",
+    "capacity",
+    "claimRef",
+    "mountOptions",
+    "nodeAffinity",
+    "persistentVolumeReclaimPolicy",
+    "storageClassName",
+    "volumeMode",
+    "volumeAttributesClassName",
+}
 PVC_MUTABLE = {"resources", "volumeAttributesClassName"}
 STORAGE_CLASS_FIXED = ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode")
 STATEFULSET_MUTABLE = {
-    "replicas", "ordinals", "template", "updateStrategy", "revisionHistoryLimit",
-    "persistentVolumeClaimRetentionPolicy", "minReadySeconds",
-}  # fmt: skip
+    "replicas",
+    "ordinals",
+    "template",
+    "updateStrategy",
+    "revisionHistoryLimit",
+    "persistentVolumeClaimRetentionPolicy",
+    "minReadySeconds",
+}
 SELECTOR_KINDS = {"Deployment", "DaemonSet", "StatefulSet"}
 
 
@@ -57,21 +69,26 @@ def refused_changes(old: Obj, new: Obj) -> list[str]:
     spec_old, spec_new = old.get("spec", {}), new.get("spec", {})
     if kind == "PersistentVolume":
         keys = (set(spec_old) | set(spec_new)) - PV_SOURCES_NOT
-        why += [f"spec.{k} (the volume source) is immutable after creation"
-                for k in _changed(spec_old, spec_new, keys)]  # fmt: skip
+        why += [
+            f"spec.{k} (the volume source) is immutable after creation"
+            for k in _changed(spec_old, spec_new, keys)
+        ]
         why += [f"spec.{k} is immutable" for k in _changed(spec_old, spec_new, ("volumeMode",))]
     elif kind == "PersistentVolumeClaim":
         keys = (set(spec_old) | set(spec_new)) - PVC_MUTABLE
-        why += [f"spec.{k}: a bound claim's spec is immutable except resources.requests"
-                for k in _changed(spec_old, spec_new, keys)]  # fmt: skip
+        why += [
+            f"spec.{k}: a bound claim's spec is immutable except resources.requests"
+            for k in _changed(spec_old, spec_new, keys)
+        ]
     elif kind == "StorageClass":
         why += [f"{k} cannot change" for k in _changed(old, new, STORAGE_CLASS_FIXED)]
     if kind in SELECTOR_KINDS:
         why += [f"spec.{k} is immutable" for k in _changed(spec_old, spec_new, ("selector",))]
     if kind == "StatefulSet":
         keys = (set(spec_old) | set(spec_new)) - STATEFULSET_MUTABLE - {"selector"}
-        why += [f"spec.{k} cannot change on a StatefulSet"
-                for k in _changed(spec_old, spec_new, keys)]  # fmt: skip
+        why += [
+            f"spec.{k} cannot change on a StatefulSet" for k in _changed(spec_old, spec_new, keys)
+        ]
     return [f"{_name(new)}: {w}" for w in why]
 
 

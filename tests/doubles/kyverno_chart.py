@@ -27,8 +27,14 @@ import yaml
 VALUES = Path(__file__).resolve().parents[2] / "k8s" / "schemas" / "kyverno" / "values.yaml"
 CHART_VALUES: dict[str, Any] = yaml.safe_load(VALUES.read_text())
 # What the model reads under admissionController (the rest keeps the chart's defaults).
-MODELLED = {"replicas", "nodeSelector", "podDisruptionBudget", "antiAffinity", "podAntiAffinity",
-            "updateStrategy"}  # fmt: skip
+MODELLED = {
+    "replicas",
+    "nodeSelector",
+    "podDisruptionBudget",
+    "antiAffinity",
+    "podAntiAffinity",
+    "updateStrategy",
+}
 
 
 class Unsupported(ValueError):
@@ -41,8 +47,18 @@ class ChartRefuses(ValueError):
 
 # Values the templates copy into the object as they are (toYaml): their keys are Kubernetes
 # fields or labels, checked by validating the rendered object, not against values.yaml.
-VERBATIM = {"nodeSelector", "podAntiAffinity", "podAffinity", "nodeAffinity", "updateStrategy",
-            "tolerations", "podLabels", "podAnnotations", "labels", "annotations"}  # fmt: skip
+VERBATIM = {
+    "nodeSelector",
+    "podAntiAffinity",
+    "podAffinity",
+    "nodeAffinity",
+    "updateStrategy",
+    "tolerations",
+    "podLabels",
+    "podAnnotations",
+    "labels",
+    "annotations",
+}
 
 
 def unknown_keys(values: Any, defaults: Any, path: str = "") -> list[str]:
@@ -90,8 +106,11 @@ def admission_objects(
     v = merged(values)
     ac = v["admissionController"]
     name = "kyverno-admission-controller"  # kyverno.admission-controller.name
-    labels = {"app.kubernetes.io/part-of": release, "app.kubernetes.io/instance": release,
-              "app.kubernetes.io/component": "admission-controller"}  # fmt: skip
+    labels = {
+        "app.kubernetes.io/part-of": release,
+        "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/component": "admission-controller",
+    }
     spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "strategy": ac["updateStrategy"]}
     if not ac["autoscaling"]["enabled"]:
         if ac["replicas"] == 0:
@@ -103,9 +122,12 @@ def admission_objects(
         pod["affinity"] = {"podAntiAffinity": ac["podAntiAffinity"]}
     pod["containers"] = [{"name": "kyverno", "image": "reg.kyverno.io/kyverno/kyverno:v1.18.2"}]
     spec["template"] = {"metadata": {"labels": labels}, "spec": pod}
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
-                  "metadata": {"name": name, "namespace": namespace, "labels": labels},
-                  "spec": spec}  # fmt: skip
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
     budget = ac["podDisruptionBudget"]
     if not (budget["enabled"] or int(ac["replicas"] or 0) > 1):
         return deployment, None
@@ -118,6 +140,10 @@ def admission_objects(
         pdb_spec["minAvailable"] = budget.get("minAvailable") or 1
     if budget.get("unhealthyPodEvictionPolicy"):
         pdb_spec["unhealthyPodEvictionPolicy"] = budget["unhealthyPodEvictionPolicy"]
-    pdb = {"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-           "metadata": {"name": name, "namespace": namespace}, "spec": pdb_spec}  # fmt: skip
+    pdb = {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": pdb_spec,
+    }
     return deployment, pdb

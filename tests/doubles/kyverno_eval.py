@@ -27,8 +27,14 @@ import copy
 import re
 from typing import Any
 
-MERGE_KEYS = {"containers": "name", "initContainers": "name", "env": "name", "volumes": "name",
-              "volumeMounts": "mountPath", "ports": "containerPort"}  # fmt: skip
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+}
 _COUNT_ENV = re.compile(
     r"^\{\{ element\.env\[\?name=='([A-Z0-9_]+)'\] \|\| `\[\]` \| length\(@\) \}\}$"
 )
@@ -43,11 +49,14 @@ def matches(rule: dict[str, Any], obj: dict[str, Any], operation: str) -> bool:
         r = block["resources"]
         meta = obj["metadata"]
         labels = meta.get("labels", {})
-        if (obj["kind"] in r.get("kinds", [])
-                and operation in r.get("operations", ["CREATE", "UPDATE"])
-                and ("namespaces" not in r or meta.get("namespace") in r["namespaces"])
-                and all(labels.get(k) == v for k, v in
-                        r.get("selector", {}).get("matchLabels", {}).items())):  # fmt: skip
+        if (
+            obj["kind"] in r.get("kinds", [])
+            and operation in r.get("operations", ["CREATE", "UPDATE"])
+            and ("namespaces" not in r or meta.get("namespace") in r["namespaces"])
+            and all(
+                labels.get(k) == v for k, v in r.get("selector", {}).get("matchLabels", {}).items()
+            )
+        ):
             return True
     return False
 
@@ -232,15 +241,27 @@ def registered_webhooks(
         timeout = wc.get("timeoutSeconds") or spec.get("webhookTimeoutSeconds") or 0
         rules = _policy_rules(p)
         if wc.get("matchConditions"):
-            own.append({"name": f"{MUTATING_WEBHOOK}-{failure.lower()}-finegrained-"
-                                f"{p['metadata']['name']}", "failurePolicy": failure,
-                        "rules": rules, "matchConditions": wc["matchConditions"],
-                        "timeoutSeconds": max(DEFAULT_TIMEOUT, timeout)})  # fmt: skip
+            own.append(
+                {
+                    "name": f"{MUTATING_WEBHOOK}-{failure.lower()}-finegrained-"
+                    f"{p['metadata']['name']}",
+                    "failurePolicy": failure,
+                    "rules": rules,
+                    "matchConditions": wc["matchConditions"],
+                    "timeoutSeconds": max(DEFAULT_TIMEOUT, timeout),
+                }
+            )
             continue
-        hook = shared.setdefault(failure, {
-            "name": f"{MUTATING_WEBHOOK}-{failure.lower()}", "failurePolicy": failure,
-            "rules": [], "matchConditions": selectors["matchConditions"],
-            "timeoutSeconds": DEFAULT_TIMEOUT})  # fmt: skip
+        hook = shared.setdefault(
+            failure,
+            {
+                "name": f"{MUTATING_WEBHOOK}-{failure.lower()}",
+                "failurePolicy": failure,
+                "rules": [],
+                "matchConditions": selectors["matchConditions"],
+                "timeoutSeconds": DEFAULT_TIMEOUT,
+            },
+        )
         hook["rules"] = sorted(set(hook["rules"]) | set(rules))
         hook["timeoutSeconds"] = max(hook["timeoutSeconds"], timeout)
     hooks = [h for h in [*shared.values(), *own] if h["rules"]]
@@ -257,9 +278,12 @@ def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
         return False
     for e in selector.get("matchExpressions") or []:
         key, op, values = e["key"], e["operator"], e.get("values") or []
-        ok = {"In": key in labels and labels[key] in values,
-              "NotIn": key not in labels or labels[key] not in values,
-              "Exists": key in labels, "DoesNotExist": key not in labels}.get(op)  # fmt: skip
+        ok = {
+            "In": key in labels and labels[key] in values,
+            "NotIn": key not in labels or labels[key] not in values,
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+        }.get(op)
         if ok is None:
             raise Unsupported(f"selector operator {op}")
         if not ok:

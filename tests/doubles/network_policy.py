@@ -32,9 +32,13 @@ def allowed(
 ) -> bool:
     """May a Pod labelled ``src_pod`` in ``src_ns`` (or, with ``src_ip``, a client outside the
     Pod network at that address) open TCP ``port`` on a Curvine Pod labelled ``target``?"""
-    policies = [o for o in objs if o["kind"] == "NetworkPolicy"
-                and o["metadata"]["namespace"] == CURVINE
-                and _matches(o["spec"]["podSelector"], target)]  # fmt: skip
+    policies = [
+        o
+        for o in objs
+        if o["kind"] == "NetworkPolicy"
+        and o["metadata"]["namespace"] == CURVINE
+        and _matches(o["spec"]["podSelector"], target)
+    ]
     if not policies:
         return True
     for p in policies:

@@ -23,17 +23,46 @@ _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 GLOBAL = {"scrape_interval", "scrape_timeout", "evaluation_interval", "external_labels"}
 SCRAPE_CONFIG = {
-    "job_name", "scrape_interval", "scrape_timeout", "metrics_path", "scheme", "honor_labels",
-    "honor_timestamps", "params", "kubernetes_sd_configs", "static_configs", "relabel_configs",
-    "metric_relabel_configs", "sample_limit", "label_limit",
-}  # fmt: skip
+    "job_name",
+    "scrape_interval",
+    "scrape_timeout",
+    "metrics_path",
+    "scheme",
+    "honor_labels",
+    "honor_timestamps",
+    "params",
+    "kubernetes_sd_configs",
+    "static_configs",
+    "relabel_configs",
+    "metric_relabel_configs",
+    "sample_limit",
+    "label_limit",
+}
 KUBERNETES_SD = {"role", "namespaces", "selectors", "api_server", "attach_metadata"}
 ROLES = {"node", "service", "pod", "endpoints", "endpointslice", "ingress"}
 NAMESPACES = {"names", "own_namespace"}
-RELABEL = {"source_labels", "separator", "regex", "modulus", "target_label", "replacement",
-           "action"}  # fmt: skip
-ACTIONS = {"replace", "keep", "drop", "keepequal", "dropequal", "hashmod", "labelmap",
-           "labeldrop", "labelkeep", "lowercase", "uppercase"}  # fmt: skip
+RELABEL = {
+    "source_labels",
+    "separator",
+    "regex",
+    "modulus",
+    "target_label",
+    "replacement",
+    "action",
+}
+ACTIONS = {
+    "replace",
+    "keep",
+    "drop",
+    "keepequal",
+    "dropequal",
+    "hashmod",
+    "labelmap",
+    "labeldrop",
+    "labelkeep",
+    "lowercase",
+    "uppercase",
+}
 
 
 def _fields(where: str, section: dict[str, Any], allowed: set[str]) -> None:
@@ -79,8 +108,9 @@ def relabel(labels: dict[str, str], configs: list[dict[str, Any]]) -> dict[str, 
     out = dict(labels)
     for config in configs:
         action = config.get("action", "replace")
-        value = config.get("separator", ";").join(out.get(s, "") for s in
-                                                  config.get("source_labels", []))  # fmt: skip
+        value = config.get("separator", ";").join(
+            out.get(s, "") for s in config.get("source_labels", [])
+        )
         match = re.fullmatch(config.get("regex", "(.*)"), value)
         if action == "keep":
             if match is None:
@@ -109,8 +139,11 @@ def scraped(job: dict[str, Any], role: str, targets: list[dict[str, str]]) -> li
         return []
     namespaces = set(sd["namespaces"]["names"])
     path = {"__metrics_path__": job.get("metrics_path", "/metrics")}
-    kept = [relabel(path | t, job["relabel_configs"]) for t in targets
-            if t["__meta_kubernetes_namespace"] in namespaces]  # fmt: skip
+    kept = [
+        relabel(path | t, job["relabel_configs"])
+        for t in targets
+        if t["__meta_kubernetes_namespace"] in namespaces
+    ]
     out = [{k: v for k, v in t.items() if not k.startswith("__meta_")} for t in kept if t]
     for t in out:
         if "__address__" in t:

@@ -15,8 +15,11 @@ def granted(
     """What ServiceAccount ``namespace/account`` may do, from the bindings that name it: a
     ClusterRoleBinding grants its ClusterRole everywhere, a RoleBinding grants its Role (or a
     ClusterRole) in the binding's namespace only."""
-    by_name = {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-               for o in objs if o["kind"] in ("Role", "ClusterRole")}  # fmt: skip
+    by_name = {
+        (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] in ("Role", "ClusterRole")
+    }
     out: dict[tuple[str, str, str], set[str]] = {}
     for b in objs:
         if b["kind"] not in ("RoleBinding", "ClusterRoleBinding"):

@@ -134,10 +134,17 @@ def rendered_envs(
     with the file system a deployed stack reports (written by the same renderer)."""
     out: dict[str, list[dict[str, Any]]] = {"dev": rendered}
     for env in ("test", "prod"):
-        paths = render(env, tmp_path_factory.mktemp(f"dist-{env}"),
-                       lock_dir=tmp_path_factory.mktemp(f"locks-{env}"))  # fmt: skip
+        paths = render(
+            env,
+            tmp_path_factory.mktemp(f"dist-{env}"),
+            lock_dir=tmp_path_factory.mktemp(f"locks-{env}"),
+        )
         out[env] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
-    paths = render_config(fsx_config(), tmp_path_factory.mktemp("dist-fsx"),
-                          tmp_path_factory.mktemp("locks-fsx"), fsx=DEPLOYED_FSX)  # fmt: skip
+    paths = render_config(
+        fsx_config(),
+        tmp_path_factory.mktemp("dist-fsx"),
+        tmp_path_factory.mktemp("locks-fsx"),
+        fsx=DEPLOYED_FSX,
+    )
     out[FSX_VARIANT] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
     return out

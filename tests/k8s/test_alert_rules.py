@@ -70,23 +70,34 @@ def _halves(per_minute: int) -> tuple[int, int]:
 
 
 def _pod_labels(e: EndpointConfig, i: int) -> dict[str, str]:
-    return {"job": vllm_job(e.namespace, e.name), "instance": f"10.1.7.{20 + i}:8000",
-            "namespace": e.namespace, "pod": f"{e.name}-5d8f7c9b4-{PODS[i]}",
-            "node": f"gpu-{i + 1}", "endpoint": e.name, "model_name": "/opt/ml/model"}  # fmt: skip
+    return {
+        "job": vllm_job(e.namespace, e.name),
+        "instance": f"10.1.7.{20 + i}:8000",
+        "namespace": e.namespace,
+        "pod": f"{e.name}-5d8f7c9b4-{PODS[i]}",
+        "node": f"gpu-{i + 1}",
+        "endpoint": e.name,
+        "model_name": "/opt/ml/model",
+    }
 
 
 def _alert(rule: dict[str, Any], labels: dict[str, str], value: float = 0.0) -> dict[str, Any]:
     """What promtool must see firing: the expression's labels plus the rule's, and the rule's
     annotations expanded for them."""
-    return {"exp_labels": {**labels, **rule["labels"]},
-            "exp_annotations": {k: expand(v, labels, value)
-                                for k, v in rule["annotations"].items()}}  # fmt: skip
+    return {
+        "exp_labels": {**labels, **rule["labels"]},
+        "exp_annotations": {k: expand(v, labels, value) for k, v in rule["annotations"].items()},
+    }
 
 
 def _case(alert: str, series: list[Series], checks: list[Check]) -> dict[str, Any]:
-    return {"interval": "1m", "input_series": series,
-            "alert_rule_test": [{"eval_time": f"{t}m", "alertname": alert, "exp_alerts": a}
-                                for t, a in checks]}  # fmt: skip
+    return {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [
+            {"eval_time": f"{t}m", "alertname": alert, "exp_alerts": a} for t, a in checks
+        ],
+    }
 
 
 # --- one builder per alert: the cases at its threshold ------------------------------------------
@@ -105,20 +116,31 @@ def _ttft_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]
             for i, (fast, slow) in enumerate(
                 zip(_halves(within * 60), _halves((100 - within) * 60), strict=True)
             ):
-                for le, count in ((repr(bound), fast), (repr(2 * bound), fast + slow),
-                                  ("+Inf", fast + slow)):  # fmt: skip
-                    out.append(_series("vllm:time_to_first_token_seconds_bucket",
-                                       {**_pod_labels(e, i), "le": le},
-                                       _counter(count, end)))  # fmt: skip
+                for le, count in (
+                    (repr(bound), fast),
+                    (repr(2 * bound), fast + slow),
+                    ("+Inf", fast + slow),
+                ):
+                    out.append(
+                        _series(
+                            "vllm:time_to_first_token_seconds_bucket",
+                            {**_pod_labels(e, i), "le": le},
+                            _counter(count, end),
+                        )
+                    )
         return out
 
     # Prometheus's bucketQuantile over the steady rates (94, 100, 100 per second).
     p95 = bound + (2 * bound - bound) * ((0.95 * 100.0 - 94.0) / (100.0 - 94.0))
-    late = [_alert(rule, {"namespace": e.namespace, "endpoint": e.name}, p95)
-            for e in config.kvcache.endpoints]  # fmt: skip
+    late = [
+        _alert(rule, {"namespace": e.namespace, "endpoint": e.name}, p95)
+        for e in config.kvcache.endpoints
+    ]
     # Rates exist from the second sample (minute 1): pending until 1 + for.
-    return [_case(rule["alert"], series(94), [(wait, []), (1 + wait, late), (end, late)]),
-            _case(rule["alert"], series(96), [(1 + wait, []), (end, [])])]  # fmt: skip
+    return [
+        _case(rule["alert"], series(94), [(wait, []), (1 + wait, late), (end, late)]),
+        _case(rule["alert"], series(96), [(1 + wait, []), (end, [])]),
+    ]
 
 
 def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]:
@@ -140,17 +162,24 @@ def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any
             for i, (hit, looked_up, done) in enumerate(shares):
                 labels = _pod_labels(e, i)
                 out += [
-                    _series("lmcache:num_remote_read_bytes_total", labels,
-                            _counter(hit * obs.kv_bytes_per_token, end)),
-                    _series("lmcache:num_requested_tokens_total", labels,
-                            _counter(looked_up, end)),
-                    _series("vllm:request_success_total", {**labels, "finished_reason": "stop"},
-                            _counter(done, end)),
-                ]  # fmt: skip
+                    _series(
+                        "lmcache:num_remote_read_bytes_total",
+                        labels,
+                        _counter(hit * obs.kv_bytes_per_token, end),
+                    ),
+                    _series("lmcache:num_requested_tokens_total", labels, _counter(looked_up, end)),
+                    _series(
+                        "vllm:request_success_total",
+                        {**labels, "finished_reason": "stop"},
+                        _counter(done, end),
+                    ),
+                ]
         return out
 
-    low = [_alert(rule, {"namespace": e.namespace, "endpoint": e.name})
-           for e in config.kvcache.endpoints]  # fmt: skip
+    low = [
+        _alert(rule, {"namespace": e.namespace, "endpoint": e.name})
+        for e in config.kvcache.endpoints
+    ]
     return [
         _case(rule["alert"], series(at_floor - 60, 120), [(wait, []), (1 + wait, low)]),
         _case(rule["alert"], series(at_floor, 120), [(end, [])]),
@@ -159,8 +188,13 @@ def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any
 
 
 def _worker_labels(i: int) -> dict[str, str]:
-    return {"job": "curvine-worker", "instance": f"10.1.0.{10 + i}:9001", "namespace": "curvine",
-            "pod": f"curvine-worker-{i}", "node": f"gpu-{i + 1}"}  # fmt: skip
+    return {
+        "job": "curvine-worker",
+        "instance": f"10.1.0.{10 + i}:9001",
+        "namespace": "curvine",
+        "pod": f"curvine-worker-{i}",
+        "node": f"gpu-{i + 1}",
+    }
 
 
 def _high_water_cases(config: AppConfig, rule: dict[str, Any], high: int) -> list[dict[str, Any]]:
@@ -174,12 +208,15 @@ def _high_water_cases(config: AppConfig, rule: dict[str, Any], high: int) -> lis
     def series(total: int) -> list[Series]:
         shares = [total // workers] * workers
         shares[0] += total - sum(shares)
-        return [_series("fs_used", _worker_labels(i), f"{used}x{end}")
-                for i, used in enumerate(shares)]  # fmt: skip
+        return [
+            _series("fs_used", _worker_labels(i), f"{used}x{end}") for i, used in enumerate(shares)
+        ]
 
     over = [_alert(rule, {}, (100 * float(high + 1)) / float(pool))]
-    return [_case(rule["alert"], series(high + 1), [(wait - 1, []), (wait, over), (end, over)]),
-            _case(rule["alert"], series(high), [(end, [])])]  # fmt: skip
+    return [
+        _case(rule["alert"], series(high + 1), [(wait - 1, []), (wait, over), (end, over)]),
+        _case(rule["alert"], series(high), [(end, [])]),
+    ]
 
 
 def _worker_down_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]:
@@ -188,12 +225,16 @@ def _worker_down_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str
     workers = config.hyperpod.gpu_group.instance_count
     wait = WAITS[rule["alert"]](config)
     end = 20 + wait + 5
-    up = [_series("up", _worker_labels(i), "1x19 0x30" if i == 0 else f"1x{end}")
-          for i in range(workers)]  # fmt: skip
+    up = [
+        _series("up", _worker_labels(i), "1x19 0x30" if i == 0 else f"1x{end}")
+        for i in range(workers)
+    ]
     down = [_alert(rule, _worker_labels(0))]
     healthy = [_series("up", _worker_labels(i), f"1x{end}") for i in range(workers)]
-    return [_case(rule["alert"], up, [(19 + wait, []), (20 + wait, down)]),
-            _case(rule["alert"], healthy, [(end, [])])]  # fmt: skip
+    return [
+        _case(rule["alert"], up, [(19 + wait, []), (20 + wait, down)]),
+        _case(rule["alert"], healthy, [(end, [])]),
+    ]
 
 
 def _workers_missing_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]:
@@ -202,16 +243,25 @@ def _workers_missing_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict
     nodes = config.hyperpod.gpu_group.instance_count
     wait = WAITS[rule["alert"]](config)
     end = wait + 20
-    master = {"job": "curvine-master", "instance": "10.1.0.5:9000", "namespace": "curvine",
-              "pod": "curvine-master-0", "node": "system-1"}  # fmt: skip
+    master = {
+        "job": "curvine-master",
+        "instance": "10.1.0.5:9000",
+        "namespace": "curvine",
+        "pod": "curvine-master-0",
+        "node": "system-1",
+    }
 
     def series(live: int, lost: int) -> list[Series]:
-        return [_series("worker_num", {**master, "tag": "live"}, f"{live}x{end}"),
-                _series("worker_num", {**master, "tag": "lost"}, f"{lost}x{end}")]  # fmt: skip
+        return [
+            _series("worker_num", {**master, "tag": "live"}, f"{live}x{end}"),
+            _series("worker_num", {**master, "tag": "lost"}, f"{lost}x{end}"),
+        ]
 
     missing = [_alert(rule, {}, float(nodes - 1))]
-    return [_case(rule["alert"], series(nodes - 1, 1), [(wait - 1, []), (wait, missing)]),
-            _case(rule["alert"], series(nodes, 3), [(end, [])])]  # fmt: skip
+    return [
+        _case(rule["alert"], series(nodes - 1, 1), [(wait - 1, []), (wait, missing)]),
+        _case(rule["alert"], series(nodes, 3), [(end, [])]),
+    ]
 
 
 Builder = Callable[[AppConfig, dict[str, Any]], list[dict[str, Any]]]
@@ -225,8 +275,9 @@ def _run(config: AppConfig, alert: str, builder: Builder, tmp: Path) -> None:
 
 
 def _evictor_high(objs: list[Obj]) -> int:
-    (cron,) = [o for o in objs if o["kind"] == "CronJob"
-               and o["metadata"]["name"] == "curvine-l2-evictor"]  # fmt: skip
+    (cron,) = [
+        o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] == "curvine-l2-evictor"
+    ]
     (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
     return int({e["name"]: e["value"] for e in container["env"]}["HIGH"])
 
@@ -271,8 +322,12 @@ def test_the_l2_high_water_alert_fires_one_byte_past_where_the_evictor_starts(
     """The alert and the evictor read one mark: ``fs_used`` in bytes against the pool in
     bytes, as a percentage of it, against ``high_water_percent``."""
     high = _evictor_high(objs)
-    _run(config, "KvCacheL2AboveHighWater",
-         lambda c, rule: _high_water_cases(c, rule, high), tmp_path)  # fmt: skip
+    _run(
+        config,
+        "KvCacheL2AboveHighWater",
+        lambda c, rule: _high_water_cases(c, rule, high),
+        tmp_path,
+    )
 
 
 @pytest.mark.parametrize("env", CURVINE_ENVS)
@@ -306,10 +361,16 @@ def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: P
             series += [
                 _series("lmcache:num_remote_read_bytes_total", labels, f"0x{wait + 5}"),
                 _series("lmcache:num_requested_tokens_total", labels, _counter(6000, wait + 5)),
-                _series("vllm:request_success_total", {**labels, "finished_reason": "stop"},
-                        _counter(60, wait + 5)),
-            ]  # fmt: skip
-    alerted = [_alert(rule, {"namespace": e.namespace, "endpoint": e.name})
-               for e in config.kvcache.endpoints if e.enable_l2_cache]  # fmt: skip
+                _series(
+                    "vllm:request_success_total",
+                    {**labels, "finished_reason": "stop"},
+                    _counter(60, wait + 5),
+                ),
+            ]
+    alerted = [
+        _alert(rule, {"namespace": e.namespace, "endpoint": e.name})
+        for e in config.kvcache.endpoints
+        if e.enable_l2_cache
+    ]
     assert [a["exp_labels"]["endpoint"] for a in alerted] == [with_l2["name"]]
     run_rule_tests(text, [_case(rule["alert"], series, [(1 + wait, alerted)])], tmp_path)

@@ -15,9 +15,15 @@ def chart_names(overrides: dict[str, object]) -> list[str]:
 
 def test_curvine_as_l2_gets_every_chart_in_apply_order() -> None:
     assert chart_names({}) == [
-        "00-namespaces", "10-storage", "20-curvine", "25-curvine-network-policy",
-        "30-curvine-csi", "40-l2-volume", "50-l2-policy", "60-endpoints",
-    ]  # fmt: skip
+        "00-namespaces",
+        "10-storage",
+        "20-curvine",
+        "25-curvine-network-policy",
+        "30-curvine-csi",
+        "40-l2-volume",
+        "50-l2-policy",
+        "60-endpoints",
+    ]
 
 
 def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy() -> None:
@@ -29,9 +35,11 @@ def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy() -> None:
 def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() -> None:
     """``static_pv``: a redeploy or a deleted claim finds the warm cache at the same path."""
 
-    overrides = {"kvcache.curvine.static_pv.enabled": True,
-                 "kvcache.curvine.static_pv.curvine_path": "/l2cache/warm",
-                 "kvcache.curvine.static_pv.size_gib": 512}  # fmt: skip
+    overrides = {
+        "kvcache.curvine.static_pv.enabled": True,
+        "kvcache.curvine.static_pv.curvine_path": "/l2cache/warm",
+        "kvcache.curvine.static_pv.size_gib": 512,
+    }
     config = parse_config(with_overrides(overrides), SOURCE, "unit")
     objs = manifests(build_charts(config))["40-l2-volume"]
     (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]

@@ -61,9 +61,11 @@ def _needs(
 
 @pytest.mark.parametrize(("account", "needs"), [(CONTROLLER, CONTROLLER_NEEDS), (NODE, NODE_NEEDS)])
 def test_each_csi_service_account_may_do_exactly_what_it_needs(
-    rendered: list[dict[str, Any]], dev_config: AppConfig, account: str,
+    rendered: list[dict[str, Any]],
+    dev_config: AppConfig,
+    account: str,
     needs: dict[tuple[str, str, str], set[str]],
-) -> None:  # fmt: skip
+) -> None:
     ns = dev_config.kvcache.curvine.namespace
     assert granted(rendered, ns, account) == _needs(needs, dev_config)
 
@@ -74,24 +76,37 @@ def test_the_csi_pods_run_as_the_accounts_granted_above(
     """The grants above are worth something only if the driver's Pods use those accounts and get
     their tokens (both call the API server)."""
     ns = dev_config.kvcache.curvine.namespace
-    pods = {o["metadata"]["name"]: o["spec"]["template"]["spec"] for o in rendered
-            if o["kind"] in ("Deployment", "DaemonSet")}  # fmt: skip
-    used = {name: (pods[name]["serviceAccountName"], pods[name]["automountServiceAccountToken"])
-            for name in (CONTROLLER, NODE)}  # fmt: skip
+    pods = {
+        o["metadata"]["name"]: o["spec"]["template"]["spec"]
+        for o in rendered
+        if o["kind"] in ("Deployment", "DaemonSet")
+    }
+    used = {
+        name: (pods[name]["serviceAccountName"], pods[name]["automountServiceAccountToken"])
+        for name in (CONTROLLER, NODE)
+    }
     assert used == {CONTROLLER: (CONTROLLER, True), NODE: (NODE, True)}
-    accounts = {(o["metadata"]["namespace"], o["metadata"]["name"]) for o in rendered
-                if o["kind"] == "ServiceAccount"}  # fmt: skip
+    accounts = {
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in rendered
+        if o["kind"] == "ServiceAccount"
+    }
     assert {(ns, CONTROLLER), (ns, NODE)} <= accounts
 
 
 def test_a_binding_in_another_namespace_grants_nothing_here() -> None:
     """The evaluator itself: a RoleBinding's grant is scoped to its namespace, and a binding that
     names another account grants that account nothing."""
-    role = {"kind": "Role", "metadata": {"name": "r", "namespace": "a"},
-            "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}  # fmt: skip
-    binding = {"kind": "RoleBinding", "metadata": {"name": "b", "namespace": "a"},
-               "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "x"}],
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                           "name": "r"}}  # fmt: skip
+    role = {
+        "kind": "Role",
+        "metadata": {"name": "r", "namespace": "a"},
+        "rules": [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}],
+    }
+    binding = {
+        "kind": "RoleBinding",
+        "metadata": {"name": "b", "namespace": "a"},
+        "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "x"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+    }
     assert granted([role, binding], "x", "sa") == {("a", "", "secrets"): {"get"}}
     assert granted([role, binding], "x", "other") == {}

@@ -70,10 +70,14 @@ def test_the_plugin_and_its_sidecars_share_one_socket(
         assert f"--csi-address={SOCKET}" in parts[sidecar]["args"]
         assert _mount_of(pod, plugin, SOCKET) == _mount_of(pod, parts[sidecar], SOCKET)
     assert _mount_of(controller, _containers(controller)["csi-plugin"], SOCKET) == {
-        "name": "socket-dir", "emptyDir": {}}  # fmt: skip
+        "name": "socket-dir",
+        "emptyDir": {},
+    }
     host_dir = f"{KUBELET}/plugins/{DRIVER}"
     assert _mount_of(node, _containers(node)["csi-plugin"], SOCKET)["hostPath"] == {
-        "path": host_dir, "type": "DirectoryOrCreate"}  # fmt: skip
+        "path": host_dir,
+        "type": "DirectoryOrCreate",
+    }
     registrar = _containers(node)["node-driver-registrar"]
     host_socket = f"{host_dir}/{posixpath.basename(SOCKET)}"
     assert f"--kubelet-registration-path={host_socket}" in registrar["args"]
@@ -110,15 +114,22 @@ def test_the_kubelet_calls_the_driver_without_an_attach_step(rendered: list[Obj]
     the Curvine StorageClass names."""
     (driver,) = [o for o in rendered if o["kind"] == "CSIDriver"]
     assert driver["metadata"]["name"] == DRIVER
-    assert driver["spec"] == {"attachRequired": False, "podInfoOnMount": False,
-                              "volumeLifecycleModes": ["Persistent"]}  # fmt: skip
+    assert driver["spec"] == {
+        "attachRequired": False,
+        "podInfoOnMount": False,
+        "volumeLifecycleModes": ["Persistent"],
+    }
     (sc,) = [
         o for o in rendered if o["kind"] == "StorageClass" and o["metadata"]["name"] == CURVINE_SC
     ]
     assert sc["provisioner"] == DRIVER
-    attachers = [c for o in rendered if o["kind"] in ("Deployment", "DaemonSet")
-                 for c in o["spec"]["template"]["spec"]["containers"]
-                 if "csi-attacher" in c["image"]]  # fmt: skip
+    attachers = [
+        c
+        for o in rendered
+        if o["kind"] in ("Deployment", "DaemonSet")
+        for c in o["spec"]["template"]["spec"]["containers"]
+        if "csi-attacher" in c["image"]
+    ]
     assert attachers == []
 
 
@@ -143,7 +154,9 @@ def test_the_node_plugin_is_replaced_one_node_at_a_time(rendered: list[Obj]) -> 
     time."""
     (ds,) = [o for o in rendered if o["kind"] == "DaemonSet" and o["metadata"]["name"] == NODE]
     assert ds["spec"]["updateStrategy"] == {
-        "type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}  # fmt: skip
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": 1},
+    }
 
 
 def test_the_node_plugin_reaches_fuse_and_the_kubelets_pods(node: dict[str, Any]) -> None:
@@ -185,26 +198,51 @@ def test_the_fixed_size_csi_containers_keep_their_reviewed_sizes(
 
     def size(c: dict[str, Any]) -> tuple[str, str, str, str]:
         r = c["resources"]
-        return (r["requests"]["cpu"], r["requests"]["memory"], r["limits"]["cpu"],
-                r["limits"]["memory"])  # fmt: skip
+        return (
+            r["requests"]["cpu"],
+            r["requests"]["memory"],
+            r["limits"]["cpu"],
+            r["limits"]["memory"],
+        )
 
-    sizes = {name: size(_containers(pod)[name]) for pod, name in (
-        (controller, "csi-plugin"), (controller, "csi-provisioner"),
-        (node, "node-driver-registrar"))}  # fmt: skip
-    assert sizes == {"csi-plugin": ("100m", "256Mi", "1000m", "1024Mi"),
-                     "csi-provisioner": ("50m", "128Mi", "500m", "256Mi"),
-                     "node-driver-registrar": ("20m", "64Mi", "200m", "128Mi")}  # fmt: skip
+    sizes = {
+        name: size(_containers(pod)[name])
+        for pod, name in (
+            (controller, "csi-plugin"),
+            (controller, "csi-provisioner"),
+            (node, "node-driver-registrar"),
+        )
+    }
+    assert sizes == {
+        "csi-plugin": ("100m", "256Mi", "1000m", "1024Mi"),
+        "csi-provisioner": ("50m", "128Mi", "500m", "256Mi"),
+        "node-driver-registrar": ("20m", "64Mi", "200m", "128Mi"),
+    }
 
 
 # Flags the pinned sidecars define (Go's flag package exits on any other): cmd/csi-provisioner of
 # kubernetes-csi/external-provisioner v3.6.0 and cmd/csi-node-driver-registrar of
 # kubernetes-csi/node-driver-registrar v2.10.0, the ones this chart uses or could, plus klog's -v.
 SIDECAR_FLAGS = {
-    "csi-provisioner": {"csi-address", "timeout", "leader-election", "leader-election-namespace",
-                        "extra-create-metadata", "worker-threads", "http-endpoint", "v"},
-    "node-driver-registrar": {"csi-address", "kubelet-registration-path", "http-endpoint",
-                              "health-port", "timeout", "v"},
-}  # fmt: skip
+    "csi-provisioner": {
+        "csi-address",
+        "timeout",
+        "leader-election",
+        "leader-election-namespace",
+        "extra-create-metadata",
+        "worker-threads",
+        "http-endpoint",
+        "v",
+    },
+    "node-driver-registrar": {
+        "csi-address",
+        "kubelet-registration-path",
+        "http-endpoint",
+        "health-port",
+        "timeout",
+        "v",
+    },
+}
 
 
 # The version each flag set was read from: a move to another version must recheck its flags.

@@ -134,8 +134,9 @@ def test_each_master_calls_itself_by_its_pod_dns_name(cluster: Cluster) -> None:
     assert names.index("POD_NAME") < names.index("CURVINE_MASTER_HOSTNAME")
     hostname = _env(_container(sts))["CURVINE_MASTER_HOSTNAME"]["value"]
     name = sts["metadata"]["name"]
-    expanded = [hostname.replace("$(POD_NAME)", f"{name}-{i}")
-                for i in range(sts["spec"]["replicas"])]  # fmt: skip
+    expanded = [
+        hostname.replace("$(POD_NAME)", f"{name}-{i}") for i in range(sts["spec"]["replicas"])
+    ]
     assert expanded == _master_hosts(objs)
 
 
@@ -183,8 +184,9 @@ def test_every_curvine_server_reads_the_config_it_is_given(cluster: Cluster) -> 
         conf_dir, key = _env(c)["CURVINE_CONF_FILE"]["value"].rsplit("/", 1)
         (mount,) = [m for m in c["volumeMounts"] if m["mountPath"] == conf_dir]
         assert mount.get("readOnly") is True, mount
-        (volume,) = [v for v in wl["spec"]["template"]["spec"]["volumes"]
-                     if v["name"] == mount["name"]]  # fmt: skip
+        (volume,) = [
+            v for v in wl["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"]
+        ]
         assert volume == {"name": mount["name"], "configMap": {"name": CONFIG_MAP}}
         assert cm["metadata"]["namespace"] == wl["metadata"]["namespace"]
         assert key in cm["data"] and tomllib.loads(cm["data"][key])
@@ -195,8 +197,10 @@ def test_curvine_servers_get_the_configs_resources(cluster: Cluster) -> None:
     (Guaranteed QoS: the last to be evicted or OOM-killed on a busy node)."""
     config, objs = cluster
     cv = config.kvcache.curvine
-    sizes = {"master": (cv.master.cpu_millicores, cv.master.memory_mib),
-             "worker": (cv.worker.cpu_millicores, cv.worker.memory_mib)}  # fmt: skip
+    sizes = {
+        "master": (cv.master.cpu_millicores, cv.master.memory_mib),
+        "worker": (cv.worker.cpu_millicores, cv.worker.memory_mib),
+    }
     for wl in _servers(objs):
         cpu, memory = sizes[ROLES[wl["kind"]]]
         want = {"cpu": f"{cpu}m", "memory": f"{memory}Mi"}
@@ -233,8 +237,9 @@ def test_workers_announce_their_pod_ip(cluster: Cluster) -> None:
     _, objs = cluster
     env = _env(_container(_one(objs, "DaemonSet", WORKER)))
     assert env["CURVINE_WORKER_HOSTNAME"] == {
-        "name": "CURVINE_WORKER_HOSTNAME", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}
-    }  # fmt: skip
+        "name": "CURVINE_WORKER_HOSTNAME",
+        "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
+    }
 
 
 def test_workers_create_their_nvme_directory(cluster: Cluster) -> None:
@@ -270,9 +275,11 @@ def test_workers_tolerate_every_taint(cluster: Cluster) -> None:
 
 def _timing(probe: Obj) -> tuple[int, int, int]:
     """(periodSeconds, failureThreshold, timeoutSeconds) as the API server stores them."""
-    return (probe.get("periodSeconds", PROBE_DEFAULTS["periodSeconds"]),
-            probe.get("failureThreshold", PROBE_DEFAULTS["failureThreshold"]),
-            probe.get("timeoutSeconds", PROBE_DEFAULTS["timeoutSeconds"]))  # fmt: skip
+    return (
+        probe.get("periodSeconds", PROBE_DEFAULTS["periodSeconds"]),
+        probe.get("failureThreshold", PROBE_DEFAULTS["failureThreshold"]),
+        probe.get("timeoutSeconds", PROBE_DEFAULTS["timeoutSeconds"]),
+    )
 
 
 def _seconds(probe: Obj) -> int:
@@ -330,11 +337,19 @@ def test_masters_spread_across_hosts(cluster: Cluster) -> None:
     another master. Preferred, not required: dev's system group has a single node."""
     _, objs = cluster
     sts = _one(objs, "StatefulSet", MASTER)
-    assert sts["spec"]["template"]["spec"]["affinity"] == {"podAntiAffinity": {
-        "preferredDuringSchedulingIgnoredDuringExecution": [{
-            "weight": 100,
-            "podAffinityTerm": {"labelSelector": {"matchLabels": MASTER_WL.match_labels},
-                                "topologyKey": "kubernetes.io/hostname"}}]}}  # fmt: skip
+    assert sts["spec"]["template"]["spec"]["affinity"] == {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": MASTER_WL.match_labels},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
 
 
 def test_masters_get_a_minute_to_stop(cluster: Cluster) -> None:
@@ -379,8 +394,11 @@ def _all_containers(objs: list[Obj]) -> list[tuple[str, Obj]]:
 def test_every_container_has_a_pull_policy_the_api_server_accepts(objs: list[Obj]) -> None:
     """The API server refuses any imagePullPolicy but Always, IfNotPresent and Never (and fills in
     one of them when it is left out)."""
-    bad = [f"{where}/{c['name']}: {c['imagePullPolicy']!r}" for where, c in _all_containers(objs)
-           if c.get("imagePullPolicy", "IfNotPresent") not in PULL_POLICIES]  # fmt: skip
+    bad = [
+        f"{where}/{c['name']}: {c['imagePullPolicy']!r}"
+        for where, c in _all_containers(objs)
+        if c.get("imagePullPolicy", "IfNotPresent") not in PULL_POLICIES
+    ]
     assert not bad, bad
 
 
@@ -392,8 +410,9 @@ def test_every_container_and_port_name_is_one_the_api_server_accepts(objs: list[
         names = [p["name"] for p in c.get("ports", []) if "name" in p]
         if not DNS_LABEL.fullmatch(c["name"]):
             bad.append(f"{where}: container name {c['name']!r}")
-        bad += [f"{where}/{c['name']}: port name {n!r}" for n in names
-                if not IANA_SVC_NAME.fullmatch(n)]  # fmt: skip
+        bad += [
+            f"{where}/{c['name']}: port name {n!r}" for n in names if not IANA_SVC_NAME.fullmatch(n)
+        ]
         if len(set(names)) != len(names):
             bad.append(f"{where}/{c['name']}: repeated port names {names}")
     assert not bad, bad

@@ -38,9 +38,12 @@ SECOND: dict[str, Any] = {
     "routing_strategy": "kvaware",
     "enable_l1_cache": False,
     "enable_l2_cache": False,
-    "model": {"source": "s3", "s3_bucket": "amzn-s3-demo-llama-weights",
-              "s3_prefix": "meta/Llama-3.1-8B"},
-}  # fmt: skip
+    "model": {
+        "source": "s3",
+        "s3_bucket": "amzn-s3-demo-llama-weights",
+        "s3_prefix": "meta/Llama-3.1-8B",
+    },
+}
 MIXED: dict[str, Any] = {
     "hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge",
     "kvcache.endpoints": [with_overrides({})["kvcache"]["endpoints"][0], SECOND],
@@ -48,15 +51,18 @@ MIXED: dict[str, Any] = {
 
 
 def _iecs(objs: list[Obj]) -> dict[tuple[str, str], Obj]:
-    return {(o["metadata"]["namespace"], o["metadata"]["name"]): o
-            for o in objs if o["kind"] == IEC}  # fmt: skip
+    return {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o for o in objs if o["kind"] == IEC
+    }
 
 
 def _source(config: AppConfig, e: EndpointConfig) -> Obj:
     m = e.model
     if m.source == "huggingface":
-        return {"modelSourceType": "huggingface",
-                "huggingFaceModel": {"modelId": m.hugging_face_model_id}}  # fmt: skip
+        return {
+            "modelSourceType": "huggingface",
+            "huggingFaceModel": {"modelId": m.hugging_face_model_id},
+        }
     assert m.source == "s3", m.source  # a new source type needs its expectation here
     # An empty prefix (the whole bucket) names no location.
     location = {"modelLocation": m.s3_prefix} if m.s3_prefix else {}
@@ -80,25 +86,34 @@ def assert_endpoints_carry_their_config(config: AppConfig, objs: list[Obj]) -> N
         worker = spec["worker"]
         # vLLM reads these flags by name; the extra arguments follow, as configured.
         assert worker["args"] == [
-            "--model", MODEL_PATH, "--port", str(e.container_port),
-            "--tensor-parallel-size", str(e.tensor_parallel_size), *e.args,
-        ]  # fmt: skip
+            "--model",
+            MODEL_PATH,
+            "--port",
+            str(e.container_port),
+            "--tensor-parallel-size",
+            str(e.tensor_parallel_size),
+            *e.args,
+        ]
         assert worker["modelInvocationPort"] == {"containerPort": e.container_port, "name": "http"}
         assert worker["modelVolumeMount"] == {"name": MODEL_VOLUME, "mountPath": MODEL_PATH}
         # The CRD's L2 backends are redis and tieredstorage; L2 rides on Tiered Storage.
         l2 = {"l2CacheSpec": {"l2CacheBackend": "tieredstorage"}} if e.enable_l2_cache else {}
         assert spec["kvCacheSpec"] == {
-            "enableL1Cache": e.enable_l1_cache, "enableL2Cache": e.enable_l2_cache, **l2,
-        }  # fmt: skip
+            "enableL1Cache": e.enable_l1_cache,
+            "enableL2Cache": e.enable_l2_cache,
+            **l2,
+        }
         # The CRD's enum is the lower-case strategy name, as the config spells it.
         assert spec["intelligentRoutingSpec"] == {
-            "enabled": True, "routingStrategy": e.routing_strategy,
-        }  # fmt: skip
+            "enabled": True,
+            "routingStrategy": e.routing_strategy,
+        }
         # vLLM's OpenAI server answers /health (and /metrics, on the metrics port).
         assert spec["loadBalancer"] == {"healthCheckPath": "/health"}
         assert spec["metrics"] == {
-            "enabled": True, "modelMetrics": {"path": "/metrics", "port": e.metrics_port},
-        }  # fmt: skip
+            "enabled": True,
+            "modelMetrics": {"path": "/metrics", "port": e.metrics_port},
+        }
 
 
 def _render(overrides: dict[str, Any]) -> tuple[AppConfig, list[Obj]]:
@@ -124,10 +139,14 @@ def test_a_second_endpoint_with_its_own_settings_carries_them() -> None:
 def test_a_hugging_face_model_is_named_by_its_id(monkeypatch: pytest.MonkeyPatch) -> None:
     # The pinned add-on's operator (3.0) has no huggingface source; an add-on shipping 3.2 does.
     monkeypatch.setitem(ov.ADDON_OPERATOR, "v9.9.9-eksbuild.1", "3.2")
-    config, objs = _render({
-        "addons.inference_operator.version": "v9.9.9-eksbuild.1",
-        "kvcache.endpoints.0.model": {"source": "huggingface",
-                                      "hugging_face_model_id": "Qwen/Qwen3-4B"},
-    })  # fmt: skip
+    config, objs = _render(
+        {
+            "addons.inference_operator.version": "v9.9.9-eksbuild.1",
+            "kvcache.endpoints.0.model": {
+                "source": "huggingface",
+                "hugging_face_model_id": "Qwen/Qwen3-4B",
+            },
+        }
+    )
     assert config.kvcache.endpoints[0].model.hugging_face_model_id == "Qwen/Qwen3-4B"
     assert_endpoints_carry_their_config(config, objs)

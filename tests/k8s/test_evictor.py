@@ -52,8 +52,9 @@ def _run(cron: dict[str, Any], root: Path, high: int, low: int) -> str:
     assert set(env) == {"ROOT", "HIGH", "LOW"}
     env |= {"ROOT": str(root), "HIGH": str(high), "LOW": str(low)}
     env["PATH"] = os.environ["PATH"]
-    done = subprocess.run(container["command"], env=env, capture_output=True, text=True,
-                          timeout=60, check=True)  # fmt: skip
+    done = subprocess.run(
+        container["command"], env=env, capture_output=True, text=True, timeout=60, check=True
+    )
     return done.stdout
 
 
@@ -73,8 +74,10 @@ def test_the_evictor_deletes_the_oldest_chunks_until_the_pool_is_under_the_low_m
 ) -> None:
     """Above HIGH, the oldest ``*.data`` chunks go first, in any directory and whatever their
     names, until the tree holds at most LOW; newer chunks and other files stay."""
-    _tree(tmp_path, {"keep.meta": 1, "a/old 1.data": 4, "b/old2.data": 4, "a/mid.data": 4,
-                     "b/new.data": 4})  # fmt: skip
+    _tree(
+        tmp_path,
+        {"keep.meta": 1, "a/old 1.data": 4, "b/old2.data": 4, "a/mid.data": 4, "b/new.data": 4},
+    )
     overhead = _used(tmp_path) - 17 * MIB  # directories count in du -b
     # Stopping at HIGH instead would leave old2; counting keep.meta would delete it first.
     out = _run(_evictor(rendered), tmp_path, high=overhead + 14 * MIB, low=overhead + 9 * MIB)

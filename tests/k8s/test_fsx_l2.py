@@ -43,8 +43,10 @@ def test_pv_and_pvc_validate_strictly(objs: list[Obj]) -> None:
 
 def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> None:
     config = fsx_config()
-    pvs = {(pv["spec"]["claimRef"]["namespace"], pv["spec"]["claimRef"]["name"]): pv
-           for pv in _kind(objs, "PersistentVolume")}  # fmt: skip
+    pvs = {
+        (pv["spec"]["claimRef"]["namespace"], pv["spec"]["claimRef"]["name"]): pv
+        for pv in _kind(objs, "PersistentVolume")
+    }
     for ns in endpoint_namespaces(config):
         pv = pvs[(ns, CLAIM)]
         spec = pv["spec"]
@@ -61,8 +63,9 @@ def test_static_provisioning_contract_of_the_fsx_csi_driver(objs: list[Obj]) -> 
         assert spec["persistentVolumeReclaimPolicy"] == "Retain"
         assert spec["storageClassName"] == ""
         assert spec["capacity"]["storage"] == f"{config.kvcache.fsx.storage_capacity_gib}Gi"
-        (pvc,) = [c for c in _kind(objs, "PersistentVolumeClaim")
-                  if c["metadata"]["namespace"] == ns]  # fmt: skip
+        (pvc,) = [
+            c for c in _kind(objs, "PersistentVolumeClaim") if c["metadata"]["namespace"] == ns
+        ]
         assert pvc["metadata"]["name"] == CLAIM
         assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
         assert pvc["spec"]["storageClassName"] == ""
@@ -99,9 +102,15 @@ def test_endpoints_and_l2_policy_change_only_the_claim_they_mount(
 ) -> None:
     """dev with Curvine and dev with FSx: the same endpoints, and the same policy (mount, URL)
     but for the claim, which with FSx is named after the file system."""
-    curvine = {kind: [o for f in ("50-l2-policy", "60-endpoints") for o in rendered_files[f]
-                      if o["kind"] == kind]
-               for kind in ("ClusterPolicy", "InferenceEndpointConfig")}  # fmt: skip
+    curvine = {
+        kind: [
+            o
+            for f in ("50-l2-policy", "60-endpoints")
+            for o in rendered_files[f]
+            if o["kind"] == kind
+        ]
+        for kind in ("ClusterPolicy", "InferenceEndpointConfig")
+    }
     assert _kind(objs, "InferenceEndpointConfig") == curvine["InferenceEndpointConfig"]
     fsx_policy = json.dumps(_kind(objs, "ClusterPolicy"))
     assert f'"claimName": "{CLAIM}"' in fsx_policy and PVC not in fsx_policy

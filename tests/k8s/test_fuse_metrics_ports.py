@@ -20,8 +20,9 @@ Rendered = tuple[AppConfig, list[Obj]]
 
 
 def _rendered(static_pv: bool) -> Rendered:
-    config = parse_config(with_overrides({"kvcache.curvine.static_pv.enabled": static_pv}),
-                          SOURCE, "unit")  # fmt: skip
+    config = parse_config(
+        with_overrides({"kvcache.curvine.static_pv.enabled": static_pv}), SOURCE, "unit"
+    )
     return config, [o for objs in manifests(build_charts(config)).values() for o in objs]
 
 
@@ -44,15 +45,17 @@ def _claims_context(config: AppConfig, objs: list[Obj]) -> dict[str, str]:
     """The volume context of what the endpoints' curvine-pvc binds."""
     if config.kvcache.curvine.static_pv.enabled:
         attributes: dict[str, str] = _one(objs, "PersistentVolume", "curvine-l2-static")["spec"][
-            "csi"]["volumeAttributes"]  # fmt: skip
+            "csi"
+        ]["volumeAttributes"]
         return attributes
     return _storage_class_context(objs)
 
 
 def _plugin_ports(objs: list[Obj]) -> set[int]:
     ds = _one(objs, "DaemonSet", "curvine-csi-node")
-    (plugin,) = [c for c in ds["spec"]["template"]["spec"]["containers"]
-                 if c["name"] == "csi-plugin"]  # fmt: skip
+    (plugin,) = [
+        c for c in ds["spec"]["template"]["spec"]["containers"] if c["name"] == "csi-plugin"
+    ]
     return {p["containerPort"] for p in plugin.get("ports", [])}
 
 
@@ -62,8 +65,7 @@ def test_two_fuse_mounts_on_one_node_serve_metrics_on_different_ports() -> None:
     two FUSE processes in the node plugin's one container. Each binds its own port, and the
     plugin declares both whichever the config uses, so switching never restarts the plugin."""
     _config, objs = _rendered(static_pv=True)
-    processes = fuse_processes([_storage_class_context(objs),
-                                _claims_context(_config, objs)])  # fmt: skip
+    processes = fuse_processes([_storage_class_context(objs), _claims_context(_config, objs)])
     assert len(processes) == 2
     ports = sorted(processes.values())
     assert len(set(ports)) == len(ports), f"two FUSE processes on one node both bind {ports}"
@@ -88,8 +90,11 @@ def test_the_collector_scrapes_the_fuse_process_the_claims_mount(rendered_l2: Re
     (metrics,) = [p for p in svc["spec"]["ports"] if p["name"] == "metrics"]
     assert (metrics["port"], metrics["targetPort"]) == (port, port)
     assert svc["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-    assert scrape_targets(config)["curvine-fuse"] == (config.kvcache.curvine.namespace,
-                                                      "curvine-fuse-metrics", port)  # fmt: skip
+    assert scrape_targets(config)["curvine-fuse"] == (
+        config.kvcache.curvine.namespace,
+        "curvine-fuse-metrics",
+        port,
+    )
     policy = _one(objs, "NetworkPolicy", "curvine-fuse-metrics-ingress")
     assert [p["port"] for r in policy["spec"]["ingress"] for p in r["ports"]] == [port]
     assert port in _plugin_ports(objs)

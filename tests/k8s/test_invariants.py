@@ -27,8 +27,11 @@ def _selects(selector: dict[str, str], template: Obj) -> bool:
 
 
 def _pods(objs: list[Obj], ns: str, selector: dict[str, str]) -> list[Obj]:
-    return [t for o, t in _templates(objs)
-            if o["metadata"].get("namespace") == ns and _selects(selector, t)]  # fmt: skip
+    return [
+        t
+        for o, t in _templates(objs)
+        if o["metadata"].get("namespace") == ns and _selects(selector, t)
+    ]
 
 
 def _container_ports(templates: list[Obj]) -> list[Obj]:
@@ -55,8 +58,10 @@ def test_each_service_port_is_the_container_port_of_the_same_name(objs: list[Obj
             if want is None:
                 continue
             if sp["port"] != want or target not in (want, sp["name"]):
-                problems.append(f"{_id(svc)}: port {sp['name']} = {sp['port']} -> {target}, "
-                                f"but the container's port {sp['name']} is {want}")  # fmt: skip
+                problems.append(
+                    f"{_id(svc)}: port {sp['name']} = {sp['port']} -> {target}, "
+                    f"but the container's port {sp['name']} is {want}"
+                )
     _fail(problems)
 
 
@@ -68,12 +73,18 @@ def test_every_metrics_service_scrapes_a_port_its_pods_listen_on(objs: list[Obj]
         if "prometheus.io/port" not in annotations:
             continue
         scrape = int(annotations["prometheus.io/port"])
-        listening = {p["containerPort"] for p in _container_ports(
-            _pods(objs, svc["metadata"]["namespace"], svc["spec"]["selector"]))}  # fmt: skip
+        listening = {
+            p["containerPort"]
+            for p in _container_ports(
+                _pods(objs, svc["metadata"]["namespace"], svc["spec"]["selector"])
+            )
+        }
         ports = {sp["port"] for sp in svc["spec"]["ports"]}
         if scrape not in ports or scrape not in listening:
-            problems.append(f"{_id(svc)}: scrapes {scrape}; Service ports {sorted(ports)}, "
-                            f"its Pods listen on {sorted(listening)}")  # fmt: skip
+            problems.append(
+                f"{_id(svc)}: scrapes {scrape}; Service ports {sorted(ports)}, "
+                f"its Pods listen on {sorted(listening)}"
+            )
     _fail(problems)
 
 
@@ -88,8 +99,9 @@ def test_every_probe_checks_a_port_its_container_declares(objs: list[Obj]) -> No
                 for action in ("tcpSocket", "httpGet", "grpc"):
                     if action in probe and probe[action]["port"] not in declared:
                         port = probe[action]["port"]
-                        problems.append(f"{_id(o)}/{c['name']}: {kind} checks {port}, "
-                                        "not a declared port")  # fmt: skip
+                        problems.append(
+                            f"{_id(o)}/{c['name']}: {kind} checks {port}, not a declared port"
+                        )
     _fail(problems)
 
 
@@ -99,13 +111,16 @@ def test_network_policies_open_the_ports_their_pods_listen_on(objs: list[Obj]) -
         selector = np["spec"]["podSelector"].get("matchLabels", {})
         if not selector:
             continue
-        listening = {p["containerPort"] for p in _container_ports(
-            _pods(objs, np["metadata"]["namespace"], selector))}  # fmt: skip
+        listening = {
+            p["containerPort"]
+            for p in _container_ports(_pods(objs, np["metadata"]["namespace"], selector))
+        }
         for rule in np["spec"].get("ingress", []):
             for p in rule.get("ports", []):
                 if p["port"] not in listening:
-                    problems.append(f"{_id(np)}: opens {p['port']}, its Pods listen on "
-                                    f"{sorted(listening)}")  # fmt: skip
+                    problems.append(
+                        f"{_id(np)}: opens {p['port']}, its Pods listen on {sorted(listening)}"
+                    )
     _fail(problems)
 
 
@@ -154,15 +169,19 @@ def test_every_endpoint_pod_mounts_the_rwx_l2_claim_at_the_path_in_its_url(
     patches = list(_l2_patches(objs))
     l2_namespaces = {e.namespace for e in config.kvcache.endpoints if e.enable_l2_cache}
     assert {ns for ns, _, _ in patches} == l2_namespaces
-    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
-              for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
+    claims = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim"
+    }
     claim_names = set()
     for ns, container, spec in patches:
         url = urlparse(_env(container["env"])["LMCACHE_REMOTE_URL"])
         assert url.scheme == "fs", url
         volumes = {v["name"]: v for v in spec["volumes"]}
-        (mount,) = [m for m in container["volumeMounts"]
-                    if "persistentVolumeClaim" in volumes[m["name"]]]  # fmt: skip
+        (mount,) = [
+            m for m in container["volumeMounts"] if "persistentVolumeClaim" in volumes[m["name"]]
+        ]
         assert mount["mountPath"].rstrip("/") == url.path.rstrip("/"), (ns, mount, url)
         claim = volumes[mount["name"]]["persistentVolumeClaim"]["claimName"]
         claim_names.add(claim)
@@ -211,8 +230,9 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
     _curvine_only(config)
     cv = config.kvcache.curvine
     pool = cv.worker.capacity_gib * 2**30 * config.hyperpod.gpu_group.instance_count
-    evictors = [o for o in objs if o["kind"] == "CronJob"
-                and o["metadata"]["name"] == "curvine-l2-evictor"]  # fmt: skip
+    evictors = [
+        o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] == "curvine-l2-evictor"
+    ]
     assert {o["metadata"]["namespace"] for o in evictors} == {
         e.namespace for e in config.kvcache.endpoints
     }
@@ -231,8 +251,11 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
 def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:
     _curvine_only(config)
     cv = config.kvcache.curvine
-    want = (cv.static_pv.size_gib if cv.static_pv.enabled
-            else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count)  # fmt: skip
+    want = (
+        cv.static_pv.size_gib
+        if cv.static_pv.enabled
+        else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count
+    )
     for pvc in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
         assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", _id(pvc)
         assert pvc["spec"]["storageClassName"] == "curvine-sc", _id(pvc)
@@ -302,11 +325,14 @@ def test_the_fuse_client_gets_the_configs_resources(objs: list[Obj], config: App
     fuse = config.kvcache.curvine.fuse
     (ds,) = [o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == NODE]
     (plugin,) = [
-        c for c in ds["spec"]["template"]["spec"]["containers"]
+        c
+        for c in ds["spec"]["template"]["spec"]["containers"]
         if any(p.get("name") == "fuse-metrics" for p in c.get("ports", []))
-    ]  # fmt: skip
+    ]
     assert plugin["resources"] == {
-        "requests": {"cpu": f"{fuse.cpu_request_millicores}m",
-                     "memory": f"{fuse.memory_request_mib}Mi"},
+        "requests": {
+            "cpu": f"{fuse.cpu_request_millicores}m",
+            "memory": f"{fuse.memory_request_mib}Mi",
+        },
         "limits": {"cpu": f"{fuse.cpu_limit_millicores}m", "memory": f"{fuse.memory_limit_mib}Mi"},
-    }  # fmt: skip
+    }

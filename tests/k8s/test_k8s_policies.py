@@ -49,17 +49,21 @@ def test_privileged_namespaces_are_curvine_and_the_endpoints(
             assert got["pod-security.kubernetes.io/audit"] == "restricted", name
     # The whole set, with every Pod Security label (version "latest": the cluster's own).
     kyverno = dev_config.kvcache.kyverno
-    expected = {curvine: ("privileged", "privileged"), **dict.fromkeys(endpoints, (
-        "privileged", "restricted"))}  # fmt: skip
+    expected = {
+        curvine: ("privileged", "privileged"),
+        **dict.fromkeys(endpoints, ("privileged", "restricted")),
+    }
     if kyverno.install:
         expected[kyverno.namespace] = ("baseline", "restricted")
     assert set(namespaces) == set(expected)
     for name, (enforce, warn) in expected.items():
         got = namespaces[name]["metadata"]["labels"]
         assert {k: v for k, v in got.items() if k.startswith("pod-security")} == {
-            PSA: enforce, f"{PSA}-version": "latest",
-            "pod-security.kubernetes.io/warn": warn, "pod-security.kubernetes.io/audit": warn,
-        }, name  # fmt: skip
+            PSA: enforce,
+            f"{PSA}-version": "latest",
+            "pod-security.kubernetes.io/warn": warn,
+            "pod-security.kubernetes.io/audit": warn,
+        }, name
     privileged = {
         o["metadata"]["namespace"] for o, spec in _pod_specs(rendered) if _privileged(spec)
     }
@@ -91,8 +95,9 @@ def test_an_installed_kyverno_keeps_its_own_namespace() -> None:
 
 def test_images_are_pinned(rendered: list[dict[str, Any]]) -> None:
     images = [c["image"] for _, s in _pod_specs(rendered) for c in s["containers"]]
-    images += [o["spec"]["worker"]["image"] for o in rendered
-               if o["kind"] == "InferenceEndpointConfig"]  # fmt: skip
+    images += [
+        o["spec"]["worker"]["image"] for o in rendered if o["kind"] == "InferenceEndpointConfig"
+    ]
     assert len(images) >= 6
     for image in images:
         assert image_is_pinned(image), image
@@ -116,15 +121,20 @@ def test_every_container_has_requests_and_limits(rendered: list[dict[str, Any]])
 
 
 def test_toml_never_formats(rendered: list[dict[str, Any]], dev_config: AppConfig) -> None:
-    cm = next(o for o in rendered if o["kind"] == "ConfigMap" and
-              "curvine-cluster.toml" in o.get("data", {}))  # fmt: skip
+    cm = next(
+        o
+        for o in rendered
+        if o["kind"] == "ConfigMap" and "curvine-cluster.toml" in o.get("data", {})
+    )
     conf = tomllib.loads(cm["data"]["curvine-cluster.toml"])
     assert conf["format_master"] is False and conf["format_worker"] is False
     # Curvine data dirs are sub-directories of the volume mounts (a fresh ext4 volume holds
     # lost+found, which v0.3.2-alpha refuses with format_master=false).
     sts = next(o for o in rendered if o["kind"] == "StatefulSet")
-    mounts = {m["name"]: m["mountPath"] for m in sts["spec"]["template"]["spec"]["containers"][0]
-              ["volumeMounts"]}  # fmt: skip
+    mounts = {
+        m["name"]: m["mountPath"]
+        for m in sts["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    }
     assert conf["master"]["meta_dir"].startswith(mounts["meta"] + "/")
     assert conf["journal"]["journal_dir"].startswith(mounts["journal"] + "/")
     assert {c["metadata"]["name"] for c in sts["spec"]["volumeClaimTemplates"]} == {
@@ -163,8 +173,11 @@ def test_csi_node_propagates_mounts(rendered: list[dict[str, Any]], dev_config: 
     )
     spec = ds["spec"]["template"]["spec"]
     plugin = spec["containers"][0]
-    assert {"name": "kubelet-dir", "mountPath": "/var/lib/kubelet",
-            "mountPropagation": "Bidirectional"} in plugin["volumeMounts"]  # fmt: skip
+    assert {
+        "name": "kubelet-dir",
+        "mountPath": "/var/lib/kubelet",
+        "mountPropagation": "Bidirectional",
+    } in plugin["volumeMounts"]
     assert int(plugin["resources"]["limits"]["memory"].removesuffix("Mi")) >= 8192
     assert spec["nodeSelector"] == gpu_node_selector(dev_config)
     assert any(o["kind"] == "CSIDriver" and o["metadata"]["name"] == "curvine" for o in rendered)

@@ -20,9 +20,8 @@ from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 # Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
 CUSTOM = {
-    "kyverno.io/v1/ClusterPolicy": (
-        SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
-}  # fmt: skip
+    "kyverno.io/v1/ClusterPolicy": (SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
+}
 ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 
 
@@ -90,8 +89,13 @@ def test_endpoints_validate_against_the_crd_each_known_add_on_ships(
 
     from k8s.endpoints import EndpointsChart
 
-    addons = dev_config.addons.model_copy(update={"inference_operator": dev_config.addons
-        .inference_operator.model_copy(update={"version": addon_version})})  # fmt: skip
+    addons = dev_config.addons.model_copy(
+        update={
+            "inference_operator": dev_config.addons.inference_operator.model_copy(
+                update={"version": addon_version}
+            )
+        }
+    )
     config = dev_config.model_copy(update={"addons": addons})
     op = OPERATORS[ADDON_OPERATOR[addon_version]]
     assert config.addons.inference_operator.operator == op
@@ -115,9 +119,16 @@ def test_the_operator_3_0_crd_refuses_huggingface(rendered: list[dict[str, Any]]
     """The 3.0 copy is the right one: the model source that arrived with 3.1 fails it, and
     passes the 3.2 copy."""
     iec = next(o for o in rendered if _key(o) == IEC)
-    hf = {**iec, "spec": {**iec["spec"], "modelSourceConfig": {
-        "modelSourceType": "huggingface",
-        "huggingFaceModel": {"modelId": "Qwen/Qwen3-8B"}}}}  # fmt: skip
+    hf = {
+        **iec,
+        "spec": {
+            **iec["spec"],
+            "modelSourceConfig": {
+                "modelSourceType": "huggingface",
+                "huggingFaceModel": {"modelId": "Qwen/Qwen3-8B"},
+            },
+        },
+    }
     with pytest.raises(jsonschema.ValidationError, match="huggingface"):
         jsonschema.validate(hf, crd_schema(OPERATORS["3.0"].crd_path, "v1"))
     jsonschema.validate(hf, crd_schema(OPERATORS["3.2"].crd_path, "v1"))
@@ -128,8 +139,13 @@ def test_crd_schema_catches_a_bad_backend(
 ) -> None:
     """The CRD check is real: a backend the operator rejects fails validation."""
     iec = next(o for o in rendered if o["kind"] == "InferenceEndpointConfig")
-    bad = {**iec, "spec": {**iec["spec"], "kvCacheSpec": {
-        "enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "curvine"}}}}  # fmt: skip
+    bad = {
+        **iec,
+        "spec": {
+            **iec["spec"],
+            "kvCacheSpec": {"enableL2Cache": True, "l2CacheSpec": {"l2CacheBackend": "curvine"}},
+        },
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, pinned_iec_schema(dev_config))
 

@@ -68,16 +68,18 @@ def test_lock_refuses_changes_after_first_deploy(tmp_path: Path) -> None:
     cfg = parse_config(BASE, "config/test.yaml")
     (tmp_path / "unit.json").write_text(json.dumps(lock_of(cfg)))
     check_kvcache(cfg, tmp_path)  # unchanged: accepted
-    changed = parse_config({**BASE, "kvcache": {
-        "curvine": {"master": {"replicas": 3}}}}, "config/test.yaml")  # fmt: skip
+    changed = parse_config(
+        {**BASE, "kvcache": {"curvine": {"master": {"replicas": 3}}}}, "config/test.yaml"
+    )
     with pytest.raises(RuleViolation) as err:
         check_kvcache(changed, tmp_path)
     assert (
         err.value.field == "kvcache.curvine.master.replicas"
         and "cannot change" in err.value.allowed
     )
-    rerouted = parse_config({**BASE, "kvcache": {
-        "endpoints": [{"routing_strategy": "kvaware"}]}}, "config/test.yaml")  # fmt: skip
+    rerouted = parse_config(
+        {**BASE, "kvcache": {"endpoints": [{"routing_strategy": "kvaware"}]}}, "config/test.yaml"
+    )
     with pytest.raises(RuleViolation) as err:
         check_kvcache(rerouted, tmp_path)
     assert err.value.field == "kvcache.endpoints.0.routing_strategy"

@@ -26,9 +26,11 @@ def template(dev_config: AppConfig) -> Template:
     ref = Stack(app, "ClusterRef")
     CfnWaitConditionHandle(ref, "NotEmpty")  # an empty stack fails CloudFormation's validation
     provider = eks.KubectlProvider.from_kubectl_provider_attributes(
-        ref, "Provider", service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
+        ref,
+        "Provider",
+        service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
         role=iam.Role.from_role_arn(ref, "Role", "arn:aws:iam::111122223333:role/kubectl"),
-    )  # fmt: skip
+    )
     cluster = eks.Cluster.from_cluster_attributes(
         ref, "Cluster", cluster_name="hyperpod-kvcache-dev", kubectl_provider=provider
     )
@@ -60,8 +62,10 @@ def test_deployed_objects_equal_rendered_yaml(
     template: Template, rendered_files: dict[str, list[Any]]
 ) -> None:
     deployed = _deployed(template)
-    by_name = {name: next(v for k, v in deployed.items() if k.startswith(
-        "K8s" + name.replace("-", ""))) for name in rendered_files}  # fmt: skip
+    by_name = {
+        name: next(v for k, v in deployed.items() if k.startswith("K8s" + name.replace("-", "")))
+        for name in rendered_files
+    }
     assert len(deployed) == len(rendered_files)
     for name, objects in rendered_files.items():
         assert by_name[name] == objects, name
@@ -93,8 +97,13 @@ def test_apply_order(template: Template) -> None:
 
 
 def test_kyverno_chart_is_pinned(template: Template, dev_config: AppConfig) -> None:
-    template.has_resource_properties("Custom::AWSCDK-EKS-HelmChart", {
-        "Chart": "kyverno", "Repository": "https://kyverno.github.io/kyverno/",
-        "Version": dev_config.kvcache.kyverno.chart_version, "Namespace": "kyverno",
-        "Wait": True,
-    })  # fmt: skip
+    template.has_resource_properties(
+        "Custom::AWSCDK-EKS-HelmChart",
+        {
+            "Chart": "kyverno",
+            "Repository": "https://kyverno.github.io/kyverno/",
+            "Version": dev_config.kvcache.kyverno.chart_version,
+            "Namespace": "kyverno",
+            "Wait": True,
+        },
+    )

@@ -40,7 +40,9 @@ def test_policy_shape(policy: dict[str, Any], dev_config: AppConfig) -> None:
     assert policy["spec"]["admission"] is True
     webhook = policy["spec"]["webhookConfiguration"]
     assert {k: webhook[k] for k in ("failurePolicy", "timeoutSeconds")} == {
-        "failurePolicy": "Fail", "timeoutSeconds": 15}  # fmt: skip
+        "failurePolicy": "Fail",
+        "timeoutSeconds": 15,
+    }
     # The API server calls Kyverno only for the endpoints' Pods (test_rehearsal_kyverno.py):
     # at most 64 conditions per webhook, each named as Kubernetes requires.
     conditions = webhook["matchConditions"]
@@ -70,8 +72,9 @@ def _renamed(name: str, first: bool) -> dict[str, Any]:
     return pod
 
 
-@pytest.mark.parametrize(("name", "first"), [("inference", True), ("qwen3-8b", False),
-                                             ("vllm", False)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "first"), [("inference", True), ("qwen3-8b", False), ("vllm", False)]
+)
 def test_mutation_repoints_l2_and_mounts_the_pvc(
     policy: dict[str, Any], name: str, first: bool
 ) -> None:
@@ -82,9 +85,13 @@ def test_mutation_repoints_l2_and_mounts_the_pvc(
     assert list(after) == list(before)
     vllm = after[name]
     # dev has observability on: LMCache's metrics need a fresh multiprocess directory too.
-    want = {**_env(before[name]), "LMCACHE_REMOTE_URL": L2_URL,
-            "LMCACHE_REMOTE_SERDE": "naive", "PYTHONHASHSEED": "0",
-            "PROMETHEUS_MULTIPROC_DIR": "/tmp/lmcache_prometheus"}  # fmt: skip
+    want = {
+        **_env(before[name]),
+        "LMCACHE_REMOTE_URL": L2_URL,
+        "LMCACHE_REMOTE_SERDE": "naive",
+        "PYTHONHASHSEED": "0",
+        "PROMETHEUS_MULTIPROC_DIR": "/tmp/lmcache_prometheus",
+    }
     assert _env(vllm) == want
     assert [e["name"] for e in vllm["env"]].count("LMCACHE_REMOTE_URL") == 1
     assert vllm["volumeMounts"] == [
@@ -182,8 +189,9 @@ def test_operator_3_2_pod_still_gets_everything_l2_needs(
     policy: dict[str, Any], rendered: list[dict[str, Any]], drop: tuple[str, ...]
 ) -> None:
     iec = next(o for o in rendered if o["kind"] == "InferenceEndpointConfig")
-    assert "LMCACHE_REMOTE_SERDE" in {e["name"] for e in iec["spec"]["worker"]
-                                      ["environmentVariables"]}  # fmt: skip
+    assert "LMCACHE_REMOTE_SERDE" in {
+        e["name"] for e in iec["spec"]["worker"]["environmentVariables"]
+    }
     before = operator_3_2_pod(iec, drop)
     assert "LMCACHE_REMOTE_SERDE" not in _env(_model(before))
     pod = apply_policy(policy, before, "CREATE")

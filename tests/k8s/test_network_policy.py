@@ -28,9 +28,14 @@ def objs(request: pytest.FixtureRequest, rendered_envs: dict[str, list[Obj]]) ->
 
 
 def test_curvine_namespace_denies_ingress_by_default(objs: list[Obj]) -> None:
-    deny = [o for o in objs if o["kind"] == "NetworkPolicy"
-            and o["metadata"]["namespace"] == CURVINE
-            and o["spec"]["podSelector"] == {} and not o["spec"].get("ingress")]  # fmt: skip
+    deny = [
+        o
+        for o in objs
+        if o["kind"] == "NetworkPolicy"
+        and o["metadata"]["namespace"] == CURVINE
+        and o["spec"]["podSelector"] == {}
+        and not o["spec"].get("ingress")
+    ]
     assert deny and deny[0]["spec"]["policyTypes"] == ["Ingress"]
 
 
@@ -53,16 +58,20 @@ def test_rpc_only_from_curvine_pods(objs: list[Obj]) -> None:
 
 
 def test_metrics_only_from_the_collector(objs: list[Obj]) -> None:
-    targets = [(_pod_labels(objs, "curvine-master"), 9000),
-               (_pod_labels(objs, "curvine-worker"), 9001),
-               (_pod_labels(objs, "curvine-csi-node"), 9002)]  # fmt: skip
+    targets = [
+        (_pod_labels(objs, "curvine-master"), 9000),
+        (_pod_labels(objs, "curvine-worker"), 9001),
+        (_pod_labels(objs, "curvine-csi-node"), 9002),
+    ]
     for target, port in targets:
-        assert allowed(objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS,
-                       COLLECTOR_POD_LABELS)  # fmt: skip
+        assert allowed(
+            objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS
+        )
         assert not allowed(objs, target, port, "monitoring", {}, COLLECTOR_POD_LABELS)
         # Another Pod of the collector's namespace is not the collector.
-        assert not allowed(objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS,
-                           {"app": "grafana"})  # fmt: skip
+        assert not allowed(
+            objs, target, port, "monitoring", COLLECTOR_NAMESPACE_LABELS, {"app": "grafana"}
+        )
         assert not allowed(objs, target, port, CURVINE, {}, _pod_labels(objs, "curvine-master"))
 
 
@@ -103,8 +112,9 @@ def _curvine_probed(objs: list[Obj]) -> list[tuple[str, dict[str, str], Obj]]:
         template = o["spec"]["template"]
         for c in template["spec"]["containers"]:
             if any(k in c for k in PROBES):
-                out.append((f"{o['metadata']['name']}/{c['name']}",
-                            template["metadata"]["labels"], c))  # fmt: skip
+                out.append(
+                    (f"{o['metadata']['name']}/{c['name']}", template["metadata"]["labels"], c)
+                )
     return out
 
 
@@ -124,8 +134,10 @@ def test_kubelet_probes_reach_curvine_from_any_node_address(
         subnet = list(ipaddress.IPv4Network(config.network.hyperpod_subnet.cidr).hosts())
         agent_ip, secondary, some_pod = str(subnet[9]), str(subnet[200]), str(subnet[4000])
         probed = _curvine_probed(objs)
-        assert {name for name, _, _ in probed} >= {"curvine-master/master",
-                                                   "curvine-worker/worker"}, env  # fmt: skip
+        assert {name for name, _, _ in probed} >= {
+            "curvine-master/master",
+            "curvine-worker/worker",
+        }, env
         for name, target, c in probed:
             for kind in (k for k in PROBES if k in c):
                 assert kubelet_probe_passes(objs, target, c, c[kind], secondary, agent_ip), (
@@ -162,9 +174,10 @@ def test_each_curvine_pod_admits_exactly_its_own_ports(objs: list[Obj]) -> None:
         from_master = {p for p in PORTS if allowed(objs, target, p, CURVINE, {}, master)}
         assert from_master == expected_from_master[name], name
         from_collector = {
-            p for p in PORTS
+            p
+            for p in PORTS
             if allowed(objs, target, p, "m", COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS)
-        }  # fmt: skip
+        }
         assert from_collector == expected_from_collector[name], name
 
 
@@ -174,9 +187,11 @@ def test_the_policies_as_kubectl_lists_them(objs: list[Obj]) -> None:
     every port is TCP."""
     policies = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NetworkPolicy"}
     assert set(policies) == {
-        "curvine-default-deny-ingress", "curvine-master-ingress", "curvine-worker-ingress",
+        "curvine-default-deny-ingress",
+        "curvine-master-ingress",
+        "curvine-worker-ingress",
         "curvine-fuse-metrics-ingress",
-    }  # fmt: skip
+    }
     selects = {
         "curvine-default-deny-ingress": {},
         "curvine-master-ingress": _pod_labels(objs, "curvine-master"),
@@ -204,15 +219,17 @@ def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
 
     raw = _dev_raw()
     raw["observability"] = {
-        **raw.get("observability", {}), "enabled": True,
+        **raw.get("observability", {}),
+        "enabled": True,
         "scraper_subnet_ids": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         "scraper_security_group_ids": ["sg-0123456789abcdef0"],
         "scraper_source_cidrs": ["10.1.0.0/24", "10.1.1.0/24"],
-    }  # fmt: skip
+    }
     raw["existing_cluster"] = {
-        "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
+        "eks_cluster_name": "team-eks",
+        "hyperpod_cluster_name": "team-hyperpod",
         "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
         "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
         "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
-    }  # fmt: skip
+    }
     assert collector_cidrs(parse_config(raw, "x", "dev")) == ["10.1.0.0/24", "10.1.1.0/24"]

@@ -65,12 +65,15 @@ def test_every_token_encoding_of_aws_cdk_is_found_in_yaml_and_json(kind: str) ->
         assert unresolved_tokens(text), (kind, text)
 
 
-@pytest.mark.parametrize("text", [
-    "volumeHandle: fs-0123456789abcdef0\n",
-    "storage: 1200Gi\nhigh: 1095216660480\n",
-    "value: -1.0e+289\nother: -1.88e+288\n",
-    "command: echo ${HOME} Token[ #{x}\n",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text",
+    [
+        "volumeHandle: fs-0123456789abcdef0\n",
+        "storage: 1200Gi\nhigh: 1095216660480\n",
+        "value: -1.0e+289\nother: -1.88e+288\n",
+        "command: echo ${HOME} Token[ #{x}\n",
+    ],
+)
 def test_ordinary_values_are_not_tokens(text: str) -> None:
     assert unresolved_tokens(text) == []
 
@@ -106,8 +109,11 @@ def test_make_manifests_writes_no_token_for_any_environment_or_backend(
     fsx = DEPLOYED_FSX if backend == "fsx_lustre" else None
     files = render_config(config, tmp_path / "dist", tmp_path / "locks", fsx=fsx)
     assert files and unresolved_tokens(_written(tmp_path / "dist")) == []
-    volumes = [o for o in yaml.safe_load_all((tmp_path / "dist" / "40-l2-volume.yaml").read_text())
-               if o and o["kind"] == "PersistentVolume"]  # fmt: skip
+    volumes = [
+        o
+        for o in yaml.safe_load_all((tmp_path / "dist" / "40-l2-volume.yaml").read_text())
+        if o and o["kind"] == "PersistentVolume"
+    ]
     if backend == "fsx_lustre":
         assert volumes and {pv["spec"]["csi"]["volumeHandle"] for pv in volumes} == {
             DEPLOYED_FSX.file_system_id
@@ -150,9 +156,12 @@ def test_the_file_system_is_read_from_the_deployed_kvcache_stack(aws: Any) -> No
 
 @pytest.mark.parametrize(
     ("outputs", "reason"),
-    [(None, "the stack does not exist"), ({}, f"the stack has no output {ID_OUTPUT}"),
-     ({ID_OUTPUT: "fs-1"}, f"the stack has no output {DNS_OUTPUT}")],
-)  # fmt: skip
+    [
+        (None, "the stack does not exist"),
+        ({}, f"the stack has no output {ID_OUTPUT}"),
+        ({ID_OUTPUT: "fs-1"}, f"the stack has no output {DNS_OUTPUT}"),
+    ],
+)
 def test_without_a_deployed_file_system_the_lookup_says_how_to_get_one(
     aws: Any, outputs: dict[str, str] | None, reason: str
 ) -> None:
@@ -201,8 +210,9 @@ def test_make_manifests_for_fsx_before_a_deploy_is_one_line_and_writes_nothing(
 
 
 def _synth(tmp_path: Path, out: Path) -> None:
-    app_module.main(["-c", "env=dev", "-c", f"manifestsDir={out}",
-                     "--outdir", str(tmp_path / "cdk.out")])  # fmt: skip
+    app_module.main(
+        ["-c", "env=dev", "-c", f"manifestsDir={out}", "--outdir", str(tmp_path / "cdk.out")]
+    )
 
 
 def test_make_synth_writes_what_make_manifests_writes_and_keeps_the_dashboard(

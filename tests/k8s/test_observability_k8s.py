@@ -31,8 +31,11 @@ from tests.doubles.prometheus import checked, scraped
 
 
 def _services(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(o["metadata"]["namespace"], o["metadata"]["name"]): o
-            for o in rendered if o["kind"] == "Service"}  # fmt: skip
+    return {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in rendered
+        if o["kind"] == "Service"
+    }
 
 
 def _curvine_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
@@ -47,8 +50,9 @@ def test_curvine_targets_are_rendered_services_and_ports(
     assert set(curvine) == {"curvine-master", "curvine-worker", "curvine-fuse"}
     jobs = {j["job_name"]: j for j in scrape_config(dev_config)["scrape_configs"]}
     for job, (ns, name, port) in curvine.items():
-        (svc_port,) = [p for p in services[(ns, name)]["spec"]["ports"]
-                       if p["name"] == METRICS_PORT_NAME]  # fmt: skip
+        (svc_port,) = [
+            p for p in services[(ns, name)]["spec"]["ports"] if p["name"] == METRICS_PORT_NAME
+        ]
         assert svc_port["port"] == port, job
         keep = jobs[job]["relabel_configs"][0]
         assert keep["action"] == "keep" and keep["regex"] == f"{name};{METRICS_PORT_NAME}"
@@ -62,13 +66,21 @@ def test_curvine_metrics_services_select_pods_listening_on_the_port(
     for job, (ns, name, _port) in _curvine_targets(dev_config).items():
         svc = services[(ns, name)]
         selector = svc["spec"]["selector"]
-        workloads = [o for o in rendered if o["kind"] in ("StatefulSet", "DaemonSet", "Deployment")
-                     and o["metadata"].get("namespace") == ns]  # fmt: skip
+        workloads = [
+            o
+            for o in rendered
+            if o["kind"] in ("StatefulSet", "DaemonSet", "Deployment")
+            and o["metadata"].get("namespace") == ns
+        ]
         templates = [o["spec"]["template"] for o in workloads]
         templates = [t for t in templates if selector.items() <= t["metadata"]["labels"].items()]
         assert templates, f"{job}: Service {name} selects no Pods"
-        ports = {p.get("containerPort") for t in templates for c in t["spec"]["containers"]
-                 for p in c.get("ports", [])}  # fmt: skip
+        ports = {
+            p.get("containerPort")
+            for t in templates
+            for c in t["spec"]["containers"]
+            for p in c.get("ports", [])
+        }
         (target,) = [p["targetPort"] for p in svc["spec"]["ports"] if p["name"] == "metrics"]
         assert target in ports, job
 
@@ -109,13 +121,15 @@ def test_dashboard_targets_are_the_panel_queries(dev_config: AppConfig) -> None:
 @pytest.mark.parametrize(
     ("expr", "names"),
     [
-        ('sum(rate(vllm:prefix_cache_hits_total{endpoint="a"}[5m]))',
-         {"vllm:prefix_cache_hits_total"}),
+        (
+            'sum(rate(vllm:prefix_cache_hits_total{endpoint="a"}[5m]))',
+            {"vllm:prefix_cache_hits_total"},
+        ),
         ("histogram_quantile(0.95, sum by (le) (rate(x_bucket[5m]))) > 1.5e3", {"x_bucket"}),
         ('up{job="w"} == 0 and on(node) fs_used offset 5m', {"up", "fs_used"}),
         ("vector(1)", set()),
     ],
-)  # fmt: skip
+)
 def test_metric_names_parser(expr: str, names: set[str]) -> None:
     assert metric_names(expr) == names
 
@@ -143,8 +157,11 @@ def test_the_collector_user_gets_read_only_discovery_and_metrics_and_nothing_els
         {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": read},
         {"nonResourceURLs": ["/metrics"], "verbs": ["get"]},
     ]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                  "name": role["metadata"]["name"]}  # fmt: skip
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
     assert binding["subjects"] == [
         {"kind": "User", "name": "aps-collector-user", "apiGroup": "rbac.authorization.k8s.io"}
     ]
@@ -194,14 +211,20 @@ def _pod_targets(
     template_hash = "5d8f7c9b4"
     pod = f"{endpoint}-{template_hash}-"[:58] + suffix
     host = f"[{ip}]" if ":" in ip else ip
-    return [{"__address__": f"{host}:{port}",
-             "__meta_kubernetes_namespace": ns, "__meta_kubernetes_pod_name": pod,
-             "__meta_kubernetes_pod_ip": ip,
-             "__meta_kubernetes_pod_label_app": endpoint,
-             "__meta_kubernetes_pod_label_pod_template_hash": template_hash,
-             "__meta_kubernetes_pod_node_name": node, "__meta_kubernetes_pod_phase": phase,
-             "__meta_kubernetes_pod_container_port_number": str(port)}
-            for port in ports]  # fmt: skip
+    return [
+        {
+            "__address__": f"{host}:{port}",
+            "__meta_kubernetes_namespace": ns,
+            "__meta_kubernetes_pod_name": pod,
+            "__meta_kubernetes_pod_ip": ip,
+            "__meta_kubernetes_pod_label_app": endpoint,
+            "__meta_kubernetes_pod_label_pod_template_hash": template_hash,
+            "__meta_kubernetes_pod_node_name": node,
+            "__meta_kubernetes_pod_phase": phase,
+            "__meta_kubernetes_pod_container_port_number": str(port),
+        }
+        for port in ports
+    ]
 
 
 def _endpoint_job(config: AppConfig) -> tuple[str, str, int, dict[str, Any]]:
@@ -215,8 +238,9 @@ def _endpoint_job(config: AppConfig) -> tuple[str, str, int, dict[str, Any]]:
 def _with_ports(config: AppConfig, serving: int, metrics: int) -> AppConfig:
     (endpoint,) = config.kvcache.endpoints
     moved = endpoint.model_copy(update={"container_port": serving, "metrics_port": metrics})
-    return config.model_copy(update={"kvcache": config.kvcache.model_copy(
-        update={"endpoints": [moved]})})  # fmt: skip
+    return config.model_copy(
+        update={"kvcache": config.kvcache.model_copy(update={"endpoints": [moved]})}
+    )
 
 
 def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
@@ -233,11 +257,17 @@ def test_an_endpoint_job_scrapes_its_running_pods_on_the_metrics_port_only(
         *_pod_targets(ns, f"{name}-5d8f7c9b4", "gpu-2", [port], suffix="m2k9d"),
         *_pod_targets("elsewhere", name, "gpu-2", [port], suffix="h7k2w"),
     ]
-    assert scraped(job, "pod", targets) == [{
-        "__address__": f"{POD_IP}:{port}", "instance": f"{POD_IP}:{port}",
-        "__metrics_path__": "/metrics",  # where vLLM serves its metrics
-        "namespace": ns, "pod": f"{name}-5d8f7c9b4-x2x7k", "node": "gpu-1", "endpoint": name,
-    }]  # fmt: skip
+    assert scraped(job, "pod", targets) == [
+        {
+            "__address__": f"{POD_IP}:{port}",
+            "instance": f"{POD_IP}:{port}",
+            "__metrics_path__": "/metrics",  # where vLLM serves its metrics
+            "namespace": ns,
+            "pod": f"{name}-5d8f7c9b4-x2x7k",
+            "node": "gpu-1",
+            "endpoint": name,
+        }
+    ]
 
 
 @pytest.mark.parametrize("declared", ["serving port only", "serving and metrics ports"])
@@ -263,8 +293,13 @@ def test_an_endpoint_with_a_long_name_is_still_scraped(dev_config: AppConfig) ->
     the ReplicaSet hash: the Pod is still this endpoint's target."""
     (endpoint,) = dev_config.kvcache.endpoints
     long_name = ("a" * 59) + "b"
-    config = dev_config.model_copy(update={"kvcache": dev_config.kvcache.model_copy(
-        update={"endpoints": [endpoint.model_copy(update={"name": long_name})]})})  # fmt: skip
+    config = dev_config.model_copy(
+        update={
+            "kvcache": dev_config.kvcache.model_copy(
+                update={"endpoints": [endpoint.model_copy(update={"name": long_name})]}
+            )
+        }
+    )
     ns, name, port, job = _endpoint_job(config)
     (target,) = _pod_targets(ns, name, "gpu-1", [port])
     assert "5d8f7c9b4" not in target["__meta_kubernetes_pod_name"]
@@ -278,20 +313,26 @@ def test_a_curvine_job_scrapes_its_services_metrics_port_only(
     jobs = {j["job_name"]: j for j in scrape_config(dev_config)["scrape_configs"]}
     ns = dev_config.kvcache.curvine.namespace
     targets = [
-        {"__meta_kubernetes_namespace": ns,
-         "__meta_kubernetes_service_name": svc["metadata"]["name"],
-         "__meta_kubernetes_endpoint_port_name": port.get("name", ""),
-         "__meta_kubernetes_pod_name": f"{svc['metadata']['name']}-pod",
-         "__meta_kubernetes_pod_node_name": "gpu-1"}
+        {
+            "__meta_kubernetes_namespace": ns,
+            "__meta_kubernetes_service_name": svc["metadata"]["name"],
+            "__meta_kubernetes_endpoint_port_name": port.get("name", ""),
+            "__meta_kubernetes_pod_name": f"{svc['metadata']['name']}-pod",
+            "__meta_kubernetes_pod_node_name": "gpu-1",
+        }
         for svc in rendered
         if svc["kind"] == "Service" and svc["metadata"].get("namespace") == ns
         for port in svc["spec"]["ports"]
-    ]  # fmt: skip
+    ]
     for job, service in CURVINE_JOBS.items():
         assert scraped(jobs[job], "endpoints", targets) == [
-            {"__metrics_path__": "/metrics", "namespace": ns, "pod": f"{service}-pod",
-             "node": "gpu-1"}
-        ], job  # fmt: skip
+            {
+                "__metrics_path__": "/metrics",
+                "namespace": ns,
+                "pod": f"{service}-pod",
+                "node": "gpu-1",
+            }
+        ], job
 
 
 def test_the_scrape_configuration_is_one_prometheus_loads_and_labels_the_environment(
@@ -301,5 +342,7 @@ def test_the_scrape_configuration_is_one_prometheus_loads_and_labels_the_environ
     config = checked(yaml.safe_load(scrape_config_yaml(dev_config)))
     assert config == scrape_config(dev_config)
     interval = dev_config.observability.scrape_interval_seconds
-    assert config["global"] == {"scrape_interval": f"{interval}s",
-                                "external_labels": {"environment": "dev"}}  # fmt: skip
+    assert config["global"] == {
+        "scrape_interval": f"{interval}s",
+        "external_labels": {"environment": "dev"},
+    }

@@ -10,17 +10,22 @@ import pytest
 from k8s.common import raw
 
 CONFIG_MAP = {
-    "apiVersion": "v1", "kind": "ConfigMap",
-    "metadata": {"name": "settings", "namespace": "curvine",
-                 "labels": {"app.kubernetes.io/part-of": "hyperpod-kvcache"},
-                 "annotations": {"note": "written by hand"}},
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {
+        "name": "settings",
+        "namespace": "curvine",
+        "labels": {"app.kubernetes.io/part-of": "hyperpod-kvcache"},
+        "annotations": {"note": "written by hand"},
+    },
     "data": {"a": "1"},
-}  # fmt: skip
+}
 CLUSTER_ROLE = {
-    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+    "apiVersion": "rbac.authorization.k8s.io/v1",
+    "kind": "ClusterRole",
     "metadata": {"name": "reader"},
     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("manifest", [CONFIG_MAP, CLUSTER_ROLE], ids=["namespaced", "bare"])

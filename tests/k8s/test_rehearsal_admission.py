@@ -54,15 +54,20 @@ def operator_pods(objs: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, 
 
 
 def refusals(objs: list[dict[str, Any]]) -> list[str]:
-    levels = {o["metadata"]["name"]: o["metadata"].get("labels", {}).get(PSA, "privileged")
-              for o in objs if o["kind"] == "Namespace"}  # fmt: skip
+    levels = {
+        o["metadata"]["name"]: o["metadata"].get("labels", {}).get(PSA, "privileged")
+        for o in objs
+        if o["kind"] == "Namespace"
+    }
     out = []
     for ref, ns, spec in pod_templates(objs) + operator_pods(objs):
         if ns not in levels:
             out.append(f"{ref}: namespace {ns} is not rendered (its Pod Security level is unknown)")
             continue
-        out += [f"{ref}: Pod Security {levels[ns]} (enforce) refuses {v}"
-                for v in violations(spec, levels[ns])]  # fmt: skip
+        out += [
+            f"{ref}: Pod Security {levels[ns]} (enforce) refuses {v}"
+            for v in violations(spec, levels[ns])
+        ]
     return out
 
 
@@ -86,7 +91,12 @@ def test_the_model_needs_what_defect_4_refused() -> None:
 def test_helper_knows_the_restricted_controls() -> None:
     spec = {"containers": [{"name": "c", "image": "x:1"}], "volumes": [{"name": "v", "nfs": {}}]}
     got = violations(spec, "restricted")
-    for control in ("Volume Types", "Privilege Escalation", "Running as Non-root",
-                    "Seccomp", "Capabilities"):  # fmt: skip
+    for control in (
+        "Volume Types",
+        "Privilege Escalation",
+        "Running as Non-root",
+        "Seccomp",
+        "Capabilities",
+    ):
         assert any(v.startswith(control) for v in got), control
     assert violations(spec, "baseline") == []

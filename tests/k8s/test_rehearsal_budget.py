@@ -29,19 +29,24 @@ ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
 # rounded up from the upstream charts' sidecar defaults.
 NODE_DAEMONS: dict[str, tuple[int, int, str]] = {
     "aws-node (VPC CNI + network policy agent)": (
-        50, 256, "cpu 25m per container: aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml; "
-        "memory est."),
+        50,
+        256,
+        "cpu 25m per container: aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml; memory est.",
+    ),
     "kube-proxy": (100, 128, "cpu 100m: EKS kube-proxy add-on manifest; memory est."),
     "eks-pod-identity-agent": (50, 128, "est."),
     "ebs-csi-node (plugin, registrar, liveness probe)": (
-        30, 120, "10m/40Mi per container: kubernetes-sigs/aws-ebs-csi-driver chart defaults"),
+        30,
+        120,
+        "10m/40Mi per container: kubernetes-sigs/aws-ebs-csi-driver chart defaults",
+    ),
     "s3-csi-node (Mountpoint, plus one mount Pod for the model bucket)": (200, 512, "est."),
     "fsx-csi-node (plugin, registrar, liveness probe)": (100, 256, "est."),
     "hyperpod health-monitoring-agent": (500, 512, "est."),
     "nvidia-device-plugin": (50, 128, "est."),
     "efa-device-plugin": (50, 128, "est."),
     "ai-toolkit (Tiered Storage L1 daemon)": (500, 1024, "est.; its L1 memory is counted below"),
-}  # fmt: skip
+}
 
 # The operator renders these next to the model container (fixtures/operator_pod.yaml); their
 # requests are not documented: placeholder estimates.
@@ -105,18 +110,29 @@ def gpu_node_pieces(objs: list[dict[str, Any]], config: AppConfig) -> list[tuple
     for o in objs:
         if o["kind"] in ("DaemonSet", "CronJob") and lands_on(pod_spec(o), node_labels(gpu)):
             c, m = requests(pod_spec(o))
-            pieces.append((f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}",
-                           c, m))  # fmt: skip
+            pieces.append(
+                (f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}", c, m)
+            )
     iec = next(o for o in objs if o["kind"] == "InferenceEndpointConfig")
     worker = iec["spec"]["worker"]["resources"]["requests"]
-    pieces.append((f"vLLM replica of {iec['metadata']['name']} (IEC worker requests)",
-                   cpu_m(worker["cpu"]), mem_mib(worker["memory"])))  # fmt: skip
+    pieces.append(
+        (
+            f"vLLM replica of {iec['metadata']['name']} (IEC worker requests)",
+            cpu_m(worker["cpu"]),
+            mem_mib(worker["memory"]),
+        )
+    )
     pieces += [(name, c, m) for name, (c, m) in OPERATOR_SIDECARS.items()]
     if config.tiered_storage.mode == "Enable":
         share = config.tiered_storage.instance_memory_allocation_percentage
         inst = GPU_INSTANCES[gpu.instance_type]
-        pieces.append((f"Tiered Storage L1 ({share}% of instance memory, counted as taken)", 0,
-                       inst.memory_gib * 1024 * share // 100))  # fmt: skip
+        pieces.append(
+            (
+                f"Tiered Storage L1 ({share}% of instance memory, counted as taken)",
+                0,
+                inst.memory_gib * 1024 * share // 100,
+            )
+        )
     return pieces
 
 
@@ -132,8 +148,10 @@ def overruns(objs: list[dict[str, Any]], config: AppConfig) -> list[str]:
         total = sum(int(p[index]) for p in pieces)
         if total > allocatable:
             listed = "; ".join(f"{p[0]} {p[index]}{unit}" for p in pieces if p[index])
-            out.append(f"{itype}: {resource} requests {total}{unit} > allocatable "
-                       f"{allocatable}{unit}; pieces: {listed}")  # fmt: skip
+            out.append(
+                f"{itype}: {resource} requests {total}{unit} > allocatable "
+                f"{allocatable}{unit}; pieces: {listed}"
+            )
     return out
 
 
@@ -162,8 +180,10 @@ def test_an_endpoint_too_large_for_the_node_fails_naming_it(
     i = next(n for n, o in enumerate(objs) if o["kind"] == "InferenceEndpointConfig")
     iec = objs[i]
     worker = dict(iec["spec"]["worker"])
-    worker["resources"] = {**worker["resources"], "requests": {
-        **worker["resources"]["requests"], "memory": "130Gi"}}  # fmt: skip
+    worker["resources"] = {
+        **worker["resources"],
+        "requests": {**worker["resources"]["requests"], "memory": "130Gi"},
+    }
     objs[i] = {**iec, "spec": {**iec["spec"], "worker": worker}}
     (problem,) = overruns(objs, dev_config)
     assert problem.startswith("ml.g6e.4xlarge: memory requests ")

@@ -54,8 +54,14 @@ OPERATOR_POD = yaml.safe_load(
     (Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text()
 )
 # Namespaces whose Pods must never wait on Kyverno: the cluster's, HyperPod's and the add-ons'.
-OTHER_NAMESPACES = ("aws-hyperpod", "cert-manager", "hyperpod-inference-system", "default",
-                    "kube-system", "amazon-cloudwatch")  # fmt: skip
+OTHER_NAMESPACES = (
+    "aws-hyperpod",
+    "cert-manager",
+    "hyperpod-inference-system",
+    "default",
+    "kube-system",
+    "amazon-cloudwatch",
+)
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
 Obj = dict[str, Any]
 
@@ -76,8 +82,12 @@ def pod(namespace: str, labels: dict[str, str] | None = None, spec: Obj | None =
     meta: Obj = {"name": "p", "namespace": namespace}
     if labels is not None:
         meta["labels"] = labels
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": spec or {"containers": [{"name": "c", "image": "busybox:1.36"}]}}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": meta,
+        "spec": spec or {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
 
 
 def fail_closed(hooks: list[Obj], p: Obj) -> list[str]:
@@ -99,8 +109,7 @@ def rendered_pods(objs: list[Obj]) -> list[tuple[str, Obj]]:
             continue
         ns = o["metadata"]["namespace"]
         labels = template["metadata"].get("labels") or {}
-        out.append((f"{o['kind']} {ns}/{o['metadata']['name']}",
-                    pod(ns, labels, template["spec"])))  # fmt: skip
+        out.append((f"{o['kind']} {ns}/{o['metadata']['name']}", pod(ns, labels, template["spec"])))
     return out
 
 
@@ -118,11 +127,15 @@ def test_pods_outside_the_endpoints_are_created_while_kyverno_is_down(
         *rendered_pods(objs),
         *((f"Pod {ns} app={n}", pod(ns, {"app": n})) for ns in OTHER_NAMESPACES for n in names),
         *((f"Pod {ns} (no labels)", pod(ns)) for ns in OTHER_NAMESPACES),
-        *((f"Pod {ns} app=other", pod(ns, {"app": "other"}))
-          for ns in {e.namespace for e in config.kvcache.endpoints}),
-        *((f"Pod {ns} (no labels)", pod(ns)) for ns in {e.namespace for e in
-                                                        config.kvcache.endpoints}),
-    ]  # fmt: skip
+        *(
+            (f"Pod {ns} app=other", pod(ns, {"app": "other"}))
+            for ns in {e.namespace for e in config.kvcache.endpoints}
+        ),
+        *(
+            (f"Pod {ns} (no labels)", pod(ns))
+            for ns in {e.namespace for e in config.kvcache.endpoints}
+        ),
+    ]
     if config.kvcache.curvine.enabled:
         assert any(ref.startswith("StatefulSet curvine/") for ref, _ in candidates)
     blocked = [f"{ref}: {fail_closed(hooks, p)}" for ref, p in candidates if fail_closed(hooks, p)]
@@ -175,9 +188,11 @@ def _stack_values(config: AppConfig) -> Obj:
     ref = Stack(app, "ClusterRef")
     CfnWaitConditionHandle(ref, "NotEmpty")
     provider = eks.KubectlProvider.from_kubectl_provider_attributes(
-        ref, "Provider", service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
+        ref,
+        "Provider",
+        service_token="arn:aws:lambda:us-west-2:111122223333:function:kubectl",
         role=iam.Role.from_role_arn(ref, "Role", "arn:aws:iam::111122223333:role/kubectl"),
-    )  # fmt: skip
+    )
     cluster = eks.Cluster.from_cluster_attributes(
         ref, "Cluster", cluster_name="c", kubectl_provider=provider
     )

@@ -70,8 +70,11 @@ def _containers(t: Obj) -> list[Obj]:
 
 def _named(objs: list[Obj], kind: str) -> set[tuple[str, str]]:
     """(namespace, name) of every rendered object of ``kind`` ('' for cluster-scoped)."""
-    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in objs
-            if o["kind"] == kind}  # fmt: skip
+    return {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+        for o in objs
+        if o["kind"] == kind
+    }
 
 
 def _fail(problems: list[str]) -> None:
@@ -126,10 +129,11 @@ def service_problems(objs: list[Obj]) -> list[str]:
             problems.append(f"{_id(svc)}: has no selector, so it selects no Pod")
             continue
         selected = [
-            t for o, t in _templates(objs)
+            t
+            for o, t in _templates(objs)
             if o["metadata"].get("namespace") == ns
             and all(t.get("metadata", {}).get("labels", {}).get(k) == v for k, v in sel.items())
-        ]  # fmt: skip
+        ]
         if not selected:
             problems.append(f"{_id(svc)}: selector {sel} selects no Pod template in {ns}")
             continue
@@ -150,8 +154,11 @@ def test_every_service_selects_a_pod_and_its_target_ports(objs: list[Obj]) -> No
 
 
 def test_statefulset_service_name_is_a_headless_service(objs: list[Obj]) -> None:
-    services = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
-                for o in objs if o["kind"] == "Service"}  # fmt: skip
+    services = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "Service"
+    }
     problems = []
     for sts in (o for o in objs if o["kind"] == "StatefulSet"):
         key = (sts["metadata"]["namespace"], sts["spec"].get("serviceName", ""))
@@ -265,12 +272,16 @@ def _toml(objs: list[Obj]) -> dict[str, Any]:
 def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
     """The claims the L2 policy mounts (curvine-pvc; with FSx named after the file system)."""
     (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
-    mounted = {v["persistentVolumeClaim"]["claimName"]
-               for r in policy["spec"]["rules"] for loop in r["mutate"]["foreach"]
-               for v in loop["patchStrategicMerge"]["spec"]["volumes"]
-               if "persistentVolumeClaim" in v}  # fmt: skip
-    claims = [o for o in objs if o["kind"] == "PersistentVolumeClaim"
-              and o["metadata"]["name"] in mounted]  # fmt: skip
+    mounted = {
+        v["persistentVolumeClaim"]["claimName"]
+        for r in policy["spec"]["rules"]
+        for loop in r["mutate"]["foreach"]
+        for v in loop["patchStrategicMerge"]["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    }
+    claims = [
+        o for o in objs if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["name"] in mounted
+    ]
     assert mounted and claims
     for c in claims:
         assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{_id(c)}: must be ReadWriteMany"
@@ -301,9 +312,10 @@ def test_ebs_storage_class_encrypts(objs: list[Obj]) -> None:
 def test_only_the_csi_node_plugin_is_privileged(curvine_objs: list[Obj]) -> None:
     privileged = {
         f"{_id(o)}/{c['name']}"
-        for o, t in _templates(curvine_objs) for c in _containers(t)
+        for o, t in _templates(curvine_objs)
+        for c in _containers(t)
         if c.get("securityContext", {}).get("privileged")
-    }  # fmt: skip
+    }
     assert privileged == {"DaemonSet curvine/curvine-csi-node/csi-plugin"}
 
 
@@ -323,12 +335,20 @@ def test_each_port_agrees_across_container_service_and_toml(curvine_objs: list[O
         assert client["port"] == toml["master"]["rpc_port"]
     ports = {
         (o["metadata"]["name"], p["name"]): p["containerPort"]
-        for o, t in _templates(curvine_objs) for c in _containers(t) for p in c.get("ports", [])
-    }  # fmt: skip
-    problems = [f"{w} port {n}: container {ports.get((w, n))} != TOML {v}"
-                for (w, n), v in expected.items() if ports.get((w, n)) != v]  # fmt: skip
-    for svc in (o for o in curvine_objs if o["kind"] == "Service"
-                and o["metadata"]["namespace"] == "curvine"):  # fmt: skip
+        for o, t in _templates(curvine_objs)
+        for c in _containers(t)
+        for p in c.get("ports", [])
+    }
+    problems = [
+        f"{w} port {n}: container {ports.get((w, n))} != TOML {v}"
+        for (w, n), v in expected.items()
+        if ports.get((w, n)) != v
+    ]
+    for svc in (
+        o
+        for o in curvine_objs
+        if o["kind"] == "Service" and o["metadata"]["namespace"] == "curvine"
+    ):
         for sp in svc["spec"]["ports"]:
             if sp.get("targetPort", sp["port"]) != sp["port"]:
                 problems.append(f"{_id(svc)}: port {sp['port']} != targetPort {sp['targetPort']}")
@@ -401,15 +421,21 @@ def test_every_fsx_volume_names_a_file_system_the_driver_can_mount(
         if csi.get("driver") != FSX_DRIVER:
             continue
         attrs = csi.get("volumeAttributes", {})
-        named = {"FileSystemId": csi.get("volumeHandle", ""), "DNSName": attrs.get("dnsname", ""),
-                 "LustreFileSystemMountName": attrs.get("mountname", "")}  # fmt: skip
+        named = {
+            "FileSystemId": csi.get("volumeHandle", ""),
+            "DNSName": attrs.get("dnsname", ""),
+            "LustreFileSystemMountName": attrs.get("mountname", ""),
+        }
         for shape, value in named.items():
             if not _pattern(shape).fullmatch(value):
-                problems.append(f"PersistentVolume {pv['metadata']['name']}: {value!r} is no "
-                                f"FSx {shape}")  # fmt: skip
+                problems.append(
+                    f"PersistentVolume {pv['metadata']['name']}: {value!r} is no FSx {shape}"
+                )
         if not attrs.get("dnsname", "").startswith(f"{csi.get('volumeHandle')}."):
-            problems.append(f"PersistentVolume {pv['metadata']['name']}: dnsname is not the "
-                            "volumeHandle's file system")  # fmt: skip
+            problems.append(
+                f"PersistentVolume {pv['metadata']['name']}: dnsname is not the "
+                "volumeHandle's file system"
+            )
     assert not problems, "\n".join(problems)
     if env == "fsx":
         assert any(o["kind"] == "PersistentVolume" for o in rendered_envs[env])

@@ -41,8 +41,10 @@ def _render(fsx: FsxVolume, tmp: Path) -> list[Obj]:
 
 @pytest.fixture(scope="module")
 def before_after(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Obj], list[Obj]]:
-    return (_render(DEPLOYED_FSX, tmp_path_factory.mktemp("before")),
-            _render(REPLACED_FSX, tmp_path_factory.mktemp("after")))  # fmt: skip
+    return (
+        _render(DEPLOYED_FSX, tmp_path_factory.mktemp("before")),
+        _render(REPLACED_FSX, tmp_path_factory.mktemp("after")),
+    )
 
 
 def test_replacing_the_file_system_is_an_update_the_api_server_accepts(
@@ -54,8 +56,11 @@ def test_replacing_the_file_system_is_an_update_the_api_server_accepts(
 
 
 def _kind(objs: list[Obj], kind: str) -> dict[tuple[str, str], Obj]:
-    return {(o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
-            for o in objs if o["kind"] == kind}  # fmt: skip
+    return {
+        (o["metadata"].get("namespace", ""), o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == kind
+    }
 
 
 def test_after_a_replacement_new_endpoint_pods_mount_the_new_file_system(
@@ -72,8 +77,11 @@ def test_after_a_replacement_new_endpoint_pods_mount_the_new_file_system(
         pod = copy.deepcopy(OPERATOR_POD)
         pod["metadata"].update(namespace=ns, labels={"app": name})
         pod = apply_policy(policy, pod, "CREATE")
-        (claim,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"]
-                    if "persistentVolumeClaim" in v]  # fmt: skip
+        (claim,) = [
+            v["persistentVolumeClaim"]["claimName"]
+            for v in pod["spec"]["volumes"]
+            if "persistentVolumeClaim" in v
+        ]
         pvc = claims[(ns, claim)]
         pv = volumes[("", pvc["spec"]["volumeName"])]
         assert pv["spec"]["claimRef"] == {"namespace": ns, "name": claim}
@@ -85,13 +93,23 @@ def test_after_a_replacement_new_endpoint_pods_mount_the_new_file_system(
     assert {k[1] for k in gone} == {"PersistentVolume", "PersistentVolumeClaim"}
 
 
-PV = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "l2"},
-      "spec": {"csi": {"driver": FSX_DRIVER, "volumeHandle": "fs-0123456789abcdef0"},
-               "claimRef": {"namespace": "a", "name": "c"}, "volumeMode": "Filesystem",
-               "persistentVolumeReclaimPolicy": "Retain"}}  # fmt: skip
-PVC = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-       "metadata": {"name": "c", "namespace": "a"},
-       "spec": {"volumeName": "l2", "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+PV = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolume",
+    "metadata": {"name": "l2"},
+    "spec": {
+        "csi": {"driver": FSX_DRIVER, "volumeHandle": "fs-0123456789abcdef0"},
+        "claimRef": {"namespace": "a", "name": "c"},
+        "volumeMode": "Filesystem",
+        "persistentVolumeReclaimPolicy": "Retain",
+    },
+}
+PVC = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "c", "namespace": "a"},
+    "spec": {"volumeName": "l2", "resources": {"requests": {"storage": "1Gi"}}},
+}
 
 
 def _with(obj: Obj, path: str, value: Any) -> Obj:
@@ -104,13 +122,16 @@ def _with(obj: Obj, path: str, value: Any) -> Obj:
     return out
 
 
-@pytest.mark.parametrize(("old", "path", "value", "refused"), [
-    (PV, "spec.csi.volumeHandle", "fs-0fedcba9876543210", True),
-    (PV, "spec.volumeMode", "Block", True),
-    (PV, "spec.persistentVolumeReclaimPolicy", "Delete", False),
-    (PVC, "spec.volumeName", "l2-new", True),
-    (PVC, "spec.resources.requests.storage", "2Gi", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("old", "path", "value", "refused"),
+    [
+        (PV, "spec.csi.volumeHandle", "fs-0fedcba9876543210", True),
+        (PV, "spec.volumeMode", "Block", True),
+        (PV, "spec.persistentVolumeReclaimPolicy", "Delete", False),
+        (PVC, "spec.volumeName", "l2-new", True),
+        (PVC, "spec.resources.requests.storage", "2Gi", False),
+    ],
+)
 def test_the_model_refuses_what_the_api_server_refuses(
     old: Obj, path: str, value: Any, refused: bool
 ) -> None:
