@@ -16,7 +16,11 @@ from urllib.parse import urlparse
 import pytest
 
 from infra.config import AppConfig
-from tests.k8s.test_rehearsal_objects import Obj, _containers, _fail, _id, _templates
+from k8s.common import PART_OF
+from k8s.csi import NODE
+from k8s.curvine import master_addrs
+from k8s.foundation import CURVINE_SC
+from tests.k8s.test_rehearsal_objects import Obj, _containers, _fail, _id, _selector, _templates
 
 FS_URL_PREFIX = "fs://"
 
@@ -264,7 +268,6 @@ def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> N
 def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> None:
     """Teardown, the ownership-aware apply and the dashboards find this project's objects by the
     standard labels; every object and every Pod template carries all four."""
-    from k8s.common import PART_OF
 
     problems = []
     metas = [(_id(o), o["metadata"]) for o in objs]
@@ -282,7 +285,6 @@ def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> N
 def test_every_workload_has_a_selector(objs: list[Obj]) -> None:
     """An empty selector would be refused by the API server (apps/v1) or select every Pod; that
     each selects its own Pods is test_rehearsal_objects' check."""
-    from tests.k8s.test_rehearsal_objects import _selector
 
     problems = []
     for o, _ in _templates(objs):
@@ -299,8 +301,6 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
     """The CSI driver hands each StorageClass parameter it does not know to curvine-fuse as a
     flag: the mount's threads and TTL are the config's, under the cache's own directory, and its
     metrics port is the one curvine-sc's FUSE process owns on a node."""
-    from k8s.curvine import master_addrs
-    from k8s.foundation import CURVINE_SC
 
     _curvine_only(config)
     cv = config.kvcache.curvine
@@ -319,7 +319,6 @@ def test_the_curvine_storage_class_passes_the_configs_fuse_settings(
 def test_the_fuse_client_gets_the_configs_resources(objs: list[Obj], config: AppConfig) -> None:
     """The FUSE client in the CSI node plugin serves every L2 read and write on its node: its
     requests and limits are the config's (kvcache.curvine.fuse), not a default."""
-    from k8s.csi import NODE
 
     _curvine_only(config)
     fuse = config.kvcache.curvine.fuse

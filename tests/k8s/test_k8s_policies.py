@@ -5,9 +5,11 @@ from __future__ import annotations
 import tomllib
 from typing import Any
 
-from infra.config import AppConfig
+from infra.config import AppConfig, parse_config
 from infra.config.kvcache import image_is_pinned
+from k8s.app import build_charts, manifests
 from k8s.common import gpu_node_selector
+from tests.synth_support import QUICK_INSTALL_CLUSTER, _dev_raw
 
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
@@ -77,9 +79,6 @@ def test_an_installed_kyverno_keeps_its_own_namespace() -> None:
     """With ``kvcache.kyverno.install: false`` (an existing cluster's Kyverno) the charts render
     no Namespace for Kyverno's: it is not ours. The ownership-aware apply would refuse to take it
     over, and were it ours a stack deletion would delete it with Kyverno inside."""
-    from infra.config import parse_config
-    from k8s.app import build_charts, manifests
-    from tests.synth_support import QUICK_INSTALL_CLUSTER, _dev_raw
 
     raw = _dev_raw()
     raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)

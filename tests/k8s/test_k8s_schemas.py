@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+import cdk8s
 import jsonschema
 import kubernetes_validate
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from infra.config import AppConfig
 from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
+from k8s.endpoints import EndpointsChart
 from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
@@ -85,9 +87,6 @@ def test_endpoints_validate_against_the_crd_each_known_add_on_ships(
 ) -> None:
     """Any row of the table can be pinned: dev's endpoints, rendered under that pin, pass the CRD
     of the operator it ships (the default pin's CRD is covered per environment above)."""
-    import cdk8s
-
-    from k8s.endpoints import EndpointsChart
 
     addons = dev_config.addons.model_copy(
         update={

@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from k8s.policy import RULE_NAME_MAX, rule_name
 from tests.doubles.kyverno_eval import apply_policy
 
 # The seed walkthrough's URL, spelled out so a change in the code cannot also change the check.
@@ -145,8 +147,6 @@ def test_mutation_leaves_other_requests_alone(policy: dict[str, Any], change: st
 def test_rule_names_fit_kyverno_and_stay_unique_when_cut() -> None:
     """Kyverno's CRD caps a rule name at 63 characters and its webhook refuses a policy whose
     rule names repeat: two long endpoint names sharing a prefix must still make two rules."""
-    from infra.config.kvcache import EndpointConfig
-    from k8s.policy import RULE_NAME_MAX, rule_name
 
     assert rule_name(EndpointConfig(name="qwen3-8b", namespace="inference")) == (
         "l2-inference-qwen3-8b"

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from k8s.network_policy import COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS
+from infra.config import load_config, parse_config
+from k8s.network_policy import COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS, collector_cidrs
 from tests.doubles.network_policy import CURVINE, allowed, kubelet_probe_passes
+from tests.synth_support import _dev_raw
 
 Obj = dict[str, Any]
 
@@ -81,7 +83,6 @@ def test_metrics_admit_the_managed_collector_by_address(
     """The AMP managed collector scrapes from network interfaces in the VPC's subnets, not from a
     Pod: with observability on, the metrics ports (only they) admit the VPC's CIDR; the Pods'
     own addresses (the HyperPod subnet, a secondary CIDR) are not in it."""
-    from infra.config import load_config
 
     for env, objs in rendered_envs.items():
         if env not in ("dev", "test", "prod"):
@@ -127,7 +128,6 @@ def test_kubelet_probes_reach_curvine_from_any_node_address(
     address on a secondary interface in the HyperPod subnet. Admitting that subnet on the probed
     ports is not how: the Pods of the whole cluster take their addresses from it, and none may
     reach Curvine's RPC."""
-    from infra.config import load_config
 
     for env in ("dev", "test", "prod"):
         objs, config = rendered_envs[env], load_config(env)
@@ -213,9 +213,6 @@ def test_the_policies_as_kubectl_lists_them(objs: list[Obj]) -> None:
 
 
 def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
-    from infra.config import parse_config
-    from k8s.network_policy import collector_cidrs
-    from tests.synth_support import _dev_raw
 
     raw = _dev_raw()
     raw["observability"] = {

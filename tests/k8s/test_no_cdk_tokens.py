@@ -36,6 +36,7 @@ from infra.unresolved import UnresolvedTokenError, unresolved_tokens
 from k8s import render as render_module
 from k8s.app import build_charts
 from k8s.render import render_config, write
+from scripts.dashboard import main as dashboard_main
 from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
 
 ENVS = ("dev", "test", "prod")
@@ -220,7 +221,6 @@ def test_make_synth_writes_what_make_manifests_writes_and_keeps_the_dashboard(
 ) -> None:
     """`make dashboard` then `make synth`: dist/<env>/ holds exactly what `make manifests`
     writes, and the dashboard's files stay."""
-    from scripts.dashboard import main as dashboard_main
 
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
     synth_out, manifests_out = tmp_path / "synth", tmp_path / "manifests"

@@ -30,8 +30,9 @@ from infra.cdk_context import new_app
 from infra.config import AppConfig
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.common import INSTANCE_GROUP_LABEL
-from k8s.kyverno import RELEASE
+from k8s.kyverno import RELEASE, kyverno_values
 from k8s.policy import POLICY
+from k8s.render import KYVERNO_VALUES, kubectl_steps, render
 from stacks.kvcache_stack import KvCacheStack
 from tests.doubles.kyverno_chart import (
     CHART_VALUES,
@@ -69,7 +70,6 @@ Obj = dict[str, Any]
 def webhooks(objs: list[Obj], config: AppConfig, values: Obj | None = None) -> list[Obj]:
     """The resource mutating webhooks Kyverno registers for the rendered policies, with the
     chart's webhook settings under the app's Helm values."""
-    from k8s.kyverno import kyverno_values
 
     policies = [o for o in objs if o["kind"] == "ClusterPolicy"]
     chart = merged(kyverno_values(config) if values is None else values)
@@ -267,7 +267,6 @@ def test_kubectl_users_install_kyverno_with_the_values_the_stack_deploys(
     """`make manifests` writes the release's values beside the charts and its `helm install`
     step passes them: a cluster set up with kubectl gets the same replicas, budget and node
     placement as one deployed by CDK."""
-    from k8s.render import KYVERNO_VALUES, kubectl_steps, render
 
     out = tmp_path / env
     files = render(env, out, lock_dir=tmp_path / "locks")
