@@ -12,11 +12,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import cdk8s
 import pytest
 from mypy import api as mypy_api
 
+from infra.config import AppConfig
 from infra.versions import SUPPORTED_KUBERNETES
+from k8s.app import build_charts
+from k8s.common import k8s_for
 from k8s.kube_api import REFERENCE, KPlusApi, KubeApi
+from k8s.observability import ObservabilityChart
+from tests.k8s.conftest import env_fsx
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = sorted({p.cdk8s_plus_module for p in SUPPORTED_KUBERNETES.values()})
@@ -139,3 +145,21 @@ def test_mypy_refuses_a_misspelt_field_in_a_chart(
     assert 'Unexpected keyword argument "image_pul_policy" for "Container"' in out
     assert 'Argument "container_port" to "ContainerPort" has incompatible type "str"' in out
     assert 'Missing named argument "mount_path" for "VolumeMount"' in out
+
+
+def test_every_built_in_kind_the_charts_build_comes_from_a_typed_class(
+    env: str, config: AppConfig
+) -> None:
+    """Only a custom resource (no typed class to build it with) is written field by field,
+    out of mypy's sight (docs/kubernetes-hardening.md, "Typed objects"): every other object is an
+    instance of a typed cdk8s-plus class, the collector's RBAC included."""
+    charts = [chart for _, chart in build_charts(config, fsx=env_fsx(env)).ordered]
+    charts.append(ObservabilityChart(cdk8s.App(), "observability", config=config))
+    typed = k8s_for(config)
+    untyped = [
+        f"{obj.kind} {obj.name}"
+        for chart in charts
+        for obj in chart.node.find_all()
+        if type(obj) is cdk8s.ApiObject and hasattr(typed, f"Kube{obj.kind}")
+    ]
+    assert untyped == []
