@@ -35,7 +35,7 @@ from botocore.exceptions import ClientError
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
-from infra.handlers.owned_manifest.ownership import OWNER_ANNOTATION
+from infra.custom_resources.owned_manifest.handler.ownership import OWNER_ANNOTATION
 from infra.stack_layout import STACK_SUFFIXES, deletion_waves
 from scripts.clients import Clients
 from scripts.common import OperationError

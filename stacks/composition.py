@@ -121,12 +121,6 @@ def compose(
                 description="HyperPod KV cache: NAT gateways, private subnets' default routes",
                 **common("egress"),
             )
-    tiered_storage = TieredStorageStack(
-        app,
-        f"{prefix}-tiered-storage",
-        description="HyperPod KV cache: Tiered Storage on the HyperPod cluster (UpdateCluster)",
-        **common("tiered-storage"),
-    )
     hyperpod = HyperPodStack(
         app,
         f"{prefix}-hyperpod",
@@ -135,10 +129,21 @@ def compose(
         network=network.network if network else None,
         eks_stack=eks_stack,
         egress=egress.egress if egress else None,
-        tiered_storage_scope=tiered_storage,
         description="HyperPod KV cache: HyperPod cluster, its prerequisites, the Tiered "
         "Storage and node gate providers",
         **common("hyperpod"),
+    )
+    hyperpod_cluster = hyperpod.hyperpod.cluster if hyperpod.hyperpod else None
+    tiered_storage = TieredStorageStack(
+        app,
+        f"{prefix}-tiered-storage",
+        config=config,
+        provider=hyperpod.tiered_storage_provider,
+        hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
+        hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
+        hyperpod_cluster=hyperpod_cluster,
+        description="HyperPod KV cache: Tiered Storage on the HyperPod cluster (UpdateCluster)",
+        **common("tiered-storage"),
     )
     nodes = NodesStack(
         app,
@@ -147,8 +152,8 @@ def compose(
         cluster=hyperpod.eks_cluster,
         hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
         hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
-        provider_scope=hyperpod,
-        hyperpod_cluster=hyperpod.hyperpod.cluster if hyperpod.hyperpod else None,
+        provider=hyperpod.node_gate_provider,
+        hyperpod_cluster=hyperpod_cluster,
         description="HyperPod KV cache: node readiness gate and CoreDNS",
         **common("nodes"),
     )
@@ -190,7 +195,7 @@ def compose(
         chart=kvcache.charts.endpoints,
         after=[
             *([operator.resource] if operator is not None else []),
-            hyperpod.tiered_storage.resource,
+            tiered_storage.tiered_storage.resource,
             *l2,
         ],
         description="HyperPod KV cache: the inference endpoints",

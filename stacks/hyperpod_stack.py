@@ -7,7 +7,7 @@ Two modes, one interface for the stacks above it (``eks_cluster``, ``oidc_provid
   app owns (Tiered Storage) and a kubectl provider for the imported EKS cluster are created.
 
 The node readiness gate and CoreDNS are in the nodes stack, the Tiered Storage custom resource in
-the tiered-storage stack (its Provider is built here, beside the cluster): this stack ends with
+the tiered-storage stack; their Providers are built here, beside the cluster: this stack ends with
 the cluster, so neither waits for the other.
 """
 
@@ -30,10 +30,10 @@ from infra.constructs.hyperpod import (
     HyperPodDependencies,
     HyperPodExecutionRole,
     LifecycleScripts,
-    instance_groups_hash,
 )
 from infra.constructs.network import Network
-from infra.constructs.tiered_storage import TieredStorage
+from infra.custom_resources.node_gate.construct import NodeGateProvider
+from infra.custom_resources.tiered_storage.construct import TieredStorageProvider
 from infra.deps import needs
 from infra.nag import acknowledge_findings, render_intrinsic
 from infra.versions import SUPPORTED_KUBERNETES
@@ -57,7 +57,6 @@ class HyperPodStack(Stack):
         network: Network | None = None,
         eks_stack: EksStack | None = None,
         egress: Construct | None = None,
-        tiered_storage_scope: Construct | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
@@ -73,21 +72,11 @@ class HyperPodStack(Stack):
                 needs(self.hyperpod.cluster, egress)
                 if self.dependencies_chart.chart is not None:
                     needs(self.dependencies_chart.chart, egress)
-        # The single owner of TieredStorageConfig; on an existing cluster it restores the
-        # previous setting when the stack is deleted.
-        self.tiered_storage = TieredStorage(
-            self,
-            "TieredStorage",
-            cluster_name=self.hyperpod_cluster_name,
-            cluster_arn=self.hyperpod_cluster_arn,
-            config=config.tiered_storage,
-            instance_groups_hash=instance_groups_hash(config.hyperpod),
-            restore_on_delete=config.existing_cluster is not None,
-            resource_scope=tiered_storage_scope,
-        )
-        if self.hyperpod is not None:
-            # Re-asserted after every cluster update (the hash changes with the groups).
-            needs(self.tiered_storage.resource, self.hyperpod.cluster)
+        # The Providers of the Tiered Storage and node gate custom resources (in the
+        # tiered-storage and nodes stacks): they reference no cluster, so they are built while
+        # it is created.
+        self.tiered_storage_provider = TieredStorageProvider(self, "TieredStorage")
+        self.node_gate_provider = NodeGateProvider(self, "NodesReadyGate")
 
     def _create(
         self, config: AppConfig, network: Network, eks_stack: EksStack, chart_dir: Path

@@ -32,7 +32,7 @@ from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
 from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.network import Network
-from infra.constructs.owned_manifest import OwnedManifests
+from infra.custom_resources.owned_manifest.construct import OwnedManifests
 from infra.deps import needs
 from k8s.app import Charts, build_charts
 from k8s.common import EBS_SC

@@ -4,8 +4,8 @@ Its own stack so that the add-ons and the Kubernetes layer start as soon as the 
 without waiting for the Tiered Storage update on the same cluster (tiered_storage_stack.py).
 
 Only the gate's custom resource and its cluster-scoped policy live here; the gate's Provider
-(functions, roles, state machine, logs) is built in ``provider_scope`` (the HyperPod stack),
-beside the cluster and while it is created, as the Tiered Storage Provider is.
+(functions, roles, state machine, logs) is built in the HyperPod stack, beside the cluster and
+while it is created, as the Tiered Storage Provider is.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.eks_cluster import add_coredns
 from infra.constructs.hyperpod import instance_groups_hash
-from infra.constructs.node_gate import NodeReadinessGate
+from infra.custom_resources.node_gate.construct import NodeGateProvider, NodeReadinessGate
 from infra.deps import needs
 
 
@@ -36,7 +36,7 @@ class NodesStack(Stack):
         cluster: AnyCluster,
         hyperpod_cluster_name: str,
         hyperpod_cluster_arn: str,
-        provider_scope: Construct,
+        provider: NodeGateProvider,
         hyperpod_cluster: IConstruct | None = None,
         **kwargs: Any,
     ) -> None:
@@ -49,12 +49,12 @@ class NodesStack(Stack):
         # that are already up and returns, Delete of the old one does nothing
         # (docs/deploy-time.md).
         self.nodes_ready = NodeReadinessGate(
-            provider_scope,
+            self,
             "NodesReadyGate",
+            provider=provider,
             cluster_name=hyperpod_cluster_name,
             cluster_arn=hyperpod_cluster_arn,
             fingerprint=instance_groups_hash(config.hyperpod) if created else "",
-            resource_scope=self,
         )
         self.coredns = None
         if hyperpod_cluster is not None:

@@ -6,7 +6,7 @@ owner had.
 Doubles: the real synthesized templates (the shared ``dev``/``existing`` fixtures plus one
 variant: private endpoint, every add-on skipped, Kyverno and ebs-sc reused, the endpoint in a
 namespace of its own); a local fake Kubernetes API server driven by the official client
-(tests/handlers/ownership_fake_kube.py) stands in for the cluster.
+(tests/doubles/ownership_fake_kube.py) stands in for the cluster.
 """
 
 from __future__ import annotations
@@ -19,11 +19,15 @@ import pytest
 
 from infra.config import parse_config
 from infra.config.errors import ConfigError
-from infra.constructs.owned_manifest import RESOURCE_TYPE
-from infra.handlers.owned_manifest import index
-from infra.handlers.owned_manifest.ownership import OWNER_ANNOTATION, Cluster, OwnershipError
-from tests.handlers.ownership_fake_kube import ApplyFakeKube
-from tests.handlers.test_owned_manifest_handler import CRD, NS, SC, ns, sc
+from infra.custom_resources.owned_manifest.construct import RESOURCE_TYPE
+from infra.custom_resources.owned_manifest.handler import index
+from infra.custom_resources.owned_manifest.handler.ownership import (
+    OWNER_ANNOTATION,
+    Cluster,
+    OwnershipError,
+)
+from tests.doubles.ownership_fake_kube import ApplyFakeKube
+from tests.infra.custom_resources.owned_manifest.handler.objects import CRD, NS, SC, ns, sc
 from tests.synth_support import (
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_PRIVATE,
@@ -200,8 +204,8 @@ def test_kyverno_install_false_is_refused_on_a_created_cluster() -> None:
 def _prods_layer(kube: ApplyFakeKube, s: Synth) -> dict[str, Any]:
     """prod's copy of every object of this layer (same names), marked by prod; a copy of the
     store."""
-    from infra.handlers.owned_manifest.kinds import Ref
-    from infra.handlers.owned_manifest.ownership import stamped
+    from infra.custom_resources.owned_manifest.handler.kinds import Ref
+    from infra.custom_resources.owned_manifest.handler.ownership import stamped
 
     prod = s.config.stack_prefix.replace(s.config.environment, "prod")
     assert prod != s.config.stack_prefix
@@ -259,8 +263,8 @@ def test_destroy_deletes_the_l2_volumes_while_their_provisioner_runs(existing: S
     the claims last within their wave (CloudFormation promises no order inside one): every
     volume of the L2 claims is deleted by the Curvine CSI controller, which (with Curvine's
     master) still runs. Gone first, it would leave each volume with its finalizer."""
-    from tests.handlers.ownership_fake_kube import Provisioner
-    from tests.handlers.test_owned_manifest_handler import FakeTime
+    from tests.doubles.ownership_fake_kube import Provisioner
+    from tests.infra.custom_resources.owned_manifest.handler.objects import FakeTime
 
     curvine = f"/apis/apps/v1/namespaces/{existing.config.kvcache.curvine.namespace}"
     needed = (f"{curvine}/deployments/curvine-csi-controller",

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aws_cdk import CfnElement
 
-from infra.constructs.node_gate import RESOURCE_TYPE as GATE_TYPE
+from infra.custom_resources.node_gate.construct import RESOURCE_TYPE as GATE_TYPE
 from tests.synth_support import Synth
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"

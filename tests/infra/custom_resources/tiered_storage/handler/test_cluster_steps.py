@@ -1,0 +1,203 @@
+"""One converge step of the Tiered Storage handler, exactly: its answer, its reason and its log
+line for each cluster state, and DescribeCluster's errors. Double: botocore's Stubber (requests
+and answers checked against the real SageMaker model), as in test_index.py."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import botocore.session
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+from infra.custom_resources.tiered_storage.handler.cluster import (
+    RetryLater,
+    Step,
+    converge,
+    describe,
+)
+from infra.custom_resources.tiered_storage.handler.errors import HandlerError
+from infra.custom_resources.tiered_storage.handler.properties import TieredStorage
+from tests.doubles.tiered_storage_events import CLUSTER, CLUSTER_ARN
+from tests.doubles.tiered_storage_events import describe as answer
+
+ENABLE_20 = TieredStorage("Enable", 20)
+DISABLE = TieredStorage("Disable")
+LOGGER = "infra.custom_resources.tiered_storage.handler.cluster"
+
+
+@pytest.fixture
+def client() -> Any:
+    return botocore.session.get_session().create_client(
+        "sagemaker", region_name="us-west-2", aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )  # fmt: skip
+
+
+@pytest.fixture
+def stub(client: Any) -> Iterator[Stubber]:
+    with Stubber(client) as stubber:
+        yield stubber
+        stubber.assert_no_pending_responses()
+
+
+def test_done_when_read_back_and_in_service(client: Any) -> None:
+    desc = answer(tiered={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20})
+    assert converge(client, CLUSTER, ENABLE_20, desc=desc) == Step(
+        True, "Tiered Storage is Enable (20% of instance memory) and the cluster is InService"
+    )
+
+
+def test_read_back_but_updating_waits(client: Any) -> None:
+    desc = answer(status="Updating",
+                  tiered={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20})  # fmt: skip
+    assert converge(client, CLUSTER, ENABLE_20, desc=desc) == Step(
+        False, "Tiered Storage reads back as Enable (20% of instance memory); cluster is Updating"
+    )
+
+
+def test_not_yet_applied_and_busy_waits(client: Any) -> None:
+    desc = answer(status="Updating", tiered={"Mode": "Disable"})
+    assert converge(client, CLUSTER, ENABLE_20, desc=desc) == Step(
+        False, "cluster is Updating (current Tiered Storage: {'Mode': 'Disable'}); waiting"
+    )
+
+
+def test_an_accepted_update_waits_and_logs(
+    client: Any, stub: Stubber, caplog: pytest.LogCaptureFixture
+) -> None:
+    tiered = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
+    stub.add_response("update_cluster", {"ClusterArn": CLUSTER_ARN},
+                      {"ClusterName": CLUSTER, "NodeRecovery": "Automatic",
+                       "TieredStorageConfig": tiered})  # fmt: skip
+    caplog.set_level(logging.INFO, LOGGER)
+    step = converge(client, CLUSTER, ENABLE_20, desc=answer(tiered={"Mode": "Disable"}))
+    assert step == Step(False, "UpdateCluster accepted: Enable (20% of instance memory); "
+                               "waiting for InService")  # fmt: skip
+    assert caplog.messages == [f"UpdateCluster accepted for {CLUSTER}: Enable (20% of instance "
+                               "memory) (was {'Mode': 'Disable'})"]  # fmt: skip
+
+
+def test_a_conflicting_update_waits_with_the_service_message(client: Any, stub: Stubber) -> None:
+    stub.add_client_error("update_cluster", "ConflictException", "busy")
+    step = converge(client, CLUSTER, ENABLE_20, desc=answer(tiered={"Mode": "Disable"}))
+    assert step == Step(False, "UpdateCluster: ConflictException: busy")
+
+
+@pytest.mark.parametrize("status", ["Failed", "Deleting"])
+def test_a_failed_cluster_fails_create_but_lets_delete_finish(
+    client: Any, status: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    desc = answer(status=status)
+    with pytest.raises(HandlerError) as err:
+        converge(client, CLUSTER, ENABLE_20, desc=desc)
+    assert str(err.value) == (
+        f"HyperPod cluster {CLUSTER!r} is {status}: (no FailureMessage). Tiered Storage was not "
+        "changed. Fix or recreate the cluster, then deploy again."
+    )
+    caplog.set_level(logging.WARNING, LOGGER)
+    assert converge(client, CLUSTER, DISABLE, deleting=True, desc=desc) == Step(
+        True, f"cluster {CLUSTER!r} is {status}; nothing to restore"
+    )
+    assert caplog.messages == [
+        f"cluster {CLUSTER} is {status} ((no FailureMessage)): Tiered Storage not restored"
+    ]
+
+
+def test_a_missing_cluster_fails_create_and_lets_delete_finish(client: Any, stub: Stubber) -> None:
+    stub.add_client_error("describe_cluster", "ResourceNotFound", "no such cluster")
+    with pytest.raises(HandlerError, match=rf"^HyperPod cluster {CLUSTER!r} not found"):
+        converge(client, CLUSTER, ENABLE_20)
+    stub.add_client_error("describe_cluster", "ResourceNotFound", "no such cluster")
+    assert converge(client, CLUSTER, DISABLE, deleting=True) == Step(
+        True, f"cluster {CLUSTER!r} no longer exists; nothing to restore"
+    )
+
+
+def test_missing_node_recovery_names_the_command(client: Any) -> None:
+    with pytest.raises(HandlerError) as err:
+        converge(client, CLUSTER, ENABLE_20, desc=answer(tiered=None, node_recovery=None))
+    assert str(err.value) == (
+        f"DescribeCluster of {CLUSTER!r} returned no NodeRecovery, and UpdateCluster with "
+        "TieredStorageConfig alone is rejected. Check: set it once with `aws sagemaker "
+        f"update-cluster --cluster-name {CLUSTER} --node-recovery Automatic` (or None)."
+    )
+
+
+@pytest.mark.parametrize(("code", "message", "result"), [
+    ("ResourceNotFound", "x", None),
+    ("ValidationException", "Could not find cluster kv", None),
+    ("ValidationException", "Cluster kv DOES NOT EXIST", None),
+])  # fmt: skip
+def test_describe_reads_not_found_as_none(
+    client: Any, stub: Stubber, code: str, message: str, result: None
+) -> None:
+    stub.add_client_error("describe_cluster", code, message)
+    assert describe(client, CLUSTER) is result
+
+
+def test_describe_retries_later_on_throttling(client: Any, stub: Stubber) -> None:
+    stub.add_client_error("describe_cluster", "ThrottlingException", "slow down")
+    with pytest.raises(RetryLater, match=r"^DescribeCluster: ThrottlingException: slow down$"):
+        describe(client, CLUSTER)
+
+
+def test_describe_fails_on_other_errors_with_the_service_message(
+    client: Any, stub: Stubber
+) -> None:
+    stub.add_client_error("describe_cluster", "ValidationException", "bad name")
+    with pytest.raises(HandlerError) as err:
+        describe(client, CLUSTER)
+    assert str(err.value) == (
+        f"SageMaker DescribeCluster on HyperPod cluster {CLUSTER!r} failed: ValidationException: "
+        "bad name. Check: that Tiered Storage is available for this cluster's Region and "
+        "instance types, and that the same `aws sagemaker update-cluster` works by hand "
+        "(README.md, Tiered Storage)."
+    )
+
+
+class _Raises:
+    """A client whose DescribeCluster raises a ClientError with a bare response (botocore fills
+    Code and Message; a hand-made or proxied error may not)."""
+
+    def __init__(self, response: dict[str, Any]) -> None:
+        self.response = response
+
+    def describe_cluster(self, **_: Any) -> Any:
+        raise ClientError(self.response, "DescribeCluster")
+
+
+def test_an_error_without_code_or_message_still_fails_clearly() -> None:
+    for response in ({}, {"Error": {}}):
+        with pytest.raises(HandlerError) as err:
+            describe(_Raises(response), CLUSTER)
+        assert str(err.value) == (
+            f"SageMaker DescribeCluster on HyperPod cluster {CLUSTER!r} failed: Unknown: . "
+            "Check: the cluster's events in the SageMaker console and the DescribeCluster call "
+            "in CloudTrail."
+        )
+
+
+def test_a_throttle_without_message_retries_later() -> None:
+    with pytest.raises(RetryLater, match=r"^DescribeCluster: ThrottlingException: $"):
+        describe(_Raises({"Error": {"Code": "ThrottlingException"}}), CLUSTER)
+
+
+def test_a_missing_cluster_names_where_to_look(client: Any, stub: Stubber) -> None:
+    stub.add_client_error("describe_cluster", "ResourceNotFound", "no such cluster")
+    with pytest.raises(HandlerError) as err:
+        converge(client, CLUSTER, ENABLE_20)
+    assert str(err.value) == (
+        f"HyperPod cluster {CLUSTER!r} not found (DescribeCluster). Check: the cluster name in "
+        "config, and that the stack deploys to the cluster's account and Region."
+    )
+
+
+def test_an_answer_without_status_waits(client: Any) -> None:
+    desc = {k: v for k, v in answer(tiered={"Mode": "Disable"}).items() if k != "ClusterStatus"}
+    assert converge(client, CLUSTER, ENABLE_20, desc=desc) == Step(
+        False, "cluster is  (current Tiered Storage: {'Mode': 'Disable'}); waiting"
+    )
