@@ -21,9 +21,9 @@ from infra.config import parse_config
 from infra.config.errors import ConfigError
 from infra.custom_resources.owned_manifest.construct import RESOURCE_TYPE
 from infra.custom_resources.owned_manifest.handler import index
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.ownership import (
     OWNER_ANNOTATION,
-    Cluster,
     OwnershipError,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube

@@ -16,9 +16,10 @@ import json
 import logging
 from typing import Any
 
+from .cluster import Cluster
 from .connect import ClusterGone, api_client
 from .kinds import Ref
-from .ownership import Check, Cluster, OwnershipError, apply, delete
+from .ownership import Check, OwnershipError, apply, delete
 from .volumes import VolumeWait
 
 log = logging.getLogger(__name__)

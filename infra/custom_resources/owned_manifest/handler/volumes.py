@@ -13,14 +13,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubernetes.client.exceptions import ApiException
 
+from .cluster import Cluster
 from .kinds import Ref
-
-if TYPE_CHECKING:
-    from .ownership import Cluster
 
 
 @dataclass(frozen=True)

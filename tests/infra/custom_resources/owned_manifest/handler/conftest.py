@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from infra.custom_resources.owned_manifest.handler.ownership import Cluster
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
 
 

@@ -36,8 +36,8 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.eks.models import eks_backends
 
 from infra.custom_resources.owned_manifest.handler import connect
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.kinds import Ref
-from infra.custom_resources.owned_manifest.handler.ownership import Cluster
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
 
 CLUSTER = "team-eks"

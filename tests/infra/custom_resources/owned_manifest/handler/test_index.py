@@ -22,9 +22,9 @@ import boto3
 import pytest
 
 from infra.custom_resources.owned_manifest.handler import connect, index
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.ownership import (
     OWNER_ANNOTATION,
-    Cluster,
     OwnershipError,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube

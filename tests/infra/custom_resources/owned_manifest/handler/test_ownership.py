@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from infra.custom_resources.owned_manifest.handler import index
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.kinds import Ref, UnknownKind
 from infra.custom_resources.owned_manifest.handler.ownership import (
     OWNER_ANNOTATION,
     Check,
-    Cluster,
     OwnershipError,
     apply,
     delete,

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.ownership import (
-    Cluster,
     OwnershipError,
     apply,
     delete,

@@ -14,8 +14,8 @@ import logging
 import pytest
 
 from infra.custom_resources.owned_manifest.handler import index
+from infra.custom_resources.owned_manifest.handler.cluster import Cluster
 from infra.custom_resources.owned_manifest.handler.ownership import (
-    Cluster,
     apply,
     delete,
 )
