@@ -23,7 +23,7 @@ from infra.constructs.pipeline import (
     kubectl_version_for,
     tool_install_commands,
 )
-from infra.nag_cdk_internals import acknowledge_codebuild_grants
+from infra.nag import acknowledge_codebuild_grants
 from stacks.composition import EnvironmentStacks, compose
 
 
