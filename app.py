@@ -23,6 +23,7 @@ from infra.cdk_context import cdk_json_context, new_app
 from infra.config import AppConfig, ConfigError, load_config
 from infra.nag import enable_checks
 from infra.unresolved import UnresolvedTokenError
+from k8s.render import needs_file_system, render_config
 from stacks.composition import compose
 from stacks.pipeline_stack import PipelineStack
 
@@ -55,8 +56,6 @@ def write_manifests(config: AppConfig, out: Path, stream: TextIO) -> None:
     """dist/<env>/ as `make manifests` writes it. With an FSx L2 the PersistentVolume names the
     deployed file system, which an offline synth cannot read: nothing is written, and one line
     says how to get the folder."""
-    from k8s.render import needs_file_system, render_config
-
     if needs_file_system(config):
         env = config.environment
         print(

@@ -3,30 +3,26 @@
 ``consumer.node.add_dependency(provider)`` across stacks becomes a stack dependency: CloudFormation
 cannot make a resource wait for a resource of another stack, so the template no longer says which
 resource needed which. ``needs`` adds the dependency and records the provider's resources in the
-consumer's resource metadata, where the deploy-time model (scripts/deploy_plan.py) reads them.
+consumer's resource metadata (``NEEDS_METADATA``, defined in the CDK-free infra/stack_layout.py),
+where the deploy-time model (scripts/deploy_plan.py) reads them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # aws_cdk is imported where it is used: the model reads only the name below
-    from aws_cdk import CfnResource
-    from constructs import IConstruct
+from aws_cdk import CfnResource, Stack
+from constructs import IConstruct
 
-NEEDS_METADATA = "hyperpod-kvcache:needs"
+from infra.stack_layout import NEEDS_METADATA
 
 
 def _resources(scope: IConstruct) -> list[CfnResource]:
-    from aws_cdk import CfnResource
-
     return [c for c in scope.node.find_all() if isinstance(c, CfnResource)]
 
 
 def needs(consumer: IConstruct, *providers: IConstruct) -> None:
     """``consumer`` (and every resource in it) is created after ``providers``."""
-    from aws_cdk import Stack
-
     for provider in providers:
         consumer.node.add_dependency(provider)
         if Stack.of(consumer) is Stack.of(provider):

@@ -56,6 +56,7 @@ def _deploy_first(config: AppConfig) -> str:
 
 def outputs_of(config: AppConfig, cloudformation: Any) -> dict[str, str]:
     """The kvcache stack's outputs, or FileSystemUnknown saying why they cannot be read."""
+    # botocore and boto3 load only when a lookup runs (the module docstring says why).
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
     name = kvcache_stack_name(config)
@@ -83,7 +84,7 @@ def deployed_file_system(config: AppConfig, cloudformation: Any = None) -> FsxVo
     """The file system of ``config``'s deployed kvcache stack. ``cloudformation``: a boto3
     client (default: one for the environment's region, default credentials)."""
     if cloudformation is None:
-        import boto3
+        import boto3  # only when a lookup runs (module docstring)
 
         cloudformation = boto3.client("cloudformation", region_name=config.region)
     outputs = outputs_of(config, cloudformation)

@@ -27,12 +27,14 @@ class Linter:
     0.02-0.8 s after that), for any number of templates."""
 
     def __init__(self) -> None:
+        # cfn-lint loads when a Linter is made, not with this module (module docstring).
         from cfnlint.config import ConfigMixIn
         from cfnlint.runner import Runner
 
         self.rules = Runner(ConfigMixIn([], ignore_checks=IGNORED_CHECKS)).rules
 
     def lint(self, template: Path, regions: list[str]) -> list[Match]:
+        # As in __init__: cfn-lint loads with the first Linter.
         from cfnlint.config import ConfigMixIn
         from cfnlint.runner.template.runner import run_template_by_file_path
 

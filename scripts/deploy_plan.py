@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from infra.deps import NEEDS_METADATA
+from infra.stack_layout import NEEDS_METADATA
 
 DURATIONS_FILE = Path(__file__).with_name("deploy_durations.yaml")
 _SUB_REF = re.compile(r"\$\{([A-Za-z0-9]+)(?:\.[A-Za-z0-9.]+)?\}")

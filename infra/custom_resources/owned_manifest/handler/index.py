@@ -16,6 +16,8 @@ import json
 import logging
 from typing import Any
 
+import boto3
+
 from .cluster import Cluster
 from .connect import ClusterGone, api_client
 from .kinds import Ref
@@ -32,8 +34,6 @@ def _json(props: dict[str, Any], key: str, default: Any) -> Any:
 
 
 def _cluster() -> Any:
-    import boto3
-
     return boto3.session.Session()
 
 
