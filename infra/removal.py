@@ -6,7 +6,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 
 from infra.config import AppConfig
-from infra.config.model import LOG_RETENTION_DAYS
+from infra.config.fields import LOG_RETENTION_DAYS
 
 
 def removal_policy(config: AppConfig) -> RemovalPolicy:

@@ -8,7 +8,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.config.kvcache import CurvineConfig
+from infra.config.curvine import CurvineConfig
 from k8s.common import (
     Workload,
     gpu_node_selector,

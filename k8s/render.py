@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from infra.config import AppConfig, ConfigError, load_config
-from infra.config.kvcache import LOCK_DIR, lock_of
+from infra.config.locks import LOCK_DIR, lock_of
 from infra.fsx_outputs import FileSystemUnknown, FsxVolume, deployed_file_system
 from infra.unresolved import UnresolvedTokenError, check_all, write_checked
 from k8s.app import Charts, build_charts, manifests

@@ -31,7 +31,9 @@ TARGET = 85.0
 MODULES = (
     "k8s.l2_volume", "k8s.endpoints", "k8s.policy", "k8s.foundation", "k8s.common",
     "k8s.network_policy", "k8s.curvine", "k8s.csi", "k8s.observability", "k8s.render", "k8s.app",
-    "infra.config.model", "infra.config.kvcache", "infra.config.addons", "infra.config.loader",
+    "infra.config.model", "infra.config.network", "infra.config.eks", "infra.config.hyperpod",
+    "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache", "infra.config.addons",
+    "infra.config.fields", "infra.config.rules", "infra.config.locks", "infra.config.loader",
     "infra.config.observability", "infra.config.pipeline", "infra.config.errors",
     "infra.config.operator_versions",
     "infra.custom_resources.tiered_storage.handler.physical_id",

@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
 from infra.config.addons import ADDON_KEYS
-from infra.config.model import ExistingClusterConfig, InstanceGroupConfig
+from infra.config.hyperpod import ExistingClusterConfig, InstanceGroupConfig
 from scripts.clients import Clients
 from scripts.common import Check
 

@@ -24,7 +24,7 @@ from constructs import Construct
 
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
-from infra.config.model import ExistingClusterConfig
+from infra.config.hyperpod import ExistingClusterConfig
 from infra.constructs.hyperpod import (
     HyperPodCluster,
     HyperPodDependencies,

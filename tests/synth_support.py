@@ -72,7 +72,7 @@ def existing_cluster_config() -> AppConfig:
     return parse_config(raw, "config/dev.yaml (existing-cluster variant)", "dev")
 
 
-# Existing-cluster mode needs the instance groups written out (infra/config/model.py).
+# Existing-cluster mode needs the instance groups written out (infra/config/rules.py).
 EXISTING_GROUPS: dict[str, Any] = {
     "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
     "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},

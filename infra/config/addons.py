@@ -8,21 +8,17 @@ against the account). README.md (Platform add-ons) says where each default comes
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
+from infra.config.fields import EKSBUILD_VERSION, S3_BUCKET_NAME
 from infra.config.operator_versions import OperatorVersion, operator_for_addon
 
-if TYPE_CHECKING:
-    from infra.config.model import AppConfig
-
 AddonMode = Literal["create", "adopt", "skip"]
-EKSBUILD_VERSION = re.compile(r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")
 IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$")
-S3_BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 # What the inference operator needs before it starts: its init container checks for CSIDriver
 # s3.csi.aws.com, CSIDriver fsx.csi.aws.com and the cert-manager CRDs; the AWS setup guide also
@@ -190,50 +186,3 @@ class AddonsConfig(Section):
 ADDON_KEYS: tuple[str, ...] = (
     "cert_manager", "s3_csi", "fsx_csi", "metrics_server", "ebs_csi", "inference_operator",
 )  # fmt: skip
-
-
-def check_addons(app: AppConfig) -> None:
-    """Rules that span the add-ons and other sections; raise RuleViolation(field=...)."""
-    addons = app.addons
-    if not addons.enabled:
-        return
-    for key in ADDON_KEYS:
-        item = addons.settings(key)
-        if item.enabled and item.mode != "create" and not app.existing:
-            raise RuleViolation(
-                "create (adopt and skip are for an existing cluster: a cluster this app "
-                "creates has no add-ons installed yet)",
-                f"set addons.{key}.mode to create, or configure existing_cluster",
-                field=f"addons.{key}.mode",
-                value=item.mode,
-            )
-        for name in ("adopted_role_arn", "adopted_configuration"):
-            if getattr(item, name) is not None and item.mode != "adopt":
-                raise RuleViolation(
-                    "null unless mode is adopt (the values describe an installed add-on taken "
-                    "over as it is; create makes its own roles, skip touches nothing)",
-                    f"remove addons.{key}.{name}, or set addons.{key}.mode to adopt",
-                    field=f"addons.{key}.{name}",
-                    value=getattr(item, name),
-                )
-    operator = addons.inference_operator
-    if operator.adopted and operator.adopted_configuration is None:
-        raise RuleViolation(
-            "the installed add-on's configurationValues (it always has some: its execution role "
-            "and TLS bucket); without them an update would reset the owner's operator",
-            "run `python -m scripts preflight --env <env>` and paste the adopted_configuration "
-            "it prints, or set addons.inference_operator.mode to skip",
-            field="addons.inference_operator.adopted_configuration",
-            value=None,
-        )
-    if not addons.inference_operator.enabled:
-        return
-    for key in INFERENCE_REQUIRES:
-        if not addons.settings(key).enabled:
-            raise RuleViolation(
-                f"true while addons.inference_operator.enabled is true ({_WHY_REQUIRED[key]})",
-                f"set addons.{key}.enabled to true (mode: skip if it is already installed), "
-                "or addons.inference_operator.enabled to false",
-                field=f"addons.{key}.enabled",
-                value=False,
-            )

@@ -1,4 +1,9 @@
-"""Load ``config/<env>.yaml`` into an ``AppConfig``, or fail with one ``ConfigError`` line."""
+"""Load ``config/<env>.yaml`` into an ``AppConfig``, or fail with one ``ConfigError`` line.
+
+In order: the sections and their fields (pydantic), the rules that span sections
+(``infra.config.rules``), then the environment's lock file (``infra.config.locks``), which only
+``load_config`` reads: a config parsed from a mapping is checked against the lock it is given.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,9 @@ import yaml
 from pydantic import ValidationError
 
 from infra.config.errors import ConfigError, RuleViolation
+from infra.config.locks import check_lock, read_lock
 from infra.config.model import AppConfig
+from infra.config.rules import check_rules
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
@@ -18,7 +25,7 @@ def available_environments(config_dir: Path = CONFIG_DIR) -> list[str]:
     return sorted(p.stem for p in config_dir.glob("*.yaml"))
 
 
-def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
+def load_config(env: str, config_dir: Path = CONFIG_DIR, lock_dir: Path | None = None) -> AppConfig:
     path = config_dir / f"{env}.yaml"
     source = f"config/{env}.yaml"
     if not path.is_file():
@@ -35,7 +42,13 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR) -> AppConfig:
         raise _yaml_error(source, text, exc) from None
     if not isinstance(raw, dict):
         raise ConfigError(source, "(top level)", raw, "a mapping of keys", "see config/dev.yaml")
-    return parse_config(raw, source, env)
+    config = parse_config(raw, source, env)
+    try:
+        # The environment's lock file, read once its config is valid.
+        check_lock(config, read_lock(env, lock_dir))
+    except RuleViolation as cause:
+        raise _rule_error(cause, source, raw) from None
+    return config
 
 
 def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
@@ -57,8 +70,11 @@ def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
     )  # fmt: skip
 
 
-def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> AppConfig:
-    """Validate a mapping; the first problem becomes a ``ConfigError``."""
+def parse_config(
+    raw: dict[str, Any], source: str, env: str | None = None, *, lock: dict[str, Any] | None = None
+) -> AppConfig:
+    """Validate a mapping, then the rules across sections, then ``lock`` (the environment's lock
+    file; None: nothing recorded); the first problem becomes a ``ConfigError``."""
     if env is not None and raw.get("environment", env) != env:
         raise ConfigError(
             source, "environment", raw.get("environment"), f"{env!r} (the file's name)",
@@ -66,9 +82,15 @@ def parse_config(raw: dict[str, Any], source: str, env: str | None = None) -> Ap
         )  # fmt: skip
     raw = {"environment": env, **raw} if env is not None else raw
     try:
-        return AppConfig.model_validate(raw)
+        config = AppConfig.model_validate(raw)
     except ValidationError as exc:
         raise _first_error(exc, source) from None
+    try:
+        check_rules(config)
+        check_lock(config, lock)
+    except RuleViolation as cause:
+        raise _rule_error(cause, source, raw) from None
+    return config
 
 
 def _first_error(exc: ValidationError, source: str) -> ConfigError:
@@ -92,3 +114,11 @@ def _first_error(exc: ValidationError, source: str) -> ConfigError:
     # every rule of this project raises RuleViolation, handled above.
     allowed = err["msg"].removeprefix("Input should be ")
     return ConfigError(source, field, value, allowed, f"change {field} in {source}")
+
+
+def _rule_error(cause: RuleViolation, source: str, raw: dict[str, Any]) -> ConfigError:
+    """A rule across sections names its field; one that did not would concern the whole file,
+    as pydantic reports a model validator's error (no location, the whole mapping)."""
+    if cause.field is not None:
+        return ConfigError(source, cause.field, cause.value, cause.allowed, cause.fix)
+    return ConfigError(source, "", raw, cause.allowed, cause.fix)

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
-
-if TYPE_CHECKING:
-    from infra.config.model import AppConfig
+from infra.config.fields import is_aws_id, retention_days
 
 TOPIC_NAME = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -88,9 +86,7 @@ class ObservabilityConfig(Section):
     @field_validator("log_retention_days")
     @classmethod
     def _retention(cls, v: int) -> int:
-        from infra.config.model import _retention_days
-
-        return _retention_days(v, "observability.log_retention_days")
+        return retention_days(v, "observability.log_retention_days")
 
     @field_validator("query_endpoint")
     @classmethod
@@ -107,7 +103,7 @@ class ObservabilityConfig(Section):
     @classmethod
     def _subnets(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for s in v:
-            if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
+            if not is_aws_id(s, "subnet"):
                 raise RuleViolation("subnet ids (subnet-0abc...)", f"fix {s!r}")
         return v
 
@@ -125,62 +121,6 @@ class ObservabilityConfig(Section):
     @classmethod
     def _groups(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for s in v:
-            if not re.match(r"^sg-[0-9a-f]{8,17}$", s):
+            if not is_aws_id(s, "sg"):
                 raise RuleViolation("security group ids (sg-0abc...)", f"fix {s!r}")
         return v
-
-
-def topic_name(app: AppConfig) -> str:
-    return app.observability.alert_topic_name or f"{app.stack_prefix}-kvcache-alerts"
-
-
-def creates_collector(app: AppConfig) -> bool:
-    """Whether the observability stack creates the managed collector: always on a cluster this
-    app creates; on an existing one only with the collector's network in config."""
-    obs = app.observability
-    return obs.enabled and (app.existing_cluster is None or bool(obs.scraper_subnet_ids))
-
-
-def check_observability(app: AppConfig) -> None:
-    """A customer managed workspace key only without a managed collector. Existing clusters:
-    the collector's network comes from config, not from our stacks. Both lists or neither (then
-    the collector is left out, with a synth warning)."""
-    obs = app.observability
-    if obs.workspace_encryption == "customer_managed" and creates_collector(app):
-        raise RuleViolation(
-            "aws_owned while the stack creates the managed collector (the AMP user guide: a "
-            "workspace encrypted with a customer managed key cannot use AWS managed collectors)",
-            "remove observability.workspace_encryption, or (existing cluster) leave "
-            "scraper_subnet_ids and scraper_security_group_ids empty and send metrics with a "
-            "collector of your own",
-            field="observability.workspace_encryption",
-            value=obs.workspace_encryption,
-        )
-    if not obs.enabled or app.existing_cluster is None:
-        return
-    if not obs.scraper_subnet_ids and not obs.scraper_security_group_ids:
-        return
-    if len(obs.scraper_subnet_ids) < 2:
-        raise RuleViolation(
-            "two or more subnets in different AZs (the managed collector needs two AZs)",
-            "list the EKS cluster's subnets (aws eks describe-cluster --query "
-            "cluster.resourcesVpcConfig.subnetIds)",
-            field="observability.scraper_subnet_ids",
-            value=list(obs.scraper_subnet_ids),
-        )
-    if not obs.scraper_source_cidrs:
-        raise RuleViolation(
-            "the CIDRs of scraper_subnet_ids (Curvine's NetworkPolicies admit the collector's "
-            "metrics scrapes from them)",
-            "aws ec2 describe-subnets --subnet-ids <ids> --query 'Subnets[].CidrBlock'",
-            field="observability.scraper_source_cidrs",
-            value=[],
-        )
-    if not obs.scraper_security_group_ids:
-        raise RuleViolation(
-            "at least one security group that reaches the nodes",
-            "use the cluster security group (aws eks describe-cluster --query "
-            "cluster.resourcesVpcConfig.clusterSecurityGroupId)",
-            field="observability.scraper_security_group_ids",
-            value=[],
-        )

@@ -7,15 +7,11 @@ waits for a manual approval and then deploys the environment whose file holds th
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from pydantic import field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
-
-if TYPE_CHECKING:
-    from infra.config.model import AppConfig
 
 CONNECTION_ARN = re.compile(
     r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:"
@@ -86,25 +82,3 @@ class PipelineConfig(Section):
         if not re.match(r"^(cron|rate)\(.+\)$", v):
             raise RuleViolation("an EventBridge cron(...) or rate(...) expression", "fix it")
         return v
-
-
-def check_pipeline(app: AppConfig) -> None:
-    """A pipeline needs its source; it cannot promote an environment to itself."""
-    pipeline = app.pipeline
-    if not pipeline.enabled:
-        return
-    for key in ("connection_arn", "repository"):
-        if getattr(pipeline, key) is None:
-            raise RuleViolation(
-                "a value when pipeline.enabled is true",
-                f"set pipeline.{key} (see README, CI/CD)",
-                field=f"pipeline.{key}",
-                value=None,
-            )
-    if pipeline.test_environment == app.environment:
-        raise RuleViolation(
-            f"an environment other than {app.environment!r} (the one the pipeline promotes to)",
-            "set pipeline.test_environment to the pre-production environment, e.g. test",
-            field="pipeline.test_environment",
-            value=pipeline.test_environment,
-        )

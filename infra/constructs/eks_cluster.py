@@ -12,7 +12,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.cluster_types import AnyCluster
-from infra.config.model import EksConfig
+from infra.config.eks import EksConfig
 from infra.nag import acknowledge
 from infra.removal import retention
 from infra.versions import SUPPORTED_KUBERNETES

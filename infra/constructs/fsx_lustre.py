@@ -16,7 +16,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.config.kvcache import FsxLustreConfig
+from infra.config.fsx import FsxLustreConfig
 from infra.constructs.network import Network
 from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT, FsxVolume
 from infra.removal import removal_policy

@@ -21,7 +21,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from infra.cluster_types import AnyCluster, as_icluster
-from infra.config.model import DependenciesChartConfig, HyperPodConfig, InstanceGroupConfig
+from infra.config.hyperpod import DependenciesChartConfig, HyperPodConfig, InstanceGroupConfig
 from infra.constructs.buckets import SecureBucket
 from infra.nag import acknowledge, finding_name, ref
 

@@ -7,7 +7,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config.model import NetworkConfig
+from infra.config.network import NetworkConfig
 from infra.deps import needs
 from infra.removal import retention
 

@@ -29,7 +29,7 @@ from aws_cdk import aws_sns_subscriptions as subs
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.config.observability import topic_name
+from infra.config.model import topic_name
 from infra.dashboards import alert_rules_yaml, alertmanager_definition
 from infra.removal import removal_policy, retention
 from k8s.observability import scrape_config_yaml

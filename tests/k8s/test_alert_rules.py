@@ -25,7 +25,7 @@ from infra.config.kvcache import EndpointConfig
 from infra.dashboards import alert_rules_yaml, rows
 from k8s.l2_volume import pool_bytes
 from k8s.observability import vllm_job
-from tests.config.unit_config import BASE, SOURCE, with_overrides
+from tests.infra.config.builders import BASE, SOURCE, with_overrides
 from tests.promtool import check_rules, expand, needs_promtool, run_rule_tests
 
 pytestmark = needs_promtool
@@ -350,7 +350,7 @@ def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: P
     (with_l2,) = BASE["kvcache"]["endpoints"]
     without = {**with_l2, "name": "qwen3-8b-l1-only", "enable_l2_cache": False, "replicas": 1}
     with_l2 = {**with_l2, "replicas": 1}
-    config = parse_config(with_overrides({"kvcache.endpoints": [with_l2, without]}), SOURCE, "unit")
+    config = parse_config(with_overrides({"kvcache.endpoints": [with_l2, without]}), SOURCE, "dev")
     text, rules = _rules(config)
     rule = rules["KvCacheL2HitRateNearZero"]
     wait = WAITS[rule["alert"]](config)

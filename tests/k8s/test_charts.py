@@ -5,11 +5,11 @@ from __future__ import annotations
 from infra.config import parse_config
 from k8s.app import build_charts, manifests
 from scripts.teardown import labelled
-from tests.config.unit_config import SOURCE, with_overrides
+from tests.infra.config.builders import SOURCE, with_overrides
 
 
 def chart_names(overrides: dict[str, object]) -> list[str]:
-    config = parse_config(with_overrides(overrides), SOURCE, "unit")
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
     return [name for name, _ in build_charts(config).ordered]
 
 
@@ -40,7 +40,7 @@ def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() 
         "kvcache.curvine.static_pv.curvine_path": "/l2cache/warm",
         "kvcache.curvine.static_pv.size_gib": 512,
     }
-    config = parse_config(with_overrides(overrides), SOURCE, "unit")
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
     objs = manifests(build_charts(config))["40-l2-volume"]
     (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
     (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]

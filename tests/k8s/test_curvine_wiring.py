@@ -25,7 +25,7 @@ from k8s.curvine import CONFIG_MAP, JOURNAL_PORT, MASTER, MASTER_WL, RPC_PORT, W
 from k8s.foundation import CURVINE_SC
 from k8s.observability import CURVINE_JOBS, scrape_config, scrape_targets
 from scripts.teardown import labelled
-from tests.config.unit_config import SOURCE, with_overrides
+from tests.infra.config.builders import SOURCE, with_overrides
 from tests.k8s.conftest import env_config
 from tests.k8s.test_rehearsal_objects import _containers, _id, _templates
 
@@ -50,7 +50,7 @@ PROBE_DEFAULTS = {"periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 
 
 @pytest.fixture(scope="module")
 def three_masters() -> Cluster:
-    config = parse_config(with_overrides(THREE_MASTERS_OVERRIDES), SOURCE, "unit")
+    config = parse_config(with_overrides(THREE_MASTERS_OVERRIDES), SOURCE, "dev")
     # Through YAML, as the renderer writes it (as conftest does for the FSx variant).
     charts = manifests(build_charts(config)).values()
     objs = [o for objs in charts for o in yaml.safe_load_all(yaml.safe_dump_all(objs)) if o]

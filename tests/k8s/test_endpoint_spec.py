@@ -15,7 +15,7 @@ from infra.config import AppConfig, parse_config
 from infra.config import operator_versions as ov
 from infra.config.kvcache import EndpointConfig
 from k8s.app import build_charts, manifests
-from tests.config.unit_config import SOURCE, with_overrides
+from tests.infra.config.builders import SOURCE, with_overrides
 
 Obj = dict[str, Any]
 IEC = "InferenceEndpointConfig"
@@ -117,7 +117,7 @@ def assert_endpoints_carry_their_config(config: AppConfig, objs: list[Obj]) -> N
 
 
 def _render(overrides: dict[str, Any]) -> tuple[AppConfig, list[Obj]]:
-    config = parse_config(with_overrides(overrides), SOURCE, "unit")
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
     return config, [o for objs in manifests(build_charts(config)).values() for o in objs]
 
 

@@ -12,8 +12,8 @@ import pytest
 from infra.config import AppConfig, parse_config
 from k8s.app import build_charts, manifests
 from k8s.observability import scrape_targets
-from tests.config.unit_config import SOURCE, with_overrides
 from tests.doubles.curvine_csi import fuse_processes, provisioned_context
+from tests.infra.config.builders import SOURCE, with_overrides
 
 Obj = dict[str, Any]
 Rendered = tuple[AppConfig, list[Obj]]
@@ -21,7 +21,7 @@ Rendered = tuple[AppConfig, list[Obj]]
 
 def _rendered(static_pv: bool) -> Rendered:
     config = parse_config(
-        with_overrides({"kvcache.curvine.static_pv.enabled": static_pv}), SOURCE, "unit"
+        with_overrides({"kvcache.curvine.static_pv.enabled": static_pv}), SOURCE, "dev"
     )
     return config, [o for objs in manifests(build_charts(config)).values() for o in objs]
 

@@ -6,7 +6,7 @@ import tomllib
 from typing import Any
 
 from infra.config import AppConfig, parse_config
-from infra.config.kvcache import image_is_pinned
+from infra.config.fields import image_is_pinned
 from k8s.app import build_charts, manifests
 from k8s.common import gpu_node_selector
 from tests.synth_support import QUICK_INSTALL_CLUSTER, _dev_raw

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig, load_config
-from infra.config.model import InstanceGroupConfig
+from infra.config.hyperpod import InstanceGroupConfig
 from infra.instances import GPU_INSTANCES
 from k8s.common import INSTANCE_GROUP_LABEL
 from tests.k8s.conftest import env_config

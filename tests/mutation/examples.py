@@ -28,7 +28,7 @@ class Example:
 
 K8S = "tests/k8s/test_invariants.py"
 OBJ = "tests/k8s/test_rehearsal_objects.py"
-RULES = "tests/config/test_rule_boundaries.py"
+RULES = "tests/infra/config/test_rules_boundaries.py"
 LAYOUT = "tests/synth/test_deploy_layout.py"
 ORDER = "tests/synth/test_deploy_order.py"
 
@@ -72,19 +72,19 @@ EXAMPLES: tuple[Example, ...] = (
     Example("ebs-sc encryption off", "k8s/foundation.py",
             '"encrypted": "true"', '"encrypted": "false"',
             (f"{OBJ}::test_ebs_storage_class_encrypts",)),
-    Example("HyperPod CIDR check lets a supernet of the VPC pass", "infra/config/model.py",
-            "if hp.overlaps(ipaddress.IPv4Network(self.network.primary_cidr)):",
-            "if hp.subnet_of(ipaddress.IPv4Network(self.network.primary_cidr)):",
+    Example("HyperPod CIDR check lets a supernet of the VPC pass", "infra/config/rules.py",
+            "if hp.overlaps(ipaddress.IPv4Network(app.network.primary_cidr)):",
+            "if hp.subnet_of(ipaddress.IPv4Network(app.network.primary_cidr)):",
             (f"{RULES}::test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it",)),
-    Example("GPU and system groups may share a name", "infra/config/model.py",
-            "if self.hyperpod.gpu_group.name == self.hyperpod.system_group.name:",
+    Example("GPU and system groups may share a name", "infra/config/rules.py",
+            "if app.hyperpod.gpu_group.name == app.hyperpod.system_group.name:",
             "if False:",
             (f"{RULES}::test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it",)),
-    Example("evictor low < high loosened to low <= high", "infra/config/kvcache.py",
+    Example("evictor low < high loosened to low <= high", "infra/config/rules.py",
             "cv.evictor.low_water_percent >= cv.evictor.high_water_percent",
             "cv.evictor.low_water_percent > cv.evictor.high_water_percent",
             (f"{RULES}::test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it",)),
-    Example("NVMe capacity rule ignores the reserved space", "infra/config/kvcache.py",
+    Example("NVMe capacity rule ignores the reserved space", "infra/config/rules.py",
             "cv.worker.capacity_gib + cv.worker.reserved_gib > nvme_gib",
             "cv.worker.capacity_gib > nvme_gib",
             (f"{RULES}::test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it",)),

@@ -12,10 +12,7 @@ from typing import Any
 
 import pytest
 
-from infra.config import parse_config
-from infra.config.errors import ConfigError
 from tests.synth_support import (
-    EXISTING_GROUPS,
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_OPERATOR_CONFIGURATION,
     QUICK_INSTALL_PRIVATE,
@@ -131,27 +128,6 @@ def test_a_kubectl_role_from_config_is_used_as_it_is(existing: Synth) -> None:
     assert "VpcConfig" not in handler["Properties"]
 
 
-@pytest.mark.parametrize(
-    ("drop", "field"),
-    [("vpc_id", "existing_cluster.vpc_id"),
-     ("kubectl_security_group_id", "existing_cluster.kubectl_security_group_id")],
-)  # fmt: skip
-def test_private_endpoint_needs_vpc_and_security_group(drop: str, field: str) -> None:
-    cluster = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
-    del cluster[drop]
-    with pytest.raises(ConfigError) as err:
-        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
-    assert err.value.field == field
-    assert "\n" not in str(err.value)
-
-
-def test_vpc_without_kubectl_subnets_is_refused() -> None:
-    cluster = {**QUICK_INSTALL_CLUSTER, "vpc_id": "vpc-0aaaa1111bbbb2222"}
-    with pytest.raises(ConfigError) as err:
-        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
-    assert err.value.field == "existing_cluster.vpc_id"
-
-
 # --- adopt: take the installed add-on over as it is -------------------------------------------
 
 
@@ -230,65 +206,4 @@ def test_all_skip_has_no_addons_stack(all_skip: Synth) -> None:
     ]
 
 
-def test_adopted_values_are_refused_off_adopt() -> None:
-    with pytest.raises(ConfigError) as err:
-        parse_config(
-            {
-                "account": "111122223333",
-                "existing_cluster": QUICK_INSTALL_CLUSTER,
-                "hyperpod": EXISTING_GROUPS,
-                "addons": {"s3_csi": {"mode": "skip", "adopted_role_arn": QUICK_INSTALL_S3_ROLE}},
-            },
-            "t.yaml",
-            "dev",
-        )
-    assert err.value.field == "addons.s3_csi.adopted_role_arn"
-
-
-def test_adopting_the_operator_needs_its_configuration() -> None:
-    with pytest.raises(ConfigError) as err:
-        parse_config(
-            {
-                "account": "111122223333",
-                "existing_cluster": QUICK_INSTALL_CLUSTER,
-                "hyperpod": EXISTING_GROUPS,
-                "addons": {"inference_operator": {"mode": "adopt"}},
-            },
-            "t.yaml",
-            "dev",
-        )
-    assert err.value.field == "addons.inference_operator.adopted_configuration"
-    assert "preflight" in err.value.fix
-
-
 # --- the instance groups of a cluster the app did not create -----------------------------------
-
-
-@pytest.mark.parametrize(
-    ("hyperpod", "field"),
-    [
-        (None, "hyperpod.gpu_group.name"),
-        ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "hyperpod.system_group.name"),
-    ],
-)  # fmt: skip
-def test_existing_mode_needs_the_groups_written_out(
-    hyperpod: dict[str, Any] | None, field: str
-) -> None:
-    raw: dict[str, Any] = {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER}
-    if hyperpod is not None:
-        raw["hyperpod"] = hyperpod
-    with pytest.raises(ConfigError) as err:
-        parse_config(raw, "t.yaml", "dev")
-    assert err.value.field == field
-    assert "describe-cluster --cluster-name hyperpod-cluster" in err.value.fix
-    assert "\n" not in str(err.value)
-
-
-def test_the_groups_written_out_are_accepted() -> None:
-    cfg = parse_config(
-        {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER,
-         "hyperpod": EXISTING_GROUPS},
-        "t.yaml",
-        "dev",
-    )  # fmt: skip
-    assert cfg.hyperpod.gpu_group.name == "gpu"

@@ -14,7 +14,7 @@ from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
 from infra.config import parse_config
-from infra.config.observability import topic_name
+from infra.config.model import topic_name
 from infra.constructs.observability import Observability
 from infra.dashboards import alert_rules_yaml
 from k8s.observability import scrape_config

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from infra.config import parse_config
-from infra.config.errors import ConfigError
 from infra.custom_resources.owned_manifest.construct import RESOURCE_TYPE
 from infra.custom_resources.owned_manifest.handler import index
 from infra.custom_resources.owned_manifest.handler.cluster import Cluster
@@ -192,13 +191,6 @@ def test_reusing_deploys_and_destroys_without_touching_the_owners_objects(
     for logical_id, props in reversed(ordered):
         index.on_event(_event("Delete", logical_id, props), None, cluster=cluster)
     assert owners_cluster.objects == before
-
-
-def test_kyverno_install_false_is_refused_on_a_created_cluster() -> None:
-    raw = _dev_raw()
-    raw.setdefault("kvcache", {})["kyverno"] = {"install": False}
-    with pytest.raises(ConfigError, match=r"kvcache\.kyverno\.install"):
-        parse_config(raw, "config/dev.yaml", "dev")
 
 
 def _prods_layer(kube: ApplyFakeKube, s: Synth) -> dict[str, Any]:

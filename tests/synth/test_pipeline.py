@@ -12,7 +12,7 @@ import yaml
 from aws_cdk import Environment
 
 from infra.cdk_context import new_app
-from infra.config import ConfigError, load_config, parse_config
+from infra.config import load_config, parse_config
 from infra.config.loader import CONFIG_DIR
 from infra.nag import enable_checks
 from infra.stack_layout import STACK_SUFFIXES, dependencies
@@ -174,17 +174,6 @@ def test_no_schedule_unless_enabled(tmp_path: Path) -> None:
         env=Environment(account=config.account, region=config.region),
     )
     assert not hasattr(stack, "nightly")
-
-
-def test_pipeline_needs_its_source() -> None:
-    raw = prod_with_pipeline()
-    del raw["pipeline"]["connection_arn"]
-    with pytest.raises(ConfigError) as info:
-        parse_config(raw, "config/prod.yaml", "prod")
-    assert str(info.value) == (
-        "config/prod.yaml: pipeline.connection_arn = (missing): allowed: a value when "
-        "pipeline.enabled is true; fix: set pipeline.connection_arn (see README, CI/CD)"
-    )
 
 
 def _nightly_statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:

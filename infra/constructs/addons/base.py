@@ -2,7 +2,7 @@
 
 Like cdk-eks-blueprints' add-on classes, each subclass names its add-on, its config section and
 the add-ons it requires; ``PlatformAddons`` turns the requirements into CloudFormation
-dependencies, and ``infra.config.addons.check_addons`` rejects a config that disables one.
+dependencies, and ``infra.config.rules.check_addons`` rejects a config that disables one.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from constructs import Construct
 
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
-from infra.config.kvcache import model_bucket_names
+from infra.config.model import model_bucket_names
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.cluster_addons import CertManagerAddon, MetricsServerAddon
 from infra.constructs.addons.inference_operator import InferenceOperatorAddon
@@ -58,7 +58,7 @@ class PlatformAddons(Construct):
                     "S3CsiDriver",
                     cluster=cluster,
                     oidc_provider=oidc_provider,
-                    # plus every endpoint's S3 model bucket (infra/config/kvcache.py)
+                    # plus every endpoint's S3 model bucket (infra/config/model.py)
                     settings=addons.s3_csi.model_copy(
                         update={"model_bucket_names": model_bucket_names(config)}
                     ),

@@ -1,9 +1,10 @@
-"""Every config rule at its boundary (issue 17): the boundary itself is accepted, the value just
+"""Every config rule at its boundary: the boundary itself is accepted, the value just
 past it is refused with a message that names the field. Pure parsing, no double.
 
 Two families: the numeric bounds declared on the model's fields (``Field(ge=..., le=...)``),
 found by walking the model so a new bounded field is covered without editing this file, and the
-cross-field rules written as validators, listed in RULES with their boundary by hand.
+rules across fields and sections (infra/config/rules.py), listed in RULES with their boundary by
+hand.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pytest
 from pydantic import BaseModel
 
 from infra.config import AppConfig
-from infra.config.kvcache import GPU_INSTANCES
-from infra.config.model import az_id_prefix
-from tests.config.unit_config import BASE, SOURCE, refusal
+from infra.config.network import az_id_prefix
+from infra.instances import GPU_INSTANCES
+from tests.infra.config.builders import BASE, SOURCE, refusal
 
 # Fields whose bound another rule also constrains: the partner is moved out of the way.
 COMPANIONS: dict[str, dict[str, Any]] = {

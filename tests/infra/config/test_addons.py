@@ -20,7 +20,7 @@ EXISTING = {
     "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
     "amazonaws.com/id/ABCDEF",
 }
-# Existing-cluster mode needs the groups written out (infra/config/model.py).
+# Existing-cluster mode needs the groups written out (infra/config/rules.py).
 EXISTING_GROUPS = {
     "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
     "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},

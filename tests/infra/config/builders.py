@@ -1,8 +1,8 @@
-"""dev.yaml as a raw mapping under an environment without a lock, and the one line a change to it
-gets refused with: what the config-rule tests build on.
+"""dev.yaml as a raw mapping, and the one line a change to it gets refused with: what the
+config-rule tests build on.
 
-The environment is ``unit`` because k8s/locks/ holds no lock for it: a lock pins what may not
-change after a first deploy and would hide the rules under test.
+``parse_config`` checks a lock only when it is given one, so these parse as ``dev`` whatever
+k8s/locks/dev.json records; the lock tests pass the lock they mean.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import yaml
 from infra.config import ConfigError, parse_config
 from infra.config.loader import CONFIG_DIR
 
-SOURCE = "config/unit.yaml"
-BASE: dict[str, Any] = {**yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text()),
-                        "environment": "unit"}  # fmt: skip
+SOURCE = "config/dev.yaml"
+ENV = "dev"
+BASE: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
 
 
 def with_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -35,10 +35,11 @@ def with_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
     return raw
 
 
-def refusal(overrides: dict[str, Any]) -> str | None:
-    """The line that refuses BASE with ``overrides`` (always one line), or None if accepted."""
+def refusal(overrides: dict[str, Any], lock: dict[str, Any] | None = None) -> str | None:
+    """The line that refuses BASE with ``overrides`` (always one line), or None if accepted;
+    ``lock``: the environment's lock file as it would read."""
     try:
-        parse_config(with_overrides(overrides), SOURCE, "unit")
+        parse_config(with_overrides(overrides), SOURCE, ENV, lock=lock)
     except ConfigError as err:
         assert "\n" not in str(err)
         return str(err)

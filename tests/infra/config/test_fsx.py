@@ -3,17 +3,15 @@ naming the field. Pure config parsing, no double."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.config import ConfigError, parse_config
-from infra.config.kvcache import lock_of
+from infra.config.locks import lock_of
 
-# An environment without a committed lock in k8s/locks/, so only the tests' own locks apply.
-BASE: dict[str, Any] = {"account": "111122223333", "environment": "unit"}
+# parse_config checks a lock only when given one: the lock tests pass theirs.
+BASE: dict[str, Any] = {"account": "111122223333", "environment": "dev"}
 FSX: dict[str, Any] = {"l2_backend": "fsx_lustre"}
 EXISTING = {
     "eks_cluster_name": "team-eks",
@@ -33,9 +31,9 @@ PLACEMENT = {
 }
 
 
-def _fail(kv: dict[str, Any], **extra: Any) -> str:
+def _fail(kv: dict[str, Any], lock: dict[str, Any] | None = None, **extra: Any) -> str:
     with pytest.raises(ConfigError) as err:
-        parse_config({**BASE, "kvcache": kv, **extra}, "config/test.yaml")
+        parse_config({**BASE, "kvcache": kv, **extra}, "config/test.yaml", lock=lock)
     text = str(err.value)
     assert "\n" not in text and text.startswith("config/test.yaml: ")
     return text
@@ -99,10 +97,8 @@ def test_created_cluster_refuses_placement_ids() -> None:
     assert "kvcache.fsx.hyperpod_subnet_id" in text and "HyperPod subnet" in text
 
 
-def _locked(tmp_path: Path, kv: dict[str, Any]) -> Path:
-    cfg = parse_config({**BASE, "kvcache": kv}, "x")
-    (tmp_path / "unit.json").write_text(json.dumps(lock_of(cfg)))
-    return tmp_path
+def _locked(kv: dict[str, Any]) -> dict[str, Any]:
+    return lock_of(parse_config({**BASE, "kvcache": kv}, "x"))
 
 
 def test_lock_records_only_a_non_default_backend() -> None:
@@ -111,11 +107,11 @@ def test_lock_records_only_a_non_default_backend() -> None:
 
 
 @pytest.mark.parametrize(("was", "now"), [({}, FSX), (FSX, {})])
-def test_switching_backends_needs_confirmation(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, was: dict[str, Any], now: dict[str, Any]
-) -> None:
-    monkeypatch.setattr("infra.config.kvcache.LOCK_DIR", _locked(tmp_path, was))
-    text = _fail(now)
+def test_switching_backends_needs_confirmation(was: dict[str, Any], now: dict[str, Any]) -> None:
+    lock = _locked(was)
+    text = _fail(now, lock=lock)
     assert "kvcache.l2_backend" in text and "contents" in text
-    confirmed = parse_config({**BASE, "kvcache": {**now, "l2_backend_switch_confirmed": True}}, "x")
+    confirmed = parse_config(
+        {**BASE, "kvcache": {**now, "l2_backend_switch_confirmed": True}}, "x", lock=lock
+    )
     assert confirmed.kvcache.l2_backend == now.get("l2_backend", "curvine")

@@ -1,4 +1,5 @@
-"""The whole line a user sees for each config rule, word for word (pure parsing, no double).
+"""The whole line a user sees for each rule across config sections (infra/config/rules.py) and
+for the kvcache section's own, word for word (pure parsing, no double).
 
 A rule's message is its user interface: ``<file>: <field> = <value>: allowed: ...; fix: ...``.
 Each test here pins that line for one rule, so a reworded or dropped part is a failing test.
@@ -7,194 +8,13 @@ Each test here pins that line for one rule, so a reworded or dropped part is a f
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from pydantic import ValidationError
 
-from infra.config import ConfigError, load_config, parse_config
-from infra.config.kvcache import GPU_INSTANCES, FsxLustreConfig, image_is_pinned
-from infra.config.loader import CONFIG_DIR
-from infra.config.observability import topic_name
-from tests.config.unit_config import BASE, SOURCE, refusal, with_overrides
-
-ADDON_LATEST = (
-    "allowed: a pinned EKS add-on version like v1.18.2-eksbuild.2 (never latest); fix: run "
-    "`aws eks describe-addon-versions --addon-name <name> --kubernetes-version <minor>` and pin one"
-)
-
-
-# --- add-on versions -----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("addon", "version"), [
-    ("cert_manager", "latest"),
-    ("s3_csi", "v2.7.0"),
-    ("metrics_server", "0.8.0-eksbuild.6"),
-    ("inference_operator", "latest"),
-])  # fmt: skip
-def test_an_unpinned_addon_version_is_refused_with_the_command_that_lists_versions(
-    addon: str, version: str
-) -> None:
-    field = f"addons.{addon}.version"
-    assert refusal({field: version}) == f"{SOURCE}: {field} = {version!r}: {ADDON_LATEST}"
-
-
-# --- images --------------------------------------------------------------------------------------
-
-DIGEST = "@sha256:" + "0123456789abcdef" * 4
-
-
-@pytest.mark.parametrize(("image", "pinned"), [
-    ("busybox:1.36", True),
-    ("busybox", False),
-    ("busybox:latest", False),
-    ("busybox:", False),
-    ("registry.k8s.io/sig-storage/csi-provisioner:v3.6.0", True),
-    ("registry.k8s.io/sig-storage/csi-provisioner:latest", False),
-    # A registry with a port: its colon is not a tag.
-    ("registry.example.com:5000/team/app", False),
-    ("registry.example.com:5000/team/app:v1.2.3", True),
-    ("registry.example.com:5000/team/app:latest", False),
-    ("localhost:5000/app", False),
-    # The tag belongs to the last path segment only.
-    ("ghcr.io/team:v1/app", False),
-    # A digest pins the image with or without a tag.
-    (f"ghcr.io/team/app{DIGEST}", True),
-    (f"registry.example.com:5000/app{DIGEST}", True),
-    (f"ghcr.io/team/app:latest{DIGEST}", True),
-    # Not a reference at all: pinned to nothing a node could pull.
-    (f"ghcr.io/team/app{DIGEST[:-1]}", False),
-    (f"ghcr.io/team/app{DIGEST.upper()}", False),
-    ("ghcr.io/team/app@sha256:", False),
-    ("ghcr.io/team/app:v1:v2", False),
-    ("ghcr.io/team/app:latest:v1", False),
-    ("ghcr.io/team/app:v 1", False),
-    ("ghcr.io/team/app:v1\n", False),
-    ("ghcr.io/team/app:-v1", False),
-])  # fmt: skip
-def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
-    image: str, pinned: bool
-) -> None:
-    assert image_is_pinned(image) is pinned
-
-
-@pytest.mark.parametrize("image", ["registry.example.com:5000/team/app", "ghcr.io/team/app:"])
-def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
-    field = "kvcache.endpoints.0.image"
-    raw = with_overrides({})
-    raw["kvcache"]["endpoints"][0]["image"] = image
-    with pytest.raises(ConfigError) as err:
-        parse_config(raw, SOURCE, "unit")
-    assert str(err.value) == (
-        f"{SOURCE}: {field} = {image!r}: allowed: an image with an explicit tag other than "
-        "latest (repo/name:v1.2.3) or a digest; fix: pin a released tag"
-    )
-
-
-# --- AWS ids of the FSx placement ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("key", "value", "kind"), [
-    ("hyperpod_subnet_id", "subnet-1", "subnet"),
-    ("vpc_id", "sg-0aaaa1111bbbb2222", "vpc"),
-    ("client_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
-])  # fmt: skip
-def test_a_malformed_fsx_id_is_refused_with_its_shape(key: str, value: str, kind: str) -> None:
-    field = f"kvcache.fsx.{key}"
-    assert refusal({field: value}) == (
-        f"{SOURCE}: {field} = {value!r}: allowed: an id like {kind}-0abc1234def567890; "
-        f"fix: copy the id into {field}"
-    )
-
-
-def test_a_section_built_in_python_shows_the_same_allowed_and_fix() -> None:
-    """pydantic's own error (a section built in code, not loaded) carries the rule's text too."""
-    with pytest.raises(ValidationError) as err:
-        FsxLustreConfig(vpc_id="vpc-1")
-    (only,) = err.value.errors(include_url=False)
-    assert only["msg"] == (
-        "Value error, allowed: an id like vpc-0abc1234def567890; fix: copy the id into "
-        "kvcache.fsx.vpc_id"
-    )
-
-
-# --- environments --------------------------------------------------------------------------------
-
-
-def test_an_unknown_environment_lists_the_yaml_files_there(tmp_path: Path) -> None:
-    for name in ("staging.yaml", "dev.yaml", "notes.txt", "old.yml", "schema.json"):
-        (tmp_path / name).write_text("{}\n")
-    with pytest.raises(ConfigError) as err:
-        load_config("prod", tmp_path)
-    assert str(err.value) == (
-        "config: env = 'prod': allowed: dev, staging; fix: name one of them (--env <name>; "
-        "app.py and cdk: -c env=<name>; make: ENV=<name>), or create config/prod.yaml"
-    )
-
-
-def test_an_unknown_environment_in_an_empty_directory_lists_none(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"^config: env = 'dev': allowed: \(none\); fix: "):
-        load_config("dev", tmp_path)
-
-
-# --- derived values ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("retain", "explicit", "days"), [
-    (True, None, 7),
-    (False, None, 0),
-    (True, 0, 0),
-    (False, 3, 3),
-    (True, 30, 30),
-])  # fmt: skip
-def test_fsx_backups_default_to_a_week_only_where_state_is_retained(
-    retain: bool, explicit: int | None, days: int
-) -> None:
-    raw = with_overrides({"retain_stateful_resources": retain,
-                 "kvcache.fsx.backup_retention_days": explicit})  # fmt: skip
-    config = parse_config(raw, SOURCE, "unit")
-    assert config.kvcache.fsx.backup_days(config.retain_stateful_resources) == days
-
-
-@pytest.mark.parametrize(("name", "topic"), [
-    (None, "hyperpod-kvcache-unit-kvcache-alerts"),
-    ("team-alerts", "team-alerts"),
-])  # fmt: skip
-def test_the_alert_topic_is_named_after_the_stacks_unless_configured(
-    name: str | None, topic: str
-) -> None:
-    config = parse_config(with_overrides({"observability.alert_topic_name": name}), SOURCE, "unit")
-    assert topic_name(config) == topic
-
-
-@pytest.mark.parametrize(
-    ("value", "shown"),
-    [
-        ("x" * 100, repr("x" * 100)),  # text is the user's own: shown whole, quoted
-        (None, "(missing)"),
-        (["x" * 76], repr(["x" * 76])),  # a repr of exactly 80 characters: whole
-        (["x" * 77], repr(["x" * 77])[:77] + "..."),  # 81: cut to 80, the last three "..."
-    ],
-)
-def test_a_value_is_shown_quoted_missing_or_cut_to_eighty_characters(
-    value: Any, shown: str
-) -> None:
-    """A long list or mapping must not push the allowed values and the fix off the line."""
-    assert len(repr(["x" * 76])) == 80
-    error = ConfigError(SOURCE, "kvcache.x", value, "a", "b")
-    assert str(error) == f"{SOURCE}: kvcache.x = {shown}: allowed: a; fix: b"
-
-
-def test_the_one_line_is_also_what_repr_and_args_carry() -> None:
-    """Loggers and test reports print an exception's args or repr, not only its str."""
-    error = ConfigError(SOURCE, "region", "mars-1", "an AWS region", "pick one")
-    line = f"{SOURCE}: region = 'mars-1': allowed: an AWS region; fix: pick one"
-    assert error.args == (line,)
-    assert repr(error) == f"ConfigError({line!r})"
-
+from infra.config import parse_config
+from infra.instances import GPU_INSTANCES
+from tests.infra.config.builders import BASE, SOURCE, refusal, with_overrides
 
 # --- where L2 is mounted in the vLLM container ---------------------------------------------------
 
@@ -221,97 +41,8 @@ def test_an_l2_mount_path_that_is_not_a_clean_absolute_path_of_its_own_is_refuse
 def test_a_clean_absolute_l2_mount_path_is_accepted_and_makes_the_url(path: str) -> None:
     from k8s.policy import l2_url
 
-    config = parse_config(with_overrides({"kvcache.l2_mount_path": path}), SOURCE, "unit")
+    config = parse_config(with_overrides({"kvcache.l2_mount_path": path}), SOURCE, "dev")
     assert l2_url(config) == f"fs://localhost:0{path}/"
-
-
-# --- the file itself: YAML syntax, shape, and the environment it names ---------------------------
-
-
-def _load_error(tmp_path: Path, env: str, text: str) -> str:
-    (tmp_path / f"{env}.yaml").write_text(text)
-    with pytest.raises(ConfigError) as err:
-        load_config(env, tmp_path)
-    assert "\n" not in str(err.value)
-    return str(err.value)
-
-
-def test_a_yaml_syntax_error_is_one_line_naming_the_line_as_written_and_what_was_expected(
-    tmp_path: Path,
-) -> None:
-    text = 'environment: bad\nregion: [us-west-2\naccount: "1"\n'
-    assert _load_error(tmp_path, "bad", text) == (
-        "config/bad.yaml: line 3, column 8 = 'account: \"1\"': allowed: valid YAML; fix: fix the "
-        "YAML syntax: expected ',' or ']', but got ':' (while parsing a flow sequence at line 2)"
-    )
-
-
-def test_a_character_yaml_refuses_is_one_line_too(tmp_path: Path) -> None:
-    assert _load_error(tmp_path, "ctl", "a: 1\nb: \x07\n") == (
-        "config/ctl.yaml: file = (missing): allowed: valid YAML; fix: fix the YAML syntax: "
-        'unacceptable character #x0007: special characters are not allowed in "<unicode '
-        'string>", position 8'
-    )
-
-
-def test_a_file_that_is_not_a_mapping_is_refused(tmp_path: Path) -> None:
-    assert _load_error(tmp_path, "list", "- a\n- b\n") == (
-        "config/list.yaml: (top level) = ['a', 'b']: allowed: a mapping of keys; "
-        "fix: see config/dev.yaml"
-    )
-
-
-def test_an_empty_file_asks_for_the_first_required_key(tmp_path: Path) -> None:
-    assert _load_error(tmp_path, "empty", "") == (
-        "config/empty.yaml: account = (missing): allowed: a value (required); "
-        "fix: add account to config/empty.yaml"
-    )
-
-
-def test_a_file_is_the_environment_it_is_named_after(tmp_path: Path) -> None:
-    """The file's name is the environment: stack names and the lock follow it."""
-    dev = (CONFIG_DIR / "dev.yaml").read_text()
-    assert _load_error(tmp_path, "staging", dev) == (
-        "config/staging.yaml: environment = 'dev': allowed: 'staging' (the file's name); "
-        "fix: set environment: staging"
-    )
-    (tmp_path / "qa.yaml").write_text(dev.replace("environment: dev\n", ""))
-    assert load_config("qa", tmp_path).environment == "qa"
-
-
-# --- network sizes and log retention -------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("field", "lo", "hi"), [
-    ("network.vpc_cidr", 16, 24),
-    ("network.hyperpod_subnet.cidr", 16, 24),
-])  # fmt: skip
-@pytest.mark.parametrize("value", ["10.192.0.1/16", "ten.0.0.0/16", "10.192.0.0/33", "fd00::/16"])
-def test_a_cidr_that_is_not_an_ipv4_network_is_refused_with_an_example(
-    field: str, lo: int, hi: int, value: str
-) -> None:
-    """Host bits set (10.192.0.1/16) are refused too: the address must be the network's own."""
-    assert refusal({field: value}) == (
-        f"{SOURCE}: {field} = {value!r}: allowed: an IPv4 network in CIDR form, /{lo} to /{hi}; "
-        f"fix: set {field} to e.g. 10.0.0.0/16"
-    )
-
-
-def test_a_cidr_outside_the_prefix_range_is_refused_with_the_range() -> None:
-    field = "network.hyperpod_subnet.cidr"
-    assert refusal({field: "10.1.0.0/25"}) == (
-        f"{SOURCE}: {field} = '10.1.0.0/25': allowed: a prefix length from /16 to /24; "
-        f"fix: resize {field}"
-    )
-
-
-def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_does() -> None:
-    field = "network.flow_logs_retention_days"
-    assert refusal({field: 31}) == (
-        f"{SOURCE}: {field} = 31: allowed: one of CloudWatch's retention values 1, 3, 5, 7, 14, "
-        "30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, "
-        f"3653; fix: set {field} to the nearest of them"
-    )
 
 
 # --- where the FSx file system goes, and the bucket it exports to --------------------------------
@@ -376,26 +107,6 @@ def test_an_export_bucket_in_another_region_is_refused_with_the_environments_reg
         f"{SOURCE}: {field} = 'eu-west-1': allowed: us-west-2 (the environment's region: the "
         "association links a bucket in the file system's region); fix: use a bucket in "
         "us-west-2, or remove kvcache.fsx.data_repository"
-    )
-
-
-def test_a_yaml_error_at_the_end_of_the_file_shows_no_line_text(tmp_path: Path) -> None:
-    assert _load_error(tmp_path, "cut", "region: [us-west-2\n") == (
-        "config/cut.yaml: line 2, column 1 = (missing): allowed: valid YAML; fix: fix the YAML "
-        "syntax: expected ',' or ']', but got '<stream end>' (while parsing a flow sequence at "
-        "line 1)"
-    )
-
-
-def test_a_yaml_error_without_a_problem_or_a_context_mark_still_reads_as_one_line() -> None:
-    """PyYAML always sets both when it raises; the line must not break if one is missing."""
-    from infra.config.loader import _yaml_error
-
-    mark = yaml.Mark("x", 0, 0, 4, None, None)
-    bare = yaml.MarkedYAMLError(context="while parsing", problem_mark=mark)
-    assert str(_yaml_error("config/x.yaml", "a: b\n", bare)) == (
-        "config/x.yaml: line 1, column 5 = 'a: b': allowed: valid YAML; "
-        "fix: fix the YAML syntax: a syntax error"
     )
 
 
@@ -469,18 +180,6 @@ def test_the_operator_needs_each_of_its_dependencies_enabled(key: str, why: str)
         f"{OPERATOR}.enabled to false"
     )
     assert refusal({field: False, f"{OPERATOR}.enabled": False}) is None
-
-
-def test_a_mapping_parsed_without_a_file_name_must_name_its_environment() -> None:
-    """parse_config without ``env`` (a config built in Python) takes the environment from the
-    mapping only: none there is a missing key, not an environment called None."""
-    raw = {k: v for k, v in BASE.items() if k != "environment"}
-    with pytest.raises(ConfigError) as err:
-        parse_config(raw, SOURCE)
-    assert str(err.value) == (
-        f"{SOURCE}: environment = (missing): allowed: a value (required); "
-        f"fix: add environment to {SOURCE}"
-    )
 
 
 # --- endpoints on the GPU group (dev: 2 x ml.g6e.4xlarge, one GPU each) --------------------------

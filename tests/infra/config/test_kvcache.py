@@ -3,17 +3,16 @@ Pure config parsing, no double."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.config import ConfigError, RuleViolation, parse_config
-from infra.config.kvcache import check_kvcache, lock_of
+from infra.config.locks import check_lock, lock_of
+from tests.infra.config.builders import with_overrides
 
-# An environment without a committed lock in k8s/locks/, so only the tests' own locks apply.
-BASE: dict[str, Any] = {"account": "111122223333", "environment": "unit"}
+# parse_config checks a lock only when given one: the lock test passes its own.
+BASE: dict[str, Any] = {"account": "111122223333", "environment": "dev"}
 
 
 def _fail(kv: dict[str, Any], **extra: Any) -> str:
@@ -64,15 +63,14 @@ def test_master_replicas_odd_and_images_pinned() -> None:
     assert "latest" in _fail({"endpoints": [{"image": "vllm/vllm-openai:latest"}]})
 
 
-def test_lock_refuses_changes_after_first_deploy(tmp_path: Path) -> None:
+def test_lock_refuses_changes_after_first_deploy() -> None:
     cfg = parse_config(BASE, "config/test.yaml")
-    (tmp_path / "unit.json").write_text(json.dumps(lock_of(cfg)))
-    check_kvcache(cfg, tmp_path)  # unchanged: accepted
-    changed = parse_config(
-        {**BASE, "kvcache": {"curvine": {"master": {"replicas": 3}}}}, "config/test.yaml"
-    )
+    lock = lock_of(cfg)
+    check_lock(cfg, lock)  # unchanged: accepted
+    changed = parse_config({**BASE, "kvcache": {
+        "curvine": {"master": {"replicas": 3}}}}, "config/test.yaml")  # fmt: skip
     with pytest.raises(RuleViolation) as err:
-        check_kvcache(changed, tmp_path)
+        check_lock(changed, lock)
     assert (
         err.value.field == "kvcache.curvine.master.replicas"
         and "cannot change" in err.value.allowed
@@ -81,6 +79,12 @@ def test_lock_refuses_changes_after_first_deploy(tmp_path: Path) -> None:
         {**BASE, "kvcache": {"endpoints": [{"routing_strategy": "kvaware"}]}}, "config/test.yaml"
     )
     with pytest.raises(RuleViolation) as err:
-        check_kvcache(rerouted, tmp_path)
+        check_lock(rerouted, lock)
     assert err.value.field == "kvcache.endpoints.0.routing_strategy"
     assert "only when the endpoint is created" in err.value.allowed
+
+
+def test_kyverno_install_false_is_refused_on_a_created_cluster() -> None:
+    raw = with_overrides({"kvcache.kyverno": {"install": False}})
+    with pytest.raises(ConfigError, match=r"kvcache\.kyverno\.install"):
+        parse_config(raw, "config/dev.yaml", "dev")

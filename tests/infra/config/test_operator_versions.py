@@ -11,8 +11,9 @@ import yaml
 
 from infra.config import ConfigError, parse_config
 from infra.config import operator_versions as ov
-from infra.config.kvcache import PLACEHOLDER_MODEL_BUCKET, model_bucket_names
+from infra.config.kvcache import PLACEHOLDER_MODEL_BUCKET
 from infra.config.loader import CONFIG_DIR
+from infra.config.model import model_bucket_names
 
 SOURCE = "config/test.yaml"
 

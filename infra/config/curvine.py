@@ -1,0 +1,145 @@
+"""Curvine, the shared L2 store on the GPU nodes' NVMe: masters, workers, the FUSE client of
+its CSI driver, the size-based evictor and the optional static volume."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator
+
+from infra.config.base import Section
+from infra.config.errors import RuleViolation
+from infra.config.fields import dns_label, pinned_image
+
+
+class CurvineMasterConfig(Section):
+    replicas: int = 1
+    """Master (Raft) replicas: 1, 3 or 5. Fixed after the first deploy (recorded in the lock
+    file): Curvine cannot change its journal membership in place."""
+    metadata_size_gib: int = Field(default=50, ge=10, le=16384)
+    """Size of each master's metadata (RocksDB) volume on ebs-sc, in GiB."""
+    journal_size_gib: int = Field(default=50, ge=10, le=16384)
+    """Size of each master's Raft journal volume on ebs-sc, in GiB."""
+    cpu_millicores: int = Field(default=2000, ge=250)
+    """CPU request and limit of a master, in millicores."""
+    memory_mib: int = Field(default=8192, ge=1024)
+    """Memory request and limit of a master, in MiB."""
+    storage_class: str | None = None
+    """StorageClass of the master volumes. Null (the default): the app creates ``ebs-sc`` (gp3,
+    encrypted) and uses it. A name: use that existing StorageClass (provisioner
+    ``ebs.csi.aws.com``, checked at deploy on an existing cluster) and create none; on an
+    existing cluster that already has an ``ebs-sc``, set ``ebs-sc`` here to use it."""
+
+    @field_validator("storage_class")
+    @classmethod
+    def _sc(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$", v):
+            raise RuleViolation("a StorageClass name (lower-case DNS subdomain)", "fix the name")
+        return v
+
+    @field_validator("replicas")
+    @classmethod
+    def _odd(cls, v: int) -> int:
+        if v not in (1, 3, 5):
+            raise RuleViolation(
+                "1, 3 or 5 (an odd Raft quorum)", "set kvcache.curvine.master.replicas to 1 or 3"
+            )
+        return v
+
+
+class CurvineWorkerConfig(Section):
+    capacity_gib: int = Field(default=400, ge=10)
+    """NVMe capacity each worker offers to the L2 pool, in GiB (at most the instance store)."""
+    reserved_gib: int = Field(default=10, ge=0)
+    """Space the worker leaves free on the NVMe, in GiB."""
+    cpu_millicores: int = Field(default=4000, ge=500)
+    """CPU request and limit of a worker, in millicores."""
+    memory_mib: int = Field(default=8192, ge=1024)
+    """Memory request and limit of a worker, in MiB."""
+
+
+class CurvineFuseConfig(Section):
+    io_threads: int = Field(default=32, ge=1, le=512)
+    """curvine-fuse ``--io-threads`` (StorageClass parameter ``io-threads``)."""
+    worker_threads: int = Field(default=64, ge=1, le=1024)
+    """curvine-fuse ``--worker-threads``."""
+    cpu_request_millicores: int = Field(default=2000, ge=100)
+    """CPU request of the CSI node plugin, which runs the FUSE process, in millicores."""
+    cpu_limit_millicores: int = Field(default=8000, ge=100)
+    """CPU limit of the CSI node plugin, in millicores."""
+    memory_request_mib: int = Field(default=4096, ge=512)
+    """Memory request of the CSI node plugin (FUSE buffers), in MiB."""
+    memory_limit_mib: int = Field(default=16384, ge=1024)
+    """Memory limit of the CSI node plugin. Multi-GB/s KV reads keep several GiB of FUSE and
+    client buffers in flight; below ~8 GiB the FUSE process is OOM-killed under load and every
+    mount on the node breaks."""
+
+
+class EvictorConfig(Section):
+    schedule: str = "*/5 * * * *"
+    """Cron schedule of the size-based evictor (UTC)."""
+    high_water_percent: int = Field(default=85, ge=10, le=99)
+    """Start deleting when the L2 directory holds more than this share of the pool, in percent."""
+    low_water_percent: int = Field(default=70, ge=5, le=98)
+    """Delete the oldest ``.data`` files until usage is below this share, in percent."""
+
+
+class StaticPvConfig(Section):
+    enabled: bool = False
+    """Bind ``curvine-pvc`` to a static PersistentVolume (``Retain``) on a fixed Curvine path, so
+    a redeploy or a deleted PVC finds the warm cache. False: dynamic provisioning on curvine-sc."""
+    curvine_path: str = "/l2cache/static"
+    """Curvine path of the static volume."""
+    size_gib: int = Field(default=1024, ge=1)
+    """Nominal size of the static volume (Curvine does not enforce it), in GiB."""
+
+
+class CurvineConfig(Section):
+    enabled: bool = True
+    """Deploy Curvine and point every endpoint's L2 at it."""
+    version: str = "v0.3.2-alpha"
+    """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
+    image_repository: str = "ghcr.io/curvineio/curvine"
+    """Image of the master and worker."""
+    csi_image_repository: str = "ghcr.io/curvineio/curvine-csi"
+    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE)."""
+    csi_provisioner_image: str = "registry.k8s.io/sig-storage/csi-provisioner:v3.6.0"
+    """CSI external-provisioner sidecar of the controller."""
+    csi_node_driver_registrar_image: str = (
+        "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.10.0"
+    )
+    """Node driver registrar sidecar of the node plugin."""
+    namespace: str = "curvine"
+    """Namespace of Curvine: the only namespace labelled Pod Security ``privileged``."""
+    master: CurvineMasterConfig = CurvineMasterConfig()
+    worker: CurvineWorkerConfig = CurvineWorkerConfig()
+    fuse: CurvineFuseConfig = CurvineFuseConfig()
+    ttl_hours: int = Field(default=168, ge=1)
+    """Curvine TTL of files written through the mount, in hours; expired files are deleted."""
+    evictor: EvictorConfig = EvictorConfig()
+    static_pv: StaticPvConfig = StaticPvConfig()
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.match(r"^v\d+\.\d+\.\d+(-[a-z0-9.]+)?$", v):
+            raise RuleViolation("a release tag like v0.3.2-alpha (never latest)", "pin a tag")
+        return v
+
+    @field_validator("csi_provisioner_image", "csi_node_driver_registrar_image")
+    @classmethod
+    def _image(cls, v: str) -> str:
+        return pinned_image(v)
+
+    @field_validator("namespace")
+    @classmethod
+    def _ns(cls, v: str) -> str:
+        return dns_label(v)
+
+    @property
+    def image(self) -> str:
+        return f"{self.image_repository}:{self.version}"
+
+    @property
+    def csi_image(self) -> str:
+        return f"{self.csi_image_repository}:{self.version}"

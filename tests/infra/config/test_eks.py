@@ -1,0 +1,67 @@
+"""The eks section: core add-on versions follow the cluster's Kubernetes minor (infra/versions.py)
+unless written out, and a version of another minor is refused in one line (pure parsing, no
+double)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from infra import versions
+from infra.config import AppConfig, parse_config
+from infra.config import eks as eks_config
+from infra.config.eks import EksAddonVersions
+from infra.config.errors import ConfigError
+from infra.config.loader import CONFIG_DIR
+
+
+def dev_raw(minor: str, **addons: str) -> dict[str, Any]:
+    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw["eks"]["kubernetes_version"] = minor
+    if addons:
+        raw["eks"]["addons"] = addons
+    return raw
+
+
+def parse(raw: dict[str, Any]) -> AppConfig:
+    return parse_config(raw, "config/dev.yaml", "dev")
+
+
+def test_model_defaults_are_the_default_minors_table() -> None:
+    # The README's configuration reference shows the model defaults: they must be the pins used.
+    table = versions.CORE_ADDON_VERSIONS[versions.DEFAULT_KUBERNETES_VERSION]
+    defaults = EksAddonVersions()
+    assert {k: getattr(defaults, k) for k in EksAddonVersions.model_fields} == {
+        k: getattr(table, k) for k in EksAddonVersions.model_fields
+    }
+
+
+def test_override_is_kept() -> None:
+    config = parse(dev_raw("1.33", coredns="v1.12.1-eksbuild.2"))
+    assert config.eks.addons.coredns == "v1.12.1-eksbuild.2"
+    assert config.eks.addons.kube_proxy == versions.CORE_ADDON_VERSIONS["1.33"].kube_proxy
+
+
+def test_kube_proxy_of_another_minor_is_refused_in_one_line() -> None:
+    with pytest.raises(ConfigError) as raised:
+        parse(dev_raw("1.33", kube_proxy="v1.34.1-eksbuild.2"))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("config/dev.yaml: eks.addons.kube_proxy = 'v1.34.1-eksbuild.2': ")
+    assert "v1.33.5-eksbuild.2" in message
+
+
+def test_minor_without_a_table_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        eks_config,
+        "CORE_ADDON_VERSIONS",
+        {k: v for k, v in versions.CORE_ADDON_VERSIONS.items() if k != "1.33"},
+    )
+    with pytest.raises(ConfigError) as raised:
+        parse(dev_raw("1.33"))
+    message = str(raised.value)
+    assert "\n" not in message
+    assert message.startswith("config/dev.yaml: eks.kubernetes_version = '1.33': allowed: ")
+    assert "CORE_ADDON_VERSIONS" in message

@@ -1,0 +1,165 @@
+"""Rules of the existing-VPC and existing-cluster sections, with the exact line a user sees or
+the field it names (pure parsing, no double)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from infra.config import ConfigError, parse_config
+from tests.synth_support import (
+    EXISTING_GROUPS,
+    QUICK_INSTALL_CLUSTER,
+    QUICK_INSTALL_PRIVATE,
+    QUICK_INSTALL_S3_ROLE,
+    _dev_raw,
+)
+
+SOURCE = "config/dev.yaml"
+
+
+def _parse(raw: dict[str, Any]) -> str | None:
+    try:
+        parse_config(raw, SOURCE, "dev")
+    except ConfigError as err:
+        return str(err)
+    return None
+
+
+def _existing(groups: dict[str, Any] = EXISTING_GROUPS, **cluster: Any) -> dict[str, Any]:
+    """dev on a Quick Install cluster with a private endpoint; ``groups`` replaces both
+    instance groups of dev.yaml."""
+    raw = _dev_raw()
+    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE, **cluster}
+    hyperpod = {k: v for k, v in raw["hyperpod"].items()
+                if k not in ("gpu_group", "system_group")}  # fmt: skip
+    raw["hyperpod"] = {**hyperpod, **copy.deepcopy(groups)}
+    return raw
+
+
+def test_an_existing_cluster_with_its_groups_written_out_parses() -> None:
+    assert _parse(_existing()) is None
+
+
+@pytest.mark.parametrize(("given", "missing", "kind"), [
+    ({}, "gpu_group", "GPU"),
+    ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "system_group", "CPU (system)"),
+])  # fmt: skip
+def test_each_group_must_be_written_out_for_an_existing_cluster(
+    given: dict[str, Any], missing: str, kind: str
+) -> None:
+    assert _parse(_existing(given)) == (
+        f"{SOURCE}: hyperpod.{missing}.name = (missing): allowed: set with existing_cluster: name, "
+        f"instance_type and instance_count of the existing cluster's {kind} instance group (the "
+        "defaults describe a cluster this app creates); fix: run `aws sagemaker describe-cluster "
+        "--cluster-name hyperpod-cluster --query 'InstanceGroups[].[InstanceGroupName,"
+        "InstanceType,CurrentCount]'` (or `python -m scripts preflight`) and write "
+        f"hyperpod.{missing}"
+    )
+
+
+@pytest.mark.parametrize(("field", "value", "kind"), [
+    ("vpc_id", "vpc-0aaaa1111bbbb2222", None),
+    ("vpc_id", "vpc-0aaaa111", None),
+    ("vpc_id", "vpc-0aaa111", "vpc"),
+    ("vpc_id", "subnet-0aaaa1111bbbb2222", "vpc"),
+    ("vpc_id", "vpc-0aaaa1111bbbb22223", "vpc"),
+    ("kubectl_security_group_id", "sg-0eeee5555ffff6666", None),
+    ("kubectl_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
+])  # fmt: skip
+def test_aws_ids_have_their_prefix_and_8_to_17_hex_digits(
+    field: str, value: str, kind: str | None
+) -> None:
+    raw = _existing(**{field: value})
+    message = _parse(raw)
+    if kind is None:
+        assert message is None
+    else:
+        assert message == (
+            f"{SOURCE}: existing_cluster.{field} = {value!r}: allowed: an id like "
+            f"{kind}-0abc1234def567890; fix: copy the id into existing_cluster.{field}"
+        )
+
+
+@pytest.mark.parametrize(
+    ("drop", "field"),
+    [("vpc_id", "existing_cluster.vpc_id"),
+     ("kubectl_security_group_id", "existing_cluster.kubectl_security_group_id")],
+)  # fmt: skip
+def test_private_endpoint_needs_vpc_and_security_group(drop: str, field: str) -> None:
+    cluster = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    del cluster[drop]
+    with pytest.raises(ConfigError) as err:
+        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_vpc_without_kubectl_subnets_is_refused() -> None:
+    cluster = {**QUICK_INSTALL_CLUSTER, "vpc_id": "vpc-0aaaa1111bbbb2222"}
+    with pytest.raises(ConfigError) as err:
+        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
+    assert err.value.field == "existing_cluster.vpc_id"
+
+
+def test_adopted_values_are_refused_off_adopt() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(
+            {
+                "account": "111122223333",
+                "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "hyperpod": EXISTING_GROUPS,
+                "addons": {"s3_csi": {"mode": "skip", "adopted_role_arn": QUICK_INSTALL_S3_ROLE}},
+            },
+            "t.yaml",
+            "dev",
+        )
+    assert err.value.field == "addons.s3_csi.adopted_role_arn"
+
+
+def test_adopting_the_operator_needs_its_configuration() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(
+            {
+                "account": "111122223333",
+                "existing_cluster": QUICK_INSTALL_CLUSTER,
+                "hyperpod": EXISTING_GROUPS,
+                "addons": {"inference_operator": {"mode": "adopt"}},
+            },
+            "t.yaml",
+            "dev",
+        )
+    assert err.value.field == "addons.inference_operator.adopted_configuration"
+    assert "preflight" in err.value.fix
+
+
+@pytest.mark.parametrize(
+    ("hyperpod", "field"),
+    [
+        (None, "hyperpod.gpu_group.name"),
+        ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "hyperpod.system_group.name"),
+    ],
+)  # fmt: skip
+def test_existing_mode_needs_the_groups_written_out(
+    hyperpod: dict[str, Any] | None, field: str
+) -> None:
+    raw: dict[str, Any] = {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER}
+    if hyperpod is not None:
+        raw["hyperpod"] = hyperpod
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "t.yaml", "dev")
+    assert err.value.field == field
+    assert "describe-cluster --cluster-name hyperpod-cluster" in err.value.fix
+    assert "\n" not in str(err.value)
+
+
+def test_the_groups_written_out_are_accepted() -> None:
+    cfg = parse_config(
+        {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER,
+         "hyperpod": EXISTING_GROUPS},
+        "t.yaml",
+        "dev",
+    )  # fmt: skip
+    assert cfg.hyperpod.gpu_group.name == "gpu"
