@@ -13,9 +13,9 @@ L2 policy for Kyverno's CRDs and webhook, the L2 volume for what deletes its vol
 delete the claims go first); the rest is applied side by side. On a cluster this app creates,
 every chart is one ``KubernetesManifest`` applied by the cluster's kubectl provider. On an
 existing cluster (``existing_cluster``), every chart is one ``Custom::HyperPodOwnedManifest``
-(infra/constructs/owned_manifest.py): objects we did not create are never changed or deleted, and
-a deploy that would touch one is refused before anything is applied. Kyverno is installed only
-when ``kvcache.kyverno.install`` is true, with the values of ``k8s.kyverno``.
+(infra/custom_resources/owned_manifest/): objects we did not create are never changed or
+deleted, and a deploy that would touch one is refused before anything is applied. Kyverno is
+installed only when ``kvcache.kyverno.install`` is true, with the values of ``k8s.kyverno``.
 """
 
 from __future__ import annotations
