@@ -1,8 +1,9 @@
 """One EKS add-on as a ``CfnAddon``: pinned version, deliberate conflict handling, declared needs.
 
-Like cdk-eks-blueprints' add-on classes, each subclass names its add-on, its config section and
-the add-ons it requires; ``PlatformAddons`` turns the requirements into CloudFormation
-dependencies, and ``infra.config.rules.check_addons`` rejects a config that disables one.
+Each subclass names its EKS add-on and builds its IAM; the table in ``platform.py`` names each
+one's config section and the add-ons it requires, which ``PlatformAddons`` turns into
+CloudFormation dependencies (``infra.config.rules.check_addons`` rejects a config that disables
+one).
 """
 
 from __future__ import annotations
@@ -35,11 +36,9 @@ def resolve_conflicts(settings: AddonSettings, *, existing_cluster: bool) -> str
 
 
 class EksAddon(Construct):
-    """Base class: subclasses set ``ADDON_NAME``, ``CONFIG_KEY`` and optionally ``REQUIRES``."""
+    """Base class: subclasses set ``ADDON_NAME``, the EKS add-on's name."""
 
     ADDON_NAME: ClassVar[str]
-    CONFIG_KEY: ClassVar[str]
-    REQUIRES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,

@@ -22,7 +22,6 @@ HYPERPOD_HEALTH_CHECK_TOLERATION = {
 
 class CertManagerAddon(EksAddon):
     ADDON_NAME = "cert-manager"
-    CONFIG_KEY = "cert_manager"
 
     def __init__(
         self,
@@ -57,4 +56,3 @@ class CertManagerAddon(EksAddon):
 
 class MetricsServerAddon(EksAddon):
     ADDON_NAME = "metrics-server"
-    CONFIG_KEY = "metrics_server"

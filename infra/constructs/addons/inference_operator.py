@@ -10,7 +10,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.cluster_types import AnyCluster
-from infra.config.addons import INFERENCE_REQUIRES, InferenceOperatorConfig
+from infra.config.addons import InferenceOperatorConfig
 from infra.constructs.addons.alb_controller_policy import (
     ALB_WILDCARD_FINDINGS,
     alb_controller_statements,
@@ -76,8 +76,6 @@ def gated_model_principal(
 
 class InferenceOperatorAddon(EksAddon):
     ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
-    CONFIG_KEY = "inference_operator"
-    REQUIRES = INFERENCE_REQUIRES
 
     def __init__(
         self,

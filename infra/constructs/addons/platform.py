@@ -1,12 +1,18 @@
-"""All platform add-ons of one cluster, with their requirements turned into dependencies."""
+"""All platform add-ons of one cluster, built from one table, their requirements turned into
+dependencies."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
+from infra.config.addons import INFERENCE_REQUIRES
 from infra.config.model import model_bucket_names
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.cluster_addons import CertManagerAddon, MetricsServerAddon
@@ -17,12 +23,71 @@ from infra.constructs.addons.storage_addons import (
     S3CsiDriverAddon,
 )
 
+# What an add-on's IAM roles need from outside the add-ons stack.
+OIDC = "oidc_provider"  # IRSA roles trust the cluster's OIDC provider
+CLUSTER_ARN = "hyperpod_cluster_arn"  # roles scoped to the HyperPod cluster
+
+
+def _no_options(_config: AppConfig) -> dict[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class AddonRow:
+    """One platform add-on."""
+
+    id: str
+    """Construct id; the add-on's logical IDs derive from it."""
+    key: str
+    """Its config section, ``addons.<key>``."""
+    addon: type[EksAddon]
+    iam: tuple[str, ...] = ()
+    """What its IAM roles need (``OIDC``, ``CLUSTER_ARN``)."""
+    requires: tuple[str, ...] = ()
+    """Add-ons (keys) it depends on where this stack manages them (infra/config/rules.py refuses
+    a config that disables one)."""
+    options: Callable[[AppConfig], dict[str, Any]] = field(default=_no_options)
+    """Its other arguments, from the whole config."""
+
+
+def _s3_csi(config: AppConfig) -> dict[str, Any]:
+    # The driver's role reads addons.s3_csi.model_bucket_names plus every endpoint's S3 model
+    # bucket (infra/config/model.py).
+    update = {"model_bucket_names": model_bucket_names(config)}
+    return {"settings": config.addons.s3_csi.model_copy(update=update)}
+
+
+def _inference_operator(config: AppConfig) -> dict[str, Any]:
+    return {
+        "execution_role_unique_name": f"{config.stack_prefix}-{config.region}",
+        "retain_stateful_resources": config.retain_stateful_resources,
+        "endpoint_namespaces": [ep.namespace for ep in config.kvcache.endpoints],
+    }
+
+
+# In creation order; independent add-ons are not chained, so CloudFormation installs them in
+# parallel.
+ADDONS: tuple[AddonRow, ...] = (
+    AddonRow("CertManager", "cert_manager", CertManagerAddon),
+    AddonRow("S3CsiDriver", "s3_csi", S3CsiDriverAddon, iam=(OIDC,), options=_s3_csi),
+    AddonRow("FsxCsiDriver", "fsx_csi", FsxCsiDriverAddon),
+    AddonRow("MetricsServer", "metrics_server", MetricsServerAddon),
+    AddonRow("EbsCsiDriver", "ebs_csi", EbsCsiDriverAddon, iam=(OIDC, CLUSTER_ARN)),
+    AddonRow(
+        "InferenceOperator",
+        "inference_operator",
+        InferenceOperatorAddon,
+        iam=(OIDC, CLUSTER_ARN),
+        requires=INFERENCE_REQUIRES,
+        options=_inference_operator,
+    ),
+)
+
 
 class PlatformAddons(Construct):
     """Creates the add-ons the config manages (``create``/``adopt``; ``skip`` creates nothing).
 
-    Independent add-ons are not chained, so CloudFormation installs them in parallel; an add-on
-    that declares ``REQUIRES`` depends on each required add-on this stack manages.
+    An add-on that requires others depends on each required add-on this stack manages.
     """
 
     def __init__(
@@ -36,90 +101,30 @@ class PlatformAddons(Construct):
         hyperpod_cluster_arn: str,
     ) -> None:
         super().__init__(scope, id)
-        addons = config.addons
-        existing = config.existing
         self.addons: dict[str, EksAddon] = {}
-        if not addons.enabled:
+        if not config.addons.enabled:
             return
-        if addons.cert_manager.managed:
-            self._keep(
-                CertManagerAddon(
-                    self,
-                    "CertManager",
-                    cluster=cluster,
-                    settings=addons.cert_manager,
-                    existing_cluster=existing,
-                )
+        iam_inputs: dict[str, Any] = {OIDC: oidc_provider, CLUSTER_ARN: hyperpod_cluster_arn}
+        for row in ADDONS:
+            settings = config.addons.settings(row.key)
+            if not settings.managed:
+                continue
+            arguments: dict[str, Any] = {
+                "settings": settings,
+                **{name: iam_inputs[name] for name in row.iam},
+                **row.options(config),
+            }
+            self.addons[row.key] = row.addon(
+                self, row.id, cluster=cluster, existing_cluster=config.existing, **arguments
             )
-        if addons.s3_csi.managed:
-            self._keep(
-                S3CsiDriverAddon(
-                    self,
-                    "S3CsiDriver",
-                    cluster=cluster,
-                    oidc_provider=oidc_provider,
-                    # plus every endpoint's S3 model bucket (infra/config/model.py)
-                    settings=addons.s3_csi.model_copy(
-                        update={"model_bucket_names": model_bucket_names(config)}
-                    ),
-                    existing_cluster=existing,
-                )
-            )
-        if addons.fsx_csi.managed:
-            self._keep(
-                FsxCsiDriverAddon(
-                    self,
-                    "FsxCsiDriver",
-                    cluster=cluster,
-                    settings=addons.fsx_csi,
-                    existing_cluster=existing,
-                )
-            )
-        if addons.metrics_server.managed:
-            self._keep(
-                MetricsServerAddon(
-                    self,
-                    "MetricsServer",
-                    cluster=cluster,
-                    settings=addons.metrics_server,
-                    existing_cluster=existing,
-                )
-            )
-        if addons.ebs_csi.managed:
-            self._keep(
-                EbsCsiDriverAddon(
-                    self,
-                    "EbsCsiDriver",
-                    cluster=cluster,
-                    oidc_provider=oidc_provider,
-                    hyperpod_cluster_arn=hyperpod_cluster_arn,
-                    settings=addons.ebs_csi,
-                    existing_cluster=existing,
-                )
-            )
-        if addons.inference_operator.managed:
-            self._keep(
-                InferenceOperatorAddon(
-                    self,
-                    "InferenceOperator",
-                    cluster=cluster,
-                    oidc_provider=oidc_provider,
-                    hyperpod_cluster_arn=hyperpod_cluster_arn,
-                    settings=addons.inference_operator,
-                    existing_cluster=existing,
-                    execution_role_unique_name=f"{config.stack_prefix}-{config.region}",
-                    retain_stateful_resources=config.retain_stateful_resources,
-                    endpoint_namespaces=[ep.namespace for ep in config.kvcache.endpoints],
-                )
-            )
-        for addon in self.addons.values():
-            for key in addon.REQUIRES:
+        for row in ADDONS:
+            addon = self.addons.get(row.key)
+            if addon is None:
+                continue
+            for key in row.requires:
                 required = self.addons.get(key)
                 if required is not None:  # absent: mode skip (installed elsewhere)
                     addon.add_dependency(required)
-
-    def _keep(self, addon: EksAddon) -> None:
-        self.addons[addon.CONFIG_KEY] = addon
 
     @property
     def inference_operator(self) -> InferenceOperatorAddon | None:

@@ -23,7 +23,6 @@ class S3CsiDriverAddon(EksAddon):
     """Mountpoint for S3 CSI driver; its IRSA role can only list and read the model buckets."""
 
     ADDON_NAME = "aws-mountpoint-s3-csi-driver"
-    CONFIG_KEY = "s3_csi"
 
     def __init__(
         self,
@@ -88,7 +87,6 @@ class FsxCsiDriverAddon(EksAddon):
     role's lifecycle to the add-on's)."""
 
     ADDON_NAME = "aws-fsx-csi-driver"
-    CONFIG_KEY = "fsx_csi"
 
     def __init__(
         self,
@@ -157,7 +155,6 @@ class EbsCsiDriverAddon(EksAddon):
     DescribeCluster on the EKS cluster besides AmazonEBSCSIDriverPolicy."""
 
     ADDON_NAME = "aws-ebs-csi-driver"
-    CONFIG_KEY = "ebs_csi"
 
     def __init__(
         self,
