@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
 from infra.config import AppConfig, load_config, parse_config
+from infra.config.loader import CONFIG_DIR
 from infra.nag import enable_checks
 from stacks.composition import EnvironmentStacks, compose
 
@@ -50,10 +52,6 @@ def dev_config() -> AppConfig:
 
 
 def _dev_raw() -> dict[str, Any]:
-    import yaml
-
-    from infra.config.loader import CONFIG_DIR
-
     raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
     return raw
 

@@ -13,6 +13,7 @@ import yaml
 
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
+from scripts.config_reference import REFERENCE, updated_reference
 
 SOURCE = "config/dev.yaml"
 
@@ -202,7 +203,5 @@ def test_app_prints_one_line_and_no_traceback(repo_root: Path) -> None:
 
 
 def test_configuration_reference_is_current() -> None:
-    from scripts.config_reference import REFERENCE, updated_reference
-
     text = REFERENCE.read_text()
     assert updated_reference(text) == text, "run `make docs`"

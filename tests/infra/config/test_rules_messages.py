@@ -14,6 +14,7 @@ import pytest
 
 from infra.config import parse_config
 from infra.instances import GPU_INSTANCES
+from k8s.policy import l2_url
 from tests.infra.config.builders import BASE, SOURCE, refusal, with_overrides
 
 # --- where L2 is mounted in the vLLM container ---------------------------------------------------
@@ -39,8 +40,6 @@ def test_an_l2_mount_path_that_is_not_a_clean_absolute_path_of_its_own_is_refuse
 
 @pytest.mark.parametrize("path", ["/l2", "/mnt/curvine/l2cache", "/devices/l2", "/srv/sys"])
 def test_a_clean_absolute_l2_mount_path_is_accepted_and_makes_the_url(path: str) -> None:
-    from k8s.policy import l2_url
-
     config = parse_config(with_overrides({"kvcache.l2_mount_path": path}), SOURCE, "dev")
     assert l2_url(config) == f"fs://localhost:0{path}/"
 
@@ -219,8 +218,6 @@ def test_replicas_beyond_the_gpus_are_refused_as_such_whatever_the_rollout() -> 
 
 
 def test_an_endpoint_on_a_type_without_local_nvme_is_refused_with_the_types_that_have_it() -> None:
-    from infra.instances import GPU_INSTANCES
-
     field = "kvcache.endpoints.0.instance_type"
     assert refusal(_endpoints({"instance_type": "ml.g5.4xlarge"})) == (
         f"{SOURCE}: {field} = 'ml.g5.4xlarge': allowed: a GPU type with local NVMe "

@@ -9,6 +9,7 @@ sent, nothing else), and fails on any call that was not queued (so "no call" is 
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -164,7 +165,6 @@ def test_each_request_and_each_step_is_logged(
 ) -> None:
     """What the handler's CloudWatch log shows: the request with the fields that identify it,
     then the cluster and where its Tiered Storage stands after each step."""
-    import logging
 
     caplog.set_level(logging.INFO, logger=index.log.name)
     update = event("Update", properties(), KEEP_ID)
