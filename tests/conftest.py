@@ -15,7 +15,7 @@ os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 from tests import background
 from tests.synth_support import Synth, dev_config, existing_cluster_config, synth
 
-SYNTH_TESTS = Path(__file__).parent / "synth"
+SYNTH_TESTS = Path(__file__).parent / "stacks"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -84,8 +84,8 @@ def test_apply_order(template: Template) -> None:
         return lid
 
     # Only where apply or delete needs it: namespaces first, Kyverno's CRDs before its policy,
-    # the L2 volume after what deletes its volumes (tests/synth/test_rehearsal_waits.py); the
-    # rest side by side (the endpoints' waits are pinned in tests/synth/test_deploy_layout.py).
+    # the L2 volume after what deletes its volumes (tests/stacks/test_rehearsal_waits.py); the
+    # rest side by side (the endpoints' waits are pinned in tests/stacks/test_deploy_layout.py).
     namespaces = one("K8s00namespaces")
     assert deps("K8s00namespaces") == set()
     assert deps("Kyverno") == {namespaces}

@@ -29,8 +29,8 @@ class Example:
 K8S = "tests/k8s/test_invariants.py"
 OBJ = "tests/k8s/test_rehearsal_objects.py"
 RULES = "tests/infra/config/test_rules_boundaries.py"
-LAYOUT = "tests/synth/test_deploy_layout.py"
-ORDER = "tests/synth/test_deploy_order.py"
+LAYOUT = "tests/stacks/test_deploy_layout.py"
+ORDER = "tests/stacks/test_deploy_order.py"
 
 EXAMPLES: tuple[Example, ...] = (
     Example("L2 PVC ReadWriteMany -> ReadWriteOnce", "k8s/l2_volume.py",

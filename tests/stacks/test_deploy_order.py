@@ -1,4 +1,4 @@
-"""Deploy and teardown order, read from the synthesized cloud assembly (issue 17).
+"""Deploy and teardown order, read from the synthesized cloud assembly.
 
 The dependencies come from the assembly's manifest.json, whatever composes the stacks, and the
 teardown order from teardown's public ``stack_names``, so both tests survive a new stack layout.

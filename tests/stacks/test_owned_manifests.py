@@ -21,12 +21,21 @@ from infra.config import parse_config
 from infra.custom_resources.owned_manifest.construct import RESOURCE_TYPE
 from infra.custom_resources.owned_manifest.handler import index
 from infra.custom_resources.owned_manifest.handler.cluster import Cluster
+from infra.custom_resources.owned_manifest.handler.kinds import Ref
 from infra.custom_resources.owned_manifest.handler.ownership import (
     OWNER_ANNOTATION,
     OwnershipError,
+    stamped,
 )
-from tests.doubles.ownership_fake_kube import ApplyFakeKube
-from tests.infra.custom_resources.owned_manifest.handler.objects import CRD, NS, SC, ns, sc
+from tests.doubles.ownership_fake_kube import ApplyFakeKube, Provisioner
+from tests.infra.custom_resources.owned_manifest.handler.objects import (
+    CRD,
+    NS,
+    SC,
+    FakeTime,
+    ns,
+    sc,
+)
 from tests.synth_support import (
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_PRIVATE,
@@ -196,8 +205,6 @@ def test_reusing_deploys_and_destroys_without_touching_the_owners_objects(
 def _prods_layer(kube: ApplyFakeKube, s: Synth) -> dict[str, Any]:
     """prod's copy of every object of this layer (same names), marked by prod; a copy of the
     store."""
-    from infra.custom_resources.owned_manifest.handler.kinds import Ref
-    from infra.custom_resources.owned_manifest.handler.ownership import stamped
 
     prod = s.config.stack_prefix.replace(s.config.environment, "prod")
     assert prod != s.config.stack_prefix
@@ -255,8 +262,6 @@ def test_destroy_deletes_the_l2_volumes_while_their_provisioner_runs(existing: S
     the claims last within their wave (CloudFormation promises no order inside one): every
     volume of the L2 claims is deleted by the Curvine CSI controller, which (with Curvine's
     master) still runs. Gone first, it would leave each volume with its finalizer."""
-    from tests.doubles.ownership_fake_kube import Provisioner
-    from tests.infra.custom_resources.owned_manifest.handler.objects import FakeTime
 
     curvine = f"/apis/apps/v1/namespaces/{existing.config.kvcache.curvine.namespace}"
     needed = (f"{curvine}/deployments/curvine-csi-controller",

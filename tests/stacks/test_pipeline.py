@@ -14,9 +14,11 @@ from aws_cdk import Environment
 from infra.cdk_context import new_app
 from infra.config import load_config, parse_config
 from infra.config.loader import CONFIG_DIR
+from infra.constructs.pipeline import ENVIRONMENT_STACKS
 from infra.nag import enable_checks
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
+from scripts import teardown
 from stacks.pipeline_stack import PipelineStack
 
 CONNECTION = (
@@ -195,10 +197,7 @@ def _resources(statement: dict[str, Any]) -> list[str]:
 
 
 def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]) -> None:
-    from infra.constructs.pipeline import ENVIRONMENT_STACKS
-    from scripts.teardown import STACK_SUFFIXES
-
-    assert ENVIRONMENT_STACKS == STACK_SUFFIXES
+    assert ENVIRONMENT_STACKS == teardown.STACK_SUFFIXES
     test = load_config("test")
     by_sid = _nightly_statements(pipeline["template"])
     stacks = " ".join(_resources(by_sid["DeleteEnvironmentStacks"]))

@@ -6,7 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from aws_cdk import Stack
+from aws_cdk import aws_s3 as s3
 
+from infra.cdk_context import new_app
+from infra.nag import enable_checks
 from infra.validation import templates_in
 from tests import background
 from tests.synth_support import Synth, dev_config, synth
@@ -43,11 +47,6 @@ def test_cfn_lint_has_no_errors(fixture: str, request: pytest.FixtureRequest) ->
 def test_cdk_nag_fails_the_synth_on_an_unacknowledged_finding(tmp_path: Path) -> None:
     """The dev and existing fixtures synthesized, so they have no finding; this proves the
     checks are live: the same wiring rejects a bucket without access logs."""
-    from aws_cdk import Stack
-    from aws_cdk import aws_s3 as s3
-
-    from infra.cdk_context import new_app
-    from infra.nag import enable_checks
 
     app = new_app(str(tmp_path))  # as app.py makes it: the built-in validator off
     s3.Bucket(Stack(app, "Probe"), "Unlogged", enforce_ssl=True)

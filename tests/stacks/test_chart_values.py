@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 from aws_cdk import App, Stack
 
-from tests.synth.chart_fallbacks import Fallback, unavoided
+from infra.constructs.hyperpod import chart_values
+from tests.doubles.chart_fallbacks import Fallback, unavoided
 from tests.synth_support import FIXTURE_CHART, Synth
 
 HMA_HELPERS = FIXTURE_CHART / "charts" / "health-monitoring-agent" / "templates" / "_helpers.tpl"
@@ -81,8 +82,6 @@ def test_the_agent_image_region_is_the_stacks_region(dev: Synth) -> None:
 
 
 def test_an_environment_agnostic_region_is_resolved_by_cloudformation() -> None:
-    from infra.constructs.hyperpod import chart_values
-
     stack = Stack(App(), "Agnostic")
     values = stack.resolve(stack.to_json_string(chart_values(stack.region, FIXTURE_CHART)))
     assert {"Ref": "AWS::Region"} in values["Fn::Join"][1]

@@ -12,6 +12,7 @@ from constructs import IConstruct
 from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
 from scripts.deploy_plan import Durations, as_deployed, floor, load_assembly
+from stacks.kvcache_stack import L2_PROVIDERS, L2_VOLUME
 from tests.synth_support import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
@@ -123,8 +124,7 @@ def test_eks_cluster_does_not_wait_for_nat(dev: Synth) -> None:
 
 def test_manifests_wait_only_where_apply_or_delete_needs_it(dev: Synth) -> None:
     """Namespaces first, Kyverno before its policy, and the L2 volume after what deletes its
-    volumes (so that it goes first on delete: tests/synth/test_rehearsal_waits.py)."""
-    from stacks.kvcache_stack import L2_PROVIDERS, L2_VOLUME
+    volumes (so that it goes first on delete: tests/stacks/test_rehearsal_waits.py)."""
 
     resources = dev.template_json("kvcache")["Resources"]
     ids = {name: logical_id(m) for name, m in dev.stacks.kvcache.manifests.items()}

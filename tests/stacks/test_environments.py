@@ -14,6 +14,7 @@ from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
 from infra.config import load_config
 from infra.validation import templates_in
+from k8s.render import render
 from tests import background
 from tests.synth_support import Synth, synth
 
@@ -99,8 +100,6 @@ def test_prod_is_private_and_test_is_not(env: Synth) -> None:
 
 
 def test_dist_manifests_render_for_every_environment(env: Synth, tmp_path: Path) -> None:
-    from k8s.render import render
-
     written = render(env.config.environment, tmp_path, lock_dir=tmp_path / "locks")
     assert written[0].name == "00-namespaces.yaml"
 

@@ -20,6 +20,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
+from cfnlint.api import ManualArgs, lint_file
 
 from infra.cdk_context import new_app
 from infra.config import AppConfig, parse_config
@@ -382,8 +383,6 @@ def test_dependency_edges(synth: Synth) -> None:
 
 
 def test_cfn_lint_has_no_errors(synth: Synth) -> None:
-    from cfnlint.api import ManualArgs, lint_file
-
     matches = lint_file(
         synth.template_path, ManualArgs(regions=["us-west-2"], ignore_checks=["W3005"])
     )
