@@ -38,6 +38,7 @@ from infra.custom_resources.tiered_storage.construct import (
     bundle,
 )
 from infra.nag import enable_checks
+from tests.synth_support import Synth as SynthResult
 
 EXISTING_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"
 ENV = cdk.Environment(account="111122223333", region="us-west-2")
@@ -287,3 +288,25 @@ def _join(value: Any) -> str:
         return value
     parts = value["Fn::Join"][1]
     return "".join(p if isinstance(p, str) else "X" for p in parts)
+
+
+@pytest.mark.parametrize("mode", ["dev", "existing"])
+def test_the_app_keeps_the_custom_resources_logical_id(
+    mode: str, request: pytest.FixtureRequest
+) -> None:
+    """A new logical ID would replace the resource: CloudFormation creates the new one, then
+    deletes the old one, whose Delete on an existing cluster puts back the setting recorded at
+    its Create (tests in handler/test_index_delete.py), undoing what the new one enabled. The
+    Provider is in the HyperPod stack, the resource (its construct's Default child) and its
+    policy in the tiered-storage stack."""
+    result: SynthResult = request.getfixturevalue(mode)
+    resources = result.template_json("tiered-storage")["Resources"]
+    custom = {k for k, v in resources.items() if v["Type"] == "Custom::HyperPodTieredStorage"}
+    assert custom == {"TieredStorage"}
+    assert resources["TieredStorage"]["Properties"]["RestoreOnDelete"] == (
+        "true" if mode == "existing" else "false"
+    )
+    assert {v["Type"] for v in resources.values()} == {
+        "Custom::HyperPodTieredStorage",
+        "AWS::IAM::Policy",
+    }
