@@ -33,8 +33,8 @@ from k8s.common import (
     system_node_selector,
 )
 from k8s.curvine import FUSE_CONTAINER_PORTS, TMP_DIR, fuse_web_port, metrics_service
+from k8s.names import CSI_DRIVER as DRIVER
 
-DRIVER = "curvine"
 CONTROLLER, NODE = "curvine-csi-controller", "curvine-csi-node"
 KUBELET = "/var/lib/kubelet"
 SOCKET = "/csi/csi.sock"

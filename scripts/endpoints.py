@@ -1,12 +1,9 @@
 """Which configured endpoint a command acts on, and what its L2 must look like.
 
-The Kubernetes layer (k8s/) owns the names of the objects it creates (``k8s.l2_volume.PVC``,
-``k8s.csi.DRIVER``, ``k8s.foundation.CURVINE_SC``, the policy's volume); the CLI imports them from
-there. The L2 settings are read from the Kyverno rule itself (``k8s.policy.rule``), so ``patch``
-and ``verify`` expect exactly what the admission policy writes.
-
-k8s/ modules are imported inside the functions that need them: importing them loads cdk8s, which
-starts a Node.js (jsii) process, and ``--help``, ``size``, ``bench`` and ``preflight`` need none.
+The Kubernetes layer (k8s/) owns the names of the objects it creates; the CLI reads them from
+``k8s.names`` (``PVC``, ``CSI_DRIVER``, ``CURVINE_SC``, ``fsx_claim``), which imports no cdk8s. The
+L2 settings are read from the Kyverno rule itself (``k8s.policy.rule``), so ``patch`` and
+``verify`` expect exactly what the admission policy writes.
 """
 
 from __future__ import annotations
@@ -16,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
+from k8s.names import PVC, REMOTE_URL_ENV, fsx_claim
 from scripts.common import OperationError
 
 if TYPE_CHECKING:
@@ -67,8 +66,9 @@ class L2Settings:
 def l2_settings(cfg: AppConfig, endpoint: EndpointConfig, claim: str | None = None) -> L2Settings:
     """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``.
     ``claim``: the L2 claim of the deployed environment (``l2_claim``; default curvine-pvc)."""
-    from k8s.l2_volume import PVC
-    from k8s.policy import REMOTE_URL_ENV, rule
+    # k8s.policy builds the rule with cdk8s loaded, and importing cdk8s starts Node.js (jsii): only
+    # the commands that need the rule (verify, patch) load it, so the others run without Node.js.
+    from k8s.policy import rule
 
     (loop,) = rule(cfg, endpoint, claim or PVC)["mutate"]["foreach"]
     spec = loop["patchStrategicMerge"]["spec"]
@@ -85,9 +85,6 @@ def l2_claim(clients: Clients, cfg: AppConfig) -> str:
     """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
     the claim named after the deployed file system (read from the kvcache stack's outputs;
     OperationError with the reason when it cannot be)."""
-    from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
-    from k8s.l2_volume import PVC, fsx_claim
-
     if cfg.kvcache.l2_backend != "fsx_lustre":
         return PVC
     try:

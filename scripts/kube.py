@@ -18,11 +18,11 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from infra.config.kvcache import EndpointConfig
+from k8s.names import REMOTE_URL_ENV
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
 
-REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 MERGE_PATCH = "application/merge-patch+json"
 
 

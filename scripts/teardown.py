@@ -37,6 +37,7 @@ from kubernetes.client.exceptions import ApiException
 from infra.config import AppConfig
 from infra.handlers.owned_manifest.ownership import OWNER_ANNOTATION
 from infra.stack_layout import STACK_SUFFIXES, deletion_waves
+from k8s.names import CURVINE_SC, MANAGED_BY, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL, PVC
 from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
@@ -44,8 +45,6 @@ from scripts.kube import Show, wait_for
 from scripts.verify import cluster_names
 
 LB_CLUSTER_TAG = "elbv2.k8s.aws/cluster"  # set by the AWS Load Balancer Controller
-MANAGED_BY = "app.kubernetes.io/managed-by"
-PART_OF_LABEL = "app.kubernetes.io/part-of"
 Log = Callable[[str], None]
 DENIED_CODES = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
 # The stack of infra/stack_layout.py that holds the VPC, its subnets and security groups.
@@ -123,10 +122,8 @@ def eks_cluster_exists(clients: Clients, cfg: AppConfig) -> bool:
 
 def labelled(metadata: Any) -> bool:
     """Carries the labels every object we render has (k8s/common.py ``labels``)."""
-    from k8s.common import PART_OF  # lazily: see scripts/endpoints.py
-
     labels = (metadata or {}).get("labels") or {}
-    return labels.get(MANAGED_BY) == "cdk8s" and labels.get(PART_OF_LABEL) == PART_OF
+    return labels.get(MANAGED_BY_LABEL) == MANAGED_BY and labels.get(PART_OF_LABEL) == PART_OF
 
 
 def owner_mark(metadata: Any) -> str | None:
@@ -151,9 +148,7 @@ def why_not_ours(cfg: AppConfig, metadata: Any) -> str | None:
 
 
 def owner_selector() -> str:
-    from k8s.common import PART_OF
-
-    return f"{MANAGED_BY}=cdk8s,{PART_OF_LABEL}={PART_OF}"
+    return f"{MANAGED_BY_LABEL}={MANAGED_BY},{PART_OF_LABEL}={PART_OF}"
 
 
 def _endpoints(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[str]]:
@@ -193,8 +188,6 @@ def list_curvine_pvcs(clients: Clients, cfg: AppConfig) -> list[Item]:
 
 def _curvine_pvcs(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[str]]:
     """(our Curvine PVCs in the configured endpoints' namespaces, notes on those left)."""
-    from k8s.foundation import CURVINE_SC  # lazily: see scripts/endpoints.py
-
     core = clients.core()
     items: list[Item] = []
     notes: list[str] = []
@@ -216,9 +209,6 @@ def curvine_volumes_left(clients: Clients, cfg: AppConfig) -> list[str]:
     """Volumes on the Curvine StorageClass that the Curvine CSI driver still has to delete:
     reclaim policy Delete, bound to a claim of the L2 volume (its name, in a configured
     endpoint's namespace) that no longer exists. Only waited for, never deleted."""
-    from k8s.foundation import CURVINE_SC  # lazily: see scripts/endpoints.py
-    from k8s.l2_volume import PVC
-
     namespaces = {ep.namespace for ep in cfg.kvcache.endpoints}
     core = clients.core()
     left = []

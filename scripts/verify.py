@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from k8s.names import CSI_DRIVER, POLICY
 from scripts.clients import Clients
 from scripts.common import Check, OperationError
 from scripts.endpoints import L2Settings, l2_claim, l2_settings
@@ -158,8 +159,6 @@ def check_addons(clients: Clients, cfg: AppConfig) -> Check:
 
 
 def check_csi_driver(clients: Clients) -> Check:
-    from k8s.csi import DRIVER as CSI_DRIVER  # lazily: see scripts/endpoints.py
-
     stage = f"CSIDriver {CSI_DRIVER}"
     try:
         clients.storage().read_csi_driver(CSI_DRIVER)
@@ -369,8 +368,6 @@ def check_remote_url(pods: list[dict[str, Any]], want: L2Settings) -> Check:
     ]
     if not wrong:
         return Check(stage, "pass", f"{len(pods)} Pods: {want.marker}={url}")
-    from k8s.policy import POLICY  # lazily: see scripts/endpoints.py
-
     ns = pods[0]["metadata"].get("namespace", "")
     found = "; ".join(f"Pod {n}: {', '.join(p)}" for n, p in wrong)
     return Check(
@@ -563,8 +560,6 @@ def run_verify(
     transport: Transport | None,
     **l2_options: Any,
 ) -> tuple[list[Check], CrossPodResult | None]:
-    from k8s.csi import DRIVER as CSI_DRIVER  # lazily: see scripts/endpoints.py
-
     claim, claim_check = _claim_check(clients, cfg, ref)
     checks = [
         _guard("tiered storage", lambda: check_tiered_storage(clients, cfg)),
