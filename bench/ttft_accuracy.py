@@ -1,6 +1,6 @@
 """How close the CLI's TTFT measurement comes to a known prefill delay.
 
-A fake OpenAI-compatible server (tests/scripts/fake_vllm.py, a separate process) waits a fixed
+A fake OpenAI-compatible server (tests/doubles/fake_vllm.py, a separate process) waits a fixed
 delay before its first token; the CLI's client (``scripts.openai_stream``) measures TTFT against
 it. Printed: for each delay, the median, p90 and max of (measured TTFT - injected delay), and the
 same against the interval the server itself recorded. A busy machine widens the spread: this is
@@ -16,7 +16,7 @@ import statistics
 
 from scripts.openai_stream import stream_completion
 from scripts.prompts import make_prompt
-from tests.scripts.fake_vllm import FakeVllm
+from tests.doubles.fake_vllm import FakeVllm
 
 
 def _p90(values: list[float]) -> float:

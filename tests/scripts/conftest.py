@@ -18,7 +18,7 @@ import pytest
 
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import EndpointConfig
-from tests.scripts.fake_kube import FakeKube
+from tests.doubles.fake_kube import FakeKube
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"

@@ -1,4 +1,4 @@
-"""`bench` against real local HTTP servers (tests/scripts/fake_vllm.py) that stream tokens after a
+"""`bench` against real local HTTP servers (tests/doubles/fake_vllm.py) that stream tokens after a
 known delay. No AWS or Kubernetes involved.
 
 Nothing here depends on how busy the machine is: a measured TTFT is compared with the interval the
@@ -27,7 +27,7 @@ from scripts.bench import (
 )
 from scripts.openai_stream import read_events, stream_completion
 from scripts.prompts import make_prompt
-from tests.scripts.fake_vllm import FakeVllm
+from tests.doubles.fake_vllm import FakeVllm
 
 COLD_S, WARM_S = 0.060, 0.015
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

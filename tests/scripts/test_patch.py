@@ -16,6 +16,7 @@ from scripts.clients import Clients
 from scripts.common import OperationError
 from scripts.endpoints import l2_settings
 from scripts.patch import compute_patch, run_patch
+from tests.doubles.fake_kube import FakeKube, json_patch
 from tests.k8s.kyverno_eval import apply_policy
 from tests.scripts.conftest import (
     DEPLOYMENTS,
@@ -26,7 +27,6 @@ from tests.scripts.conftest import (
     recorded_cfg,
     recorded_endpoint,
 )
-from tests.scripts.fake_kube import FakeKube, json_patch
 
 CFG = recorded_cfg()
 REF = recorded_endpoint(CFG)

@@ -12,7 +12,7 @@ import pytest
 from infra.config import load_config
 from infra.dashboards import Queries, l2_used_percent, rows
 from scripts import report
-from tests.scripts.fake_prometheus import FakePrometheus
+from tests.doubles.fake_prometheus import FakePrometheus
 
 SAMPLES = Path(__file__).parent / "fixtures" / "observability_samples.json"
 

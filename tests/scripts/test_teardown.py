@@ -45,8 +45,8 @@ from scripts.teardown import (
     stack_names,
     stack_waves,
 )
+from tests.doubles.fake_kube import FakeKube
 from tests.scripts.conftest import IECS, endpoint_config, make_cfg
-from tests.scripts.fake_kube import FakeKube
 
 REGION = "us-west-2"
 FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, lambda_eni_s=10, interval_s=0.05)

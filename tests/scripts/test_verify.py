@@ -20,6 +20,8 @@ from scripts.clients import Clients
 from scripts.endpoints import l2_settings
 from scripts.patch import compute_patch
 from scripts.verify import run_verify
+from tests.doubles.fake_kube import FakeKube, json_patch
+from tests.doubles.fake_vllm import FakeVllm
 from tests.scripts.conftest import (
     DEPLOYMENTS,
     IECS,
@@ -31,8 +33,6 @@ from tests.scripts.conftest import (
     recorded_deployment,
     recorded_endpoint,
 )
-from tests.scripts.fake_kube import FakeKube, json_patch
-from tests.scripts.fake_vllm import FakeVllm
 from tests.scripts.test_lmcache_logs import MISS, SEED_HIT, SEED_RETRIEVE, SEED_STORE
 
 # The stubs below answer for clusters named hyperpod-kvcache (the config's default names).
@@ -482,11 +482,11 @@ def test_verify_waits_for_nodes_and_rollout_first(
     assert "rollout of default/vllm-kvcache: done after 0s" in result.stderr
 
 
-# ---- the metrics row: a local Prometheus-compatible fake (tests/scripts/fake_prometheus.py) ----
+# ---- the metrics row: a local Prometheus-compatible fake (tests/doubles/fake_prometheus.py) ----
 
 
 def _prom(instant: dict[str, float]) -> Any:
-    from tests.scripts.fake_prometheus import FakePrometheus
+    from tests.doubles.fake_prometheus import FakePrometheus
 
     return FakePrometheus(instant, {})
 

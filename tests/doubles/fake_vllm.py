@@ -143,7 +143,7 @@ class FakeVllm:
     def __enter__(self) -> FakeVllm:
         root = Path(__file__).resolve().parents[2]
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.scripts.fake_vllm", *self.args],
+            [sys.executable, "-m", "tests.doubles.fake_vllm", *self.args],
             cwd=root,
             stdout=subprocess.PIPE,
             text=True,
