@@ -45,12 +45,12 @@ node_modules/.installed: package.json package-lock.json
 ## synth: synthesize config/<ENV>.yaml into cdk.out/ and dist/<ENV>/ (no network), validate
 synth: install
 	rm -rf $(OUT)
-	$(PY) -m scripts.validate_templates $(OUT) \
+	$(PY) -m tools.validate_templates $(OUT) \
 		--after $(PY) app.py -c env=$(ENV) -c manifestsDir=dist/$(ENV) --outdir $(OUT)
 
 ## validate: cfn-lint on every template in cdk.out/ (cdk-nag already ran inside the synth)
 validate: install
-	$(PY) -m scripts.validate_templates $(OUT)
+	$(PY) -m tools.validate_templates $(OUT)
 
 ## test: the whole test suite (installs the pinned CDK CLI: one test runs its synth)
 test: install node_modules/.installed
@@ -58,9 +58,9 @@ test: install node_modules/.installed
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
-	$(PY) -m scripts.config_reference
-	$(PY) -m scripts.config_schema
-	$(PY) -m scripts.kubectl_steps
+	$(PY) -m tools.config_reference
+	$(PY) -m tools.config_schema
+	$(PY) -m tools.kubectl_steps
 
 ## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing)
 lint: install .venv-checkov/.installed
@@ -68,7 +68,7 @@ lint: install .venv-checkov/.installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	test -f $(OUT)/manifest.json -a -d dist/$(ENV) || $(MAKE) --no-print-directory synth
-	$(PY) -m scripts.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
+	$(PY) -m tools.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
 
 # checkov pins older boto3/packaging/networkx than requirements.txt: it gets its own virtualenv.
 .venv-checkov/.installed: requirements-checkov.txt
@@ -82,11 +82,11 @@ manifests: install
 
 ## chart: fetch the pinned HyperPod dependencies chart into .charts/ (needs git, helm, network)
 chart: install
-	$(PY) -m scripts.fetch_chart --env $(ENV)
+	$(PY) -m tools.fetch_chart --env $(ENV)
 
 ## deploy: make chart, then cdk deploy --all (approval prompt outside CI; imports adopted add-ons)
 deploy: install node_modules/.installed chart
-	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
+	import=$$($(PY) -m tools.deploy_args --env $(ENV)) && \
 	$(CDK) deploy --all --concurrency $(CONCURRENCY) -c env=$(ENV) $$import \
 		--require-approval $(APPROVAL)
 
@@ -97,7 +97,7 @@ destroy: install node_modules/.installed
 ## pipeline-synth: synthesize the delivery pipeline defined in config/<ENV>.yaml (prod)
 pipeline-synth: install
 	rm -rf $(OUT)
-	$(PY) -m scripts.validate_templates $(OUT) \
+	$(PY) -m tools.validate_templates $(OUT) \
 		--after $(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
 
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
@@ -119,8 +119,8 @@ deploy-plan: install
 
 ## bench: synth time and peak memory against a bare one-VPC app; TTFT measurement accuracy
 bench: install
-	$(PY) -m bench.synth_bench --env $(ENV)
-	$(PY) -m bench.ttft_accuracy
+	$(PY) -m tools.bench.synth_bench --env $(ENV)
+	$(PY) -m tools.bench.ttft_accuracy
 
 ## dashboard: Grafana dashboard JSON and alert rules of config/$(ENV).yaml into dist/$(ENV)/
 dashboard: install
@@ -128,7 +128,7 @@ dashboard: install
 
 ## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=k8s.l2_volume ...)
 mutation: install
-	$(PY) -m scripts.mutation $(MODULES)
+	$(PY) -m tools.mutation $(MODULES)
 
 ## logical-ids: compare every environment's logical IDs with BASE=<rev> (default main; ALLOW=file.yaml)
 logical-ids: install

@@ -102,7 +102,7 @@ def _apply(out: str, names: Sequence[str]) -> str:
 def kubectl_steps(config: AppConfig, names: Sequence[str], out: str) -> str:
     """Shell commands that apply the chart files ``names`` (apply order, as ``Charts.ordered``
     names them) from ``out`` with kubectl: those before the L2 policy, Kyverno, then the rest.
-    docs/kubernetes-layer.md and dist/<env>/README.md carry them (scripts/kubectl_steps.py)."""
+    docs/kubernetes-layer.md and dist/<env>/README.md carry them (tools/kubectl_steps.py)."""
     env, kyverno = config.environment, config.kvcache.kyverno
     split = names.index(POLICY_FILE) if POLICY_FILE in names else len(names)
     steps = [f"make manifests ENV={env}   # or: python -m k8s.render --env {env} --out {out}",

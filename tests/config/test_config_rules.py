@@ -202,7 +202,7 @@ def test_app_prints_one_line_and_no_traceback(repo_root: Path) -> None:
 
 
 def test_configuration_reference_is_current() -> None:
-    from scripts.config_reference import REFERENCE, updated_reference
+    from tools.config_reference import REFERENCE, updated_reference
 
     text = REFERENCE.read_text()
     assert updated_reference(text) == text, "run `make docs`"

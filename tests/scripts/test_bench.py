@@ -5,7 +5,7 @@ Nothing here depends on how busy the machine is: a measured TTFT is compared wit
 fake server itself recorded (request received -> first token written), which the client's interval
 (request started -> first token read) must contain whatever the load; the arithmetic is checked on
 the recorded rows. How close TTFT comes to the injected delay is a benchmark figure
-(``python -m bench.ttft_accuracy``), not a test.
+(``python -m tools.bench.ttft_accuracy``), not a test.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Mutation score per module: ``make mutation`` (or ``python -m scripts.mutation [MODULE ...]``).
+"""Mutation score per module: ``make mutation`` (or ``python -m tools.mutation [MODULE ...]``).
 
 Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) once over the modules asked for,
 each selected by a mutant-name glob, so mutmut's stats run and its clean run happen once and each

@@ -6,7 +6,7 @@ it. Printed: for each delay, the median, p90 and max of (measured TTFT - injecte
 same against the interval the server itself recorded. A busy machine widens the spread: this is
 a figure to read, not a pass/fail test.
 
-Usage: python -m bench.ttft_accuracy [--requests 30] [--delays-ms 15,60,250]
+Usage: python -m tools.bench.ttft_accuracy [--requests 30] [--delays-ms 15,60,250]
 """
 
 from __future__ import annotations

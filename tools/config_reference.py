@@ -1,6 +1,6 @@
 """Write the configuration reference (docs/configuration.md) from the config model's docstrings.
 
-Usage: python -m scripts.config_reference [--check]
+Usage: python -m tools.config_reference [--check]
 The section between the markers is generated; a test fails when it is out of date. A meaning
 shared by several keys (an add-on's ``mode``, an instance group's fields) is written out once, at
 its first key; the others point there.

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from infra.config.loader import CONFIG_DIR, available_environments
-from scripts import config_schema
+from tools import config_schema
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ cfn-lint over every template). Wall time and peak resident memory are printed wi
 to the bare app. Target (issue 12): `make synth` within 2x of the bare app. All three keep CDK's
 built-in template validation on (its default); in the bare app it is most of the time.
 
-Usage: python -m bench.synth_bench [--env dev] [--runs 3]
+Usage: python -m tools.bench.synth_bench [--env dev] [--runs 3]
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BARE_APP = """
 import sys
@@ -81,7 +81,7 @@ def _make_synth(env: str, out: Path) -> list[str]:
     loading beside it, then cfn-lint."""
     synth = [sys.executable, "app.py", "-c", f"env={env}", "-c", f"manifestsDir={out / 'dist'}",
              "--outdir", str(out)]  # fmt: skip
-    return [sys.executable, "-m", "scripts.validate_templates", str(out), "--after", *synth]
+    return [sys.executable, "-m", "tools.validate_templates", str(out), "--after", *synth]
 
 
 def _measure_isolated(command: list[str]) -> tuple[float, float]:

@@ -1,6 +1,6 @@
 """Print what a CI job needs to deploy an environment, as KEY=VALUE lines (GitHub outputs).
 
-Usage: python -m scripts.ci_env --env test [--pipeline-env prod]
+Usage: python -m tools.ci_env --env test [--pipeline-env prod]
 The deploy role is the one the pipeline stack creates for GitHub Actions
 (``pipeline.github_actions.deploy_role_name`` in the pipeline environment's config).
 """

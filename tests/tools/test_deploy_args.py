@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from infra.config import parse_config
-from scripts.deploy_args import IMPORT_EXISTING, deploy_args, main
+from tools.deploy_args import IMPORT_EXISTING, deploy_args, main
 
 QUICK_INSTALL_CLUSTER = {
     "eks_cluster_name": "hyperpod-cluster-eks",
@@ -64,5 +64,5 @@ def test_make_deploy_passes_the_flags_to_cdk_deploy() -> None:
         ["make", "-n", "deploy", "ENV=qi"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     recipe = printed[printed.index("import=$(") :]
-    assert "-m scripts.deploy_args --env qi) &&" in recipe
+    assert "-m tools.deploy_args --env qi) &&" in recipe
     assert "npx cdk deploy --all --concurrency 4 -c env=qi $import " in recipe

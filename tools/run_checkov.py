@@ -1,7 +1,7 @@
 """Run checkov over the synthesized templates and the rendered Kubernetes YAML; fail on any finding
 that checkov-skips.yaml does not accept with a reason.
 
-    python -m scripts.run_checkov --checkov .venv-checkov/bin/checkov --cfn cdk.out --k8s dist/dev
+    python -m tools.run_checkov --checkov .venv-checkov/bin/checkov --cfn cdk.out --k8s dist/dev
 
 checkov lives in its own virtualenv (requirements-checkov.txt): it pins boto3, packaging and
 networkx to versions older than the ones this project pins. `make lint` creates it.

@@ -3,7 +3,7 @@
 Needs git, helm and network access (a workstation or CI runner, not synth). Re-runnable: a
 complete checkout is kept; a partial one is started again.
 
-Usage: python -m scripts.fetch_chart [--env dev]
+Usage: python -m tools.fetch_chart [--env dev]
 """
 
 from __future__ import annotations

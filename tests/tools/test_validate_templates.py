@@ -1,4 +1,4 @@
-"""`make validate` (scripts/validate_templates.py): real cfn-lint over a made-up cloud assembly."""
+"""`make validate` (tools/validate_templates.py): real cfn-lint over a made-up cloud assembly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.validate_templates import main, shares
+from tools.validate_templates import main, shares
 
 BUCKET = {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "kvcache-logs-111122223333"}}
 
@@ -69,7 +69,7 @@ def test_after_runs_the_synth_first_and_lints_what_it_wrote(
 ) -> None:
     """`make synth` passes its synth as --after: the workers load cfn-lint while it runs."""
     writer = (
-        "import sys; from pathlib import Path; from tests.scripts.test_validate_templates "
+        "import sys; from pathlib import Path; from tests.tools.test_validate_templates "
         "import BUCKET, write_assembly; write_assembly(Path(sys.argv[1]), {'late': {'L': BUCKET}})"
     )
     assert main([str(tmp_path), "--after", sys.executable, "-c", writer, str(tmp_path)]) == 0

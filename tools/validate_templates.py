@@ -1,6 +1,6 @@
 """`make validate`: cfn-lint every template of a cloud assembly; exit 1 on any error.
 
-Usage: python -m scripts.validate_templates cdk.out [--after COMMAND ...]
+Usage: python -m tools.validate_templates cdk.out [--after COMMAND ...]
 
 With ``--after``, COMMAND (the synth that writes the assembly; `make synth` passes it) runs first,
 and the linting workers load cfn-lint meanwhile instead of after it (about 0.9 s of the 2 s).

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from scripts.run_checkov import (
+from tools.run_checkov import (
     Skip,
     SkipFileError,
     failed_checks,
@@ -76,7 +76,7 @@ def test_a_missing_manifests_folder_is_one_line_before_checkov_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`make synth` leaves dist/<env> unwritten for an FSx L2 before the first deploy."""
-    from scripts.run_checkov import main
+    from tools.run_checkov import main
 
     missing = tmp_path / "dist" / "dev"
     assert main(["--checkov", str(tmp_path / "no-checkov"), "--k8s", str(missing)]) == 2

@@ -1,4 +1,4 @@
-"""`scripts/mutation.py`'s choice of what mutmut reruns (`--resume`), on a made-up mutants tree."""
+"""`tools/mutation.py`'s choice of what mutmut reruns (`--resume`), on a made-up mutants tree."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from scripts import mutation
+from tools import mutation
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Write config/schema.json, the JSON Schema of config/<env>.yaml, from the config model.
 
-Usage: python -m scripts.config_schema [--check]
+Usage: python -m tools.config_schema [--check]
 Each config/*.yaml names it in its first line (``# yaml-language-server: $schema=schema.json``),
 so editors with a YAML language server validate and complete its keys. A test fails when the
 file is out of date with the model.

@@ -1,5 +1,5 @@
 """Extra ``cdk deploy`` arguments that follow from config: ``make deploy`` appends what this
-prints (``python -m scripts.deploy_args --env <env>``).
+prints (``python -m tools.deploy_args --env <env>``).
 
 An add-on on ``adopt`` is already installed: CloudFormation can only take it over by importing
 it (``--import-existing-resources``: resources with a static name and a Retain policy that
