@@ -3,7 +3,7 @@
 ``consumer.node.add_dependency(provider)`` across stacks becomes a stack dependency: CloudFormation
 cannot make a resource wait for a resource of another stack, so the template no longer says which
 resource needed which. ``needs`` adds the dependency and records the provider's resources in the
-consumer's resource metadata, where the deploy-time model (scripts/deploy_plan.py) reads them.
+consumer's resource metadata, where the deploy-time model (scripts/lib/deploy_plan.py) reads them.
 """
 
 from __future__ import annotations

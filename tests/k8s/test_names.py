@@ -73,7 +73,7 @@ def test_the_l2_rule_rewrites_the_variable_the_cli_looks_for(config: AppConfig) 
 def test_teardown_tells_our_objects_apart_without_node_js(tmp_path: Path) -> None:
     """A PATH without ``node``: importing cdk8s (jsii) would fail there."""
     code = (
-        "import sys; from scripts.teardown import labelled; "
+        "import sys; from scripts.lib.teardown.kubernetes import labelled; "
         f"assert labelled({{'labels': {{'{PART_OF_LABEL}': '{PART_OF}', "
         f"'{MANAGED_BY_LABEL}': '{MANAGED_BY}'}}}}); "
         "assert 'cdk8s' not in sys.modules, 'cdk8s loaded'"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from scripts.bench import (
+from scripts.lib.bench import (
     BenchResult,
     make_sender,
     run_concurrency,
@@ -25,8 +25,8 @@ from scripts.bench import (
     run_turns,
     write_results,
 )
-from scripts.openai_stream import read_events, stream_completion
-from scripts.prompts import make_prompt
+from scripts.lib.openai_stream import read_events, stream_completion
+from scripts.lib.prompts import make_prompt
 from tests.doubles.fake_vllm import FakeVllm
 
 COLD_S, WARM_S = 0.060, 0.015

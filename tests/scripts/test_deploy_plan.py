@@ -14,7 +14,7 @@ import pytest
 from aws_cdk import App, CfnResource, Stack
 
 from infra.deps import NEEDS_METADATA, needs
-from scripts.deploy_plan import (
+from scripts.lib.deploy_plan import (
     Durations,
     as_deployed,
     floor,

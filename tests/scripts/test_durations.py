@@ -18,8 +18,9 @@ from botocore.stub import Stubber
 from typer.testing import CliRunner
 
 from scripts import cli
-from scripts.clients import Clients
-from scripts.teardown import stack_names
+from scripts.lib import runtime
+from scripts.lib.clients import Clients
+from scripts.lib.environment import stack_names
 from tests.scripts.conftest import make_cfg
 
 CFG = make_cfg(environment="test")
@@ -74,8 +75,8 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Any:
         events = {ADDONS: addons, HYPERPOD: hyperpod}.get(stack, {"StackEvents": []})
         stub.add_response("describe_stack_events", events, {"StackName": stack})
     stub.activate()
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: Clients("us-west-2", lambda s: client))
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: Clients("us-west-2", lambda s: client))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     yield client
     stub.assert_no_pending_responses()
 
@@ -132,7 +133,7 @@ def test_durations_table_without_cdk_out_uses_the_type_values(
 ) -> None:
     from rich.console import Console
 
-    monkeypatch.setattr(cli, "out", Console(width=200))  # one row per line
+    monkeypatch.setattr(runtime, "out", Console(width=200))  # one row per line
     result = CliRunner().invoke(cli.app, ["durations", "--env", "test", "--cdk-out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     (line,) = [x for x in result.stdout.splitlines() if "InferenceAddon" in x]

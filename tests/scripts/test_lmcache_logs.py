@@ -6,7 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from scripts.lmcache_logs import HitLine, RetrieveLine, StoreLine, l2_verdict, parse_line, parse_log
+from scripts.lib.lmcache_logs import (
+    HitLine,
+    RetrieveLine,
+    StoreLine,
+    l2_verdict,
+    parse_line,
+    parse_log,
+)
 
 PREFIX = "(EngineCore_DP0 pid=412) [2026-11-30 10:02:11,481] LMCache INFO:"
 SEED_STORE = (

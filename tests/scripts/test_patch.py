@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from k8s.policy import rule
-from scripts.clients import Clients
-from scripts.common import OperationError
-from scripts.endpoints import l2_settings
-from scripts.patch import compute_patch, run_patch
+from scripts.lib import runtime
+from scripts.lib.clients import Clients
+from scripts.lib.errors import OperationError
+from scripts.lib.l2_rule import l2_settings
+from scripts.lib.patch import compute_patch, run_patch
 from tests.doubles.fake_kube import FakeKube, json_patch
 from tests.k8s.kyverno_eval import apply_policy
 from tests.scripts.conftest import (
@@ -231,8 +232,8 @@ def test_dry_run_cli_prints_ops_and_changes_nothing(
     from scripts import cli
 
     clients = _seed(kube, copy.deepcopy(deployment))
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: clients)
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: clients)
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     # No --endpoint: the first of kvcache.endpoints (the recorded one).
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run", "--json"])
     assert result.exit_code == 0, result.output
@@ -253,8 +254,8 @@ def test_unknown_endpoint_is_a_usage_error_naming_the_configured_ones(
 
     from scripts import cli
 
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run", *args])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
@@ -271,8 +272,8 @@ def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -
     no_l2 = no_l2.model_copy(
         update={"kvcache": no_l2.kvcache.model_copy(update={"endpoints": endpoints})}
     )
-    monkeypatch.setattr(cli, "load_config", lambda env: no_l2)
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
+    monkeypatch.setattr(runtime, "load_config", lambda env: no_l2)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run"])
     assert result.exit_code == 2 and "enable_l2_cache is false" in result.stderr
 

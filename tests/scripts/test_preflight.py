@@ -17,15 +17,15 @@ from moto import mock_aws
 
 from infra.config import AppConfig
 from infra.config.addons import ADDON_KEYS
-from scripts.clients import Clients
-from scripts.preflight import (
+from scripts.lib.clients import Clients
+from scripts.lib.preflight.run import run_preflight
+from scripts.lib.preflight.versions import (
+    ADDON_NAMES,
     CORE_ADDON_NAMES,
     check_inference_addon_version,
     check_kubernetes_minor,
     check_tools,
-    run_preflight,
 )
-from scripts.preflight_existing import ADDON_NAMES
 from tests.scripts.conftest import make_cfg
 
 REGION = "us-west-2"

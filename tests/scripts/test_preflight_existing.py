@@ -18,10 +18,11 @@ from moto import mock_aws
 
 from infra.config import AppConfig
 from infra.config.addons import ADDON_KEYS, AddonsConfig
-from scripts.clients import Clients
-from scripts.common import Check
-from scripts.preflight import run_preflight
-from scripts.preflight_existing import ADDON_NAMES, check_kubectl_routes
+from scripts.lib.checks import Check
+from scripts.lib.clients import Clients
+from scripts.lib.preflight.routes import check_kubectl_routes
+from scripts.lib.preflight.run import run_preflight
+from scripts.lib.preflight.versions import ADDON_NAMES
 from tests.scripts.conftest import make_cfg
 from tests.scripts.test_preflight import STANDARD, _tools, cluster_versions
 

@@ -15,10 +15,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from scripts.clients import Clients
-from scripts.common import OperationError
-from scripts.kube import Clock, Reporter, fmt_duration, wait_for
-from scripts.teardown import Timeouts, _delete_stack
+from scripts.lib.clients import Clients
+from scripts.lib.errors import OperationError
+from scripts.lib.progress import Clock, Reporter, fmt_duration, wait_for
+from scripts.lib.teardown.model import Timeouts
+from scripts.lib.teardown.stacks import _delete_stack
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

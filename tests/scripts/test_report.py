@@ -1,4 +1,4 @@
-"""``scripts.report`` against a local Prometheus-compatible fake serving recorded samples, with
+"""``hpkv report`` against a local Prometheus-compatible fake serving recorded samples, with
 requests signed by botocore's SigV4 signer from fake static credentials (no AWS, no network)."""
 
 from __future__ import annotations
@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from infra.config import load_config
 from infra.dashboards import Queries, l2_used_percent, rows
-from scripts import report
+from scripts.cli import app
+from scripts.commands import report
+from scripts.lib.errors import Exit
 from tests.doubles.fake_prometheus import FakePrometheus
 
 SAMPLES = Path(__file__).parent / "fixtures" / "observability_samples.json"
@@ -45,8 +48,8 @@ def test_report_json_from_the_fake(
 ) -> None:
     png = tmp_path / "report.png"
     with fake.serve() as url:
-        code = report.main(["--env", "dev", "--json", "--endpoint", url, "--png", str(png)])
-    assert code == 0
+        code = report.run("dev", as_json=True, endpoint=url, png=png)
+    assert code == Exit.OK
     out = json.loads(capsys.readouterr().out)
     (ep,) = out["endpoints"].values()
     assert ep["l0_hit_rate"] == pytest.approx(0.352)
@@ -64,7 +67,7 @@ def test_report_json_from_the_fake(
 
 def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus) -> None:
     with fake.serve() as url:
-        assert report.main(["--env", "dev", "--endpoint", url, "--png", "/dev/null"]) == 0
+        assert report.run("dev", endpoint=url, png=Path("/dev/null")) == Exit.OK
     assert fake.requests
     for _path, _params, headers in fake.requests:
         auth = headers["Authorization"]
@@ -78,23 +81,19 @@ def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFi
                                   tmp_path: Path) -> None:  # fmt: skip
     fake.instant.clear()  # no data yet: every value is "-", nothing crashes
     with fake.serve() as url:
-        assert report.main(["--env", "dev", "--endpoint", url, "--png",
-                            str(tmp_path / "r.png")]) == 0  # fmt: skip
+        assert report.run("dev", endpoint=url, png=tmp_path / "r.png") == Exit.OK
     text = capsys.readouterr().out
     assert "inference/qwen3-8b" in text and "L2 used: -" in text
 
 
-def test_bad_window_fails_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    assert report.main(["--env", "dev", "--window", "an hour"]) == 2
-    assert capsys.readouterr().err.count("\n") == 1
+def test_bad_window_fails_with_one_line() -> None:
+    result = CliRunner().invoke(app, ["report", "--env", "dev", "--window", "an hour"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "window 'an hour'" in result.stderr
 
 
 def test_cli_report_command_reaches_the_fake(fake: FakePrometheus, tmp_path: Path) -> None:
-    """`python -m scripts report` is the same report, through the CLI's entry point."""
-    from typer.testing import CliRunner
-
-    from scripts.cli import app
-
+    """`hpkv report` is the same report, through the CLI's entry point."""
     png = tmp_path / "cli.png"
     with fake.serve() as url:
         result = CliRunner().invoke(
@@ -108,10 +107,6 @@ def test_cli_report_command_reaches_the_fake(fake: FakePrometheus, tmp_path: Pat
 def test_cli_report_without_credentials_is_one_line(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from typer.testing import CliRunner
-
-    from scripts.cli import app
-
     for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))

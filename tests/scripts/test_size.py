@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from scripts.cli import app
-from scripts.sizing import GIB, PRESETS, estimate_params, kv_bytes_per_token, load_model_config
+from scripts.lib import runtime
+from scripts.lib.sizing import GIB, PRESETS, estimate_params, kv_bytes_per_token, load_model_config
 
 runner = CliRunner()
 
@@ -124,11 +125,10 @@ def test_cli_bad_input_exit_codes(tmp_path: Path) -> None:
 def test_l2_worker_capacity_comes_from_config(
     monkeypatch: pytest.MonkeyPatch, kvcache: dict[str, Any], args: list[str], worker_gib: int
 ) -> None:
-    from scripts import cli
     from tests.scripts.conftest import make_cfg
 
     cfg = make_cfg(kvcache=kvcache)
-    monkeypatch.setattr(cli, "load_config", lambda env: cfg)
+    monkeypatch.setattr(runtime, "load_config", lambda env: cfg)
     result = runner.invoke(app, ["size", "qwen2-7b", "--json", *args])
     assert result.exit_code == 0, result.output
     tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
@@ -139,7 +139,7 @@ def test_l2_worker_capacity_comes_from_config(
 def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float) -> None:
     """vLLM takes gpu_memory_utilization of each GPU; L0 is what is left after the weights and
     the per-GPU overhead (issue 17: sizing once ignored the utilization)."""
-    from scripts.sizing import size_model
+    from scripts.lib.sizing import size_model
 
     report = size_model(
         "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
@@ -189,7 +189,7 @@ SIZING: dict[str, Any] = {
 def test_the_models_own_dtype_sizes_weights_and_kv_unless_overridden() -> None:
     """Without a weight or KV dtype given, the config's torch_dtype counts (a float32 model
     takes 4 bytes a parameter), not the bfloat16 default."""
-    from scripts.sizing import size_model
+    from scripts.lib.sizing import size_model
 
     cfg = {**QWEN2_7B_CONFIG, "torch_dtype": "float32"}
     own = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, **SIZING)
@@ -207,7 +207,7 @@ def test_a_model_fits_while_one_byte_is_left_after_its_weights(
 ) -> None:
     """The boundary of `fits`: usable GPU memory (here 1 x 4 GiB x 0.5, no overhead) minus
     the weights (1 byte a parameter in fp8). One byte left fits, with too small an L0."""
-    from scripts.sizing import size_model
+    from scripts.lib.sizing import size_model
 
     report = size_model("q", QWEN2_7B_CONFIG, gpus=1, gpu_memory_gib=4,
                         gpu_memory_utilization=0.5, overhead_gib_per_gpu=0,

@@ -10,17 +10,16 @@ from typing import Any
 
 import pytest
 
-from scripts.sizing import (
+from scripts.lib.sizing import (
     GIB,
     PRESETS,
     SizingError,
     dtype_bytes,
-    fsx_capacity_for,
     kv_bytes_per_token,
     load_model_config,
     size_model,
-    tier_advice,
 )
+from scripts.lib.tier_advice import fsx_capacity_for, tier_advice
 
 # 4 layers x 2 KV heads x head dim 512 / 8 = 64: 2 x 4 x 2 x 64 x 2 B = 2,048 KV bytes per token.
 SMALL = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,

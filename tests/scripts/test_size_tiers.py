@@ -10,7 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from scripts.cli import app
-from scripts.sizing import GIB, PRESETS, fsx_capacity_for, tier_advice
+from scripts.lib.sizing import GIB, PRESETS
+from scripts.lib.tier_advice import fsx_capacity_for, tier_advice
 
 CURVINE_BPS = 0.1028 * GIB / 0.056  # 1,971,083,205 B/s: 0.1028 GiB read in ~56 ms
 

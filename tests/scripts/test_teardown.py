@@ -29,21 +29,20 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from scripts.clients import Clients
-from scripts.common import OperationError
-from scripts.teardown import (
-    LB_CLUSTER_TAG,
+from scripts.lib import runtime
+from scripts.lib.clients import Clients
+from scripts.lib.environment import stack_names, stack_waves
+from scripts.lib.errors import OperationError
+from scripts.lib.teardown.execute import execute_teardown
+from scripts.lib.teardown.kubernetes import LB_CLUSTER_TAG
+from scripts.lib.teardown.model import Item, Timeouts
+from scripts.lib.teardown.plan import plan_teardown
+from scripts.lib.teardown.stacks import (
     DeleteFailed,
-    Item,
-    Timeouts,
     _describe_event,
     _events_of_this_delete,
     delete_failure,
     empty_bucket,
-    execute_teardown,
-    plan_teardown,
-    stack_names,
-    stack_waves,
 )
 from tests.doubles.fake_kube import FakeKube
 from tests.scripts.conftest import IECS, endpoint_config, make_cfg
@@ -745,7 +744,7 @@ def test_a_volume_whose_claim_is_there_or_that_is_retained_is_not_waited_for(
     """A claim recreated under the same name (another uid) has released the old volume; one
     with reclaim policy Retain, or of another namespace or StorageClass, is not the driver's
     to delete now."""
-    from scripts.teardown import curvine_volumes_left
+    from scripts.lib.teardown.kubernetes import curvine_volumes_left
 
     curvine_volume(world)
     claim = {"namespace": "default", "name": "curvine-pvc", "uid": "uid-1"}
@@ -765,7 +764,7 @@ def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: W
     """moto re-creates a deleted stack's resources (new physical ids) when they are listed, so
     this checks which stack ids teardown reads; AWS answers ListStackResources for a deleted
     stack by its id for 90 days."""
-    from scripts.teardown import stack_ids
+    from scripts.lib.teardown.leftovers import stack_ids
 
     cfn = boto3.client("cloudformation", region_name=REGION)
     live = {
@@ -777,7 +776,7 @@ def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: W
 
 
 def test_log_group_names_come_from_the_stack_resources() -> None:
-    from scripts.teardown import log_group_names
+    from scripts.lib.teardown.leftovers import log_group_names
 
     resources = [
         {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": "/aws/vendedlogs/x"},
@@ -918,15 +917,15 @@ def test_rerun_after_a_failure_half_way(world: World) -> None:
 def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     from scripts import cli
 
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
-    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: world.clients)
+    monkeypatch.setattr(runtime, "load_config", lambda env: world.cfg)
     result = CliRunner().invoke(cli.app, ["teardown", "--json", "--env", ENV])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["dry_run"] is True and len(data["stacks"]) == len(stack_names(world.cfg))
     assert world.timeline == []
 
-    monkeypatch.setattr(cli, "load_config", lambda env: make_cfg(environment="prod"))
+    monkeypatch.setattr(runtime, "load_config", lambda env: make_cfg(environment="prod"))
     refused = CliRunner().invoke(cli.app, ["teardown", "--env", "prod", "--yes"])
     assert refused.exit_code == 3 and "--allow-prod" in refused.output
     assert world.timeline == []
@@ -943,7 +942,7 @@ def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.Mon
     ],
 )
 def test_protected_environments_count_as_prod(overrides: dict[str, Any]) -> None:
-    from scripts.teardown import is_prod
+    from scripts.lib.environment import is_prod
 
     assert is_prod(make_cfg(**overrides))
     assert not is_prod(make_cfg(environment="test"))
@@ -953,15 +952,15 @@ def test_recreate_runs_teardown_then_deploy(world: World, monkeypatch: pytest.Mo
     from scripts import cli
 
     deployed: list[str] = []
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: world.clients)
 
     def deploy(env: str) -> int:
         deployed.append(env)
         return 0
 
-    monkeypatch.setattr(cli, "DEPLOY", deploy)
-    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
-    monkeypatch.setattr("scripts.teardown.Timeouts", lambda: FAST)
+    monkeypatch.setattr(runtime, "DEPLOY", deploy)
+    monkeypatch.setattr(runtime, "load_config", lambda env: world.cfg)
+    monkeypatch.setattr("scripts.lib.teardown.execute.Timeouts", lambda: FAST)
     result = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify"])
     assert result.exit_code == 0, result.output
     assert deployed == ["dev"] and not plan_teardown(world.clients, world.cfg).stacks
@@ -971,7 +970,7 @@ def test_recreate_reports_its_phases_with_timings(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from scripts import cli
-    from scripts.kube import Reporter, fmt_duration
+    from scripts.lib.progress import Reporter, fmt_duration
     from tests.scripts.test_progress import FakeClock
 
     fake = FakeClock()  # each stack deletion "takes" a minute, the deploy 25 minutes
@@ -985,17 +984,17 @@ def test_recreate_reports_its_phases_with_timings(
 
     world.on_delete_stack.append(a_minute)
     torn_down = 60 * len(stack_names(world.cfg))  # plus the waits' fake sleeps (< 1 s)
-    monkeypatch.setattr(cli, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: world.clients)
-    monkeypatch.setattr(cli, "load_config", lambda env: world.cfg)
-    monkeypatch.setattr("scripts.teardown.Timeouts", lambda: FAST)
+    monkeypatch.setattr(runtime, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: world.clients)
+    monkeypatch.setattr(runtime, "load_config", lambda env: world.cfg)
+    monkeypatch.setattr("scripts.lib.teardown.execute.Timeouts", lambda: FAST)
     outcomes = iter([0, 2])
 
     def deploy(env: str) -> int:
         fake.t += 1500
         return next(outcomes)
 
-    monkeypatch.setattr(cli, "DEPLOY", deploy)
+    monkeypatch.setattr(runtime, "DEPLOY", deploy)
     result = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)  # one JSON object; progress went to stderr
@@ -1041,7 +1040,7 @@ def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
     nightly role) cannot be played by it."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _sweep
+    from scripts.lib.teardown.leftovers import _sweep
 
     ec2 = boto3.client("ec2", region_name=REGION)
     steps: list[str] = []
@@ -1080,7 +1079,7 @@ def test_a_lambda_eni_never_freed_stops_teardown_before_the_network_stack(
 
 def test_the_network_stack_is_the_layouts() -> None:
     from infra.stack_layout import STACK_DEPENDENCIES
-    from scripts.teardown import NETWORK_SUFFIX, network_stack
+    from scripts.lib.environment import NETWORK_SUFFIX, network_stack
 
     assert NETWORK_SUFFIX in STACK_DEPENDENCIES
     assert network_stack(env_cfg()) in stack_names(env_cfg())
@@ -1091,7 +1090,7 @@ def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
     cannot be played by it; Lambda deleting the in-use ENI itself is the second listing."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _release_lambda_enis
+    from scripts.lib.teardown.leftovers import _release_lambda_enis
 
     ec2 = boto3.client("ec2", region_name=REGION)
     vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
@@ -1133,7 +1132,9 @@ def _objects(bucket: str) -> int:
 def test_a_late_access_log_delivery_is_emptied_and_the_stack_deleted_again(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("scripts.teardown.S3_BATCH", 2)  # pages of two: several DeleteObjects
+    monkeypatch.setattr(
+        "scripts.lib.teardown.stacks.S3_BATCH", 2
+    )  # pages of two: several DeleteObjects
     s3 = boto3.client("s3", region_name=REGION)
     bucket = world.access_logs
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
@@ -1322,7 +1323,7 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
     A security group still held by an endpoint's ENIs is retried until it is free."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _sweep
+    from scripts.lib.teardown.leftovers import _sweep
 
     ec2, logs = boto3.client("ec2", region_name=REGION), boto3.client("logs", region_name=REGION)
     gone = [("GuardDuty VPC endpoint", "vpce-1", "delete_vpc_endpoints",
@@ -1363,7 +1364,7 @@ def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> N
     error stops the sweep with EC2's code and message instead of reporting it deleted."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _sweep
+    from scripts.lib.teardown.leftovers import _sweep
 
     ec2 = boto3.client("ec2", region_name=REGION)
     clients = Clients(REGION, aws_factory=lambda service: ec2)
@@ -1402,7 +1403,7 @@ def test_a_stack_that_is_gone_reads_as_none_and_other_errors_surface() -> None:
     by its id it answers DELETE_COMPLETE. Both mean gone; any other error is not."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import stack_status
+    from scripts.lib.teardown.stacks import stack_status
 
     cfn = boto3.client("cloudformation", region_name=REGION)
     clients = Clients(REGION, aws_factory=lambda service: cfn)
@@ -1425,7 +1426,7 @@ def test_only_buckets_that_failed_for_being_not_empty_are_emptied() -> None:
     """CloudFormation words it "The bucket you tried to delete is not empty" (S3's
     BucketNotEmpty); a bucket that failed for another reason, or another resource, is not
     emptied, and a bucket named twice is emptied once."""
-    from scripts.teardown import not_empty_buckets
+    from scripts.lib.teardown.stacks import not_empty_buckets
 
     def failed(logical: str, kind: str, physical: str, reason: str) -> dict[str, Any]:
         return {"LogicalResourceId": logical, "ResourceType": kind, "PhysicalResourceId": physical,
@@ -1451,7 +1452,7 @@ def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> No
     balancers take three calls, each ARN in exactly one; only the cluster's are kept, once."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import cluster_load_balancers
+    from scripts.lib.teardown.kubernetes import cluster_load_balancers
 
     elb = _stubbed("elbv2")
     arns = [f"arn:aws:elasticloadbalancing:{REGION}:111122223333:loadbalancer/net/lb{n}/{n}"
@@ -1481,7 +1482,7 @@ def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
     Lambda's ENIs in both count, found by type or by description, nothing else."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import lambda_enis
+    from scripts.lib.teardown.leftovers import lambda_enis
 
     ec2 = _stubbed("ec2")
     by_type = {"NetworkInterfaceId": "eni-1", "InterfaceType": "lambda", "Status": "in-use"}
@@ -1505,7 +1506,7 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
     first (not found) is passed over, and the wait says which ENIs hold it, on the reporter."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _release_lambda_enis
+    from scripts.lib.teardown.leftovers import _release_lambda_enis
     from tests.scripts.test_progress import FakeClock, plain
 
     ec2 = _stubbed("ec2")
@@ -1544,7 +1545,7 @@ def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
     reporter, with the sweep's own timeout."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _sweep
+    from scripts.lib.teardown.leftovers import _sweep
     from tests.scripts.test_progress import FakeClock, plain
 
     ec2 = _stubbed("ec2")
@@ -1570,7 +1571,7 @@ def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
     GuardDuty's security group."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import vpc_leftovers
+    from scripts.lib.teardown.leftovers import vpc_leftovers
 
     ec2 = _stubbed("ec2")
     in_vpc = {"Name": "vpc-id", "Values": ["vpc-1"]}
@@ -1650,7 +1651,7 @@ def test_late_buckets_are_emptied_only_when_named_and_all_ours() -> None:
     when each is a resource of the stack, and none when any is not; the messages name all."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _empty_late_buckets
+    from scripts.lib.teardown.stacks import _empty_late_buckets
 
     cfn, s3 = _stubbed("cloudformation"), _stubbed("s3")
     clients = Clients(
@@ -1724,7 +1725,7 @@ def test_whether_the_eks_cluster_exists_is_read_from_its_error_code() -> None:
     """Stubber: ResourceNotFoundException means no cluster; any other error stops teardown."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import eks_cluster_exists
+    from scripts.lib.teardown.kubernetes import eks_cluster_exists
 
     eks = _stubbed("eks")
     clients = Clients(REGION, aws_factory=lambda service: eks)
@@ -1761,7 +1762,7 @@ def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
     DeletionTime, else CreationTime; the first of a tie) is the one whose log groups count."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import stack_ids
+    from scripts.lib.teardown.leftovers import stack_ids
 
     cfn = _stubbed("cloudformation")
     a, b, live = (f"{PREFIX}-{suffix}" for suffix in ("kvcache", "addons", "network"))
@@ -1791,7 +1792,7 @@ def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
 def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
     from botocore.stub import Stubber
 
-    from scripts.teardown import stack_resources
+    from scripts.lib.teardown.leftovers import stack_resources
 
     cfn = _stubbed("cloudformation")
     child = "arn:aws:cloudformation:us-west-2:111122223333:stack/child/1"
@@ -1825,7 +1826,7 @@ def test_account_leftovers_name_hyperpods_log_group_and_each_volume_once() -> No
     a volume both tagged for us and by the EBS CSI driver is listed once, with its size."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import account_leftovers
+    from scripts.lib.teardown.leftovers import account_leftovers
 
     cfg = make_cfg(environment=ENV, eks={"cluster_name": "kv-eks"},
                    hyperpod={"cluster_name": "kv-hp"})  # fmt: skip
@@ -1888,7 +1889,7 @@ def test_a_stack_read_fails_with_the_error_even_without_a_message() -> None:
     TypeError from reading it); an empty answer reads as no stack."""
     from botocore.stub import Stubber
 
-    from scripts.teardown import _stack, stack_status
+    from scripts.lib.teardown.stacks import _stack, stack_status
 
     class Throttled:
         def describe_stacks(self, StackName: str) -> Any:

@@ -16,10 +16,11 @@ import pytest
 from botocore.stub import Stubber
 
 from infra.config import AppConfig
-from scripts.clients import Clients
-from scripts.endpoints import l2_settings
-from scripts.patch import compute_patch
-from scripts.verify import run_verify
+from scripts.lib import runtime
+from scripts.lib.clients import Clients
+from scripts.lib.l2_rule import l2_settings
+from scripts.lib.patch import compute_patch
+from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube, json_patch
 from tests.doubles.fake_vllm import FakeVllm
 from tests.scripts.conftest import (
@@ -376,8 +377,8 @@ def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch)
 
     _seed_cluster(kube)
     aws = _stubbed_aws()
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     # No --endpoint/--namespace: the first of kvcache.endpoints, default/vllm-kvcache.
     result = CliRunner().invoke(cli.app, ["verify", "--skip-l2-test", "--json"])
     data = json.loads(result.stdout)
@@ -396,12 +397,11 @@ ENABLED = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
 
 
 def _fake_progress(monkeypatch: pytest.MonkeyPatch) -> Any:
-    from scripts import cli
-    from scripts.kube import Reporter
+    from scripts.lib.progress import Reporter
     from tests.scripts.test_progress import FakeClock
 
     fake = FakeClock()
-    monkeypatch.setattr(cli, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
+    monkeypatch.setattr(runtime, "PROGRESS", Reporter(clock=fake.clock(), tty=False))
     return fake
 
 
@@ -415,8 +415,8 @@ def test_wait_tiered_storage_follows_describe_cluster(
     _fake_progress(monkeypatch)
     before = [_cluster("InService", None), _cluster("Updating", ENABLED)]
     aws = _stubbed_aws(before=before)  # then InService with the config
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     result = CliRunner().invoke(cli.app, ["wait-tiered-storage", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -437,8 +437,8 @@ def test_wait_tiered_storage_times_out_in_one_json_object(
 
     _fake_progress(monkeypatch)
     aws = _stubbed_aws(before=[_cluster("Updating", None)] * 2)
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     args = ["wait-tiered-storage", "--json", "--timeout-minutes", "1", "--interval-seconds", "60"]
     result = CliRunner().invoke(cli.app, args)
     assert result.exit_code == 4
@@ -465,14 +465,14 @@ def test_verify_waits_for_nodes_and_rollout_first(
             assert node is not None
             kube.put("/api/v1/nodes", {**node, "status": ready})
 
-    monkeypatch.setattr(cli.PROGRESS.clock, "sleep", sleep_and_join)
+    monkeypatch.setattr(runtime.PROGRESS.clock, "sleep", sleep_and_join)
     dep = kube.get(f"{DEPLOYMENTS}/vllm-kvcache")
     assert dep is not None
     want = dep["spec"]["replicas"]
     dep["status"] = {"replicas": want, "updatedReplicas": want, "readyReplicas": want}
     aws = _stubbed_aws(before=[_cluster("InService", ENABLED)])
-    monkeypatch.setattr(cli, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
-    monkeypatch.setattr(cli, "load_config", lambda env: CFG)
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
+    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     args = ["verify", "--skip-l2-test", "--json", "--wait-minutes", "10"]
     result = CliRunner().invoke(cli.app, args)
     data = json.loads(result.stdout)
@@ -501,8 +501,8 @@ def _queries(cfg: AppConfig) -> Any:
     ("l2", "rps", "status"), [(0.31, 2.0, "pass"), (0.0, 2.0, "fail"), (0.0, 0.0, "pass")]
 )
 def test_metrics_row_reads_the_tier_hit_rates(l2: float, rps: float, status: str) -> None:
-    from scripts.report import PromClient
-    from scripts.verify import check_metrics
+    from scripts.lib.report import PromClient
+    from scripts.lib.verify.metrics import check_metrics
 
     cfg = make_cfg(observability={"enabled": True})
     q = _queries(cfg)
@@ -519,8 +519,8 @@ def test_metrics_row_reads_the_tier_hit_rates(l2: float, rps: float, status: str
 
 
 def test_metrics_row_is_skipped_without_samples_or_store() -> None:
-    from scripts.report import PromClient
-    from scripts.verify import check_metrics
+    from scripts.lib.report import PromClient
+    from scripts.lib.verify.metrics import check_metrics
 
     cfg = make_cfg(observability={"enabled": True})
     ref = cfg.kvcache.endpoints[0]

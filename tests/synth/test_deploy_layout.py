@@ -11,7 +11,7 @@ from constructs import IConstruct
 
 from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
-from scripts.deploy_plan import Durations, as_deployed, floor, load_assembly
+from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
 from tests.synth_support import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2

@@ -207,7 +207,7 @@ def _resources(statement: dict[str, Any]) -> list[str]:
 
 def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]) -> None:
     from infra.constructs.pipeline import ENVIRONMENT_STACKS
-    from scripts.teardown import STACK_SUFFIXES
+    from scripts.lib.environment import STACK_SUFFIXES
 
     assert ENVIRONMENT_STACKS == STACK_SUFFIXES
     test = load_config("test")

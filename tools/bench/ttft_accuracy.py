@@ -1,7 +1,7 @@
 """How close the CLI's TTFT measurement comes to a known prefill delay.
 
 A fake OpenAI-compatible server (tests/doubles/fake_vllm.py, a separate process) waits a fixed
-delay before its first token; the CLI's client (``scripts.openai_stream``) measures TTFT against
+delay before its first token; the CLI's client (``scripts.lib.openai_stream``) measures TTFT against
 it. Printed: for each delay, the median, p90 and max of (measured TTFT - injected delay), and the
 same against the interval the server itself recorded. A busy machine widens the spread: this is
 a figure to read, not a pass/fail test.
@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from scripts.openai_stream import stream_completion
-from scripts.prompts import make_prompt
+from scripts.lib.openai_stream import stream_completion
+from scripts.lib.prompts import make_prompt
 from tests.doubles.fake_vllm import FakeVllm
 
 

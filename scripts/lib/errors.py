@@ -1,15 +1,14 @@
-"""Exit codes, check results and the small helpers every command shares."""
+"""Exit codes, and the translation of what AWS, Kubernetes, the network or the file system
+raised into one line every command ends with."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
 from enum import IntEnum
-from typing import Any, Literal
 
-from rich.table import Table
-
-Status = Literal["pass", "warn", "fail", "skip"]
+from botocore import exceptions as aws
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+from urllib3 import exceptions as net
 
 
 class Exit(IntEnum):
@@ -24,35 +23,6 @@ class Exit(IntEnum):
 
 class OperationError(RuntimeError):
     """A step of a multi-step operation failed; the message says which and how to resume."""
-
-
-@dataclass
-class Check:
-    stage: str
-    status: Status
-    detail: str
-    fix: str = ""
-
-
-def checks_table(title: str, checks: list[Check]) -> Table:
-    colour = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "dim"}
-    table = Table(title=title)
-    table.add_column("check")
-    table.add_column("status")
-    table.add_column("detail")
-    table.add_column("fix")
-    for c in checks:
-        table.add_row(c.stage, f"[{colour[c.status]}]{c.status}[/]", c.detail, c.fix)
-    return table
-
-
-def checks_exit(checks: list[Check]) -> Exit:
-    return Exit.CHECK_FAILED if any(c.status == "fail" for c in checks) else Exit.OK
-
-
-def checks_json(checks: list[Check], **extra: Any) -> str:
-    ok = not any(c.status == "fail" for c in checks)
-    return json.dumps({"ok": ok, "checks": [asdict(c) for c in checks], **extra}, default=str)
 
 
 class CliError(Exception):
@@ -72,11 +42,6 @@ def _one_line(text: object, limit: int = 300) -> str:
 def describe_failure(exc: BaseException) -> CliError | None:
     """Translate what AWS, Kubernetes, the network or the file system raised into one line that
     says what failed, why and what to do; None for anything else (a bug: let it show)."""
-    from botocore import exceptions as aws
-    from kubernetes.client.exceptions import ApiException
-    from kubernetes.config.config_exception import ConfigException
-    from urllib3 import exceptions as net
-
     if isinstance(exc, CliError):
         return exc
     if isinstance(exc, OperationError):

@@ -1,24 +1,22 @@
-"""Which configured endpoint a command acts on, and what its L2 must look like.
+"""Which configured endpoint a command acts on, the HyperPod inference operator's own objects,
+and the L2 claim an endpoint mounts.
 
 The Kubernetes layer (k8s/) owns the names of the objects it creates; the CLI reads them from
-``k8s.names`` (``PVC``, ``CSI_DRIVER``, ``CURVINE_SC``, ``fsx_claim``), which imports no cdk8s. The
-L2 settings are read from the Kyverno rule itself (``k8s.policy.rule``), so ``patch`` and
-``verify`` expect exactly what the admission policy writes.
+``k8s.names`` (``PVC``, ``fsx_claim``), which imports no cdk8s. What the L2 policy gives an
+endpoint's Pods is read from the rule itself (``scripts.lib.l2_rule``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
-from k8s.names import PVC, REMOTE_URL_ENV, fsx_claim
-from scripts.common import OperationError
-
-if TYPE_CHECKING:
-    from scripts.clients import Clients
+from k8s.names import PVC, fsx_claim
+from scripts.lib.clients import Clients
+from scripts.lib.errors import OperationError
 
 # The HyperPod inference operator's own objects (installed by the EKS add-on, not by k8s/).
 OPERATOR_NAMESPACE = "hyperpod-inference-system"
@@ -61,24 +59,6 @@ class L2Settings:
 
     def env_values(self) -> dict[str, Any]:
         return {e["name"]: e.get("value") for e in self.env}
-
-
-def l2_settings(cfg: AppConfig, endpoint: EndpointConfig, claim: str | None = None) -> L2Settings:
-    """Read from ``k8s.policy.rule`` so a change of the rule changes ``patch`` and ``verify``.
-    ``claim``: the L2 claim of the deployed environment (``l2_claim``; default curvine-pvc)."""
-    # k8s.policy builds the rule with cdk8s loaded, and importing cdk8s starts Node.js (jsii): only
-    # the commands that need the rule (verify, patch) load it, so the others run without Node.js.
-    from k8s.policy import rule
-
-    (loop,) = rule(cfg, endpoint, claim or PVC)["mutate"]["foreach"]
-    spec = loop["patchStrategicMerge"]["spec"]
-    (container,) = spec["containers"]
-    return L2Settings(
-        marker=REMOTE_URL_ENV,
-        env=tuple(container["env"]),
-        mounts=tuple(container["volumeMounts"]),
-        volumes=tuple(spec["volumes"]),
-    )
 
 
 def l2_claim(clients: Clients, cfg: AppConfig) -> str:

@@ -13,7 +13,7 @@ import boto3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from scripts.common import OperationError
+from scripts.lib.errors import OperationError
 
 AwsFactory = Callable[[str], Any]
 KubeFactory = Callable[[], k8s.ApiClient]

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from scripts import cli
+from scripts.lib import runtime
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_CREDENTIALS = "no AWS credentials: run `aws configure`"
@@ -41,7 +42,7 @@ def clean_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
     }
     for key, value in settings.items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(cli, "DEPLOY", lambda env: pytest.fail("recreate must not deploy"))
+    monkeypatch.setattr(runtime, "DEPLOY", lambda env: pytest.fail("recreate must not deploy"))
     return dict(os.environ)
 
 

@@ -1,4 +1,4 @@
-"""``python -m scripts.dashboard --env dev``: write the environment's Grafana dashboard to
+"""``hpkv dashboard --env dev``: write the environment's Grafana dashboard to
 ``dist/<env>/grafana-dashboard.json`` (import it by hand, with the AMP workspace as a SigV4
 Prometheus data source), and the alert rules it ships to AMP next to it.
 
@@ -8,16 +8,15 @@ screenshot in docs/ comes from ``tests/scripts/fixtures/observability_samples.js
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from infra.config import ConfigError, load_config
 from infra.dashboards import Panel, Target, alert_rules_yaml, grafana_dashboard, rows
 from infra.unresolved import UnresolvedTokenError, write_checked
-from scripts.report import render_png
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
+from scripts.lib.report import render_png
 
 
 def sample_series(samples: dict[str, Any]) -> Any:
@@ -33,39 +32,28 @@ def sample_series(samples: dict[str, Any]) -> Any:
     return fetch
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.dashboard", description=__doc__)
-    parser.add_argument("--env", default="dev")
-    parser.add_argument("--out", default=None, help="directory (default dist/<env>)")
-    parser.add_argument("--samples", default=None, help="sample series JSON for --png")
-    parser.add_argument("--png", default=None, help="render the panels from --samples here")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.env)
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    out = Path(args.out) if args.out else Path("dist") / config.environment
-    dashboard, rules = out / "grafana-dashboard.json", out / "alert-rules.yaml"
+def run(
+    env: str = "dev",
+    out: Path | None = None,
+    samples: Path | None = None,
+    png: Path | None = None,
+) -> Exit:
+    config = runtime.config(env)
+    folder = out or Path("dist") / config.environment
+    dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
     try:
         write_checked({
             dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
             rules: alert_rules_yaml(config),
         })  # fmt: skip
     except UnresolvedTokenError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        raise runtime.fail(str(error), Exit.USAGE) from None
     print(f"wrote {dashboard} and {rules}")
-    if args.png:
-        if not args.samples:
-            print("error: --png needs --samples", file=sys.stderr)
-            return 2
-        samples = json.loads(Path(args.samples).read_text())
-        render_png(rows(config), sample_series(samples), Path(args.png),
+    if png:
+        if not samples:
+            raise runtime.fail("--png needs --samples", Exit.USAGE)
+        series = json.loads(samples.read_text())
+        render_png(rows(config), sample_series(series), png,
                    f"{config.stack_prefix} (sample data)")  # fmt: skip
-        print(f"wrote {args.png}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        print(f"wrote {png}")
+    return Exit.OK

@@ -1,6 +1,6 @@
-"""``python -m scripts.report --env dev``: each tier's hit rate, TTFT percentiles and L2 use over
-a window (default the last hour), read from the AMP workspace, as a table or ``--json``, plus a
-PNG of the dashboard's panels over the same window.
+"""What ``hpkv report`` reads and draws: each tier's hit rate, TTFT percentiles and L2 use over a
+window, read from the AMP workspace, as a table or JSON, and a PNG of the dashboard's panels over
+the same window (``render_png``, which ``hpkv dashboard --png`` also draws from sample series).
 
 Queries go to the workspace's Prometheus-compatible API (``/api/v1/query`` and
 ``/api/v1/query_range``), SigV4-signed for service ``aps`` with botocore's signer. The endpoint
@@ -9,15 +9,13 @@ is ``observability.query_endpoint`` or, when unset, found by the workspace alias
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +24,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from infra.config import AppConfig, ConfigError, load_config
-from infra.dashboards import Panel, Queries, Row, Target, l2_used_percent, rows
+from infra.config import AppConfig
+from infra.dashboards import Panel, Queries, Row, Target, l2_used_percent
 
 WINDOWS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -153,6 +151,8 @@ def render_png(
 ) -> Path:
     """One subplot per panel, a row of subplots per dashboard row. ``fetch(panel, target)``
     returns ``[(labels, [(t, v), ...]), ...]`` (a range query's result)."""
+    # Imported when a plot is drawn: matplotlib.pyplot takes ~0.5 s to import, about as long as
+    # the rest of the CLI's start-up, and most commands draw nothing.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -193,45 +193,3 @@ def render_png(
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scripts.report", description=__doc__)
-    parser.add_argument("--env", default="dev")
-    parser.add_argument("--window", default="1h", help="e.g. 15m, 1h, 1d (default 1h)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--png", default=None, help="PNG path (default dist/<env>/report.png)")
-    parser.add_argument("--endpoint", default=None, help="query URL (default: from config/AMP)")
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.env)
-        seconds = window_seconds(args.window)
-    except (ConfigError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    base = args.endpoint or query_endpoint(config)
-    found = boto3.Session(region_name=config.region).get_credentials()
-    if found is None:
-        print(
-            "error: no AWS credentials to sign AMP queries with: run `aws configure` or set "
-            "AWS_PROFILE",
-            file=sys.stderr,
-        )
-        return 4  # could not operate (scripts.common.Exit.OPERATION_FAILED)
-    frozen = found.get_frozen_credentials()
-    credentials = Credentials(frozen.access_key, frozen.secret_key, frozen.token)
-    client = PromClient(base, config.region, credentials)
-    end = datetime.now(UTC)
-    report = summary(config, client, args.window, end)
-    print(json.dumps(report, indent=2) if args.json else table(report))
-    start = end - timedelta(seconds=seconds)
-    step = max(30, seconds // 120)
-    png = Path(args.png) if args.png else Path("dist") / config.environment / "report.png"
-    render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), png,
-               f"{config.stack_prefix}: last {args.window}")  # fmt: skip
-    print(f"wrote {png}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -279,6 +279,8 @@ def floor(assembly: Assembly, durations: Durations, phase: str = "create") -> Sc
 
 def plot_gantt(schedules: dict[str, Schedule], path: Path) -> Path:
     """One row per stack (its span) and its critical-path resources, per schedule."""
+    # Imported when a plot is drawn: matplotlib.pyplot takes ~0.5 s to import, about as long as
+    # the rest of the CLI's start-up, and most commands draw nothing.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -352,41 +354,6 @@ def report(outdir: Path, durations: Durations, png: Path | None = None) -> dict[
     if png is not None:
         result["gantt"] = str(plot_gantt(schedules, png))
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("cdk.out"), help="the cloud assembly")
-    parser.add_argument("--png", type=Path, default=None, help="write a Gantt chart here")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(argv)
-    if not (args.out / "manifest.json").is_file():
-        print(f"error: no cloud assembly in {args.out}: run `make synth` first", flush=True)
-        return 2
-    durations = Durations.load()
-    figures = report(args.out, durations, args.png)
-    if args.json:
-        print(json.dumps(figures))
-        return 0
-    for verb in ("deploy", "destroy"):
-        f = figures[verb]
-        print(
-            f"cdk {verb} --all: {f['as_deployed_minutes']} min as deployed, floor "
-            f"{f['floor_minutes']} min, ratio {f['ratio']} (estimates: {DURATIONS_FILE.name})"
-        )
-        for item in f["critical_path"]:
-            if item["end"] - item["start"] >= 1:  # the long steps of the path
-                print(f"  {item['start']:>6} -> {item['end']:>6}  {item['stack']}  "
-                      f"{item['resource']} ({item['type']})")  # fmt: skip
-    if args.png:
-        print(f"wrote {args.png}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scripts.openai_stream import StreamResult, stream_completion
-from scripts.prompts import make_prompt, seed_for
+from scripts.lib.openai_stream import StreamResult, stream_completion
+from scripts.lib.prompts import make_prompt, seed_for
 
 Send = Callable[[str, str], StreamResult]  # (target, prompt) -> result
 Progress = Callable[[str], None]
@@ -202,6 +202,8 @@ def write_results(result: BenchResult, out_dir: Path) -> list[Path]:
 
 
 def _plots(result: BenchResult, out_dir: Path) -> list[Path]:
+    # Imported when a plot is drawn: matplotlib.pyplot takes ~0.5 s to import, about as long as
+    # the rest of the CLI's start-up, and most commands draw nothing.
     import matplotlib
 
     matplotlib.use("Agg")  # no display on CI or a bastion host
