@@ -14,6 +14,7 @@ from tools.run_checkov import (
     SkipFileError,
     failed_checks,
     load_skips,
+    main,
     unaccepted,
     unknown_ids,
 )
@@ -76,8 +77,6 @@ def test_a_missing_manifests_folder_is_one_line_before_checkov_runs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`make synth` leaves dist/<env> unwritten for an FSx L2 before the first deploy."""
-    from tools.run_checkov import main
-
     missing = tmp_path / "dist" / "dev"
     assert main(["--checkov", str(tmp_path / "no-checkov"), "--k8s", str(missing)]) == 2
     (line,) = capsys.readouterr().err.splitlines()

@@ -15,6 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from rich.console import Console
 from typer.testing import CliRunner
 
 from scripts import cli
@@ -131,8 +132,6 @@ def test_durations_json_with_the_overrides_of_cdk_out(cfn: Any, tmp_path: Path) 
 def test_durations_table_without_cdk_out_uses_the_type_values(
     cfn: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rich.console import Console
-
     monkeypatch.setattr(runtime, "out", Console(width=200))  # one row per line
     result = CliRunner().invoke(cli.app, ["durations", "--env", "test", "--cdk-out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -10,8 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
 from aws_cdk import App, CfnResource, Stack
+from botocore.stub import Stubber
 
 from infra.deps import NEEDS_METADATA, needs
 from scripts.lib.deploy_plan import (
@@ -168,9 +170,6 @@ def test_model_of_the_dev_environment(dev: Synth, tmp_path: Path) -> None:
 def test_measured_rows_sit_beside_the_assumed_values() -> None:
     """botocore's Stubber, not moto: moto creates every resource in the same instant, so its
     events carry no durations to measure; the Stubber returns recorded ones."""
-    import boto3
-    from botocore.stub import Stubber
-
     t0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.UTC)
     client = boto3.client("cloudformation", region_name="us-west-2")
     stub = Stubber(client)

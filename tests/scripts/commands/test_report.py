@@ -16,8 +16,9 @@ from scripts.cli import app
 from scripts.commands import report
 from scripts.lib.errors import Exit
 from tests.doubles.fake_prometheus import FakePrometheus
+from tests.scripts.conftest import FIXTURES
 
-SAMPLES = Path(__file__).parent / "fixtures" / "observability_samples.json"
+SAMPLES = FIXTURES / "observability_samples.json"
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Long waits show progress: ``scripts.kube.wait_for`` (plain timestamped lines off a terminal, a
-rich line on one) and the stack deletion poll of teardown.
+"""The stack deletion poll of teardown shows its progress: the status and latest event, a
+DELETE_FAILED naming the resource and its reason, a stack already gone skipped.
 
 Doubles: a fake clock (nothing sleeps) and captured streams; botocore's Stubber for
 CloudFormation, because a deletion that stays DELETE_IN_PROGRESS over several polls and then ends
@@ -7,7 +7,6 @@ DELETE_FAILED with per-resource reasons cannot be produced by moto (its deletes 
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,113 +16,9 @@ from botocore.stub import Stubber
 
 from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
-from scripts.lib.progress import Clock, Reporter, fmt_duration, wait_for
 from scripts.lib.teardown.model import Timeouts
 from scripts.lib.teardown.stacks import _delete_stack
-
-START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.t
-
-    def wall(self) -> float:
-        return START + self.t
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.t += seconds
-
-    def clock(self) -> Clock:
-        return Clock(self.monotonic, self.wall, self.sleep)
-
-
-def plain(fake: FakeClock, every_s: float = 30.0) -> tuple[Reporter, io.StringIO]:
-    stream = io.StringIO()
-    return Reporter(stream=stream, clock=fake.clock(), tty=False, every_s=every_s), stream
-
-
-def states(*items: tuple[bool, str]) -> Any:
-    it = iter(items)
-    return lambda: next(it)
-
-
-def test_fmt_duration() -> None:
-    assert [fmt_duration(s) for s in (0, 42, 307, 3723)] == ["0s", "42s", "5m07s", "1h02m03s"]
-
-
-def test_plain_lines_are_timestamped_and_steady() -> None:
-    fake = FakeClock()
-    rep, stream = plain(fake)
-    polls = [(False, "CREATING")] * 7 + [(False, "UPDATING"), (True, "InService")]
-    waited = wait_for("the cluster", states(*polls), timeout_s=600, interval_s=10, show=rep)
-    lines = stream.getvalue().splitlines()
-    assert waited == 80
-    assert fake.slept == [10] * 8  # the fake clock paced it: nothing really slept
-    assert lines == [
-        "2027-01-15T08:00:00Z waiting for the cluster (up to 10m00s)",
-        "2027-01-15T08:00:00Z the cluster: CREATING (0s elapsed)",  # first state
-        "2027-01-15T08:00:30Z the cluster: CREATING (30s elapsed)",  # steady: every 30 s
-        "2027-01-15T08:01:00Z the cluster: CREATING (1m00s elapsed)",
-        "2027-01-15T08:01:10Z the cluster: UPDATING (1m10s elapsed)",  # a change shows at once
-        "2027-01-15T08:01:20Z the cluster: done after 1m20s",
-    ]
-
-
-def test_a_bool_check_still_reports_elapsed_time() -> None:
-    fake = FakeClock()
-    rep, stream = plain(fake, every_s=20)
-    answers = iter([False, False, False, True])
-    wait_for("Pods", lambda: next(answers), timeout_s=60, interval_s=10, show=rep)
-    assert "Pods: waiting (20s elapsed)" in stream.getvalue()
-    assert stream.getvalue().splitlines()[-1].endswith("Pods: done after 30s")
-
-
-def test_timeout_names_what_and_the_last_state() -> None:
-    fake = FakeClock()
-    rep, _ = plain(fake)
-    with pytest.raises(OperationError) as caught:
-        wait_for("the rollout", lambda: (False, "1/2 Ready"), timeout_s=60, interval_s=25, show=rep)
-    assert str(caught.value) == (
-        "timed out after 1m00s waiting for the rollout (last state: 1/2 Ready)"
-    )
-    assert fake.t == 60  # the last sleep is cut to the deadline
-
-
-def test_terminal_gets_a_rich_line_with_the_state_and_a_final_line() -> None:
-    fake = FakeClock()
-    stream = io.StringIO()
-    rep = Reporter(stream=stream, clock=fake.clock(), tty=True)
-    wait_for("the stack", states((False, "DELETE_IN_PROGRESS"), (True, "")), 600, 10, rep)
-    text = stream.getvalue()
-    assert "\x1b[" in text  # rich drew on the terminal
-    assert "the stack: DELETE_IN_PROGRESS" in text
-    assert "the stack: done after 10s" in text
-    assert "waiting for the stack (up to" not in text  # no plain lines on a terminal
-
-
-def test_disabled_reporter_writes_nothing() -> None:
-    fake = FakeClock()
-    stream = io.StringIO()
-    rep = Reporter(stream=stream, clock=fake.clock(), enabled=False)
-    wait_for("x", states((False, "a"), (True, "")), 60, 10, rep)
-    assert stream.getvalue() == ""
-
-
-def test_default_stream_is_stderr_at_call_time(capsys: pytest.CaptureFixture[str]) -> None:
-    fake = FakeClock()
-    wait_for("x", states((False, "a"), (True, "")), 60, 10, Reporter(clock=fake.clock()))
-    captured = capsys.readouterr()
-    assert captured.out == ""  # stdout stays free for --json
-    assert "x: done after 10s" in captured.err
-
-
-# ---- stack deletion ---------------------------------------------------------------------------
+from tests.scripts.lib.progress_support import FakeClock, plain
 
 STACK = "hyperpod-kvcache-test-hyperpod"
 STACK_ID = f"arn:aws:cloudformation:us-west-2:111122223333:stack/{STACK}/abc"

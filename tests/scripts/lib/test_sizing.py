@@ -1,5 +1,6 @@
-"""`size`: KV arithmetic against the seed's numbers. No double needed (pure functions and the
-CLI run in-process with typer's CliRunner)."""
+"""The sizing model: KV bytes per token, parameters and weights, and how many tokens L0, L1 and L2
+hold, against the seed's numbers and inputs worked by hand in the comments, with the flags at their
+limits. Pure functions; no double."""
 
 from __future__ import annotations
 
@@ -8,29 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from scripts.cli import app
-from scripts.lib import runtime
-from scripts.lib.sizing import GIB, PRESETS, estimate_params, kv_bytes_per_token, load_model_config
-
-runner = CliRunner()
-
-QWEN2_7B_CONFIG = {
-    "architectures": ["Qwen2ForCausalLM"],
-    "hidden_size": 3584,
-    "intermediate_size": 18944,
-    "max_position_embeddings": 131072,
-    "model_type": "qwen2",
-    "num_attention_heads": 28,
-    "num_hidden_layers": 28,
-    "num_key_value_heads": 4,
-    "rms_norm_eps": 1e-06,
-    "rope_theta": 1000000.0,
-    "tie_word_embeddings": False,
-    "torch_dtype": "bfloat16",
-    "vocab_size": 152064,
-}
+from scripts.lib.sizing import (
+    GIB,
+    PRESETS,
+    estimate_params,
+    kv_bytes_per_token,
+    load_model_config,
+    size_model,
+)
+from tests.scripts.lib.sizing_support import QWEN2_7B_CONFIG, SMALL
 
 
 def test_qwen2_7b_matches_the_seed() -> None:
@@ -77,70 +65,10 @@ def test_text_config_of_multimodal_models(tmp_path: Path) -> None:
     assert kv_bytes_per_token({**text, "torch_dtype": "float16"}) == 57_344
 
 
-def test_cli_json_from_a_config_file(tmp_path: Path) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(QWEN2_7B_CONFIG))
-    result = runner.invoke(app, ["size", str(path), "--json", "--l2-worker-gib", "400"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)  # exactly one JSON object
-    assert data["kv_bytes_per_token"] == 57_344
-    assert data["params_source"] == "architecture"
-    tiers = {t["name"]: t for t in data["tiers"]}
-    # dev.yaml: ml.g6e.4xlarge (128 GiB memory) at 20% Tiered Storage -> 25.6 GiB of L1.
-    assert tiers["L1"]["bytes"] == int(128 * 0.2 * GIB)
-    assert tiers["L1"]["tokens"] == int(128 * 0.2 * GIB) // 57_344
-    # L2: worker capacity x 2 GPU nodes.
-    assert tiers["L2"]["bytes"] == 400 * GIB * 2
-    assert tiers["L2"]["tokens"] == 400 * GIB * 2 // 57_344
-    assert data["fits"] is True and data["flags"] == []
-
-
-def test_cli_params_override_and_flags() -> None:
-    result = runner.invoke(
-        app, ["size", "llama-3.1-70b", "--json", "--params", "7.0e10", "--prompt-tokens", "600"]
-    )
-    data = json.loads(result.stdout)
-    assert data["params"] == 70_000_000_000 and data["params_source"] == "--params"
-    assert not data["fits"]  # 140 GB of weights on one 48 GB L40S
-    assert any(f.startswith("model_does_not_fit") for f in data["flags"])
-    assert any(f.startswith("l2_does_not_pay_off") for f in data["flags"])
-
-
-def test_cli_bad_input_exit_codes(tmp_path: Path) -> None:
-    assert runner.invoke(app, ["size", str(tmp_path / "missing.json")]).exit_code == 2
-    assert runner.invoke(app, ["size", "qwen2-7b", "--env", "nosuchenv"]).exit_code == 2
-
-
-@pytest.mark.parametrize(
-    ("kvcache", "args", "worker_gib"),
-    [
-        # kvcache.curvine.worker.capacity_gib
-        ({"curvine": {"worker": {"capacity_gib": 123}}}, [], 123),
-        # the override wins
-        ({"curvine": {"worker": {"capacity_gib": 123}}}, ["--l2-worker-gib", "50"], 50),
-        # no Curvine, no L2 pool
-        ({"curvine": {"enabled": False}, "endpoints": [{"enable_l2_cache": False}]}, [], 0),
-    ],
-)
-def test_l2_worker_capacity_comes_from_config(
-    monkeypatch: pytest.MonkeyPatch, kvcache: dict[str, Any], args: list[str], worker_gib: int
-) -> None:
-    from tests.scripts.conftest import make_cfg
-
-    cfg = make_cfg(kvcache=kvcache)
-    monkeypatch.setattr(runtime, "load_config", lambda env: cfg)
-    result = runner.invoke(app, ["size", "qwen2-7b", "--json", *args])
-    assert result.exit_code == 0, result.output
-    tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
-    assert tiers["L2"]["bytes"] == worker_gib * GIB * cfg.hyperpod.gpu_group.instance_count
-
-
 @pytest.mark.parametrize("utilization", [0.5, 0.9])
 def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float) -> None:
     """vLLM takes gpu_memory_utilization of each GPU; L0 is what is left after the weights and
     the per-GPU overhead (issue 17: sizing once ignored the utilization)."""
-    from scripts.lib.sizing import size_model
-
     report = size_model(
         "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
         gpu_memory_gib=48, instance_memory_gib=128, gpu_nodes=2, tiered_storage_percent=20,
@@ -189,8 +117,6 @@ SIZING: dict[str, Any] = {
 def test_the_models_own_dtype_sizes_weights_and_kv_unless_overridden() -> None:
     """Without a weight or KV dtype given, the config's torch_dtype counts (a float32 model
     takes 4 bytes a parameter), not the bfloat16 default."""
-    from scripts.lib.sizing import size_model
-
     cfg = {**QWEN2_7B_CONFIG, "torch_dtype": "float32"}
     own = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, **SIZING)
     assert (own.weight_bytes, own.kv_dtype_bytes) == (4 * 10**9, 4)
@@ -207,8 +133,6 @@ def test_a_model_fits_while_one_byte_is_left_after_its_weights(
 ) -> None:
     """The boundary of `fits`: usable GPU memory (here 1 x 4 GiB x 0.5, no overhead) minus
     the weights (1 byte a parameter in fp8). One byte left fits, with too small an L0."""
-    from scripts.lib.sizing import size_model
-
     report = size_model("q", QWEN2_7B_CONFIG, gpus=1, gpu_memory_gib=4,
                         gpu_memory_utilization=0.5, overhead_gib_per_gpu=0,
                         params=2 * GIB - left, weight_dtype="fp8", **SIZING)  # fmt: skip
@@ -222,3 +146,99 @@ def test_a_missing_head_dim_is_hidden_size_over_heads_rounded_down() -> None:
            "num_hidden_layers": 1, "vocab_size": 3, "intermediate_size": 5}  # fmt: skip
     assert kv_bytes_per_token(cfg) == kv_bytes_per_token({**cfg, "head_dim": 2}) == 2 * 2 * 2
     assert estimate_params(cfg) == estimate_params({**cfg, "head_dim": 2})
+
+
+def _size(**kw: Any) -> Any:
+    args: dict[str, Any] = dict(
+        instance_type="ml.test", gpus=2, gpu_memory_gib=24, instance_memory_gib=64, gpu_nodes=3,
+        tiered_storage_percent=25, l2_worker_gib=100, params=1_000_000_000,
+    )  # fmt: skip
+    return size_model("small", SMALL, **{**args, **kw})
+
+
+def test_tiers_of_a_worked_example() -> None:
+    report = _size(gpu_memory_utilization=0.75, overhead_gib_per_gpu=2.0)
+    # L0: 2 GPUs x (24 GiB x 0.75 - 2 GiB) = 32 GiB = 34,359,738,368 B, minus 1e9 params x 2 B
+    #     = 32,359,738,368 B; / 2,048 B per token = 15,800,653 tokens
+    # L1: 64 GiB x 25% = 16 GiB = 17,179,869,184 B = 8,388,608 tokens
+    # L2: 100 GiB x 3 nodes = 322,122,547,200 B = 157,286,400 tokens
+    assert report.as_dict() == {
+        "model": "small",
+        "attention": "mha/gqa",
+        "kv_bytes_per_token": 2048,
+        "kv_dtype_bytes": 2,
+        "params": 1_000_000_000,
+        "params_source": "--params",
+        "weight_bytes": 2_000_000_000,
+        "instance_type": "ml.test",
+        "gpus_per_node": 2,
+        "gpu_nodes": 3,
+        "tiers": [
+            {"name": "L0", "bytes": 32_359_738_368, "tokens": 15_800_653,
+             "scope": "per replica (GPU)"},
+            {"name": "L1", "bytes": 17_179_869_184, "tokens": 8_388_608,
+             "scope": "per node (Tiered Storage CPU memory)"},
+            {"name": "L2", "bytes": 322_122_547_200, "tokens": 157_286_400,
+             "scope": "shared by 3 nodes (Curvine NVMe)"},
+        ],
+        "flags": [],
+        "fits": True,
+        "weight_gib": 1.86,  # 2e9 / 2^30 = 1.8626
+        "tokens_per_tier": {"L0": 15_800_653, "L1": 8_388_608, "L2": 157_286_400},
+    }  # fmt: skip
+
+
+def test_defaults_vllm_takes_90_percent_and_2_gib_per_gpu_overhead() -> None:
+    # 2 x (24 x 0.9 - 2) GiB = 39.2 GiB = 42,090,679,500 B (truncated) - 2e9 B of weights
+    (l0, *_) = _size().tiers
+    assert l0.bytes == int(2 * (24 * 0.9 - 2.0) * GIB) - 2_000_000_000 == 40_090_679_500
+
+
+def test_weights_follow_the_weight_dtype_and_the_estimate_names_its_source() -> None:
+    report = _size(weight_dtype="fp8", kv_dtype="fp8", params=None)
+    # SMALL's estimate: embed 1000 x 512 x 2 + 4 x (attn 2x512x8x64 + 2x512x2x64 + mlp 3x512x1024)
+    #   = 1,024,000 + 4 x (524,288 + 131,072 + 1,572,864) = 9,936,896 params, 1 B each in fp8
+    assert (report.params, report.params_source) == (9_936_896, "architecture")
+    assert (report.weight_bytes, report.kv_bytes_per_token, report.kv_dtype_bytes) == (
+        9_936_896, 1024, 1)  # fmt: skip
+
+
+def test_mla_is_reported_as_such() -> None:
+    report = size_model(
+        "deepseek-v3", PRESETS["deepseek-v3"], instance_type="ml.p5.48xlarge", gpus=8,
+        gpu_memory_gib=80, instance_memory_gib=2048, gpu_nodes=2, tiered_storage_percent=0,
+        l2_worker_gib=0,
+    )  # fmt: skip
+    assert report.attention == "mla" and report.kv_bytes_per_token == 61 * 576 * 2
+    assert [(t.bytes, t.tokens) for t in report.tiers[1:]] == [(0, 0), (0, 0)]
+
+
+# One GPU of 4 GiB, all usable (utilization 1, no overhead): 4,294,967,296 B. With 2,048 B per
+# token, 4,096 tokens are 8,388,608 B, so 2 x params = 4,286,578,688 leaves exactly 4,096.
+EXACT = dict(gpus=1, gpu_memory_gib=4, gpu_memory_utilization=1.0, overhead_gib_per_gpu=0.0)
+SMALL_L0 = "l0_small: fewer than 4,096 tokens of KV cache fit on the GPU"
+
+
+@pytest.mark.parametrize(
+    ("params", "prompt_tokens", "fits", "l0_tokens", "flags"),
+    [
+        (2_143_289_344, 1000, True, 4096, []),
+        (2_143_289_345, None, True, 4095, [SMALL_L0]),  # 8,388,606 B: one token short
+        (2_147_482_624, None, True, 1, [SMALL_L0]),  # 2,048 B left
+        (2_147_483_648, None, False, 0, [  # nothing left
+            "model_does_not_fit: weights 4.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
+            "ml.test"]),
+        (3 * GIB, 999, False, 0, [  # 6 GiB of weights; L0 is never negative
+            "model_does_not_fit: weights 6.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
+            "ml.test",
+            "l2_does_not_pay_off: prompts of 999 tokens are under ~1000; recomputing them costs "
+            "less than an L2 read"]),
+    ],
+)  # fmt: skip
+def test_flags_at_their_limits(
+    params: int, prompt_tokens: int | None, fits: bool, l0_tokens: int, flags: list[str]
+) -> None:
+    report = _size(params=params, prompt_tokens=prompt_tokens, **EXACT)
+    l0 = report.tiers[0]
+    assert (report.fits, l0.tokens, report.flags) == (fits, l0_tokens, flags)
+    assert l0.bytes == max(4 * GIB - 2 * params, 0)

@@ -1,4 +1,4 @@
-"""`patch`: the JSON Patch computed from a recorded operator-rendered Deployment, and the
+"""``patch``'s engine: the JSON Patch computed from a recorded operator-rendered Deployment, and the
 pause/patch/restore sequence. Double: FakeKube (local in-memory API server) behind the official
 kubernetes client, so paths, content types (JSON Patch vs merge patch) and bodies are real.
 Kyverno is stood in for by tests/k8s/kyverno_eval.py (the kyverno CLI is not installable from a
@@ -12,26 +12,17 @@ from typing import Any
 import pytest
 
 from k8s.policy import rule
-from scripts.lib import runtime
-from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
-from scripts.lib.l2_rule import l2_settings
 from scripts.lib.patch import compute_patch, run_patch
 from tests.doubles.fake_kube import FakeKube, json_patch
 from tests.k8s.kyverno_eval import apply_policy
 from tests.scripts.conftest import (
     DEPLOYMENTS,
-    IECS,
     OPERATOR,
-    endpoint_config,
-    operator_deployment,
-    recorded_cfg,
-    recorded_endpoint,
 )
+from tests.scripts.lib.patch_support import CFG, REF, SETTINGS, _seed
+from tests.scripts.lib.progress_support import FakeClock, plain
 
-CFG = recorded_cfg()
-REF = recorded_endpoint(CFG)
-SETTINGS = l2_settings(CFG, REF)
 URL = "fs://localhost:0/mnt/curvine/l2cache/"
 MOUNT = {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "vllm-kvcache"}
 VOLUME = {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}}
@@ -164,17 +155,6 @@ def test_the_container_carrying_the_url_is_patched_whatever_its_name(
     )
 
 
-def _seed(kube: FakeKube, deployment: dict[str, Any], operator_replicas: int = 2) -> Clients:
-    kube.put(DEPLOYMENTS, deployment)
-    kube.put(OPERATOR, operator_deployment(operator_replicas))
-    kube.put(IECS, endpoint_config())
-    return Clients("us-west-2", aws_factory=_no_aws, kube_factory=kube.api_client)
-
-
-def _no_aws(service: str) -> Any:
-    raise AssertionError(f"patch must not call AWS ({service})")
-
-
 def test_sequence_restores_operator_and_second_run_changes_nothing(
     kube: FakeKube, deployment: dict[str, Any]
 ) -> None:
@@ -222,67 +202,9 @@ def test_operator_restored_when_the_rollout_times_out(
     assert kube.get(f"{OPERATOR}/hyperpod-inference-controller-manager")["spec"]["replicas"] == 2  # type: ignore[index]
 
 
-def test_dry_run_cli_prints_ops_and_changes_nothing(
-    kube: FakeKube, deployment: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import json
-
-    from typer.testing import CliRunner
-
-    from scripts import cli
-
-    clients = _seed(kube, copy.deepcopy(deployment))
-    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: clients)
-    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
-    # No --endpoint: the first of kvcache.endpoints (the recorded one).
-    result = CliRunner().invoke(cli.app, ["patch", "--dry-run", "--json"])
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
-    assert data["deployment"] == "vllm-kvcache"
-    assert data["ops"] == compute_patch(deployment, SETTINGS) and len(data["ops"]) >= 5
-    assert kube.writes() == []
-
-
-@pytest.mark.parametrize(
-    "args",
-    [["--endpoint", "nope"], ["--endpoint", "vllm-kvcache", "-n", "inference"], ["-n", "nope"]],
-)
-def test_unknown_endpoint_is_a_usage_error_naming_the_configured_ones(
-    monkeypatch: pytest.MonkeyPatch, args: list[str]
-) -> None:
-    from typer.testing import CliRunner
-
-    from scripts import cli
-
-    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
-    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
-    result = CliRunner().invoke(cli.app, ["patch", "--dry-run", *args])
-    assert result.exit_code == 2
-    (line,) = result.stderr.strip().splitlines()
-    assert "configured: default/vllm-kvcache, inference/other-model" in line
-
-
-def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from scripts import cli
-
-    no_l2 = recorded_cfg()
-    endpoints = (no_l2.kvcache.endpoints[0].model_copy(update={"enable_l2_cache": False}),)
-    no_l2 = no_l2.model_copy(
-        update={"kvcache": no_l2.kvcache.model_copy(update={"endpoints": endpoints})}
-    )
-    monkeypatch.setattr(runtime, "load_config", lambda env: no_l2)
-    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
-    result = CliRunner().invoke(cli.app, ["patch", "--dry-run"])
-    assert result.exit_code == 2 and "enable_l2_cache is false" in result.stderr
-
-
 def test_rollout_progress_shows_ready_counts_on_a_fake_clock(
     kube: FakeKube, deployment: dict[str, Any]
 ) -> None:
-    from tests.scripts.test_progress import FakeClock, plain
-
     clients = _seed(kube, deployment)
     kube.after_write.clear()  # nothing makes the Pods Ready: the wait runs to its timeout
     fake = FakeClock()
