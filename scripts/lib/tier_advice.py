@@ -37,7 +37,7 @@ TIER_FIGURES: dict[str, tuple[float, float]] = {  # name -> (latency s, bytes/s;
 FSX_CLIENT_BYTES_PER_S = 12.5e9  # 100 Gbps ENA per client (storage post)
 # Without a measured prefill rate: 2 x params FLOPs per token at this effective rate per GPU.
 # An assumption (about 30-40% of an L40S/H100 dense bf16 peak), not a measurement: pass the
-# rate `python -m scripts bench` measured instead.
+# rate `hpkv bench` measured instead.
 ASSUMED_PREFILL_FLOPS_PER_GPU = 100e12
 RECOMPUTE_CHEAP_TOKENS, READ_BACK_WINS_TOKENS = 10_000, 50_000  # storage post's decision lines
 

@@ -115,7 +115,7 @@ def check_remote_url(pods: list[dict[str, Any]], want: L2Settings) -> Check:
         f"{found} (want {url})",
         f"check `kubectl get clusterpolicy {POLICY}` is Ready, then recreate the Pods "
         f"(kubectl -n {ns} delete pod {' '.join(n for n, _ in wrong)}) so admission repoints "
-        "them, or run `python -m scripts patch`",
+        "them, or run `hpkv patch`",
     )
 
 
@@ -134,7 +134,7 @@ def check_pods(pods: list[dict[str, Any]], want: L2Settings) -> Check:
             stage,
             "fail",
             "; ".join(problems),
-            "check the Kyverno policy (kubectl get clusterpolicy) or run `python -m scripts patch`",
+            "check the Kyverno policy (kubectl get clusterpolicy) or run `hpkv patch`",
         )
     env = ", ".join(f"{k}={v}" for k, v in want.env_values().items() if k != want.marker)
     mounts = ", ".join(f"{m['mountPath']} (subPath {m.get('subPath', '-')})" for m in want.mounts)
