@@ -4,6 +4,8 @@ ENV ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The operations CLI, installed into .venv by `make install` (the project's [project.scripts]).
+HPKV := $(VENV)/bin/hpkv
 OUT := cdk.out
 # Independent stacks deploy side by side (infra/stack_layout.py): at most this many at once.
 CONCURRENCY ?= 4
@@ -29,13 +31,15 @@ help:
 		| awk -F'|' '{printf "%-16s %s\n", $$1, $$2}'
 	@echo "Variables: ENV=dev|test|prod (config/<ENV>.yaml), APPROVAL=broadening|never|any-change"
 
-# Reinstall only when a requirements file changes.
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# Reinstall only when a requirements file or pyproject.toml changes. The project itself goes in
+# editable and without dependencies (they are the pinned requirements): it puts `hpkv` in .venv/bin.
+$(VENV)/.installed: requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	touch $@
 
-## install: create .venv from the pinned requirements (every target does this first)
+## install: create .venv from the pinned requirements, with `hpkv` (every target does this first)
 install: $(VENV)/.installed
 
 node_modules/.installed: package.json package-lock.json
@@ -45,12 +49,12 @@ node_modules/.installed: package.json package-lock.json
 ## synth: synthesize config/<ENV>.yaml into cdk.out/ and dist/<ENV>/ (no network), validate
 synth: install
 	rm -rf $(OUT)
-	$(PY) -m scripts.validate_templates $(OUT) \
+	$(PY) -m tools.validate_templates $(OUT) \
 		--after $(PY) app.py -c env=$(ENV) -c manifestsDir=dist/$(ENV) --outdir $(OUT)
 
 ## validate: cfn-lint on every template in cdk.out/ (cdk-nag already ran inside the synth)
 validate: install
-	$(PY) -m scripts.validate_templates $(OUT)
+	$(PY) -m tools.validate_templates $(OUT)
 
 ## test: the whole test suite (installs the pinned CDK CLI: one test runs its synth)
 test: install node_modules/.installed
@@ -58,9 +62,9 @@ test: install node_modules/.installed
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
-	$(PY) -m scripts.config_reference
-	$(PY) -m scripts.config_schema
-	$(PY) -m scripts.kubectl_steps
+	$(PY) -m tools.config_reference
+	$(PY) -m tools.config_schema
+	$(PY) -m tools.kubectl_steps
 
 ## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing)
 lint: install .venv-checkov/.installed
@@ -68,7 +72,7 @@ lint: install .venv-checkov/.installed
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	test -f $(OUT)/manifest.json -a -d dist/$(ENV) || $(MAKE) --no-print-directory synth
-	$(PY) -m scripts.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
+	$(PY) -m tools.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
 
 # checkov pins older boto3/packaging/networkx than requirements.txt: it gets its own virtualenv.
 .venv-checkov/.installed: requirements-checkov.txt
@@ -78,26 +82,26 @@ lint: install .venv-checkov/.installed
 
 ## manifests: write dist/<ENV>/ for kubectl or GitOps (one file per chart + kustomization.yaml)
 manifests: install
-	$(PY) -m k8s.render --env $(ENV) --out dist/$(ENV)
+	$(HPKV) manifests --env $(ENV) --out dist/$(ENV)
 
 ## chart: fetch the pinned HyperPod dependencies chart into .charts/ (needs git, helm, network)
 chart: install
-	$(PY) -m scripts.fetch_chart --env $(ENV)
+	$(PY) -m tools.fetch_chart --env $(ENV)
 
 ## deploy: make chart, then cdk deploy --all (approval prompt outside CI; imports adopted add-ons)
 deploy: install node_modules/.installed chart
-	import=$$($(PY) -m scripts.deploy_args --env $(ENV)) && \
+	import=$$($(PY) -m tools.deploy_args --env $(ENV)) && \
 	$(CDK) deploy --all --concurrency $(CONCURRENCY) -c env=$(ENV) $$import \
 		--require-approval $(APPROVAL)
 
-## destroy: cdk destroy --all (python -m scripts teardown also sweeps what CloudFormation leaves)
+## destroy: cdk destroy --all (hpkv teardown also sweeps what CloudFormation leaves)
 destroy: install node_modules/.installed
 	$(CDK) destroy --all -c env=$(ENV) --force
 
 ## pipeline-synth: synthesize the delivery pipeline defined in config/<ENV>.yaml (prod)
 pipeline-synth: install
 	rm -rf $(OUT)
-	$(PY) -m scripts.validate_templates $(OUT) \
+	$(PY) -m tools.validate_templates $(OUT) \
 		--after $(PY) app.py -c env=$(ENV) -c pipeline=true --outdir $(OUT)
 
 ## pipeline: deploy the delivery pipeline once per account (it then updates itself)
@@ -106,29 +110,30 @@ pipeline: install node_modules/.installed chart
 
 ## preflight: check credentials, quotas, AZ offerings and local tools before a deploy
 ## verify: check a deployed environment end to end, including a cross-Pod L2 hit
+# The CLI's exit code is the recipe's (make itself exits 2 and shows it as `Error <code>`).
 preflight verify: install
-	$(PY) -m scripts $@ --env $(ENV)
+	$(HPKV) $@ --env $(ENV)
 
-## teardown: list what `python -m scripts teardown --yes` would delete, in order
+## teardown: list what `hpkv teardown --yes` would delete, in order
 teardown: install
-	$(PY) -m scripts teardown --env $(ENV)
+	$(HPKV) teardown --env $(ENV)
 
 ## deploy-plan: modelled duration of cdk deploy/destroy --all from cdk.out (make synth first)
 deploy-plan: install
-	$(PY) -m scripts.deploy_plan --out $(OUT) --png $(OUT)/deploy-plan.png
+	$(HPKV) deploy-plan --out $(OUT) --png $(OUT)/deploy-plan.png
 
 ## bench: synth time and peak memory against a bare one-VPC app; TTFT measurement accuracy
 bench: install
-	$(PY) -m bench.synth_bench --env $(ENV)
-	$(PY) -m bench.ttft_accuracy
+	$(PY) -m tools.bench.synth_bench --env $(ENV)
+	$(PY) -m tools.bench.ttft_accuracy
 
 ## dashboard: Grafana dashboard JSON and alert rules of config/$(ENV).yaml into dist/$(ENV)/
 dashboard: install
-	$(PY) -m scripts.dashboard --env $(ENV)
+	$(HPKV) dashboard --env $(ENV)
 
 ## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=k8s.l2_volume ...)
 mutation: install
-	$(PY) -m scripts.mutation $(MODULES)
+	$(PY) -m tools.mutation $(MODULES)
 
 ## logical-ids: compare every environment's logical IDs with BASE=<rev> (default main; ALLOW=file.yaml)
 logical-ids: install

@@ -1,9 +1,9 @@
 """Dashboards and alerts as code, generated from an environment's config.
 
 One definition of every PromQL query (``Panel``/``Target``) feeds the Grafana dashboard, the
-PNG rendering of ``scripts.report``/``scripts.dashboard`` and the tests; the alert rules and the
+PNG rendering of ``hpkv report``/``hpkv dashboard`` and the tests; the alert rules and the
 alert manager definition are what the observability stack uploads to the AMP workspace. Every
-metric name used here is in ``scripts.metrics_catalog.METRICS`` (a test parses each query).
+metric name used here is in ``scripts.lib.metrics_catalog.METRICS`` (a test parses each query).
 
 Tier hit rates are tokens hit over tokens looked up:
 - L0 (GPU prefix cache): vLLM's prefix-cache hits over queries.

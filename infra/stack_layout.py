@@ -1,5 +1,5 @@
 """The stacks of one environment and which stack waits for which: the one place both the app
-(``stacks.composition``) and the operations CLI (``scripts.teardown``) read the order from.
+(``stacks.composition``) and the operations CLI (``scripts.lib.teardown``) read the order from.
 
 Light on purpose (no aws_cdk import): teardown plans its deletion waves from it without loading
 CDK. Each stack lists the stacks it needs; anything not listed runs side by side:

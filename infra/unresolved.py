@@ -5,7 +5,7 @@ resource) is a token in CDK: a placeholder string, list entry or number that ``c
 replaces. Written to plain YAML or JSON it stays a placeholder, and kubectl or Grafana takes it
 literally (a PersistentVolume whose ``volumeHandle`` is ``${Token[TOKEN.123]}`` is accepted, and
 every Pod that mounts it hangs in ContainerCreating). Every writer of files for people or tools
-outside CDK (``k8s.render``, ``scripts.dashboard``) passes its output through ``write_checked``.
+outside CDK (``k8s.render``, ``hpkv dashboard``) passes its output through ``write_checked``.
 
 The spellings are aws-cdk-lib's own (``core/lib/private/encoding``, what ``Token.is_unresolved``
 tests): ``${Token[<key>]}`` for a string, ``#{Token[<key>]}`` for a list entry, and a number

@@ -6,7 +6,7 @@ This is the project's only template validator: aws-cdk-lib's built-in one is off
 (infra/cdk_context.py says why).
 
 cfn-lint is imported when a Linter is made, not with this module, so that a process can start
-linting workers before it pays for the import (scripts/validate_templates.py does, to load
+linting workers before it pays for the import (tools/validate_templates.py does, to load
 cfn-lint while the synth runs).
 """
 

@@ -16,8 +16,8 @@ from k8s.kube_api import KPlusApi, KubeApi
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
+from k8s.names import MANAGED_BY, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL
 
-PART_OF = "hyperpod-kvcache"
 CURVINE_LABEL = "app.kubernetes.io/name"
 # The label the inference operator puts on an endpoint's Pods, valued with the
 # InferenceEndpointConfig's name (its Deployment selects them by it): what the L2 policy matches
@@ -46,8 +46,8 @@ def labels(name: str, component: str) -> dict[str, str]:
     return {
         "app.kubernetes.io/name": name,
         "app.kubernetes.io/component": component,
-        "app.kubernetes.io/part-of": PART_OF,
-        "app.kubernetes.io/managed-by": "cdk8s",
+        PART_OF_LABEL: PART_OF,
+        MANAGED_BY_LABEL: MANAGED_BY,
     }
 
 

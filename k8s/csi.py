@@ -37,8 +37,8 @@ from k8s.kube_api import KubeApi
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
+from k8s.names import CSI_DRIVER as DRIVER
 
-DRIVER = "curvine"
 CONTROLLER, NODE = "curvine-csi-controller", "curvine-csi-node"
 KUBELET = "/var/lib/kubelet"
 SOCKET = "/csi/csi.sock"

@@ -9,9 +9,9 @@ from infra.config import AppConfig
 from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
 from k8s.kube_api import KubeApi
+from k8s.names import CURVINE_SC
 
 PSA = "pod-security.kubernetes.io"
-CURVINE_SC = "curvine-sc"
 CURVINE_FS_PATH = "/l2cache"
 
 

@@ -17,15 +17,14 @@ from infra.config import AppConfig
 from infra.fsx_outputs import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
-from k8s.foundation import CURVINE_SC, curvine_volume_parameters, endpoint_namespaces
+from k8s.foundation import curvine_volume_parameters, endpoint_namespaces
 from k8s.kube_api import KubeApi
+from k8s.names import CURVINE_SC, FSX_L2, PVC, fsx_claim
 
-PVC = "curvine-pvc"
 STATIC_PV = "curvine-l2-static"
 EVICTOR = "curvine-l2-evictor"
 EVICT_MOUNT = "/l2"
 FSX_DRIVER = "fsx.csi.aws.com"
-FSX_L2 = "fsx-l2"
 FSX_EVICTOR = "fsx-l2-evictor"
 # flock: LMCache's file-system connector and the evictor may touch one file from several nodes;
 # Lustre refuses flock() without it. noatime: a read of a KV chunk must not turn into a metadata
@@ -47,10 +46,6 @@ while read -r _ size path; do
 done
 echo "l2 after eviction used=${used}"
 """
-
-
-def fsx_claim(fsx: FsxVolume) -> str:
-    return f"{FSX_L2}-{fsx.file_system_id}"
 
 
 def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:

@@ -30,13 +30,11 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.common import ENDPOINT_POD_LABEL, labels, raw
-from k8s.l2_volume import PVC
+from k8s.names import POLICY, PVC, REMOTE_URL_ENV
 from k8s.observability import observability_env, observability_mounts, observability_volumes
 
-POLICY = "hyperpod-kvcache-l2-curvine"
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"  # Kyverno's Helm chart repository
 VOLUME = "curvine-l2"
-REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 CONTAINERS = "request.object.spec.containers"
 # JMESPath: how many env entries of the looped container are named LMCACHE_REMOTE_URL (0 when the
 # container has no env at all: `[]` stands in for null).

@@ -1,6 +1,5 @@
-"""Write the Kubernetes layer of one environment as plain YAML.
-
-    python -m k8s.render --env dev --out dist/dev
+"""Write the Kubernetes layer of one environment as plain YAML (``hpkv manifests``, which
+``make manifests`` runs: ``--env dev --out dist/dev``).
 
 Writes one file per chart in apply order (``00-namespaces.yaml`` ...) and records the values that
 cannot change after the first deploy in ``k8s/locks/<env>.json`` (commit it). For kubectl and
@@ -17,20 +16,18 @@ deployed kvcache stack's outputs (AWS credentials needed); without them nothing 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from infra.config import AppConfig, ConfigError, load_config
+from infra.config import AppConfig, load_config
 from infra.config.locks import LOCK_DIR, lock_of
-from infra.fsx_outputs import FileSystemUnknown, FsxVolume, deployed_file_system
-from infra.unresolved import UnresolvedTokenError, check_all, write_checked
+from infra.fsx_outputs import FileSystemUnknown, FsxVolume
+from infra.unresolved import check_all, write_checked
 from k8s.app import Charts, build_charts, manifests
 from k8s.kyverno import kyverno_values
 from k8s.policy import KYVERNO_REPOSITORY
@@ -102,11 +99,11 @@ def _apply(out: str, names: Sequence[str]) -> str:
 def kubectl_steps(config: AppConfig, names: Sequence[str], out: str) -> str:
     """Shell commands that apply the chart files ``names`` (apply order, as ``Charts.ordered``
     names them) from ``out`` with kubectl: those before the L2 policy, Kyverno, then the rest.
-    docs/kubernetes-layer.md and dist/<env>/README.md carry them (scripts/kubectl_steps.py)."""
+    docs/kubernetes-layer.md and dist/<env>/README.md carry them (tools/kubectl_steps.py)."""
     env, kyverno = config.environment, config.kvcache.kyverno
     split = names.index(POLICY_FILE) if POLICY_FILE in names else len(names)
     steps = [
-        f"make manifests ENV={env}   # or: python -m k8s.render --env {env} --out {out}",
+        f"make manifests ENV={env}   # or: hpkv manifests --env {env} --out {out}",
         _apply(out, names[:split]),
     ]
     if split < len(names):
@@ -244,27 +241,3 @@ def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path | None = 
                 old.unlink()
     write_checked(files)
     return written
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--env", default="dev")
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
-    try:
-        config = load_config(args.env)
-        fsx = deployed_file_system(config) if needs_file_system(config) else None
-        paths = render_config(config, args.out or Path("dist") / args.env, fsx=fsx)
-    except FileSystemUnknown as exc:
-        print(f"{exc}; nothing was written", file=sys.stderr)
-        return 2
-    except (ConfigError, UnresolvedTokenError) as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    for p in paths:
-        print(p)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

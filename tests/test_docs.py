@@ -80,7 +80,7 @@ def test_the_kubectl_steps_apply_every_file_make_manifests_writes_in_its_order()
 
 
 def test_the_generated_kubectl_steps_are_up_to_date() -> None:
-    from scripts.kubectl_steps import updated_page
+    from tools.kubectl_steps import updated_page
 
     text = KUBECTL_PAGE.read_text()
     assert updated_page(text) == text, "docs/kubernetes-layer.md is stale: run `make docs`"

@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from infra.config.loader import available_environments
-from scripts.ci_env import main as ci_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,11 +45,3 @@ def test_main_deploys_through_oidc_without_keys(workflow: dict[str, Any]) -> Non
     text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
     assert "AWS_ACCESS_KEY_ID" not in text and "secrets." not in text
     assert "make deploy ENV=test" in runs(job)
-
-
-def test_ci_env_prints_the_role_named_in_config(capsys: pytest.CaptureFixture[str]) -> None:
-    # prod.yaml ships without a deploy role: the job must fail with one clear line.
-    assert ci_env(["--env", "test", "--pipeline-env", "prod"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("error: config/prod.yaml: pipeline.github_actions.deploy_role_name")
-    assert "\n" not in err

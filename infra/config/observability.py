@@ -54,7 +54,7 @@ class ObservabilityConfig(Section):
     log_retention_days: int = 30
     """Retention of the workspace's log group (rule and alert manager errors), in days."""
     query_endpoint: str | None = None
-    """Prometheus query URL of the workspace for ``scripts.report``
+    """Prometheus query URL of the workspace for ``hpkv report``
     (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/``). null: found by the
     workspace alias with DescribeWorkspace."""
     scraper_subnet_ids: tuple[str, ...] = ()

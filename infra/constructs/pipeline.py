@@ -20,7 +20,7 @@ BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
 HELM_VERSION = "v3.16.3"
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 # The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
-# The environment's stacks, <stack_prefix>-<suffix> (scripts/teardown.py deletes these).
+# The environment's stacks, <stack_prefix>-<suffix> (scripts/lib/teardown/ deletes these).
 ENVIRONMENT_STACKS = STACK_SUFFIXES  # what the nightly role may delete (infra/stack_layout.py)
 CDK_BOOTSTRAP_ROLES = "cdk-hnb659fds-*-role-{account}-{region}"
 

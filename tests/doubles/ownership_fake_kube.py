@@ -1,4 +1,4 @@
-"""tests/scripts/fake_kube.py plus what an apply needs: POST (create; 409 when the object
+"""tests/doubles/fake_kube.py plus what an apply needs: POST (create; 409 when the object
 exists, like the real server) and server-side apply (``application/apply-patch+yaml``), with the
 field ownership the API server keeps in ``metadata.managedFields``.
 
@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.scripts.fake_kube import FakeKube, Refusal
+from tests.doubles.fake_kube import FakeKube, Refusal
 
 # What kube-apiserver serves and decodes (media types compare case-insensitively, RFC 9110).
 SERVED = {"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}

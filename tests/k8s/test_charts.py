@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infra.config import parse_config
 from k8s.app import build_charts, manifests
-from scripts.teardown import labelled
+from scripts.lib.teardown.kubernetes import labelled
 from tests.infra.config.builders import SOURCE, with_overrides
 
 

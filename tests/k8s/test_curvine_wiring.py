@@ -24,7 +24,7 @@ from k8s.common import master_storage_class
 from k8s.curvine import CONFIG_MAP, JOURNAL_PORT, MASTER, MASTER_WL, RPC_PORT, WORKER
 from k8s.foundation import CURVINE_SC
 from k8s.observability import CURVINE_JOBS, scrape_config, scrape_targets
-from scripts.teardown import labelled
+from scripts.lib.teardown.kubernetes import labelled
 from tests.infra.config.builders import SOURCE, with_overrides
 from tests.k8s.conftest import env_config
 from tests.k8s.test_rehearsal_objects import _containers, _id, _templates

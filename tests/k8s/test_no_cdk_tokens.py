@@ -21,6 +21,7 @@ import pytest
 import yaml
 from aws_cdk import App, CfnResource, Fn, Stack, Token
 from moto import mock_aws
+from typer.testing import CliRunner
 
 import app as app_module
 from infra.fsx_outputs import (
@@ -36,7 +37,10 @@ from infra.unresolved import UnresolvedTokenError, unresolved_tokens
 from k8s import render as render_module
 from k8s.app import build_charts
 from k8s.render import render_config, write
-from scripts.dashboard import main as dashboard_main
+from scripts import cli
+from scripts.commands import dashboard
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
 from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
 
 ENVS = ("dev", "test", "prod")
@@ -179,7 +183,7 @@ def test_without_a_deployed_file_system_the_lookup_says_how_to_get_one(
 @pytest.fixture
 def fsx_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`--env dev` loads dev's FSx variant; the lock goes to a temporary folder."""
-    monkeypatch.setattr(render_module, "load_config", lambda env: fsx_config(env))
+    monkeypatch.setattr(runtime, "load_config", lambda env: fsx_config(env))
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
 
 
@@ -188,7 +192,10 @@ def test_make_manifests_for_fsx_writes_the_deployed_file_system(
     aws: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _deploy(aws, DEPLOYED_OUTPUTS)
-    assert render_module.main(["--env", "dev", "--out", str(tmp_path / "dist")]) == 0
+    result = CliRunner().invoke(
+        cli.app, ["manifests", "--env", "dev", "--out", str(tmp_path / "dist")]
+    )
+    assert result.exit_code == 0, result.output
     text = (tmp_path / "dist" / "40-l2-volume.yaml").read_text()
     assert f"volumeHandle: {DEPLOYED_FSX.file_system_id}" in text
     assert f"mountname: {DEPLOYED_FSX.mount_name}" in text
@@ -200,11 +207,11 @@ def test_make_manifests_for_fsx_before_a_deploy_is_one_line_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "dist"
-    assert render_module.main(["--env", "dev", "--out", str(out)]) == 2
-    captured = capsys.readouterr()
-    (line,) = captured.err.splitlines()
+    result = CliRunner().invoke(cli.app, ["manifests", "--env", "dev", "--out", str(out)])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
     assert "the stack does not exist" in line and "make deploy ENV=dev" in line
-    assert captured.out == "" and not out.exists()
+    assert result.stdout == "" and not out.exists()
 
 
 # --- make synth -----------------------------------------------------------------------------
@@ -221,10 +228,9 @@ def test_make_synth_writes_what_make_manifests_writes_and_keeps_the_dashboard(
 ) -> None:
     """`make dashboard` then `make synth`: dist/<env>/ holds exactly what `make manifests`
     writes, and the dashboard's files stay."""
-
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
     synth_out, manifests_out = tmp_path / "synth", tmp_path / "manifests"
-    assert dashboard_main(["--env", "dev", "--out", str(synth_out)]) == 0
+    assert dashboard.run("dev", out=synth_out) == Exit.OK
     rules = (synth_out / "alert-rules.yaml").read_text()
     _synth(tmp_path, synth_out)
     render_module.render("dev", manifests_out, tmp_path / "locks")

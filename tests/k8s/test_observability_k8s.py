@@ -26,7 +26,7 @@ from k8s.observability import (
     scrape_targets,
     vllm_job,
 )
-from scripts.metrics_catalog import METRICS, metric_names
+from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.doubles.prometheus import checked, scraped
 
 

@@ -1,5 +1,5 @@
-"""`make manifests` (``python -m k8s.render``): what it writes, prints and refuses, and the lock
-it records."""
+"""``k8s.render`` (what `make manifests` writes): the files, their order and notes, and the lock
+it records. The command itself: tests/scripts/commands/test_manifests.py."""
 
 from __future__ import annotations
 
@@ -9,61 +9,15 @@ from pathlib import Path
 import pytest
 
 from k8s import render as render_module
-from k8s.render import KYVERNO_VALUES, LOCK_DIR, main, render
-from k8s.render import __doc__ as RENDER_DOC
+from k8s.render import KYVERNO_VALUES, LOCK_DIR, render
+from scripts.commands import dashboard
+from scripts.lib.errors import Exit
 
 
 @pytest.fixture(autouse=True)
 def locks_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """main() also writes the environment's lock; keep it out of the repository's k8s/locks."""
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
-
-
-def test_it_writes_the_environment_and_prints_each_file_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    out = tmp_path / "dist"
-    assert main(["--env", "dev", "--out", str(out)]) == 0
-    printed = capsys.readouterr().out.splitlines()
-    manifests = sorted(
-        str(p) for p in out.glob("*.yaml") if p.name not in ("kustomization.yaml", KYVERNO_VALUES)
-    )
-    assert sorted(printed) == manifests and len(manifests) > 5
-    assert (out / "kustomization.yaml").is_file() and (out / "README.md").is_file()
-
-
-def test_without_out_it_writes_dist_env_under_the_working_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert main(["--env", "test"]) == 0
-    assert (tmp_path / "dist" / "test" / "kustomization.yaml").is_file()
-    printed = capsys.readouterr().out.splitlines()
-    assert printed and all(line.startswith("dist/test/") for line in printed)
-
-
-def test_an_unknown_environment_is_one_line_on_stderr_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["--env", "nosuch", "--out", str(tmp_path)]) == 2
-    captured = capsys.readouterr()
-    assert captured.out == ""
-    (line,) = captured.err.splitlines()
-    assert line.startswith("config: env = 'nosuch': allowed: dev, prod, test; fix: name one of")
-    assert not any(tmp_path.glob("*.yaml"))
-
-
-def test_without_env_it_writes_dev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    assert main([]) == 0
-    assert (tmp_path / "dist" / "dev" / "kustomization.yaml").is_file()
-
-
-def test_help_says_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["--help"])
-    assert exit_.value.code == 0
-    assert (RENDER_DOC or "").splitlines()[0] in capsys.readouterr().out
 
 
 def test_the_notes_give_each_file_its_sync_wave_in_apply_order(tmp_path: Path) -> None:
@@ -100,9 +54,7 @@ def test_rendering_a_shipped_environment_rewrites_its_committed_lock_byte_for_by
 
 
 def _dashboard(out: Path) -> dict[str, str]:
-    from scripts.dashboard import main as dashboard_main
-
-    assert dashboard_main(["--env", "dev", "--out", str(out)]) == 0
+    assert dashboard.run("dev", out=out) == Exit.OK
     return {p.name: p.read_text() for p in out.iterdir()
             if p.name in ("alert-rules.yaml", "grafana-dashboard.json")}  # fmt: skip
 

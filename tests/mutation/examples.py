@@ -103,9 +103,9 @@ EXAMPLES: tuple[Example, ...] = (
             "if s not in done and dependents[s] <= done]",
             "if s not in done and set(graph[s]) <= done]",
             (f"{ORDER}::test_teardown_deletes_every_stack_after_the_stacks_that_depend_on_it",)),
-    Example("sizing ignores gpu_memory_utilization for L0", "scripts/sizing.py",
+    Example("sizing ignores gpu_memory_utilization for L0", "scripts/lib/sizing.py",
             "gpu_memory_gib * gpu_memory_utilization", "gpu_memory_gib * 0.9",
-            ("tests/scripts/test_size.py::test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights",)),
+            ("tests/scripts/lib/test_sizing.py::test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights",)),
 )  # fmt: skip
 
 

@@ -3,7 +3,8 @@
 Doubles: AWS calls run against moto (CloudFormation, EC2, CloudWatch Logs, ELBv2, EKS, STS) or
 botocore's Stubber where moto lacks the API or drops fields (SageMaker DescribeCluster's
 TieredStorageConfig, Service Quotas ListServiceQuotas, EKS add-on status). Kubernetes calls go
-through the official client to ``FakeKube``, a local in-memory API server (fake_kube.py).
+through the official client to ``FakeKube``, a local in-memory API server
+(tests/doubles/fake_kube.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import EndpointConfig
-from tests.scripts.fake_kube import FakeKube
+from tests.doubles.fake_kube import FakeKube
 
 FIXTURES = Path(__file__).parent / "fixtures"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"

@@ -11,7 +11,7 @@ from constructs import IConstruct
 
 from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
-from scripts.deploy_plan import Durations, as_deployed, floor, load_assembly
+from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
 from stacks.kvcache_stack import L2_PROVIDERS, L2_VOLUME
 from tests.synth_support import Synth
 

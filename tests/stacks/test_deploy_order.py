@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from scripts.teardown import stack_names
+from scripts.lib.environment import stack_names
 from tests.synth_support import Synth
 
 MODES = ("dev", "existing")

@@ -18,7 +18,6 @@ from infra.constructs.pipeline import ENVIRONMENT_STACKS
 from infra.nag import enable_checks
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
-from scripts import teardown
 from stacks.pipeline_stack import PipelineStack
 
 CONNECTION = (
@@ -197,7 +196,7 @@ def _resources(statement: dict[str, Any]) -> list[str]:
 
 
 def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]) -> None:
-    assert ENVIRONMENT_STACKS == teardown.STACK_SUFFIXES
+    assert ENVIRONMENT_STACKS == STACK_SUFFIXES
     test = load_config("test")
     by_sid = _nightly_statements(pipeline["template"])
     stacks = " ".join(_resources(by_sid["DeleteEnvironmentStacks"]))

@@ -13,7 +13,7 @@ import yaml
 
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
-from scripts.config_reference import REFERENCE, updated_reference
+from tools.config_reference import REFERENCE, updated_reference
 
 SOURCE = "config/dev.yaml"
 

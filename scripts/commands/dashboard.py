@@ -1,0 +1,59 @@
+"""``hpkv dashboard --env dev``: write the environment's Grafana dashboard to
+``dist/<env>/grafana-dashboard.json`` (import it by hand, with the AMP workspace as a SigV4
+Prometheus data source), and the alert rules it ships to AMP next to it.
+
+``--samples FILE --png PATH`` also renders the dashboard's panels from sample series (the
+screenshot in docs/ comes from ``tests/scripts/fixtures/observability_samples.json``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from infra.dashboards import Panel, Target, alert_rules_yaml, grafana_dashboard, rows
+from infra.unresolved import UnresolvedTokenError, write_checked
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
+from scripts.lib.report import render_png
+
+
+def sample_series(samples: dict[str, Any]) -> Any:
+    """fetch(panel, target) over a samples file: ``range["<panel title>/<legend>"]`` is a list
+    of ``{"labels": {...}, "values": [[t, v], ...]}``."""
+
+    def fetch(
+        panel: Panel, target: Target
+    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+        found = samples["range"].get(f"{panel.title}/{target.legend}", [])
+        return [(s["labels"], [(float(t), float(v)) for t, v in s["values"]]) for s in found]
+
+    return fetch
+
+
+def run(
+    env: str = "dev",
+    out: Path | None = None,
+    samples: Path | None = None,
+    png: Path | None = None,
+) -> Exit:
+    config = runtime.config(env)
+    folder = out or Path("dist") / config.environment
+    dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
+    try:
+        write_checked({
+            dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
+            rules: alert_rules_yaml(config),
+        })  # fmt: skip
+    except UnresolvedTokenError as error:
+        raise runtime.fail(str(error), Exit.USAGE) from None
+    print(f"wrote {dashboard} and {rules}")
+    if png:
+        if not samples:
+            raise runtime.fail("--png needs --samples", Exit.USAGE)
+        series = json.loads(samples.read_text())
+        render_png(rows(config), sample_series(series), png,
+                   f"{config.stack_prefix} (sample data)")  # fmt: skip
+        print(f"wrote {png}")
+    return Exit.OK

@@ -1,0 +1,28 @@
+"""``hpkv manifests``: write the Kubernetes layer of one environment as plain YAML for kubectl or
+GitOps (``k8s.render``: one file per chart in apply order, kustomization.yaml, README.md) and
+record its lock; prints each file written. With ``kvcache.l2_backend: fsx_lustre`` the file
+system is read from the deployed kvcache stack's outputs; without it nothing is written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
+from infra.unresolved import UnresolvedTokenError
+from k8s.render import needs_file_system, render_config
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
+
+
+def run(env: str = "dev", out: Path | None = None) -> Exit:
+    config = runtime.config(env)
+    try:
+        fsx = deployed_file_system(config) if needs_file_system(config) else None
+        paths = render_config(config, out or Path("dist") / env, fsx=fsx)
+    except FileSystemUnknown as exc:
+        raise runtime.fail(f"{exc}; nothing was written", Exit.USAGE) from None
+    except UnresolvedTokenError as exc:
+        raise runtime.fail(str(exc), Exit.USAGE) from None
+    for p in paths:
+        print(p)
+    return Exit.OK

@@ -1,0 +1,76 @@
+"""``hpkv patch``: point an endpoint's L2 at Curvine without Kyverno (pause the operator, patch
+the Deployment, restore), or with ``--dry-run`` print the JSON Patch."""
+
+from __future__ import annotations
+
+import json
+
+from scripts.lib import runtime
+from scripts.lib.endpoints import l2_claim
+from scripts.lib.errors import Exit, OperationError
+from scripts.lib.kube import find_endpoint_deployment
+from scripts.lib.l2_rule import l2_settings
+from scripts.lib.patch import compute_patch, run_patch
+
+
+def run(
+    env: str = "dev",
+    namespace: str | None = None,
+    endpoint: str | None = None,
+    deployment: str | None = None,
+    dry_run: bool = False,
+    timeout_minutes: int = 15,
+    as_json: bool = False,
+    context: str | None = None,
+) -> Exit:
+    cfg = runtime.config(env)
+    ref = runtime.endpoint(cfg, endpoint, namespace)
+    if not ref.enable_l2_cache:
+        raise runtime.fail(
+            f"{ref.namespace}/{ref.name}: enable_l2_cache is false in config/{env}.yaml, so the "
+            "policy gives it no L2; set it to true first",
+            Exit.USAGE,
+        )
+    clients = runtime.CLIENTS(cfg, context)
+    try:
+        settings = l2_settings(cfg, ref, l2_claim(clients, cfg))
+        if dry_run:
+            dep = find_endpoint_deployment(clients, ref, deployment)
+            if dep is None:
+                raise OperationError(
+                    f"no Deployment for {ref.namespace}/{ref.name}; pass --deployment"
+                )
+            ops = compute_patch(dep, settings)
+            print(
+                json.dumps(
+                    {"deployment": dep["metadata"]["name"], "ops": ops},
+                    indent=None if as_json else 2,
+                )
+            )
+            return Exit.OK
+        result = run_patch(
+            clients,
+            ref,
+            settings,
+            deployment,
+            timeout_minutes * 60.0,
+            show_progress=runtime.PROGRESS,
+        )
+    except OperationError as exc:
+        raise runtime.fail(str(exc)) from None
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "deployment": result.deployment,
+                    "changed": result.changed,
+                    "ops": result.ops,
+                    "steps": result.steps,
+                }
+            )
+        )
+    else:
+        for step in result.steps:
+            runtime.out.print(f"- {step}")
+        runtime.out.print("patched" if result.changed else "no change")
+    return Exit.OK

@@ -1,0 +1,58 @@
+"""``hpkv report``: each tier's hit rate, TTFT percentiles and L2 use over a window (default the
+last hour), read from the AMP workspace, as a table or ``--json``, plus a PNG of the dashboard's
+panels over the same window (default ``dist/<env>/report.png``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import boto3
+from botocore.credentials import Credentials
+
+from infra.dashboards import rows
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
+from scripts.lib.report import (
+    PromClient,
+    query_endpoint,
+    render_png,
+    summary,
+    table,
+    window_seconds,
+)
+
+
+def run(
+    env: str = "dev",
+    window: str = "1h",
+    as_json: bool = False,
+    png: Path | None = None,
+    endpoint: str | None = None,
+) -> Exit:
+    config = runtime.config(env)
+    try:
+        seconds = window_seconds(window)
+    except ValueError as error:
+        raise runtime.fail(str(error), Exit.USAGE) from None
+    base = endpoint or query_endpoint(config)
+    found = boto3.Session(region_name=config.region).get_credentials()
+    if found is None:
+        raise runtime.fail(
+            "no AWS credentials to sign AMP queries with: run `aws configure` or set AWS_PROFILE"
+        )
+    frozen = found.get_frozen_credentials()
+    credentials = Credentials(frozen.access_key, frozen.secret_key, frozen.token)
+    client = PromClient(base, config.region, credentials)
+    end = datetime.now(UTC)
+    report = summary(config, client, window, end)
+    print(json.dumps(report, indent=2) if as_json else table(report))
+    start = end - timedelta(seconds=seconds)
+    step = max(30, seconds // 120)
+    path = png or Path("dist") / config.environment / "report.png"
+    render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
+               f"{config.stack_prefix}: last {window}")  # fmt: skip
+    print(f"wrote {path}", file=sys.stderr)
+    return Exit.OK

@@ -1,0 +1,124 @@
+"""``hpkv size``: KV bytes per token, weights, and how many tokens L0, L1 and L2 hold on an
+environment (its config mapped to the sizing model); with ``--prompt-tokens``, whether each
+tier's read-back beats recomputing and which L2 to use."""
+
+from __future__ import annotations
+
+import json
+
+from rich.table import Table
+
+from infra.instances import GPU_INSTANCES
+from scripts.lib import runtime
+from scripts.lib.errors import Exit
+from scripts.lib.sizing import GIB, SizingError, load_model_config, size_model
+from scripts.lib.tier_advice import tier_advice
+
+
+def run(
+    model: str,
+    env: str = "dev",
+    params: float | None = None,
+    instance_type: str | None = None,
+    gpu_nodes: int | None = None,
+    l2_worker_gib: float | None = None,
+    weight_dtype: str | None = None,
+    kv_dtype: str | None = None,
+    gpu_memory_utilization: float = 0.9,
+    prompt_tokens: int | None = None,
+    prefill_tokens_per_s: float | None = None,
+    sessions: int = 1,
+    context_tokens: int | None = None,
+    as_json: bool = False,
+) -> Exit:
+    cfg = runtime.config(env)
+    itype = instance_type or cfg.hyperpod.gpu_group.instance_type
+    if itype not in GPU_INSTANCES:
+        raise runtime.fail(
+            f"--instance-type {itype}: known types are {', '.join(GPU_INSTANCES)}", Exit.USAGE
+        )
+    inst = GPU_INSTANCES[itype]
+    curvine = cfg.kvcache.curvine
+    if l2_worker_gib is not None:
+        worker_gib = l2_worker_gib
+    else:  # without Curvine there is no L2 pool
+        worker_gib = float(curvine.worker.capacity_gib) if curvine.enabled else 0.0
+    ts = cfg.tiered_storage
+    try:
+        label, model_cfg = load_model_config(model)
+        report = size_model(
+            label,
+            model_cfg,
+            instance_type=itype,
+            gpus=inst.gpus,
+            gpu_memory_gib=inst.gpu_memory_gib,
+            instance_memory_gib=inst.memory_gib,
+            gpu_nodes=gpu_nodes or cfg.hyperpod.gpu_group.instance_count,
+            tiered_storage_percent=ts.instance_memory_allocation_percentage
+            if ts.mode == "Enable"
+            else 0,
+            l2_worker_gib=worker_gib,
+            params=int(params) if params else None,
+            weight_dtype=weight_dtype,
+            kv_dtype=kv_dtype,
+            gpu_memory_utilization=gpu_memory_utilization,
+            prompt_tokens=prompt_tokens,
+        )
+        advice = (
+            tier_advice(
+                model_cfg,
+                prompt_tokens=prompt_tokens,
+                sessions=sessions,
+                context_tokens=context_tokens or prompt_tokens,
+                curvine_pool_bytes=int(
+                    (l2_worker_gib or curvine.worker.capacity_gib) * GIB * report.gpu_nodes
+                ),
+                fsx_capacity_gib=cfg.kvcache.fsx.storage_capacity_gib,
+                fsx_throughput_mb_per_tib=cfg.kvcache.fsx.throughput_mb_per_tib,
+                gpus=inst.gpus,
+                prefill_tokens_per_s=prefill_tokens_per_s,
+                params=int(params) if params else None,
+                kv_dtype=kv_dtype,
+            )
+            if prompt_tokens
+            else None
+        )
+    except SizingError as exc:
+        raise runtime.fail(str(exc), Exit.USAGE) from None
+    if as_json:
+        data = report.as_dict()
+        if advice is not None:
+            data["tier_advice"] = advice.as_dict()
+        print(json.dumps(data))
+        return Exit.OK
+    runtime.out.print(
+        f"{report.model}: {report.attention}, {report.kv_bytes_per_token:,} KV bytes/token, "
+        f"{report.params / 1e9:.2f}B params ({report.params_source}), "
+        f"weights {report.weight_bytes / GIB:.1f} GiB"
+    )
+    table = Table(title=f"{itype} x {report.gpu_nodes} nodes")
+    for col in ("tier", "GiB", "tokens", "scope"):
+        table.add_column(col)
+    for t in report.tiers:
+        table.add_row(t.name, f"{t.bytes / GIB:,.1f}", f"{t.tokens:,}", t.scope)
+    runtime.out.print(table)
+    for flag in report.flags:
+        runtime.out.print(f"[yellow]! {flag}[/]")
+    if advice is None:
+        return Exit.OK
+    reads = Table(
+        title=f"{advice.prompt_tokens:,}-token prompt ({advice.prompt_bytes / 1e9:.2f} GB of KV):"
+        f" recompute {advice.recompute_seconds:.3f} s at {advice.prefill_tokens_per_s:,.0f}"
+        f" tokens/s ({advice.prefill_source})"
+    )
+    for col in ("tier", "read s", "beats recompute"):
+        reads.add_column(col)
+    for r in advice.reads:
+        reads.add_row(r.tier, f"{r.seconds:.3f}", "yes" if r.beats_recompute else "no")
+    runtime.out.print(reads)
+    runtime.out.print(
+        f"working set: {advice.sessions:,} sessions x {advice.context_tokens:,} tokens = "
+        f"{advice.working_set_tb:.3f} TB"
+    )
+    runtime.out.print(f"recommend: {advice.recommendation} ({advice.reason})")
+    return Exit.OK

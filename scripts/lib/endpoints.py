@@ -1,0 +1,73 @@
+"""Which configured endpoint a command acts on, the HyperPod inference operator's own objects,
+and the L2 claim an endpoint mounts.
+
+The Kubernetes layer (k8s/) owns the names of the objects it creates; the CLI reads them from
+``k8s.names`` (``PVC``, ``fsx_claim``), which imports no cdk8s. What the L2 policy gives an
+endpoint's Pods is read from the rule itself (``scripts.lib.l2_rule``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
+from k8s.names import PVC, fsx_claim
+from scripts.lib.clients import Clients
+from scripts.lib.errors import OperationError
+
+# The HyperPod inference operator's own objects (installed by the EKS add-on, not by k8s/).
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+OPERATOR_DEPLOYMENT = "hyperpod-inference-controller-manager"
+IEC_GROUP = "inference.sagemaker.aws.amazon.com"
+IEC_VERSION = "v1"
+IEC_PLURAL = "inferenceendpointconfigs"
+
+
+class UnknownEndpoint(ValueError):
+    """``--endpoint``/``--namespace`` name no endpoint of ``kvcache.endpoints``."""
+
+
+def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> EndpointConfig:
+    """The first configured endpoint matching the options (each option narrows the choice)."""
+    endpoints = cfg.kvcache.endpoints
+    for e in endpoints:
+        if (name is None or e.name == name) and (namespace is None or e.namespace == namespace):
+            return e
+    asked = [f"--endpoint {name}"] if name is not None else []
+    asked += [f"--namespace {namespace}"] if namespace is not None else []
+    known = ", ".join(f"{e.namespace}/{e.name}" for e in endpoints) or "none"
+    source = f"config/{cfg.environment}.yaml"
+    raise UnknownEndpoint(
+        f"{' '.join(asked) or 'no endpoint'}: not in kvcache.endpoints of {source} "
+        f"(configured: {known})"
+    )
+
+
+@dataclass(frozen=True)
+class L2Settings:
+    """What the Kyverno rule adds to an endpoint's Pod: in the container that carries the env
+    variable ``marker`` (the operator injects it into the model container) the ``env`` entries
+    (by name) and ``mounts`` (by mountPath); in the Pod the ``volumes``."""
+
+    marker: str
+    env: tuple[dict[str, Any], ...]
+    mounts: tuple[dict[str, Any], ...]
+    volumes: tuple[dict[str, Any], ...]
+
+    def env_values(self) -> dict[str, Any]:
+        return {e["name"]: e.get("value") for e in self.env}
+
+
+def l2_claim(clients: Clients, cfg: AppConfig) -> str:
+    """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
+    the claim named after the deployed file system (read from the kvcache stack's outputs;
+    OperationError with the reason when it cannot be)."""
+    if cfg.kvcache.l2_backend != "fsx_lustre":
+        return PVC
+    try:
+        return fsx_claim(deployed_file_system(cfg, clients.aws("cloudformation")))
+    except FileSystemUnknown as exc:
+        raise OperationError(str(exc)) from None

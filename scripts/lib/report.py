@@ -1,0 +1,195 @@
+"""What ``hpkv report`` reads and draws: each tier's hit rate, TTFT percentiles and L2 use over a
+window, read from the AMP workspace, as a table or JSON, and a PNG of the dashboard's panels over
+the same window (``render_png``, which ``hpkv dashboard --png`` also draws from sample series).
+
+Queries go to the workspace's Prometheus-compatible API (``/api/v1/query`` and
+``/api/v1/query_range``), SigV4-signed for service ``aps`` with botocore's signer. The endpoint
+is ``observability.query_endpoint`` or, when unset, found by the workspace alias.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from infra.config import AppConfig
+from infra.dashboards import Panel, Queries, Row, Target, l2_used_percent
+
+WINDOWS = {"m": 60, "h": 3600, "d": 86400}
+
+
+def window_seconds(text: str) -> int:
+    if len(text) < 2 or text[-1] not in WINDOWS or not text[:-1].isdigit() or text[0] == "0":
+        raise ValueError(f"window {text!r}: use a number and m, h or d (e.g. 1h)")
+    return int(text[:-1]) * WINDOWS[text[-1]]
+
+
+@dataclass
+class PromClient:
+    """Prometheus HTTP API client; signs every request when ``credentials`` are given."""
+
+    base_url: str
+    region: str
+    credentials: Credentials | None
+    timeout: float = 30.0
+
+    def _get(self, path: str, params: dict[str, str]) -> Any:
+        url = self.base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(params)
+        request = AWSRequest(method="GET", url=url)
+        if self.credentials is not None:
+            SigV4Auth(self.credentials, "aps", self.region).add_auth(request)
+        prepared = urllib.request.Request(url, headers=dict(request.headers.items()))
+        with urllib.request.urlopen(prepared, timeout=self.timeout) as response:
+            body = json.load(response)
+        if body.get("status") != "success":
+            raise RuntimeError(f"{path}: {body.get('error', body)}")
+        return body["data"]
+
+    def scalar(self, expr: str, at: datetime) -> float | None:
+        data = self._get("/api/v1/query", {"query": expr, "time": f"{at.timestamp():.3f}"})
+        result = data.get("result", [])
+        if not result:
+            return None
+        value = float(result[0]["value"][1])
+        return None if math.isnan(value) or math.isinf(value) else value
+
+    def series(
+        self, expr: str, start: datetime, end: datetime, step: int
+    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
+        params = {"query": expr, "start": f"{start.timestamp():.3f}",
+                  "end": f"{end.timestamp():.3f}", "step": f"{step}"}  # fmt: skip
+        data = self._get("/api/v1/query_range", params)
+        return [(r["metric"], [(float(t), float(v)) for t, v in r["values"]])
+                for r in data.get("result", [])]  # fmt: skip
+
+
+def query_endpoint(config: AppConfig, amp: Any = None) -> str:
+    if config.observability.query_endpoint:
+        return config.observability.query_endpoint
+    amp = amp or boto3.client("amp", region_name=config.region)
+    alias = f"{config.stack_prefix}-kvcache"
+    for ws in amp.list_workspaces(alias=alias).get("workspaces", []):
+        described = amp.describe_workspace(workspaceId=ws["workspaceId"])["workspace"]
+        endpoint: str = described["prometheusEndpoint"]
+        return endpoint
+    raise LookupError(f"no AMP workspace with alias {alias}: is observability.enabled deployed?")
+
+
+def summary(config: AppConfig, client: PromClient, window: str, at: datetime) -> dict[str, Any]:
+    """Hit rate per tier, TTFT percentiles and request rate per endpoint; L2 use, over window."""
+    out: dict[str, Any] = {"environment": config.environment, "window": window,
+                           "end": at.isoformat(), "endpoints": {}}  # fmt: skip
+    for e in config.kvcache.endpoints:
+        q = Queries(config, e, window=window)
+        out["endpoints"][f"{e.namespace}/{e.name}"] = {
+            "l0_hit_rate": client.scalar(q.l0_hit_rate(), at),
+            "l1_hit_rate": client.scalar(q.l1_hit_rate(), at),
+            "l2_hit_rate": client.scalar(q.l2_hit_rate(), at),
+            "ttft_p50_seconds": client.scalar(q.ttft(0.5), at),
+            "ttft_p95_seconds": client.scalar(q.ttft(0.95), at),
+            "ttft_p99_seconds": client.scalar(q.ttft(0.99), at),
+            "requests_per_second": client.scalar(q.request_rate(), at),
+        }
+    if config.kvcache.curvine.enabled:
+        ev = config.kvcache.curvine.evictor
+        out["l2"] = {
+            "used_percent": client.scalar(l2_used_percent(config), at),
+            "high_water_percent": ev.high_water_percent,
+            "low_water_percent": ev.low_water_percent,
+        }
+    return out
+
+
+def _fmt(value: float | None, kind: str) -> str:
+    if value is None:
+        return "-"
+    if kind == "rate":
+        return f"{100 * value:.1f}%"
+    if kind == "s":
+        return f"{value * 1000:.0f} ms"
+    return f"{value:.2f}"
+
+
+def table(report: dict[str, Any]) -> str:
+    head = ["endpoint", "L0 hit", "L1 hit", "L2 hit", "TTFT p50", "TTFT p95", "TTFT p99", "req/s"]
+    lines = [head]
+    for name, r in report["endpoints"].items():
+        lines.append([name, _fmt(r["l0_hit_rate"], "rate"), _fmt(r["l1_hit_rate"], "rate"),
+                      _fmt(r["l2_hit_rate"], "rate"), _fmt(r["ttft_p50_seconds"], "s"),
+                      _fmt(r["ttft_p95_seconds"], "s"), _fmt(r["ttft_p99_seconds"], "s"),
+                      _fmt(r["requests_per_second"], "n")])  # fmt: skip
+    widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
+    text = [
+        f"{report['environment']}: last {report['window']} to {report['end']}",
+        *("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines),
+    ]
+    if "l2" in report:
+        l2 = report["l2"]
+        used = "-" if l2["used_percent"] is None else f"{l2['used_percent']:.1f}%"
+        text.append(f"L2 used: {used} of the pool (evictor high water "
+                    f"{l2['high_water_percent']}%, low {l2['low_water_percent']}%)")  # fmt: skip
+    return "\n".join(text)
+
+
+def render_png(
+    rows_: list[Row],
+    fetch: Callable[[Panel, Target], list[tuple[dict[str, str], list[tuple[float, float]]]]],
+    path: Path,
+    title: str,
+) -> Path:
+    """One subplot per panel, a row of subplots per dashboard row. ``fetch(panel, target)``
+    returns ``[(labels, [(t, v), ...]), ...]`` (a range query's result)."""
+    # Imported when a plot is drawn: matplotlib.pyplot takes ~0.5 s to import, about as long as
+    # the rest of the CLI's start-up, and most commands draw nothing.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.dates import DateFormatter
+
+    ncols = max(len(r.panels) for r in rows_)
+    fig, axes = plt.subplots(len(rows_), ncols, figsize=(4.2 * ncols, 3.2 * len(rows_)),
+                             squeeze=False)  # fmt: skip
+    for i, row in enumerate(rows_):
+        for j in range(ncols):
+            ax = axes[i][j]
+            if j >= len(row.panels):
+                ax.axis("off")
+                continue
+            p = row.panels[j]
+            for t in p.targets:
+                for labels, points in fetch(p, t):
+                    legend = t.legend
+                    for key, label_value in labels.items():
+                        legend = legend.replace("{{" + key + "}}", label_value)
+                    xs = [datetime.fromtimestamp(ts, UTC) for ts, _ in points]
+                    ys = [v * (100 if p.unit == "percentunit" else 1) for _, v in points]
+                    ax.plot(xs, ys, label=legend)
+            for label, value in p.thresholds:
+                ax.axhline(value, linestyle="--", linewidth=1, color="red", alpha=0.6)
+                ax.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7)
+            unit = {"percentunit": "%", "percent": "%"}.get(p.unit, p.unit)
+            ax.set_title(f"{p.title} ({unit})", fontsize=9)
+            ax.tick_params(labelsize=7)
+            ax.xaxis.set_major_formatter(DateFormatter("%H:%M"))
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7)
+        axes[i][0].set_ylabel(row.title, fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path

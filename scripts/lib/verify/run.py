@@ -1,0 +1,106 @@
+"""``verify``'s stages in order, each a row; the L2 rows only for an endpoint with L2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from k8s.names import CSI_DRIVER
+from scripts.lib.checks import Check
+from scripts.lib.clients import Clients
+from scripts.lib.kube import (
+    Transport,
+    find_endpoint_deployment,
+    pods_of,
+)
+from scripts.lib.l2_rule import l2_settings
+from scripts.lib.verify.cluster import (
+    _claim_check,
+    _guard,
+    check_addons,
+    check_ai_toolkit,
+    check_csi_driver,
+    check_curvine_probes,
+    check_endpoint,
+    check_tiered_storage,
+)
+from scripts.lib.verify.cross_pod import CrossPodResult, cross_pod_l2
+from scripts.lib.verify.metrics import check_metrics, metrics_client
+from scripts.lib.verify.pods import check_pods, check_remote_url
+
+
+def run_verify(
+    clients: Clients,
+    cfg: AppConfig,
+    ref: EndpointConfig,
+    transport: Transport | None,
+    **l2_options: Any,
+) -> tuple[list[Check], CrossPodResult | None]:
+    claim, claim_check = _claim_check(clients, cfg, ref)
+    checks = [
+        _guard("tiered storage", lambda: check_tiered_storage(clients, cfg)),
+        _guard("ai-toolkit DaemonSet", lambda: check_ai_toolkit(clients, cfg)),
+        _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
+        _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
+        _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
+        claim_check,
+        _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
+        check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
+    ]
+    pods: list[dict[str, Any]] = []
+    if not ref.enable_l2_cache or claim is None:
+        reason = (
+            f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
+            if not ref.enable_l2_cache
+            else "the L2 claim is unknown (see the PVC row)"
+        )
+        checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))
+        checks.append(Check("Pods carry L2 settings", "skip", reason))
+        checks.append(Check("cross-Pod L2", "skip", reason))
+        return checks, None
+
+    want = l2_settings(cfg, ref, claim)
+
+    def url_check() -> Check:
+        nonlocal pods
+        dep = find_endpoint_deployment(clients, ref)
+        pods = pods_of(clients, dep) if dep else []
+        return check_remote_url(pods, want)
+
+    checks.append(_guard(f"{want.marker} is Curvine", url_check))
+    checks.append(_guard("Pods carry L2 settings", lambda: check_pods(pods, want)))
+    if transport is None:
+        checks.append(Check("cross-Pod L2", "skip", "--skip-l2-test given"))
+        return checks, None
+    if "fail" in (checks[-1].status, checks[-2].status):
+        checks.append(Check("cross-Pod L2", "skip", "Pods are not set up for L2 (see above)"))
+        return checks, None
+    outcome: CrossPodResult | Check
+    try:
+        outcome = cross_pod_l2(clients, pods, transport, **l2_options)
+    except (ApiException, OSError, RuntimeError) as exc:
+        outcome = Check(
+            "cross-Pod L2", "fail", f"{type(exc).__name__}: {exc}", "check the endpoint Pods' logs"
+        )
+    if isinstance(outcome, Check):
+        checks.append(outcome)
+        return checks, None
+    v = outcome.verdict
+    latency = f", L2 read {v.l2_read_ms:.2f} ms" if v.l2_read_ms is not None else ""
+    detail = (
+        f"{outcome.pod_a}@{outcome.node_a} -> {outcome.pod_b}@{outcome.node_b}: "
+        f"hit ratio {v.hit_ratio:.2f}{latency}; TTFT {outcome.first['ttft_ms']} -> "
+        f"{outcome.second['ttft_ms']} ms; {v.reason}"
+    )
+    checks.append(
+        Check(
+            "cross-Pod L2",
+            "pass" if v.ok else "fail",
+            detail,
+            "" if v.ok else "compare PYTHONHASHSEED and the mount on both Pods",
+        )
+    )
+    return checks, outcome

@@ -1,0 +1,44 @@
+"""`hpkv dashboard` (what `make dashboard` runs): the environment's Grafana dashboard and alert
+rules, and the panels rendered from sample series; --png without --samples is one line and exit 2.
+
+No double: the real dashboard and rules of config/dev.yaml, and the recorded sample series."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from typer.testing import CliRunner
+
+from scripts.cli import app
+from tests.scripts.conftest import FIXTURES
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_it_writes_the_dashboard_and_the_alert_rules(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["dashboard", "--env", "dev", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    dashboard, rules = tmp_path / "grafana-dashboard.json", tmp_path / "alert-rules.yaml"
+    assert result.stdout.splitlines() == [f"wrote {dashboard} and {rules}"]
+    assert json.loads(dashboard.read_text())["panels"]
+    assert yaml.safe_load(rules.read_text())["groups"]
+
+
+def test_the_panels_render_from_sample_series(tmp_path: Path) -> None:
+    png = tmp_path / "panels.png"
+    samples = FIXTURES / "observability_samples.json"
+    argv = ["dashboard", "--out", str(tmp_path), "--samples", str(samples), "--png", str(png)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == f"wrote {png}"
+    assert png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_a_png_needs_samples(tmp_path: Path) -> None:
+    argv = ["dashboard", "--out", str(tmp_path), "--png", str(tmp_path / "x.png")]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == ["error: --png needs --samples"]
+    assert not (tmp_path / "x.png").exists()

@@ -1,0 +1,51 @@
+"""`hpkv deploy-plan` (what `make deploy-plan` runs): the modelled deploy and destroy times of a
+cloud assembly, as lines or one JSON object, with a Gantt chart; without an assembly, one line and
+exit 2.
+
+No double: a small hand-written cloud assembly (tests/scripts/lib/test_deploy_plan.py writes it)
+and the durations table the command reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from scripts.cli import app
+from tests.scripts.lib.test_deploy_plan import _write
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _assembly(tmp_path: Path) -> Path:
+    topic = {"Type": "AWS::SNS::Topic"}
+    stacks = {"base": ([], {"A": topic}), "top": (["base"], {"B": topic})}
+    return _write(tmp_path / "cdk.out", stacks)
+
+
+def test_it_prints_deploy_and_destroy_times_and_draws_the_chart(tmp_path: Path) -> None:
+    png = tmp_path / "plan.png"
+    argv = ["deploy-plan", "--out", str(_assembly(tmp_path)), "--png", str(png)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("cdk deploy --all: ") and "min as deployed, floor" in lines[0]
+    assert any(line.startswith("cdk destroy --all: ") for line in lines)
+    assert lines[-1] == f"wrote {png}" and png.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_json_is_one_object_with_both_directions(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["deploy-plan", "--out", str(_assembly(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    figures = json.loads(result.stdout)
+    assert figures["deploy"]["as_deployed_minutes"] >= figures["deploy"]["floor_minutes"] > 0
+    assert figures["destroy"]["critical_path"]
+
+
+def test_without_a_cloud_assembly_it_says_to_synthesize_first(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["deploy-plan", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line == f"error: no cloud assembly in {tmp_path}: run `make synth` first"

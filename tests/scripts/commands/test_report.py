@@ -1,0 +1,120 @@
+"""``hpkv report`` against a local Prometheus-compatible fake serving recorded samples, with
+requests signed by botocore's SigV4 signer from fake static credentials (no AWS, no network)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from infra.config import load_config
+from infra.dashboards import Queries, l2_used_percent, rows
+from scripts.cli import app
+from scripts.commands import report
+from scripts.lib.errors import Exit
+from tests.doubles.fake_prometheus import FakePrometheus
+from tests.scripts.conftest import FIXTURES
+
+SAMPLES = FIXTURES / "observability_samples.json"
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakePrometheus:
+    for k in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    samples: dict[str, Any] = json.loads(SAMPLES.read_text())
+    config = load_config("dev")
+    inst = samples["instant"]
+    instant: dict[str, float] = {}
+    for e in config.kvcache.endpoints:
+        q = Queries(config, e, window="1h")
+        instant |= {q.l0_hit_rate(): inst["l0_hit_rate"], q.l1_hit_rate(): inst["l1_hit_rate"],
+                    q.l2_hit_rate(): inst["l2_hit_rate"], q.ttft(0.5): inst["ttft_p50_seconds"],
+                    q.ttft(0.95): inst["ttft_p95_seconds"], q.ttft(0.99): inst["ttft_p99_seconds"],
+                    q.request_rate(): inst["requests_per_second"]}  # fmt: skip
+    instant[l2_used_percent(config)] = inst["l2_used_percent"]
+    ranges = {t.expr: samples["range"][f"{p.title}/{t.legend}"]
+              for r in rows(config) for p in r.panels for t in p.targets}  # fmt: skip
+    return FakePrometheus(instant, ranges)
+
+
+def test_report_json_from_the_fake(
+    fake: FakePrometheus, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    png = tmp_path / "report.png"
+    with fake.serve() as url:
+        code = report.run("dev", as_json=True, endpoint=url, png=png)
+    assert code == Exit.OK
+    out = json.loads(capsys.readouterr().out)
+    (ep,) = out["endpoints"].values()
+    assert ep["l0_hit_rate"] == pytest.approx(0.352)
+    assert ep["l2_hit_rate"] == pytest.approx(0.287)
+    assert ep["ttft_p95_seconds"] == pytest.approx(0.934)
+    assert out["l2"] == {"used_percent": pytest.approx(71.4), "high_water_percent": 85,
+                         "low_water_percent": 70}  # fmt: skip
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # every panel target was fetched as a range query
+    assert {p for p, _, _ in fake.requests} == {
+        "/workspaces/ws-test/api/v1/query",
+        "/workspaces/ws-test/api/v1/query_range",
+    }
+
+
+def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus) -> None:
+    with fake.serve() as url:
+        assert report.run("dev", endpoint=url, png=Path("/dev/null")) == Exit.OK
+    assert fake.requests
+    for _path, _params, headers in fake.requests:
+        auth = headers["Authorization"]
+        assert auth.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/")
+        assert "/us-west-2/aps/aws4_request" in auth
+        assert "SignedHeaders=host;x-amz-date" in auth and "Signature=" in auth
+        assert "X-Amz-Date" in headers
+
+
+def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFixture[str],
+                                  tmp_path: Path) -> None:  # fmt: skip
+    fake.instant.clear()  # no data yet: every value is "-", nothing crashes
+    with fake.serve() as url:
+        assert report.run("dev", endpoint=url, png=tmp_path / "r.png") == Exit.OK
+    text = capsys.readouterr().out
+    assert "inference/qwen3-8b" in text and "L2 used: -" in text
+
+
+def test_bad_window_fails_with_one_line() -> None:
+    result = CliRunner().invoke(app, ["report", "--env", "dev", "--window", "an hour"])
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "window 'an hour'" in result.stderr
+
+
+def test_cli_report_command_reaches_the_fake(fake: FakePrometheus, tmp_path: Path) -> None:
+    """`hpkv report` is the same report, through the CLI's entry point."""
+    png = tmp_path / "cli.png"
+    with fake.serve() as url:
+        result = CliRunner().invoke(
+            app, ["report", "--env", "dev", "--json", "--endpoint", url, "--png", str(png)]
+        )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["l2"]["high_water_percent"] == 85
+    assert png.is_file()
+
+
+def test_cli_report_without_credentials_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    result = CliRunner().invoke(app, ["report", "--env", "dev", "--endpoint", "http://127.0.0.1:9"])
+    assert result.exit_code == 4
+    assert result.stderr.strip().splitlines() == [
+        "error: no AWS credentials to sign AMP queries with: run `aws configure` or set AWS_PROFILE"
+    ]

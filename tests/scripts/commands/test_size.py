@@ -1,0 +1,88 @@
+"""`hpkv size`: the environment's config mapped to the sizing model, its JSON and tables, and its
+exit codes. No double: typer's CliRunner in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from scripts.cli import app
+from scripts.lib import runtime
+from scripts.lib.sizing import (
+    GIB,
+)
+from tests.scripts.conftest import make_cfg
+from tests.scripts.lib.sizing_support import QWEN2_7B_CONFIG
+
+runner = CliRunner()
+
+
+def test_cli_json_from_a_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN2_7B_CONFIG))
+    result = runner.invoke(app, ["size", str(path), "--json", "--l2-worker-gib", "400"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)  # exactly one JSON object
+    assert data["kv_bytes_per_token"] == 57_344
+    assert data["params_source"] == "architecture"
+    tiers = {t["name"]: t for t in data["tiers"]}
+    # dev.yaml: ml.g6e.4xlarge (128 GiB memory) at 20% Tiered Storage -> 25.6 GiB of L1.
+    assert tiers["L1"]["bytes"] == int(128 * 0.2 * GIB)
+    assert tiers["L1"]["tokens"] == int(128 * 0.2 * GIB) // 57_344
+    # L2: worker capacity x 2 GPU nodes.
+    assert tiers["L2"]["bytes"] == 400 * GIB * 2
+    assert tiers["L2"]["tokens"] == 400 * GIB * 2 // 57_344
+    assert data["fits"] is True and data["flags"] == []
+
+
+def test_cli_params_override_and_flags() -> None:
+    result = runner.invoke(
+        app, ["size", "llama-3.1-70b", "--json", "--params", "7.0e10", "--prompt-tokens", "600"]
+    )
+    data = json.loads(result.stdout)
+    assert data["params"] == 70_000_000_000 and data["params_source"] == "--params"
+    assert not data["fits"]  # 140 GB of weights on one 48 GB L40S
+    assert any(f.startswith("model_does_not_fit") for f in data["flags"])
+    assert any(f.startswith("l2_does_not_pay_off") for f in data["flags"])
+
+
+def test_cli_bad_input_exit_codes(tmp_path: Path) -> None:
+    assert runner.invoke(app, ["size", str(tmp_path / "missing.json")]).exit_code == 2
+    assert runner.invoke(app, ["size", "qwen2-7b", "--env", "nosuchenv"]).exit_code == 2
+
+
+@pytest.mark.parametrize(
+    ("kvcache", "args", "worker_gib"),
+    [
+        # kvcache.curvine.worker.capacity_gib
+        ({"curvine": {"worker": {"capacity_gib": 123}}}, [], 123),
+        # the override wins
+        ({"curvine": {"worker": {"capacity_gib": 123}}}, ["--l2-worker-gib", "50"], 50),
+        # no Curvine, no L2 pool
+        ({"curvine": {"enabled": False}, "endpoints": [{"enable_l2_cache": False}]}, [], 0),
+    ],
+)
+def test_l2_worker_capacity_comes_from_config(
+    monkeypatch: pytest.MonkeyPatch, kvcache: dict[str, Any], args: list[str], worker_gib: int
+) -> None:
+    cfg = make_cfg(kvcache=kvcache)
+    monkeypatch.setattr(runtime, "load_config", lambda env: cfg)
+    result = runner.invoke(app, ["size", "qwen2-7b", "--json", *args])
+    assert result.exit_code == 0, result.output
+    tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
+    assert tiers["L2"]["bytes"] == worker_gib * GIB * cfg.hyperpod.gpu_group.instance_count
+
+
+def test_cli_prints_and_emits_the_advice() -> None:
+    args = ["size", "qwen2-7b", "--prompt-tokens", "50000", "--sessions", "100",
+            "--context-tokens", "100000", "--prefill-tokens-per-s", "10000"]  # fmt: skip
+    result = CliRunner().invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    advice = json.loads(result.output)["tier_advice"]
+    assert advice["recommendation"] == "curvine" and advice["working_set_tb"] == 0.573
+    text = CliRunner().invoke(app, args).output
+    assert "recommend: curvine" in text and "working set: 100 sessions" in text

@@ -1,0 +1,38 @@
+"""`hpkv teardown`: the dry run as one JSON object, and a production environment refused without
+--allow-prod.
+
+Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+needs more it says so."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from scripts import cli
+from scripts.lib import runtime
+from scripts.lib.environment import stack_names
+from tests.scripts.conftest import make_cfg
+from tests.scripts.lib.teardown.world import (
+    ENV,
+    World,
+)
+
+
+def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: world.clients)
+    monkeypatch.setattr(runtime, "load_config", lambda env: world.cfg)
+    result = CliRunner().invoke(cli.app, ["teardown", "--json", "--env", ENV])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["dry_run"] is True and len(data["stacks"]) == len(stack_names(world.cfg))
+    assert world.timeline == []
+
+    monkeypatch.setattr(runtime, "load_config", lambda env: make_cfg(environment="prod"))
+    refused = CliRunner().invoke(cli.app, ["teardown", "--env", "prod", "--yes"])
+    assert refused.exit_code == 3 and "--allow-prod" in refused.output
+    assert world.timeline == []
+    recreate = CliRunner().invoke(cli.app, ["recreate", "--env", "prod"])
+    assert recreate.exit_code == 3

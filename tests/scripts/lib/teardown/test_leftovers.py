@@ -1,0 +1,430 @@
+"""What CloudFormation leaves and teardown sweeps: log groups named by the stacks' resources (also
+after the stacks are gone), the VPC's GuardDuty endpoint and group, available and Lambda ENIs,
+released volumes; what is gone or denied does not stop a re-run.
+
+Doubles: moto (EC2, CloudFormation, Logs, Lambda) through ``World``; Lambda's ENIs get their type
+and status on moto's model (``moto_eni``); botocore's Stubber plays a role that may not delete ENIs
+and answers moto cannot give (each test says which)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from botocore.stub import Stubber
+
+from scripts.lib.clients import Clients
+from scripts.lib.environment import stack_names
+from scripts.lib.errors import OperationError
+from scripts.lib.teardown.execute import execute_teardown
+from scripts.lib.teardown.leftovers import (
+    _release_lambda_enis,
+    _sweep,
+    account_leftovers,
+    lambda_enis,
+    log_group_names,
+    stack_ids,
+    stack_resources,
+    vpc_leftovers,
+)
+from scripts.lib.teardown.model import Item
+from tests.scripts.conftest import make_cfg
+from tests.scripts.lib.progress_support import FakeClock, plain
+from tests.scripts.lib.teardown.world import (
+    ENV,
+    FAST,
+    PREFIX,
+    REGION,
+    World,
+    _stubbed,
+    env_cfg,
+)
+
+
+def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
+    """moto re-creates a deleted stack's resources (new physical ids) when they are listed, so
+    this checks which stack ids teardown reads; AWS answers ListStackResources for a deleted
+    stack by its id for 90 days."""
+    cfn = boto3.client("cloudformation", region_name=REGION)
+    live = {
+        n: cfn.describe_stacks(StackName=n)["Stacks"][0]["StackId"] for n in stack_names(world.cfg)
+    }
+    for name in stack_names(world.cfg):
+        cfn.delete_stack(StackName=name)
+    assert sorted(stack_ids(world.clients, world.cfg)) == sorted(live.values())
+
+
+def test_log_group_names_come_from_the_stack_resources() -> None:
+    resources = [
+        {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": "/aws/vendedlogs/x"},
+        {"ResourceType": "AWS::Lambda::Function", "PhysicalResourceId": "hyperpod-kvcache-test-F"},
+        {"ResourceType": "AWS::EKS::Cluster", "PhysicalResourceId": "hyperpod-kvcache-test"},
+        {
+            "ResourceType": "AWS::SageMaker::Cluster",
+            "PhysicalResourceId": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123",
+        },
+        {"ResourceType": "AWS::SNS::Topic", "PhysicalResourceId": "arn:aws:sns:x"},
+        # Not created yet (no physical id): no group. A function named by its ARN: its name's
+        # group. Another service's cluster ARN: no group.
+        {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": ""},
+        {"ResourceType": "AWS::Lambda::Function",
+         "PhysicalResourceId": "arn:aws:lambda:us-west-2:111122223333:function:hyperpod-G"},
+        {"ResourceType": "AWS::ECS::Cluster",
+         "PhysicalResourceId": "arn:aws:ecs:us-west-2:111122223333:cluster/other"},
+    ]  # fmt: skip
+    assert log_group_names(resources, "hp") == {
+        "/aws/vendedlogs/x",
+        "/aws/lambda/hyperpod-kvcache-test-F",
+        "/aws/lambda/hyperpod-G",
+        "/aws/eks/hyperpod-kvcache-test/cluster",
+        "/aws/sagemaker/Clusters/hp/abc123",
+    }
+
+
+def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
+    """Stubber: moto allows every call, so a role without ec2:DeleteNetworkInterface (the
+    nightly role) cannot be played by it."""
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_client_error(
+            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            expected_params={"NetworkInterfaceId": "eni-1"},
+        )  # fmt: skip
+        stub.add_response("delete_volume", {}, {"VolumeId": "vol-1"})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        items = [Item("available ENI", "eni-1"), Item("EBS volume", "vol-1")]
+        _sweep(clients, items, FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "available ENI eni-1: not allowed to delete (UnauthorizedOperation); "
+        "left to CloudFormation",
+        "deleted EBS volume vol-1",
+    ]
+    with Stubber(ec2) as stub, pytest.raises(Exception, match="UnauthorizedOperation"):
+        stub.add_client_error("delete_volume", "UnauthorizedOperation", "not authorized")
+        _sweep(clients, [Item("EBS volume", "vol-1")], FAST, steps.append, False)
+
+
+def test_a_lambda_eni_never_freed_stops_teardown_before_the_network_stack(
+    world: World,
+) -> None:
+    world.lambda_frees_after = 10**6
+    quick = dataclasses.replace(FAST, lambda_eni_s=0.3)
+    with pytest.raises(OperationError, match="Lambda network interfaces to be freed") as failed:
+        execute_teardown(world.clients, world.cfg, lambda _: None, quick, show=False)
+    assert f"1 in use: {world.lambda_busy}" in str(failed.value)
+    assert f"DeleteStack:{PREFIX}-eks" in world.timeline
+    assert f"DeleteStack:{PREFIX}-network" not in world.timeline
+    assert f"DeleteNetworkInterface:{world.lambda_busy}" not in world.timeline
+
+
+def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
+    """Stubber: moto allows every call, so the nightly role (no ec2:DeleteNetworkInterface)
+    cannot be played by it; Lambda deleting the in-use ENI itself is the second listing."""
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
+
+    def enis(*states: tuple[str, str]) -> dict[str, Any]:
+        return {
+            "NetworkInterfaces": [
+                {"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
+                for i, st in states
+            ]
+        }
+
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response(
+            "describe_network_interfaces", enis(("eni-1", "available"), ("eni-2", "in-use"))
+        )
+        stub.add_client_error(
+            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            expected_params={"NetworkInterfaceId": "eni-1"},
+        )  # fmt: skip
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", enis(("eni-1", "available")))
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        _release_lambda_enis(clients, env_cfg(), FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "Lambda ENI eni-1: not allowed to delete (UnauthorizedOperation); left to CloudFormation",
+        f"Lambda ENIs in {PREFIX}-network's VPC: 1 in use: eni-2; waiting for Lambda to free them",
+    ]
+
+
+def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
+    """Stubber: a re-run, or CloudFormation's own cleanup, may have removed a leftover between
+    the plan and its deletion; each service's not-found code is "already gone", not a failure.
+    A security group still held by an endpoint's ENIs is retried until it is free."""
+
+    ec2, logs = boto3.client("ec2", region_name=REGION), boto3.client("logs", region_name=REGION)
+    gone = [("GuardDuty VPC endpoint", "vpce-1", "delete_vpc_endpoints",
+             "InvalidVpcEndpointId.NotFound", {"VpcEndpointIds": ["vpce-1"]}),
+            ("available ENI", "eni-1", "delete_network_interface",
+             "InvalidNetworkInterfaceID.NotFound", {"NetworkInterfaceId": "eni-1"}),
+            ("GuardDuty security group", "sg-1", "delete_security_group",
+             "InvalidGroup.NotFound", {"GroupId": "sg-1"}),
+            ("EBS volume", "vol-1", "delete_volume", "InvalidVolume.NotFound",
+             {"VolumeId": "vol-1"})]  # fmt: skip
+    steps: list[str] = []
+    with Stubber(ec2) as ec2_stub, Stubber(logs) as logs_stub:
+        for _kind, _id, operation, code, params in gone:
+            ec2_stub.add_client_error(operation, code, "gone", expected_params=params)
+        logs_stub.add_client_error("delete_log_group", "ResourceNotFoundException", "gone",
+                                   expected_params={"logGroupName": "/aws/x"})  # fmt: skip
+        clients = Clients(REGION, aws_factory=lambda s: {"ec2": ec2, "logs": logs}[s])
+        items = [Item(kind, id_) for kind, id_, *_ in gone] + [Item("log group", "/aws/x")]
+        _sweep(clients, items, FAST, steps.append, False)
+        ec2_stub.assert_no_pending_responses()
+    assert steps == [f"{kind} {id_}: already gone" for kind, id_, *_ in gone[:3]] + [
+        "log group /aws/x: already gone", "EBS volume vol-1: already gone"]  # fmt: skip
+
+    steps.clear()
+    with Stubber(ec2) as stub:
+        for _ in range(2):
+            stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
+                                  expected_params={"GroupId": "sg-1"})  # fmt: skip
+        stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
+        _sweep(clients, [Item("GuardDuty security group", "sg-1")], FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == ["deleted GuardDuty security group sg-1"]
+
+
+def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> None:
+    """Stubber (moto's DeleteVpcEndpoints never lists an unsuccessful endpoint): EC2 answers 200
+    and lists each endpoint it did not delete. Not found there is "already gone"; any other
+    error stops the sweep with EC2's code and message instead of reporting it deleted."""
+
+    ec2 = boto3.client("ec2", region_name=REGION)
+    clients = Clients(REGION, aws_factory=lambda service: ec2)
+    params = {"VpcEndpointIds": ["vpce-1"]}
+
+    def unsuccessful(code: str, message: str) -> dict[str, Any]:
+        error = {"Code": code, "Message": message}
+        return {"Unsuccessful": [{"Error": error, "ResourceId": "vpce-1"}]}
+
+    steps: list[str] = []
+    endpoint = [Item("GuardDuty VPC endpoint", "vpce-1")]
+    with Stubber(ec2) as stub:
+        for answer in (
+            {"Unsuccessful": []},
+            unsuccessful("InvalidVpcEndpoint.NotFound", "does not exist"),
+            unsuccessful("OperationNotPermitted", "owned by GuardDuty"),
+        ):
+            stub.add_response("delete_vpc_endpoints", answer, params)
+        _sweep(clients, endpoint, FAST, steps.append, False)
+        _sweep(clients, endpoint, FAST, steps.append, False)
+        with pytest.raises(ClientError) as refused:
+            _sweep(clients, endpoint, FAST, steps.append, False)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "deleted GuardDuty VPC endpoint vpce-1",
+        "GuardDuty VPC endpoint vpce-1: already gone",
+    ]
+    assert str(refused.value) == (
+        "An error occurred (OperationNotPermitted) when calling the DeleteVpcEndpoints operation: "
+        "owned by GuardDuty"
+    )
+
+
+def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
+    """Stubber: two VPCs carry this environment's tags (one left by an earlier deploy);
+    Lambda's ENIs in both count, found by type or by description, nothing else."""
+
+    ec2 = _stubbed("ec2")
+    by_type = {"NetworkInterfaceId": "eni-1", "InterfaceType": "lambda", "Status": "in-use"}
+    by_description = {"NetworkInterfaceId": "eni-2", "Status": "available",
+                      "Description": "AWS Lambda VPC ENI-kvcache-Provider"}  # fmt: skip
+    other = {"NetworkInterfaceId": "eni-3", "Status": "available", "Description": "a Pod's"}
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-1"}, {"VpcId": "vpc-2"}]},
+                          {"Filters": [{"Name": "tag:project", "Values": ["hyperpod-kvcache"]},
+                                       {"Name": "tag:environment", "Values": [ENV]}]})  # fmt: skip
+        for vpc, enis in (("vpc-1", [by_type, other]), ("vpc-2", [by_description])):
+            stub.add_response("describe_network_interfaces", {"NetworkInterfaces": enis},
+                              {"Filters": [{"Name": "vpc-id", "Values": [vpc]}]})  # fmt: skip
+        found = lambda_enis(Clients(REGION, aws_factory=lambda s: ec2), env_cfg())
+        stub.assert_no_pending_responses()
+    assert [e["NetworkInterfaceId"] for e in found] == ["eni-1", "eni-2"]
+
+
+def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
+    """Stubber: the available ENIs after an in-use one are still deleted, one Lambda deleted
+    first (not found) is passed over, and the wait says which ENIs hold it, on the reporter."""
+
+    ec2 = _stubbed("ec2")
+    vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
+    listed = [("eni-1", "in-use"), ("eni-2", "in-use"), ("eni-3", "available"),
+              ("eni-4", "available")]  # fmt: skip
+    enis = {"NetworkInterfaces": [{"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
+                                  for i, st in listed]}  # fmt: skip
+    reporter, out = plain(FakeClock())
+    steps: list[str] = []
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", enis)
+        stub.add_client_error("delete_network_interface", "InvalidNetworkInterfaceID.NotFound",
+                              "gone", expected_params={"NetworkInterfaceId": "eni-3"})  # fmt: skip
+        stub.add_response("delete_network_interface", {}, {"NetworkInterfaceId": "eni-4"})
+        stub.add_response("describe_vpcs", vpcs)
+        stub.add_response("describe_network_interfaces", {"NetworkInterfaces": []})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        timeouts = dataclasses.replace(FAST, lambda_eni_s=7)
+        _release_lambda_enis(clients, env_cfg(), timeouts, steps.append, reporter)
+        stub.assert_no_pending_responses()
+    assert steps == [
+        "deleted Lambda ENI eni-4",
+        f"Lambda ENIs in {PREFIX}-network's VPC: 2 in use: eni-1, eni-2; "
+        "waiting for Lambda to free them",
+    ]
+    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "waiting for Lambda network interfaces to be freed (up to 7s)",
+        "Lambda network interfaces to be freed: done after 0s",
+    ]
+
+
+def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
+    """Stubber: the sweep's wait for a GuardDuty security group reports on the caller's
+    reporter, with the sweep's own timeout."""
+
+    ec2 = _stubbed("ec2")
+    reporter, out = plain(FakeClock())
+    with Stubber(ec2) as stub:
+        stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
+                              expected_params={"GroupId": "sg-1"})  # fmt: skip
+        stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
+        clients = Clients(REGION, aws_factory=lambda service: ec2)
+        timeouts = dataclasses.replace(FAST, sweep_s=7)
+        _sweep(clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None,
+               reporter)  # fmt: skip
+        stub.assert_no_pending_responses()
+    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
+        "waiting for security group sg-1 to be free (up to 7s)",
+        "security group sg-1 to be free: done after 0s",
+    ]
+
+
+def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
+    """Stubber (exact requests): EC2 rejects a filter name it does not know, which moto
+    ignores; these are the filters that keep the sweep to this VPC's available ENIs and
+    GuardDuty's security group."""
+
+    ec2 = _stubbed("ec2")
+    in_vpc = {"Name": "vpc-id", "Values": ["vpc-1"]}
+    with Stubber(ec2) as stub:
+        stub.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-1"}]})
+        stub.add_response("describe_vpc_endpoints", {"VpcEndpoints": []}, {"Filters": [in_vpc]})
+        available = {"Name": "status", "Values": ["available"]}
+        enis = {"NetworkInterfaces": [{"NetworkInterfaceId": "eni-1"}]}
+        stub.add_response("describe_network_interfaces", enis, {"Filters": [in_vpc, available]})
+        group = {"Name": "group-name", "Values": ["GuardDutyManagedSecurityGroup*"]}
+        groups = {"SecurityGroups": [{"GroupId": "sg-1"}]}
+        stub.add_response("describe_security_groups", groups, {"Filters": [in_vpc, group]})
+        found = vpc_leftovers(Clients(REGION, aws_factory=lambda s: ec2), env_cfg())
+        stub.assert_no_pending_responses()
+    assert found == [Item("available ENI", "eni-1", "vpc-1"),
+                     Item("GuardDuty security group", "sg-1", "vpc-1")]  # fmt: skip
+
+
+def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
+    """Stubber: ListStacks keeps deleted stacks; per name, the one deleted last (by
+    DeletionTime, else CreationTime; the first of a tie) is the one whose log groups count."""
+
+    cfn = _stubbed("cloudformation")
+    a, b, live = (f"{PREFIX}-{suffix}" for suffix in ("kvcache", "addons", "network"))
+
+    def summary(name: str, id_: str, status: str, created: str, deleted: str = "") -> Any:
+        found = {"StackName": name, "StackId": id_, "StackStatus": status,
+                 "CreationTime": f"2026-12-01T{created}:00Z"}  # fmt: skip
+        return {**found, "DeletionTime": f"2026-12-01T{deleted}:00Z"} if deleted else found
+
+    done = "DELETE_COMPLETE"
+    summaries = [
+        summary("someone-elses", "x", "CREATE_COMPLETE", "09:00"),
+        summary(live, "live", "UPDATE_COMPLETE", "09:00"),
+        summary(a, "a1", done, "09:00", "10:00"),
+        summary(a, "a2", done, "09:00", "12:00"),
+        summary(a, "a3", done, "09:00", "11:00"),
+        summary(a, "a4", done, "09:00", "12:00"),
+        summary(b, "b1", done, "10:00"),
+        summary(b, "b2", done, "11:00"),
+    ]
+    with Stubber(cfn) as stub:
+        stub.add_response("list_stacks", {"StackSummaries": summaries}, {})
+        found = stack_ids(Clients(REGION, aws_factory=lambda service: cfn), env_cfg())
+    assert found == ["live", "a2", "b2"]
+
+
+def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
+
+    cfn = _stubbed("cloudformation")
+    child = "arn:aws:cloudformation:us-west-2:111122223333:stack/child/1"
+
+    def resource(logical: str, kind: str, physical: str = "") -> dict[str, Any]:
+        found = {"LogicalResourceId": logical, "ResourceType": kind,
+                 "ResourceStatus": "CREATE_COMPLETE",
+                 "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}  # fmt: skip
+        return {**found, "PhysicalResourceId": physical} if physical else found
+
+    nested = "AWS::CloudFormation::Stack"
+    parent = [
+        resource("Fn", "AWS::Lambda::Function", "fn"),
+        resource("Child", nested, child),
+        resource("NotYet", nested),
+        resource("Logs", "AWS::Logs::LogGroup", "/logs"),
+    ]
+    inner = [resource("Inner", "AWS::Lambda::Function", "inner")]
+    with Stubber(cfn) as stub:
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": parent},
+                          {"StackName": "parent"})  # fmt: skip
+        stub.add_response("list_stack_resources", {"StackResourceSummaries": inner},
+                          {"StackName": child})  # fmt: skip
+        found = stack_resources(Clients(REGION, aws_factory=lambda service: cfn), "parent")
+        stub.assert_no_pending_responses()
+    assert [r["LogicalResourceId"] for r in found] == ["Fn", "Child", "Inner", "NotYet", "Logs"]
+
+
+def test_account_leftovers_name_hyperpods_log_group_and_each_volume_once() -> None:
+    """Stubber (exact requests): the HyperPod log group is under the configured cluster name;
+    a volume both tagged for us and by the EBS CSI driver is listed once, with its size."""
+
+    cfg = make_cfg(environment=ENV, eks={"cluster_name": "kv-eks"},
+                   hyperpod={"cluster_name": "kv-hp"})  # fmt: skip
+    cfn, logs, ec2 = _stubbed("cloudformation"), _stubbed("logs"), _stubbed("ec2")
+    clients = Clients(REGION, aws_factory=lambda s: {"cloudformation": cfn, "logs": logs,
+                                                     "ec2": ec2}[s])  # fmt: skip
+    hyperpod = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123"
+    with Stubber(cfn) as cfn_stub, Stubber(logs) as logs_stub, Stubber(ec2) as ec2_stub:
+        cfn_stub.add_response("list_stacks", {"StackSummaries": [
+            {"StackName": f"{PREFIX}-hyperpod", "StackId": "hp", "StackStatus": "CREATE_COMPLETE",
+             "CreationTime": "2026-12-01T09:00:00Z"}]})  # fmt: skip
+        cfn_stub.add_response("list_stack_resources", {"StackResourceSummaries": [
+            {"LogicalResourceId": "Cluster", "ResourceType": "AWS::SageMaker::Cluster",
+             "PhysicalResourceId": hyperpod, "ResourceStatus": "CREATE_COMPLETE",
+             "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}]})  # fmt: skip
+        for group in ("/aws/eks/kv-eks/cluster", "/aws/sagemaker/Clusters/kv-hp/abc123"):
+            found = [{"logGroupName": group}] if "sagemaker" in group else []
+            logs_stub.add_response("describe_log_groups", {"logGroups": found},
+                                   {"logGroupNamePrefix": group})  # fmt: skip
+        available = {"Name": "status", "Values": ["available"]}
+        ours = [{"Name": "tag:project", "Values": [cfg.project]},
+                {"Name": "tag:environment", "Values": [ENV]}]  # fmt: skip
+        csi = {"Name": "tag-key", "Values": ["kubernetes.io/cluster/kv-eks"]}
+        ec2_stub.add_response("describe_volumes", {"Volumes": [{"VolumeId": "vol-1", "Size": 50}]},
+                              {"Filters": [available, *ours]})  # fmt: skip
+        ec2_stub.add_response("describe_volumes", {"Volumes": [
+            {"VolumeId": "vol-1", "Size": 50}, {"VolumeId": "vol-2", "Size": 20}]},
+            {"Filters": [available, csi]})  # fmt: skip
+        items = account_leftovers(clients, cfg)
+    assert items == [
+        Item("log group", "/aws/sagemaker/Clusters/kv-hp/abc123"),
+        Item("EBS volume", "vol-1", "50 GiB, available"),
+        Item("EBS volume", "vol-2", "20 GiB, available"),
+    ]

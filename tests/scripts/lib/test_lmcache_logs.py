@@ -1,0 +1,107 @@
+"""LMCache log parsing. No double: the inputs are log lines in the formats LMCache prints
+(cache_engine.py ``%d``/``%.4f`` formats, vLLM v1 connector lookup line), including the seed's
+measurements."""
+
+from __future__ import annotations
+
+import pytest
+
+from scripts.lib.lmcache_logs import (
+    HitLine,
+    RetrieveLine,
+    StoreLine,
+    l2_verdict,
+    parse_line,
+    parse_log,
+)
+
+PREFIX = "(EngineCore_DP0 pid=412) [2026-11-30 10:02:11,481] LMCache INFO:"
+SEED_STORE = (
+    f"{PREFIX} Stored 1925 out of total 1925 tokens. size: 0.1028 gb, cost 10.7100 ms, "
+    "throughput: 9.5986 GB/s; offload_time: 10.2400 ms, put_time: 0.4700 ms "
+    "(cache_engine.py:312:lmcache.v1.cache_engine)"
+)
+SEED_HIT = (
+    f"{PREFIX} Reqid: cmpl-8d1c0f3b2a-0, Total tokens 1925, LMCache hit tokens: 1925, "
+    "need to load: 1925 (vllm_v1_adapter.py:1044:lmcache.integration.vllm.vllm_v1_adapter)"
+)
+SEED_RETRIEVE = (
+    f"{PREFIX} Retrieved 1925 out of 1925 required tokens (from 1925 total tokens). "
+    "size: 0.1028 gb, cost 55.7500 ms, throughput: 1.8440 GB/s; "
+    "(cache_engine.py:540:lmcache.v1.cache_engine)"
+)
+MISS = (
+    f"{PREFIX} Reqid: cmpl-11aa-0, Total tokens 1925, Inference Engine computed tokens: 0, "
+    "LMCache hit tokens: 0, need to load: 0"
+)
+PARTIAL_HIT = (
+    f"{PREFIX} Reqid: cmpl-22bb-0, Total tokens 1925, LMCache hit tokens: 1792, need to load: 1792"
+)
+PARTIAL_RETRIEVE = (
+    f"{PREFIX} Retrieved 1792 out of 1792 required tokens (from 1925 total tokens). "
+    "size: 0.0957 gb, cost 48.1200 ms, throughput: 1.9888 GB/s;"
+)
+
+
+def test_seed_store_line() -> None:
+    assert parse_line(SEED_STORE) == StoreLine(1925, 1925, 0.1028, 10.71)
+
+
+def test_seed_retrieve_line() -> None:
+    assert parse_line(SEED_RETRIEVE) == RetrieveLine(1925, 1925, 1925, 0.1028, 55.75)
+
+
+def test_hit_line_with_and_without_engine_computed_tokens() -> None:
+    assert parse_line(SEED_HIT) == HitLine(1925, 1925, 1925, "cmpl-8d1c0f3b2a-0")
+    assert parse_line(MISS) == HitLine(0, 1925, 0, "cmpl-11aa-0")
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        # Layer-wise path prints GB in upper case.
+        (
+            "LMCache INFO: Stored 512 out of total 600 tokens. size: 0.0273 GB, "
+            "cost 3.1000 ms, throughput: 8.8 GB/s",
+            StoreLine(512, 600, 0.0273, 3.1),
+        ),
+        # Older releases: "Retrieved N out of total M tokens".
+        (
+            "LMCache INFO: Retrieved 256 out of total 300 tokens",
+            RetrieveLine(256, 300, 300, None, None),
+        ),
+        ("some other vLLM line: Avg prompt throughput: 190.5 tokens/s", None),
+    ],
+)
+def test_variants(line: str, expected: object) -> None:
+    assert parse_line(line) == expected
+
+
+def test_full_hit_verdict_from_the_seed() -> None:
+    first = parse_log("\n".join(["INFO: started", MISS, SEED_STORE]))
+    second = parse_log("\n".join([SEED_HIT, SEED_RETRIEVE, "INFO 200 OK"]))
+    v = l2_verdict(first, second, prompt_tokens=1925, min_hit_ratio=0.5)
+    assert v.ok and v.hit_ratio == 1.0
+    assert v.l2_read_ms == pytest.approx(55.75) and v.l2_read_gib == pytest.approx(0.1028)
+    assert v.stored_on_first == 1925
+
+
+def test_partial_hit_verdict() -> None:
+    v = l2_verdict(
+        parse_log(SEED_STORE), parse_log(f"{PARTIAL_HIT}\n{PARTIAL_RETRIEVE}"), None, 0.5
+    )
+    assert v.ok
+    assert v.prompt_tokens == 1925 and v.hit_tokens_on_second == 1792
+    assert v.hit_ratio == pytest.approx(1792 / 1925)
+    assert v.l2_read_ms == pytest.approx(48.12)
+
+
+def test_zero_hit_fails_with_a_reason() -> None:
+    v = l2_verdict(parse_log(SEED_STORE), parse_log(MISS), 1925, 0.5)
+    assert not v.ok and v.hit_ratio == 0.0 and v.l2_read_ms is None
+    assert "PYTHONHASHSEED" in v.reason
+
+
+def test_nothing_stored_fails() -> None:
+    v = l2_verdict(parse_log(MISS), parse_log(MISS), 1925, 0.5)
+    assert not v.ok and "Stored" in v.reason

@@ -1,0 +1,90 @@
+"""Long waits show progress: ``scripts.lib.progress.wait_for`` (plain timestamped lines off a
+terminal, a rich line on one).
+
+Doubles: a fake clock (nothing sleeps) and captured streams."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+
+from scripts.lib.errors import OperationError
+from scripts.lib.progress import Reporter, fmt_duration, wait_for
+from tests.scripts.lib.progress_support import FakeClock, plain
+
+
+def states(*items: tuple[bool, str]) -> Any:
+    it = iter(items)
+    return lambda: next(it)
+
+
+def test_fmt_duration() -> None:
+    assert [fmt_duration(s) for s in (0, 42, 307, 3723)] == ["0s", "42s", "5m07s", "1h02m03s"]
+
+
+def test_plain_lines_are_timestamped_and_steady() -> None:
+    fake = FakeClock()
+    rep, stream = plain(fake)
+    polls = [(False, "CREATING")] * 7 + [(False, "UPDATING"), (True, "InService")]
+    waited = wait_for("the cluster", states(*polls), timeout_s=600, interval_s=10, show=rep)
+    lines = stream.getvalue().splitlines()
+    assert waited == 80
+    assert fake.slept == [10] * 8  # the fake clock paced it: nothing really slept
+    assert lines == [
+        "2027-01-15T08:00:00Z waiting for the cluster (up to 10m00s)",
+        "2027-01-15T08:00:00Z the cluster: CREATING (0s elapsed)",  # first state
+        "2027-01-15T08:00:30Z the cluster: CREATING (30s elapsed)",  # steady: every 30 s
+        "2027-01-15T08:01:00Z the cluster: CREATING (1m00s elapsed)",
+        "2027-01-15T08:01:10Z the cluster: UPDATING (1m10s elapsed)",  # a change shows at once
+        "2027-01-15T08:01:20Z the cluster: done after 1m20s",
+    ]
+
+
+def test_a_bool_check_still_reports_elapsed_time() -> None:
+    fake = FakeClock()
+    rep, stream = plain(fake, every_s=20)
+    answers = iter([False, False, False, True])
+    wait_for("Pods", lambda: next(answers), timeout_s=60, interval_s=10, show=rep)
+    assert "Pods: waiting (20s elapsed)" in stream.getvalue()
+    assert stream.getvalue().splitlines()[-1].endswith("Pods: done after 30s")
+
+
+def test_timeout_names_what_and_the_last_state() -> None:
+    fake = FakeClock()
+    rep, _ = plain(fake)
+    with pytest.raises(OperationError) as caught:
+        wait_for("the rollout", lambda: (False, "1/2 Ready"), timeout_s=60, interval_s=25, show=rep)
+    assert str(caught.value) == (
+        "timed out after 1m00s waiting for the rollout (last state: 1/2 Ready)"
+    )
+    assert fake.t == 60  # the last sleep is cut to the deadline
+
+
+def test_terminal_gets_a_rich_line_with_the_state_and_a_final_line() -> None:
+    fake = FakeClock()
+    stream = io.StringIO()
+    rep = Reporter(stream=stream, clock=fake.clock(), tty=True)
+    wait_for("the stack", states((False, "DELETE_IN_PROGRESS"), (True, "")), 600, 10, rep)
+    text = stream.getvalue()
+    assert "\x1b[" in text  # rich drew on the terminal
+    assert "the stack: DELETE_IN_PROGRESS" in text
+    assert "the stack: done after 10s" in text
+    assert "waiting for the stack (up to" not in text  # no plain lines on a terminal
+
+
+def test_disabled_reporter_writes_nothing() -> None:
+    fake = FakeClock()
+    stream = io.StringIO()
+    rep = Reporter(stream=stream, clock=fake.clock(), enabled=False)
+    wait_for("x", states((False, "a"), (True, "")), 60, 10, rep)
+    assert stream.getvalue() == ""
+
+
+def test_default_stream_is_stderr_at_call_time(capsys: pytest.CaptureFixture[str]) -> None:
+    fake = FakeClock()
+    wait_for("x", states((False, "a"), (True, "")), 60, 10, Reporter(clock=fake.clock()))
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout stays free for --json
+    assert "x: done after 10s" in captured.err

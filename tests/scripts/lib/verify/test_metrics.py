@@ -1,0 +1,57 @@
+"""The metrics store's row of ``verify``: the tier hit rates when there are samples, skipped with
+the reason otherwise.
+
+Double: a stand-in PromClient answering the queries (no network)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.config import AppConfig
+from infra.dashboards import Queries
+from scripts.lib.report import PromClient
+from scripts.lib.verify.metrics import check_metrics
+from tests.doubles.fake_prometheus import FakePrometheus
+from tests.scripts.conftest import (
+    make_cfg,
+)
+
+
+def _prom(instant: dict[str, float]) -> Any:
+    return FakePrometheus(instant, {})
+
+
+def _queries(cfg: AppConfig) -> Any:
+    return Queries(cfg, cfg.kvcache.endpoints[0], window="1h")
+
+
+@pytest.mark.parametrize(
+    ("l2", "rps", "status"), [(0.31, 2.0, "pass"), (0.0, 2.0, "fail"), (0.0, 0.0, "pass")]
+)
+def test_metrics_row_reads_the_tier_hit_rates(l2: float, rps: float, status: str) -> None:
+    cfg = make_cfg(observability={"enabled": True})
+    q = _queries(cfg)
+    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): l2,
+                  q.request_rate(): rps, q.ttft(0.95): 0.25})  # fmt: skip
+    with fake.serve() as url:
+        check = check_metrics(
+            cfg, cfg.kvcache.endpoints[0], lambda: PromClient(url, "us-west-2", None)
+        )
+    assert check.status == status, check
+    assert f"L2 {l2:.0%}" in check.detail and "TTFT p95 250 ms" in check.detail
+    if status == "fail":
+        assert "near zero while requests flow" in check.detail and "PYTHONHASHSEED" in check.fix
+
+
+def test_metrics_row_is_skipped_without_samples_or_store() -> None:
+    cfg = make_cfg(observability={"enabled": True})
+    ref = cfg.kvcache.endpoints[0]
+    with _prom({}).serve() as url:
+        empty = check_metrics(cfg, ref, lambda: PromClient(url, "us-west-2", None))
+    assert empty.status == "skip" and "no L2 samples" in empty.detail
+    gone = check_metrics(cfg, ref, lambda: PromClient("http://127.0.0.1:9", "us-west-2", None))
+    assert gone.status == "skip" and "not reachable" in gone.detail
+    off = make_cfg(observability={"enabled": False})
+    assert check_metrics(off, ref, lambda: None).status == "skip"

@@ -1,0 +1,63 @@
+"""The Makefile's install step puts the CLI in .venv, and `make preflight`/`make verify` end with
+the CLI's own exit code: GNU make itself always exits 2 when a recipe fails, and names the
+recipe's code as `Error <code>`.
+
+Double: a virtualenv folder of this test (VENV=...), never the repository's .venv: its install
+stamp is newer than every prerequisite and its `hpkv` is a shell script that records its
+arguments and exits with a chosen code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+
+
+def _venv(tmp_path: Path, code: int) -> Path:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    hpkv = venv / "bin" / "hpkv"
+    hpkv.write_text(f'#!/bin/sh\necho "$@" > "{venv}/argv"\nexit {code}\n')
+    hpkv.chmod(0o755)
+    stamp = venv / ".installed"
+    stamp.touch()
+    newest = max(p.stat().st_mtime for p in ROOT.glob("requirements*.txt")) + 60
+    newest = max(newest, (ROOT / "pyproject.toml").stat().st_mtime + 60)
+    os.utime(stamp, (newest, newest))
+    return venv
+
+
+def _make(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["make", "--no-print-directory", *argv], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["preflight", "verify"])
+@pytest.mark.parametrize("code", [1, 3, 4])
+def test_make_shows_the_clis_exit_code(tmp_path: Path, target: str, code: int) -> None:
+    venv = _venv(tmp_path, code)
+    proc = _make(target, f"VENV={venv}", "ENV=test")
+    assert (venv / "argv").read_text().split() == [target, "--env", "test"]
+    assert proc.returncode == 2  # GNU make's own code for a failed recipe
+    assert "[Makefile:" in proc.stderr and f"{target}] Error {code}" in proc.stderr
+
+
+def test_make_preflight_succeeds_when_the_cli_does(tmp_path: Path) -> None:
+    proc = _make("preflight", f"VENV={_venv(tmp_path, 0)}")
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_install_puts_the_project_and_hpkv_in_the_venv(tmp_path: Path) -> None:
+    """Editable and without dependencies (they are the pinned requirements), redone when
+    pyproject.toml changes."""
+    venv = _venv(tmp_path, 0)
+    assert "is up to date" in _make("-n", f"VENV={venv}", f"{venv}/.installed").stdout
+    printed = _make("-n", "-W", "pyproject.toml", f"VENV={venv}", f"{venv}/.installed").stdout
+    assert f"{venv}/bin/python -m pip install" in printed
+    assert "--no-deps -e ." in printed

@@ -1,0 +1,164 @@
+"""Mutation score per module: ``make mutation`` (or ``python -m tools.mutation [MODULE ...]``).
+
+Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) once over the modules asked for,
+each selected by a mutant-name glob, so mutmut's stats run and its clean run happen once and each
+mutant runs only the tests that reached its function (tests/mutation/plugin.py credits the
+session fixtures that render and synthesize). Then prints killed / (tested - equivalent) per
+module, with the seconds its mutants' test runs took. Mutants listed in
+tests/mutation/equivalent.md (``- `<mutant name>`: reason``) count as neither killed nor tested.
+
+``--resume`` carries on from the last results: a kill stands (tests are only ever added), every
+other mutant of a module runs again, and a module whose source changed since runs in full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.md"
+MUTANTS = ROOT / "mutants"
+TARGET = 85.0
+# The modules scored, smallest test cost first. Each is a mutant-name glob prefix.
+MODULES = (
+    "k8s.l2_volume", "k8s.endpoints", "k8s.policy", "k8s.foundation", "k8s.common",
+    "k8s.network_policy", "k8s.curvine", "k8s.csi", "k8s.observability", "k8s.render", "k8s.app",
+    "infra.config.model", "infra.config.network", "infra.config.eks", "infra.config.hyperpod",
+    "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache", "infra.config.addons",
+    "infra.config.fields", "infra.config.rules", "infra.config.locks", "infra.config.loader",
+    "infra.config.observability", "infra.config.pipeline", "infra.config.errors",
+    "infra.config.operator_versions",
+    "infra.custom_resources.tiered_storage.handler.physical_id",
+    "infra.custom_resources.tiered_storage.handler.properties",
+    "infra.custom_resources.tiered_storage.handler.client",
+    "infra.custom_resources.tiered_storage.handler.cluster",
+    "infra.custom_resources.tiered_storage.handler.index",
+    "infra.custom_resources.node_gate.handler.nodes",
+    "infra.custom_resources.node_gate.handler.index",
+    "infra.custom_resources.owned_manifest.handler.kinds",
+    "infra.custom_resources.owned_manifest.handler.connect",
+    "infra.custom_resources.owned_manifest.handler.ownership",
+    "infra.custom_resources.owned_manifest.handler.index",
+    "scripts.lib.sizing", "scripts.lib.tier_advice", "scripts.lib.environment",
+    "scripts.lib.teardown.model", "scripts.lib.teardown.kubernetes",
+    "scripts.lib.teardown.leftovers", "scripts.lib.teardown.stacks", "scripts.lib.teardown.plan",
+    "scripts.lib.teardown.execute",
+)  # fmt: skip
+KILLED = {1, 3, 24, -24, 36, 152, 255, 37}  # killed, pytest error, timeouts, type check
+NOT_TESTED = {None, 34}  # not checked, skipped
+
+
+def equivalent() -> dict[str, str]:
+    """Mutant name -> why it cannot change behaviour."""
+    if not EQUIVALENT.exists():
+        return {}
+    found = re.findall(r"^- `([^`]+)`: (.+)$", EQUIVALENT.read_text(), flags=re.M)
+    return dict(found)
+
+
+def _meta(module: str) -> dict[str, Any]:
+    meta = MUTANTS / (module.replace(".", "/") + ".py.meta")
+    data: dict[str, Any] = json.loads(meta.read_text()) if meta.exists() else {}
+    return data
+
+
+def results(module: str) -> dict[str, int | None]:
+    codes: dict[str, int | None] = _meta(module).get("exit_code_by_key", {})
+    return codes
+
+
+def seconds(module: str) -> float:
+    """What this module's mutants' test runs took (mutmut records each)."""
+    return float(sum(_meta(module).get("durations_by_key", {}).values()))
+
+
+def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
+    counts: Counter[str] = Counter()
+    for name, code in results(module).items():
+        if name in skip:
+            counts["equivalent"] += 1
+        elif code in NOT_TESTED:
+            counts["not run"] += 1
+        elif code in KILLED:
+            counts["killed"] += 1
+        elif code in (5, 33):
+            counts["no tests"] += 1
+        else:
+            counts["survived"] += 1
+    tested = counts["killed"] + counts["survived"] + counts["no tests"]
+    line = f"{module:45s} {counts['killed']:5d}/{tested:<5d}"
+    line += f" {100 * counts['killed'] / tested:6.1f}%" if tested else "   n/a "
+    line += f"  equivalent {counts['equivalent']}, not run {counts['not run']}"
+    return line, counts
+
+
+def to_run(module: str, resume: bool, skip: dict[str, str]) -> list[str]:
+    """mutmut's mutant arguments for this module: all of it, or with ``resume`` only what is not
+    yet killed. mutmut regenerates a module whose source is not older than its mutants (and
+    then resets its results), so such a module runs in full."""
+    everything = [f"{module}.*"]
+    source = ROOT / (module.replace(".", "/") + ".py")
+    mutated = MUTANTS / source.relative_to(ROOT)
+    if not resume or not mutated.exists() or source.stat().st_mtime >= mutated.stat().st_mtime:
+        return everything
+    return [name for name, code in results(module).items()
+            if code not in KILLED and name not in skip]  # fmt: skip
+
+
+def run_mutmut(names: list[str], max_children: int) -> int:
+    """One ``mutmut run`` over ``names``; its progress goes to mutants/mutmut-run.log. On a
+    failure (a test that fails without any mutant, a broken stats run) the log's end is printed
+    and its exit code returned: the results on disk are then not this run's."""
+    path = MUTANTS / "mutmut-run.log"
+    path.parent.mkdir(exist_ok=True)
+    with path.open("w") as log:
+        code = subprocess.run([sys.executable, "-m", "mutmut", "run",
+                               "--max-children", str(max_children), *names],
+                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              check=False).returncode  # fmt: skip
+    if code:
+        lines = path.read_text(errors="replace").replace("\r", "\n").splitlines()
+        print("\n".join(line for line in lines[-40:] if line.strip()), file=sys.stderr)
+        print(f"mutmut run failed (exit {code}); full output: {path.relative_to(ROOT)}",
+              file=sys.stderr)  # fmt: skip
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", default=list(MODULES))
+    parser.add_argument("--max-children", type=int, default=2)
+    parser.add_argument("--report-only", action="store_true", help="print the last results")
+    parser.add_argument("--resume", action="store_true", help="rerun only what is not killed")
+    args = parser.parse_args(argv)
+    skip = equivalent()
+    start = time.monotonic()
+    names = [name for module in args.modules for name in to_run(module, args.resume, skip)]
+    if not args.report_only and names:
+        code = run_mutmut(names, args.max_children)
+        if code:
+            return code
+    below = []
+    for module in args.modules:
+        line, counts = score(module, skip)
+        tested = counts["killed"] + counts["survived"] + counts["no tests"]
+        if tested and 100 * counts["killed"] / tested < TARGET:
+            below.append(module)
+        print(f"{line}  tests {seconds(module):.0f} s", flush=True)
+    if not args.report_only:
+        print(f"mutmut run: {time.monotonic() - start:.0f} s wall for {len(args.modules)} modules")
+    if below:
+        print(f"below {TARGET:.0f}%: {', '.join(below)} (`mutmut results` lists the survivors)")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
