@@ -1,5 +1,6 @@
 """Builds the cdk8s charts of one environment. Both outputs use this: ``k8s.render`` writes them
-as YAML, ``stacks.kvcache_stack`` deploys them through the cluster's kubectl provider."""
+as YAML, ``infra.constructs.kubernetes_layer`` deploys them through the cluster's kubectl
+provider."""
 
 from __future__ import annotations
 

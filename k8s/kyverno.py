@@ -1,4 +1,4 @@
-"""Values of the Kyverno Helm release (stacks/kvcache_stack.py installs it).
+"""Values of the Kyverno Helm release (infra/constructs/kubernetes_layer.py installs it).
 
 Kyverno's admission controller answers the L2 policy's fail-closed webhook: while no replica
 serves, an endpoint Pod cannot be created (every other Pod is outside that webhook, k8s/policy.py).

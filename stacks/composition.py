@@ -10,12 +10,13 @@ from aws_cdk import Environment, IStackSynthesizer, Stack
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.constructs.kubernetes_layer import ENDPOINTS_MANIFEST
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
 from stacks.eks_stack import EksStack
-from stacks.endpoints_stack import ENDPOINTS_MANIFEST, EndpointsStack
+from stacks.endpoints_stack import EndpointsStack
 from stacks.hyperpod_stack import HyperPodStack
 from stacks.kvcache_stack import KvCacheStack
 from stacks.network_stack import NetworkStack

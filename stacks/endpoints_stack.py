@@ -11,15 +11,12 @@ from typing import Any
 
 import cdk8s
 from aws_cdk import Stack
-from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
-from infra.deps import needs
-from stacks.kvcache_stack import hints_for, owned_manifests
-
-ENDPOINTS_MANIFEST = "60-endpoints"
+from infra.constructs.kubernetes_layer import EndpointsManifest
+from infra.constructs.owned_layer import owned_manifests
 
 
 class EndpointsStack(Stack):
@@ -36,16 +33,15 @@ class EndpointsStack(Stack):
     ) -> None:
         super().__init__(scope, id, **kwargs)
         target = as_icluster(cluster)
-        objects = [dict(o) for o in chart.to_json()]
-        # On an existing cluster the endpoints carry our ownership mark like the rest of the
-        # layer (the kvcache stack's first apply has already refused what is not ours).
-        owned = owned_manifests(self, config, target)
-        self.manifest: IConstruct = (
-            eks.KubernetesManifest(
-                self, f"K8s-{ENDPOINTS_MANIFEST}", cluster=target, manifest=objects,
-                overwrite=True,
-            )
-            if owned is None
-            else owned.add(f"K8s-{ENDPOINTS_MANIFEST}", objects, hints=hints_for(config))
-        )  # fmt: skip
-        needs(self.manifest, *after)
+        # Id "Default" keeps the manifest's logical ID; the owned-manifest Provider stays at
+        # the top, where its function's description names its construct path.
+        self.endpoints = EndpointsManifest(
+            self,
+            "Default",
+            config=config,
+            cluster=target,
+            chart=chart,
+            owned=owned_manifests(self, config, target),
+            after=after,
+        )
+        self.manifest: IConstruct = self.endpoints.manifest

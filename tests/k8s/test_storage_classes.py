@@ -13,7 +13,8 @@ import pytest
 from infra.config import AppConfig
 from tests.k8s.test_rehearsal_objects import Obj, _id
 
-# The names the claims and the existing-cluster checks use (k8s/common.py, stacks/kvcache_stack.py).
+# The names the claims and the existing-cluster checks use (k8s/common.py,
+# infra/constructs/owned_layer.py).
 EBS_SC = "ebs-sc"
 CURVINE_SC = "curvine-sc"
 # The driver name of the aws-ebs-csi-driver add-on (its CSIDriver object, from the EKS add-on).

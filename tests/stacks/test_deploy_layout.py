@@ -9,10 +9,10 @@ from typing import Any
 from aws_cdk import CfnResource, Stack
 from constructs import IConstruct
 
+from infra.constructs.kubernetes_layer import L2_PROVIDERS, L2_VOLUME
 from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
 from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
-from stacks.kvcache_stack import L2_PROVIDERS, L2_VOLUME
 from tests.synth_support import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2

@@ -3,9 +3,10 @@
 A dynamically provisioned PersistentVolume with reclaim policy ``Delete`` goes only once its
 provisioner (the Curvine CSI controller, which asks Curvine's masters to remove the directory)
 has deleted it; until then it keeps the provisioner's finalizer. The stack deletes the L2 volume
-chart before the CSI driver and Curvine (stacks/kvcache_stack.py), and this wait makes "before"
-mean "once the volumes are gone", not only "once the claims were asked to go". Never raises: a
-volume still there at the end, or an API error, is logged and the delete carries on.
+chart before the CSI driver and Curvine (infra/constructs/kubernetes_layer.py), and this wait
+makes "before" mean "once the volumes are gone", not only "once the claims were asked to go".
+Never raises: a volume still there at the end, or an API error, is logged and the delete carries
+on.
 """
 
 from __future__ import annotations

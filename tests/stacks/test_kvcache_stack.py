@@ -8,16 +8,32 @@ import json
 from typing import Any
 
 import pytest
+import yaml
 from aws_cdk import CfnWaitConditionHandle, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
-from infra.config import AppConfig
+from infra.config import AppConfig, load_config
+from k8s.render import render
 from stacks.kvcache_stack import KvCacheStack
 
 PRUNE = "aws.cdk.eks/prune-"
+
+
+@pytest.fixture(scope="module")
+def dev_config() -> AppConfig:
+    return load_config("dev")
+
+
+@pytest.fixture(scope="module")
+def rendered_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Any]]:
+    """What `make manifests` writes to dist/dev/ (a temporary lock directory: the committed
+    lock stays as is)."""
+    out = tmp_path_factory.mktemp("dist")
+    paths = render("dev", out, lock_dir=tmp_path_factory.mktemp("locks"))
+    return {p.stem: [o for o in yaml.safe_load_all(p.read_text()) if o] for p in paths}
 
 
 @pytest.fixture(scope="module")
