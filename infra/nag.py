@@ -93,7 +93,7 @@ CDK_OWNED = (
     "/framework-isComplete/",
     "/framework-onTimeout/",
     "/waiter-state-machine/",
-    # CDK Pipelines (the construct is called "Pipeline" in stacks/pipeline_stack.py)
+    # CDK Pipelines (the construct is called "Pipeline" in infra/constructs/delivery_pipeline.py)
     "/Pipeline/Pipeline/",
     "/Pipeline/Assets/",
     "/Pipeline/UpdatePipeline/",

@@ -174,7 +174,7 @@ def test_no_schedule_unless_enabled(tmp_path: Path) -> None:
         test_config=load_config("test"),
         env=Environment(account=config.account, region=config.region),
     )
-    assert not hasattr(stack, "nightly")
+    assert stack.delivery.nightly is None
 
 
 def _nightly_statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
