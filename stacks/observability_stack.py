@@ -11,7 +11,7 @@ from constructs import Construct
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.network import Network
-from infra.constructs.observability import Observability
+from infra.constructs.observability import Observability, collector_placement
 
 
 class ObservabilityStack(Stack):
@@ -26,15 +26,7 @@ class ObservabilityStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
-        obs = config.observability
-        if network is not None:
-            # The collector's interfaces go where the control plane's do (two AZs), in the
-            # cluster security group, which admits all traffic from its own members (the nodes).
-            subnets = [s.subnet_id for s in network.vpc.private_subnets]
-            groups = [network.cluster_security_group.security_group_id]
-        else:
-            subnets = list(obs.scraper_subnet_ids)
-            groups = list(obs.scraper_security_group_ids)
+        subnets, groups = collector_placement(config, network)
         self.observability = Observability(
             self,
             "Observability",

@@ -30,9 +30,25 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.model import topic_name
+from infra.constructs.network import Network
 from infra.dashboards import alert_rules_yaml, alertmanager_definition
 from infra.removal import removal_policy, retention
 from k8s.observability import scrape_config_yaml
+
+
+def collector_placement(config: AppConfig, network: Network | None) -> tuple[list[str], list[str]]:
+    """The collector's subnets and security groups: the created network's, or the ids written
+    in ``observability`` for an existing cluster."""
+    obs = config.observability
+    if network is not None:
+        # The collector's interfaces go where the control plane's do (two AZs), in the
+        # cluster security group, which admits all traffic from its own members (the nodes).
+        subnets = [s.subnet_id for s in network.vpc.private_subnets]
+        groups = [network.cluster_security_group.security_group_id]
+    else:
+        subnets = list(obs.scraper_subnet_ids)
+        groups = list(obs.scraper_security_group_ids)
+    return subnets, groups
 
 
 class Observability(Construct):
