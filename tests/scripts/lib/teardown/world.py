@@ -11,8 +11,9 @@ Load Balancer Controller: deleting the endpoint deletes its load balancer.
 Where moto falls short, a thin double, each saying why where it is defined: Lambda's ENIs get
 their ``lambda`` type and in-use status set on moto's model (``moto_eni``), and World frees one
 after the eks stack goes and refuses to delete the network stack while one is left; botocore
-event hooks play CloudFormation's DELETE_FAILED on a bucket that is not empty; botocore's Stubber
-plays a role that may not delete ENIs."""
+event hooks play CloudFormation's DELETE_FAILED on a bucket that is not empty
+(tests/doubles/cloudformation_delete.py); botocore's Stubber plays a role that may not delete
+ENIs."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
@@ -33,6 +33,7 @@ from scripts.lib.clients import Clients
 from scripts.lib.environment import stack_names
 from scripts.lib.errors import OperationError
 from scripts.lib.teardown.model import Timeouts
+from tests.doubles.cloudformation_delete import DeleteFailedStacks
 from tests.doubles.fake_kube import FakeKube
 from tests.scripts.conftest import IECS, endpoint_config, make_cfg
 
@@ -96,7 +97,7 @@ def moto_eni(eni_id: str) -> Any:
     return ec2_backends[DEFAULT_ACCOUNT_ID][REGION].enis[eni_id]
 
 
-class World:
+class World(DeleteFailedStacks):
     """A moto account holding one dev environment, plus a timeline of every delete."""
 
     def __init__(self, kube: FakeKube) -> None:
@@ -171,82 +172,6 @@ class World:
             events.register("after-call.cloudformation.DescribeStacks", self._failed_status)
             events.register("after-call.cloudformation.DescribeStackEvents", self._failed_events)
         return self._serialized(client)
-
-    # A thin double of CloudFormation's DELETE_FAILED on a bucket that is not empty: moto's
-    # DeleteStack raises on such a bucket and drops the stack instead of keeping it
-    # DELETE_FAILED with an event naming the bucket. The buckets and their objects stay moto's.
-
-    def _delete_stack_call(self, context: dict[str, Any], **_: Any) -> Any:
-        cfn = self.plain("cloudformation")  # not recorded
-        s3 = self.plain("s3")
-        try:
-            stack = cfn.describe_stacks(StackName=context["stack_name"])["Stacks"][0]
-        except ClientError:
-            return None  # moto answers for a stack that does not exist
-        stack_id = stack["StackId"]
-        resources = cfn.list_stack_resources(StackName=stack_id)["StackResourceSummaries"]
-        buckets = [r for r in resources if r["ResourceType"] == "AWS::S3::Bucket"]
-        if buckets and self.deliveries_at_delete:
-            self.deliveries_at_delete -= 1
-            late = next(b for b in buckets if b["LogicalResourceId"] == "AccessLogs")
-            s3.put_object(Bucket=late["PhysicalResourceId"], Key="s3-access/late", Body=b"log")
-        full = [
-            b["PhysicalResourceId"]
-            for b in buckets
-            if s3.list_object_versions(Bucket=b["PhysicalResourceId"]).get("Versions")
-            or s3.list_object_versions(Bucket=b["PhysicalResourceId"]).get("DeleteMarkers")
-        ]
-        if not full:
-            self.failed.pop(stack_id, None)
-            return None  # moto deletes the stack and its (empty) buckets
-        self.failed[stack_id] = self.blame or full[0]
-        return AWSResponse("", 200, {}, None), {"ResponseMetadata": {"HTTPStatusCode": 200}}
-
-    def _failed_status(self, parsed: dict[str, Any], **_: Any) -> None:
-        for stack in parsed.get("Stacks", []):
-            answered = self._in_progress.pop(stack["StackId"], 0)
-            if stack["StackId"] in self.failed:
-                stack["StackStatus"] = "DELETE_FAILED"
-                stack["StackStatusReason"] = "The following resource(s) failed to delete: [...]"
-            elif stack["StackStatus"] == "DELETE_COMPLETE" and self.deleting.get(
-                stack["StackName"]
-            ):
-                self.deleting[stack["StackName"]] -= 1
-                stack["StackStatus"] = "DELETE_IN_PROGRESS"
-                self._in_progress[stack["StackId"]] = answered + 1
-
-    def _failed_events(self, parsed: dict[str, Any], **_: Any) -> None:
-        events = parsed.get("StackEvents") or []
-        answered = events and self._in_progress.get(events[0]["StackId"])
-        if answered:  # the stack's own event first; its resources' from the second answer on
-            stack = {"StackId": events[0]["StackId"], "LogicalResourceId": "stack"}
-            topic = {**stack, "LogicalResourceId": "Topic", "ResourceType": "AWS::SNS::Topic",
-                     "ResourceStatus": "DELETE_IN_PROGRESS"}  # fmt: skip
-            parsed["StackEvents"] = [
-                *([topic] if answered > 1 else []),
-                {**stack, "ResourceType": "AWS::CloudFormation::Stack",
-                 "ResourceStatus": "DELETE_IN_PROGRESS", "ResourceStatusReason": "User Initiated"},
-                *events,
-            ]  # fmt: skip
-            return
-        if not events or events[0]["StackId"] not in self.failed:
-            return
-        stack_id, bucket = events[0]["StackId"], self.failed[events[0]["StackId"]]
-        stack = {"StackId": stack_id, "ResourceType": "AWS::CloudFormation::Stack"}
-        parsed["StackEvents"] = [
-            {**stack, "LogicalResourceId": "stack", "ResourceStatus": "DELETE_FAILED"},
-            {
-                "StackId": stack_id,
-                "LogicalResourceId": "AccessLogs",
-                "PhysicalResourceId": bucket,
-                "ResourceType": "AWS::S3::Bucket",
-                "ResourceStatus": "DELETE_FAILED",
-                "ResourceStatusReason": "The bucket you tried to delete is not empty (Service: "
-                "S3, Status Code: 409, Error Code: BucketNotEmpty)",
-            },
-            {**stack, "LogicalResourceId": "stack", "ResourceStatus": "DELETE_IN_PROGRESS"},
-            *events,
-        ]
 
     def _record(self, model: Any, params: dict[str, Any], **_: Any) -> None:
         if model.name in self.denied:
