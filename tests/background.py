@@ -16,7 +16,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from infra.validation import templates_in
+from infra.validation import errors_only, lint_templates, templates_in
 
 _pool: ProcessPoolExecutor | None = None
 _futures: dict[tuple[Any, ...], Future[Any]] = {}
@@ -52,8 +52,6 @@ def shutdown() -> None:
 
 
 def _lint_errors(outdir: str, region: str) -> dict[str, list[str]]:
-    from infra.validation import errors_only, lint_templates
-
     found = lint_templates(templates_in(Path(outdir)), [region])
     return {template.name: [str(m) for m in errors_only(m)] for template, m in found.items()}
 

@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from infra.config import load_config
+from k8s.app import build_charts
+from tools.kubectl_steps import updated_page
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 MAKE_TARGET = re.compile(r"(?<![\w-])make ([a-z][a-z-]*)")
@@ -64,9 +68,6 @@ KUBECTL_PAGE = ROOT / "docs" / "kubernetes-layer.md"
 
 
 def _dev_chart_files() -> list[str]:
-    from infra.config import load_config
-    from k8s.app import build_charts
-
     return [f"{name}.yaml" for name, _ in build_charts(load_config("dev")).ordered]
 
 
@@ -80,8 +81,6 @@ def test_the_kubectl_steps_apply_every_file_make_manifests_writes_in_its_order()
 
 
 def test_the_generated_kubectl_steps_are_up_to_date() -> None:
-    from tools.kubectl_steps import updated_page
-
     text = KUBECTL_PAGE.read_text()
     assert updated_page(text) == text, "docs/kubernetes-layer.md is stale: run `make docs`"
 

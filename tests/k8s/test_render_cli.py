@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from infra.config import load_config
 from k8s import render as render_module
-from k8s.render import KYVERNO_VALUES, LOCK_DIR, render
+from k8s.app import build_charts
+from k8s.render import CHART_FILE, KYVERNO_VALUES, LOCK_DIR, kubectl_steps, render, render_config
 from scripts.commands import dashboard
 from scripts.lib.errors import Exit
+from tests.k8s.conftest import env_config, env_fsx
 
 
 @pytest.fixture(autouse=True)
@@ -87,9 +90,6 @@ def test_the_dashboard_keeps_the_manifests_written_before_it(tmp_path: Path) -> 
 @pytest.mark.parametrize("env", ["dev", "fsx"])
 def test_every_chart_file_follows_the_name_the_renderer_cleans_up(env: str) -> None:
     """A chart file named outside the scheme would stay behind once its chart is off."""
-    from k8s.app import build_charts
-    from k8s.render import CHART_FILE
-    from tests.k8s.conftest import env_config, env_fsx
 
     charts = build_charts(env_config(env), fsx=env_fsx(env))
     names = [f"{name}.yaml" for name, _ in charts.ordered]
@@ -104,8 +104,6 @@ def test_the_notes_apply_every_written_file_with_kubectl_in_its_order(
 ) -> None:
     """dist/<env>/README.md's kubectl steps: every chart file once, in apply order, with the
     Kyverno install between the files before the policy and the policy."""
-    from k8s.render import render_config
-    from tests.k8s.conftest import env_config, env_fsx
 
     config = env_config(env)
     files = render_config(config, tmp_path / "out", tmp_path / "locks", fsx=env_fsx(env))
@@ -118,8 +116,6 @@ def test_the_notes_apply_every_written_file_with_kubectl_in_its_order(
 
 
 def test_without_installing_kyverno_the_steps_say_the_cluster_serves_the_policy() -> None:
-    from infra.config import load_config
-    from k8s.render import kubectl_steps
 
     config = load_config("dev")
     kv = config.kvcache
