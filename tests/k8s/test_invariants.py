@@ -1,4 +1,4 @@
-"""The product's promises, checked on the rendered objects of dev, test and prod (issue 17).
+"""The product's promises, checked on the rendered objects of dev, test and prod.
 
 Each test is named for a promise and recomputes what it expects from the config or from another
 rendered object, never from the module that renders it, so a change in one place that is not

@@ -255,7 +255,7 @@ def test_every_reference_resolves(objs: list[Obj]) -> None:
     _fail(reference_problems(objs))
 
 
-# --- invariants (issue 17) --------------------------------------------------------------------
+# --- invariants -----------------------------------------------------------------------------------
 
 
 def _one(objs: list[Obj], kind: str, name: str) -> Obj:
@@ -357,7 +357,7 @@ def test_each_port_agrees_across_container_service_and_toml(curvine_objs: list[O
     _fail(problems)
 
 
-# --- placement and hardening (issue 10 rehearsal, issue 11 item 5) ----------------------------
+# --- placement and hardening ----------------------------------------------------------------------
 
 GPU = {"curvine-worker", "curvine-csi-node", "curvine-l2-evictor", "fsx-l2-evictor"}
 SYSTEM = {"curvine-master", "curvine-csi-controller"}

@@ -1,4 +1,4 @@
-"""The example mutations of issue 17, each with the named tests that must catch it.
+"""The example mutations, each with the named tests that must catch it.
 
 ``python -m tests.mutation.examples [NUMBER ...]`` applies each one to the working tree, runs
 its tests, restores the file and reports CAUGHT or MISSED (exit 1 if any is missed). It edits

@@ -1,5 +1,5 @@
 """The stack layout as synthesized (shared ``dev`` synth): who waits for whom, and the
-deploy-time model's figures for it (scripts/deploy_plan.py with deploy_durations.yaml)."""
+deploy-time model's figures for it (scripts/lib/deploy_plan.py with deploy_durations.yaml)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from tests.synth_support import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
 # against 32.7, 1.200): stacks holding stateful resources (network, eks, hyperpod) stay as they
-# are, so their hand-offs cost a stack overhead each. The issue's target is 1.05; what is left and
+# are, so their hand-offs cost a stack overhead each. The target is 1.05; what is left and
 # why is in docs/deploy-time.md.
 MAX_DEPLOY_RATIO = 1.12
 MAX_DESTROY_RATIO = 1.21

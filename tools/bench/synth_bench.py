@@ -3,7 +3,7 @@
 Each run times, one after the other and each as fresh processes (no CLI): the bare app; the full
 app (``python app.py``); and what `make synth` runs (the full app writing the manifests too, then
 cfn-lint over every template). Wall time and peak resident memory are printed with their ratios
-to the bare app. Target (issue 12): `make synth` within 2x of the bare app. All three keep CDK's
+to the bare app. Target: `make synth` within 2x of the bare app. All three keep CDK's
 built-in template validation on (its default); in the bare app it is most of the time.
 
 Usage: python -m tools.bench.synth_bench [--env dev] [--runs 3]

@@ -35,7 +35,7 @@ GROUPS = {
     "gpu_group": {"name": "worker-group-1", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
     "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
 }
-# What Quick Install installs (the issue and the AWS walk-through list these five).
+# What Quick Install installs (the AWS walk-through lists these five).
 INSTALLED = {
     "cert-manager": {"addonVersion": "v1.18.2-eksbuild.2"},
     "metrics-server": {"addonVersion": "v0.8.0-eksbuild.6"},

@@ -142,7 +142,7 @@ def test_operator_3_2_pods_that_the_rule_missed_fail_naming_what_they_lack(
 
 
 def test_operator_3_2_pods_admitted_through_the_rule_pass(kube: FakeKube) -> None:
-    """The same Pods after the rendered Kyverno rule (tests/k8s/kyverno_eval) mutated them at
+    """The same Pods after the rendered Kyverno rule (tests/doubles/kyverno_eval.py) mutated them at
     admission: verify finds everything L2 needs."""
     _as_operator_3_2_renders(kube)
     policy = {"spec": {"rules": [rule(CFG, REF)]}}

@@ -2,7 +2,7 @@
 until its provisioner removed it, and gives up with one line.
 
 Double: a local fake Kubernetes API server (tests/doubles/ownership_fake_kube.py, built on
-tests/scripts/fake_kube.py) driven by the official ``kubernetes`` client, so the handler's real
+tests/doubles/fake_kube.py) driven by the official ``kubernetes`` client, so the handler's real
 URLs, verbs, content types and error statuses are exercised. The fake stores objects and does not
 run admission or controllers (a deleted Namespace does not delete its contents).
 """
