@@ -37,7 +37,7 @@ def master_storage_class(config: AppConfig) -> str:
 # sets it itself, so it is present even on clusters (existing-cluster mode) whose nodes do not
 # carry the labels configured in ``hyperpod.*_group.labels``. Evidence: public HyperPod EKS
 # manifests and tools select nodes with this key; no AWS documentation page stating it could be
-# read offline. See docs/kubernetes-hardening.md ("Node placement") for how to check it on a
+# read offline. See docs/kubernetes-layer.md ("Node placement") for how to check it on a
 # cluster (``kubectl get nodes -L sagemaker.amazonaws.com/instance-group-name``).
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
 

@@ -49,7 +49,7 @@ PLACEHOLDER_MODEL_BUCKET = "amzn-s3-demo-replace-with-model-bucket"
 class ModelConfig(Section):
     source: Literal["huggingface", "s3"] = "s3"
     """Where the operator downloads the weights from. ``s3``: ``s3_bucket``/``s3_prefix`` (stage
-    them with ``aws s3 sync``, docs/endpoints-and-l2-policy.md). ``huggingface`` needs an add-on
+    them with ``aws s3 sync``, docs/kubernetes-layer.md). ``huggingface`` needs an add-on
     whose operator is 3.1 or later (infra/config/operator_versions.py)."""
     hugging_face_model_id: str = "Qwen/Qwen3-8B"
     """Hugging Face model id (source huggingface)."""

@@ -245,7 +245,7 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             f"{' or '.join(op.model_sources)} (model sources of operator {op.version}, shipped "
             f"by the pinned add-on {addon.version})",
             "use source s3 with model.s3_bucket (stage the weights with aws s3 sync, see "
-            "docs/endpoints-and-l2-policy.md), or pin an add-on version shipping operator 3.1+ "
+            "docs/kubernetes-layer.md), or pin an add-on version shipping operator 3.1+ "
             "after checking `aws eks describe-addon-versions --addon-name "
             f"{ADDON_NAME} --kubernetes-version {app.eks.kubernetes_version}` and adding "
             "its CRD (infra/config/operator_versions.py)",

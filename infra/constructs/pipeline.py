@@ -219,7 +219,7 @@ class NightlyRecreate(Construct):
             # deletion: GuardDuty creates them (not our stacks), tagged GuardDutyManaged=true.
             # No network-interface deletes: ENIs carry no tags and the VPC id changes with every
             # recreate, so no condition could keep them to this environment; teardown leaves
-            # them to CloudFormation (docs/operations-cli.md).
+            # them to CloudFormation (docs/cli.md).
             iam.PolicyStatement(
                 sid="SweepGuardDutyNetworkLeftovers",
                 actions=["ec2:DeleteVpcEndpoints", "ec2:DeleteSecurityGroup"],

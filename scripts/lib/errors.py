@@ -12,7 +12,7 @@ from urllib3 import exceptions as net
 
 
 class Exit(IntEnum):
-    """Process exit codes, the same for every command (README.md, Operations CLI, lists them)."""
+    """Process exit codes, the same for every command (docs/cli.md lists them)."""
 
     OK = 0
     CHECK_FAILED = 1  # a check or verdict failed (preflight, verify)
@@ -71,7 +71,7 @@ def describe_failure(exc: BaseException) -> CliError | None:
         if code in ("ExpiredToken", "ExpiredTokenException", "RequestExpired"):
             hint = "refresh the credentials (`aws sso login`) and re-run"
         elif code in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
-            hint = "use a role that allows this call (see docs/operations-cli.md) and re-run"
+            hint = "use a role that allows this call (see docs/cli.md) and re-run"
         elif code in (
             "InvalidClientTokenId",
             "UnrecognizedClientException",

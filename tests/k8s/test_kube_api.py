@@ -151,7 +151,7 @@ def test_every_built_in_kind_the_charts_build_comes_from_a_typed_class(
     env: str, config: AppConfig
 ) -> None:
     """Only a custom resource (no typed class to build it with) is written field by field,
-    out of mypy's sight (docs/kubernetes-hardening.md, "Typed objects"): every other object is an
+    out of mypy's sight (docs/kubernetes-layer.md, "Typed objects"): every other object is an
     instance of a typed cdk8s-plus class, the collector's RBAC included."""
     charts = [chart for _, chart in build_charts(config, fsx=env_fsx(env)).ordered]
     charts.append(ObservabilityChart(cdk8s.App(), "observability", config=config))

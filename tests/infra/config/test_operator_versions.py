@@ -64,7 +64,7 @@ def test_huggingface_under_operator_3_0_is_refused_at_synth(raw: dict[str, Any])
         "config/test.yaml: kvcache.endpoints.0.model.source = 'huggingface': allowed: s3 or fsx "
         "(model sources of operator 3.0, shipped by the pinned add-on v1.0.0-eksbuild.1); fix: "
         "use source s3 with model.s3_bucket (stage the weights with aws s3 sync, see "
-        "docs/endpoints-and-l2-policy.md), or pin an add-on version shipping operator 3.1+ after "
+        "docs/kubernetes-layer.md), or pin an add-on version shipping operator 3.1+ after "
         "checking `aws eks describe-addon-versions --addon-name "
         "amazon-sagemaker-hyperpod-inference --kubernetes-version 1.34` and adding its CRD "
         "(infra/config/operator_versions.py)"
