@@ -45,3 +45,43 @@ def test_main_deploys_through_oidc_without_keys(workflow: dict[str, Any]) -> Non
     text = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
     assert "AWS_ACCESS_KEY_ID" not in text and "secrets." not in text
     assert "make deploy ENV=test" in runs(job)
+
+
+def test_pull_requests_run_make_lint_with_node_for_its_synth(workflow: dict[str, Any]) -> None:
+    """`make lint` (ruff, ruff format, mypy, checkov) runs on every pull request; it synthesizes
+    dev first when cdk.out/ is missing, which needs Node.js (jsii) beside Python."""
+    jobs = [job for job in workflow["jobs"].values() if "make lint" in runs(job)]
+    assert jobs, "no job runs make lint"
+    (job,) = jobs
+    assert "if" not in job, "make lint must run on pull requests too"
+    uses = [step.get("uses", "") for step in job["steps"]]
+    assert any(u.startswith("actions/setup-python") for u in uses)
+    assert any(u.startswith("actions/setup-node") for u in uses)
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\nlint:", 1)[1].split("\n\n", 1)[0]
+    for tool in ("ruff check", "ruff format --check", "mypy", "checkov"):
+        assert tool in recipe, f"make lint does not run {tool}"
+
+
+def test_the_test_job_installs_promtool_and_shellcheck_before_the_tests(
+    workflow: dict[str, Any],
+) -> None:
+    """Their tests skip, saying why, where the tools are absent: CI must have them so the alert
+    rules are evaluated and the lifecycle script is linted."""
+    commands = runs(workflow["jobs"]["test"])
+    install = next((i for i, c in enumerate(commands) if "apt-get install" in c), None)
+    assert install is not None, "the test job installs nothing with apt-get"
+    packages = commands[install].split("apt-get install", 1)[1].split()
+    assert {"prometheus", "shellcheck"} <= set(packages)
+    assert install < commands.index("make test")
+
+
+def test_ci_run_lints_what_it_synthesized() -> None:
+    """`.ci/run` (a clean clone's CI entry point) runs the tests, synthesizes the default
+    environment, and lints it."""
+    lines = [
+        line.strip()
+        for line in (ROOT / ".ci" / "run").read_text().splitlines()
+        if line.strip().startswith("make ")
+    ]
+    assert lines == ["make test", "make synth", "make lint"]
