@@ -17,8 +17,8 @@ from tests.synth_support import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
 # against 32.7, 1.200): stacks holding stateful resources (network, eks, hyperpod) stay as they
-# are, so their hand-offs cost a stack overhead each. The target is 1.05; what is left and
-# why is in docs/deploy-time.md.
+# are, so their hand-offs cost a stack overhead each; what is left and why is in
+# docs/deploy-time.md.
 MAX_DEPLOY_RATIO = 1.12
 MAX_DESTROY_RATIO = 1.21
 TIERED = "Custom::HyperPodTieredStorage"

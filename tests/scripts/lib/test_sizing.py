@@ -68,7 +68,7 @@ def test_text_config_of_multimodal_models(tmp_path: Path) -> None:
 @pytest.mark.parametrize("utilization", [0.5, 0.9])
 def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float) -> None:
     """vLLM takes gpu_memory_utilization of each GPU; L0 is what is left after the weights and
-    the per-GPU overhead (sizing once ignored the utilization)."""
+    the per-GPU overhead, at the configured utilization."""
     report = size_model(
         "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
         gpu_memory_gib=48, instance_memory_gib=128, gpu_nodes=2, tiered_storage_percent=20,
