@@ -230,7 +230,7 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
     # Only endpoints with L2: one without reads nothing from it by design. Job names are DNS
     # labels joined by "-", nothing a regex would read as an operator.
     l2_jobs = "|".join(vllm_job(e.namespace, e.name)
-                       for e in config.kvcache.endpoints if e.enable_l2_cache)  # fmt: skip
+                       for e in config.kvcache.endpoints if e.has_l2)  # fmt: skip
     if l2_jobs:
         sel = f'{{job=~"{l2_jobs}"}}'
         rules.append({

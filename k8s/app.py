@@ -55,7 +55,7 @@ def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
     app = cdk8s.App()
     on = config.kvcache.curvine.enabled
     # The L2 claim and policy exist with either store; Curvine's own charts only with Curvine.
-    l2 = config.kvcache.l2_enabled
+    l2 = config.kvcache.shared_store is not None
     return Charts(
         namespaces=NamespacesChart(app, "namespaces", config=config),
         storage=StorageChart(app, "storage", config=config),

@@ -64,7 +64,7 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
         str(gpus),
         *e.args,
     ]
-    l2 = e.enable_l2_cache
+    l2 = e.has_l2
     return ie.InferenceEndpointConfigSpec(
         model_name=e.name,
         endpoint_name=e.name,

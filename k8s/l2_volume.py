@@ -55,7 +55,7 @@ def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:
 
 def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
     """The claim the L2 policy mounts in every endpoint namespace."""
-    if config.kvcache.l2_backend != "fsx_lustre":
+    if not config.kvcache.uses("fsx_lustre"):
         return PVC
     if fsx is None:
         # No placeholder: a PersistentVolume naming no real file system is accepted by the API
@@ -67,7 +67,7 @@ def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
 def pool_bytes(config: AppConfig) -> int:
     """Capacity of the L2 pool: every GPU node's worker capacity (Curvine), or the file
     system's capacity (FSx for Lustre)."""
-    if config.kvcache.l2_backend == "fsx_lustre":
+    if config.kvcache.uses("fsx_lustre"):
         return config.kvcache.fsx.storage_capacity_gib * 2**30
     return (
         config.kvcache.curvine.worker.capacity_gib
@@ -82,7 +82,7 @@ class L2VolumeChart(cdk8s.Chart):
     ):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         claim = l2_claim(config, fsx)  # refuses FSx without its file system
-        if config.kvcache.l2_backend == "fsx_lustre":
+        if config.kvcache.uses("fsx_lustre"):
             assert fsx is not None
             self._fsx(config, fsx)
             return

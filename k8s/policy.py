@@ -114,7 +114,7 @@ def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, An
 
 
 def l2_endpoints(config: AppConfig) -> list[EndpointConfig]:
-    return [e for e in config.kvcache.endpoints if e.enable_l2_cache]
+    return list(config.kvcache.mounted_endpoints)
 
 
 def _cel_list(values: list[str]) -> str:

@@ -186,7 +186,7 @@ Pods are created, keep `60-endpoints.yaml` in a second folder whose Kustomizatio
 
 
 def needs_file_system(config: AppConfig) -> bool:
-    return config.kvcache.l2_backend == "fsx_lustre"
+    return config.kvcache.uses("fsx_lustre")
 
 
 def render(

@@ -1,5 +1,5 @@
-"""The L2 store on Amazon FSx for Lustre (``kvcache.l2_backend: fsx_lustre``) and its optional
-export to S3."""
+"""The L2 store on Amazon FSx for Lustre (endpoints with ``l2_backend: fsx_lustre``) and its
+optional export to S3."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import aws_id, region, s3_bucket
 
-L2_BACKENDS = ("curvine", "fsx_lustre")
 # FSx for Lustre PERSISTENT_2 (SSD): throughput per TiB it accepts, and its capacity steps
 # (CreateFileSystem / UpdateFileSystem, "Managing throughput capacity" in the Lustre guide).
 FSX_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)

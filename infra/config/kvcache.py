@@ -1,16 +1,19 @@
-"""The Kubernetes layer: Curvine or FSx for Lustre (L2), Kyverno and the inference endpoints.
+"""The Kubernetes layer: the inference endpoints, each with its L2 backend, and what those
+backends need (Curvine or FSx for Lustre, Kyverno and the L2 policy).
 
-Values that Kubernetes or Curvine cannot change after the first deploy (the Curvine master count,
-an endpoint's routing strategy) are recorded in a committed lock file (``infra/config/locks.py``);
-the loader refuses a config that disagrees with its lock.
+Each endpoint's ``l2_backend`` is concrete once the section validates (null takes
+``kvcache.l2_backend``), and Curvine is deployed exactly when some endpoint uses it. Values that
+Kubernetes or Curvine cannot change after the first deploy (the Curvine master count, an
+endpoint's routing strategy and L2 backend) are recorded in a committed lock file
+(``infra/config/locks.py``); the loader refuses a config that disagrees with its lock.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal, get_args
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from infra.config.base import Section
 from infra.config.curvine import CurvineConfig
@@ -19,7 +22,11 @@ from infra.config.fields import dns_label, pinned_image, s3_bucket
 from infra.config.fsx import FsxLustreConfig
 
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
-L2_BACKENDS = ("curvine", "fsx_lustre")
+L2Backend = Literal["curvine", "fsx_lustre", "tieredstorage", "none"]
+L2_BACKENDS: tuple[L2Backend, ...] = get_args(L2Backend)
+# The backends the L2 policy mounts into the Pod as a shared file system (LMCache's fs:// URL);
+# tieredstorage is the operator's own sagemaker-hyperpod:// URL, left as it renders it.
+MOUNTED_L2: tuple[L2Backend, ...] = ("curvine", "fsx_lustre")
 
 
 class KyvernoConfig(Section):
@@ -120,9 +127,14 @@ class EndpointConfig(Section):
     routing_strategy: str = "prefixaware"
     """Router strategy: prefixaware, kvaware, session or roundrobin. Set once, at creation."""
     enable_l1_cache: bool = True
-    """L1: LMCache CPU offload in the Pod."""
-    enable_l2_cache: bool = True
-    """L2: Curvine through the mutated fs:// URL (requires Tiered Storage and Curvine)."""
+    """L1: LMCache's CPU cache inside the Pod, in the Pod's own memory (``memory_gib``)."""
+    l2_backend: L2Backend | None = None
+    """This endpoint's L2 (the values of ``kvcache.l2_backend``); null (the default) takes
+    ``kvcache.l2_backend``. Recorded in the lock file: switching loses what the endpoint had
+    cached and needs ``kvcache.l2_backend_switch_confirmed``."""
+
+    # Set while the kvcache section resolves a null l2_backend: which field to name in messages.
+    _inherits_l2_backend: bool = PrivateAttr(default=False)
 
     @field_validator("name", "namespace")
     @classmethod
@@ -143,25 +155,59 @@ class EndpointConfig(Section):
             )
         return v
 
+    @property
+    def backend(self) -> L2Backend:
+        """The resolved ``l2_backend`` (concrete in every endpoint of a validated config)."""
+        if self.l2_backend is None:
+            raise ValueError(f"endpoint {self.name}: l2_backend is resolved by KvCacheConfig")
+        return self.l2_backend
+
+    @property
+    def mounts_l2(self) -> bool:
+        """Its L2 is a shared file system the L2 policy mounts (curvine or fsx_lustre)."""
+        return self.l2_backend in MOUNTED_L2
+
+    @property
+    def has_l2(self) -> bool:
+        """It has an L2 at all (any backend but none)."""
+        return self.l2_backend not in (None, "none")
+
+    def l2_field(self, i: int) -> str:
+        """The key that set its backend, for a message: its own ``kvcache.endpoints.<i>.
+        l2_backend``, or ``kvcache.l2_backend`` when it inherits that."""
+        return (
+            "kvcache.l2_backend"
+            if self._inherits_l2_backend
+            else f"kvcache.endpoints.{i}.l2_backend"
+        )
+
 
 class KvCacheConfig(Section):
-    l2_backend: Literal["curvine", "fsx_lustre"] = "curvine"
-    """The shared L2 store: ``curvine`` (the GPU nodes' NVMe pooled by Curvine) or
-    ``fsx_lustre`` (an FSx for Lustre file system, optionally exported to S3; Curvine is then
-    not deployed). Recorded in the lock file: switching loses the L2 contents and needs
-    ``l2_backend_switch_confirmed``. docs/architecture.md says when to pick which."""
+    l2_backend: L2Backend = "curvine"
+    """The L2 of every endpoint that does not set its own: ``curvine`` (the GPU nodes' NVMe
+    pooled by Curvine, mounted in the Pod and read by LMCache as ``fs://``), ``fsx_lustre`` (an
+    FSx for Lustre file system mounted the same way, optionally exported to S3),
+    ``tieredstorage`` (HyperPod's managed tier: the memory Tiered Storage reserves on every node
+    for the ai-toolkit daemon, read through LMCache's ``sagemaker-hyperpod://`` connector; needs
+    ``tiered_storage.mode: Enable``) or ``none`` (L1 only). Curvine is deployed only when some
+    endpoint uses it, the FSx file system likewise, Kyverno and the L2 policy only for those
+    two; Curvine and FSx do not share an environment. docs/architecture.md says when to pick
+    which."""
     l2_backend_switch_confirmed: bool = False
-    """Set to true (for one deploy) to switch ``l2_backend`` on an environment whose lock file
-    records the other backend; the cached KV of the old store is lost."""
+    """Set to true (for one deploy) to switch an endpoint's ``l2_backend`` from the one its
+    environment's lock file records; what the endpoint had cached in the old backend is lost."""
     curvine: CurvineConfig = CurvineConfig()
     fsx: FsxLustreConfig = FsxLustreConfig()
-    """The FSx for Lustre file system (used when ``l2_backend`` is ``fsx_lustre``)."""
+    """The FSx for Lustre file system (created when some endpoint's ``l2_backend`` is
+    ``fsx_lustre``)."""
     kyverno: KyvernoConfig = KyvernoConfig()
     endpoints: tuple[EndpointConfig, ...] = (EndpointConfig(),)
-    """Inference endpoints served from the cluster; all share one Curvine."""
+    """Inference endpoints served from the cluster; those on one shared backend share its
+    store (each in a directory named after it)."""
     l2_mount_path: str = "/mnt/curvine/l2cache"
-    """Where the policy mounts curvine-pvc in the vLLM container (LMCACHE_REMOTE_URL is
-    ``fs://localhost:0<path>/``): an absolute, normalized path of its own."""
+    """Where the policy mounts the L2 claim in the vLLM container of a curvine or fsx_lustre
+    endpoint (LMCACHE_REMOTE_URL is ``fs://localhost:0<path>/``): an absolute, normalized path
+    of its own."""
 
     @field_validator("l2_mount_path")
     @classmethod
@@ -181,25 +227,93 @@ class KvCacheConfig(Section):
             )
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _removed_keys(cls, data: Any) -> Any:
+        """``enable_l2_cache`` was replaced by ``l2_backend``: say so rather than "unknown key"."""
+        endpoints = data.get("endpoints") if isinstance(data, dict) else None
+        for i, e in enumerate(endpoints if isinstance(endpoints, list | tuple) else ()):
+            if isinstance(e, dict) and "enable_l2_cache" in e:
+                raise RuleViolation(
+                    "l2_backend (curvine, fsx_lustre, tieredstorage or none): enable_l2_cache "
+                    "was replaced by it",
+                    "write l2_backend: none where enable_l2_cache was false, and remove "
+                    "enable_l2_cache (the endpoint then takes kvcache.l2_backend)",
+                    field=f"kvcache.endpoints.{i}.enable_l2_cache",
+                    value=e["enable_l2_cache"],
+                )
+        return data
+
     @model_validator(mode="after")
-    def _backend_owns_curvine(self) -> KvCacheConfig:
-        """With fsx_lustre Curvine is not deployed: ``curvine.enabled`` follows the backend
-        unless written out, and written out as true it contradicts it."""
-        if self.l2_backend != "fsx_lustre" or not self.curvine.enabled:
-            return self
-        if "enabled" in self.curvine.model_fields_set:
-            raise RuleViolation(
-                "false (or absent) when kvcache.l2_backend is fsx_lustre: the file system is "
-                "the L2 store and Curvine is not deployed",
-                "remove kvcache.curvine.enabled, or set kvcache.l2_backend to curvine",
-                field="kvcache.curvine.enabled",
-                value=True,
-            )
+    def _resolve_backends(self) -> KvCacheConfig:
+        """Every endpoint's backend concrete; one shared store; Curvine deployed for its users."""
+        resolved = tuple(
+            e if e.l2_backend is not None else self._inherit(e) for e in self.endpoints
+        )
         # frozen model: set once, while validating
-        object.__setattr__(self, "curvine", self.curvine.model_copy(update={"enabled": False}))
+        object.__setattr__(self, "endpoints", resolved)
+        self._one_shared_store()
+        self._curvine_follows_endpoints()
         return self
 
+    def _inherit(self, e: EndpointConfig) -> EndpointConfig:
+        out = e.model_copy(update={"l2_backend": self.l2_backend})
+        out._inherits_l2_backend = True
+        return out
+
+    def _one_shared_store(self) -> None:
+        """One policy mount path and one claim per namespace: Curvine or FSx, not both."""
+        curvine = next((e for e in self.endpoints if e.l2_backend == "curvine"), None)
+        if curvine is None:
+            return
+        for i, e in enumerate(self.endpoints):
+            if e.l2_backend == "fsx_lustre":
+                raise RuleViolation(
+                    f"curvine, tieredstorage or none while endpoint {curvine.namespace}/"
+                    f"{curvine.name} uses curvine: Curvine and FSx for Lustre do not share an "
+                    "environment",
+                    f"use another environment for FSx, or set {e.l2_field(i)} to curvine",
+                    field=e.l2_field(i),
+                    value=e.l2_backend,
+                )
+
+    def _curvine_follows_endpoints(self) -> None:
+        """``curvine.enabled`` is true exactly when some endpoint uses curvine; written out, it
+        must agree."""
+        user = next((e for e in self.endpoints if e.l2_backend == "curvine"), None)
+        used = user is not None
+        if self.curvine.enabled == used:
+            return
+        if "enabled" in self.curvine.model_fields_set:
+            allowed = (
+                f"true (or absent) while endpoint {user.namespace}/{user.name} uses l2_backend "
+                "curvine"
+                if user is not None
+                else "false (or absent) while no endpoint's l2_backend is curvine: Curvine is "
+                "deployed only for the endpoints that use it"
+            )
+            fix = (
+                "remove kvcache.curvine.enabled; to run without Curvine set the endpoints' "
+                "l2_backend (or kvcache.l2_backend) to fsx_lustre, tieredstorage or none"
+                if user is not None
+                else "remove kvcache.curvine.enabled"
+            )
+            raise RuleViolation(
+                allowed, fix, field="kvcache.curvine.enabled", value=self.curvine.enabled
+            )
+        object.__setattr__(self, "curvine", self.curvine.model_copy(update={"enabled": used}))
+
+    def uses(self, backend: L2Backend) -> bool:
+        """Some endpoint's L2 is ``backend``."""
+        return any(e.l2_backend == backend for e in self.endpoints)
+
     @property
-    def l2_enabled(self) -> bool:
-        """A shared L2 store is deployed (Curvine, or the FSx file system)."""
-        return self.curvine.enabled or self.l2_backend == "fsx_lustre"
+    def shared_store(self) -> L2Backend | None:
+        """The file system the L2 policy mounts (curvine or fsx_lustre), or None: no endpoint
+        has one."""
+        return next((b for b in MOUNTED_L2 if self.uses(b)), None)
+
+    @property
+    def mounted_endpoints(self) -> tuple[EndpointConfig, ...]:
+        """The endpoints whose L2 the policy mounts (curvine or fsx_lustre), in config order."""
+        return tuple(e for e in self.endpoints if e.mounts_l2)

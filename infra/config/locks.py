@@ -30,11 +30,11 @@ def lock_of(app: AppConfig) -> dict[str, Any]:
     kv = app.kvcache
     return {
         "curvine_master_replicas": kv.curvine.master.replicas if kv.curvine.enabled else None,
-        # Only a backend other than the default is written, so the locks of Curvine
-        # environments stay as they were; a lock without the key means curvine.
-        **({"l2_backend": kv.l2_backend} if kv.l2_backend != "curvine" else {}),
         "endpoints": {
-            f"{e.namespace}/{e.name}": {"routing_strategy": e.routing_strategy}
+            f"{e.namespace}/{e.name}": {
+                "l2_backend": e.l2_backend,
+                "routing_strategy": e.routing_strategy,
+            }
             for e in kv.endpoints
         },
     }
@@ -71,16 +71,24 @@ def check_lock(app: AppConfig, lock: dict[str, Any] | None) -> None:
 
 
 def _check_backend_switch(app: AppConfig, lock: dict[str, Any]) -> None:
-    """The L2 store cannot change under a running environment without losing what it holds."""
+    """An endpoint's L2 cannot change under it without losing what it holds. A lock written
+    before backends were per endpoint records one ``l2_backend`` for all (absent: curvine)."""
     kv = app.kvcache
-    was = lock.get("l2_backend", "curvine")
-    if was == kv.l2_backend or kv.l2_backend_switch_confirmed:
+    if kv.l2_backend_switch_confirmed:
         return
-    raise RuleViolation(
-        f"{was!r} (recorded in k8s/locks/{app.environment}.json): switching the L2 store "
-        f"loses its contents (the cached KV of every endpoint)",
-        f"set it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: true for the "
-        "deploy that switches (then remove it)",
-        field="kvcache.l2_backend",
-        value=kv.l2_backend,
-    )
+    default = lock.get("l2_backend", "curvine")
+    recorded = lock.get("endpoints", {})
+    for i, e in enumerate(kv.endpoints):
+        entry = recorded.get(f"{e.namespace}/{e.name}")
+        was = entry.get("l2_backend", default) if entry is not None else None
+        if was is None or was == e.l2_backend:
+            continue
+        raise RuleViolation(
+            f"{was!r} (recorded for endpoint {e.namespace}/{e.name} in "
+            f"k8s/locks/{app.environment}.json): switching an endpoint's L2 loses what it "
+            "cached there",
+            f"set it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: true for the "
+            "deploy that switches (then remove it)",
+            field=e.l2_field(i),
+            value=e.l2_backend,
+        )

@@ -67,10 +67,10 @@ def _check_network_and_groups(app: AppConfig) -> None:
     gpu = app.hyperpod.gpu_group
     if app.kvcache.curvine.enabled and gpu.instance_count < 2:
         raise RuleViolation(
-            "at least 2 when the shared L2 cache (kvcache.curvine.enabled) is on: one node "
-            "cannot show cross-node reuse",
-            "set hyperpod.gpu_group.instance_count to 2 or more, or kvcache.curvine.enabled "
-            "to false",
+            "at least 2 while an endpoint's L2 is curvine (Curvine pools the GPU nodes' NVMe): "
+            "one node cannot show cross-node reuse",
+            "set hyperpod.gpu_group.instance_count to 2 or more, or move the endpoints off "
+            "curvine (kvcache.l2_backend or the endpoint's l2_backend)",
             field="hyperpod.gpu_group.instance_count",
             value=gpu.instance_count,
         )
@@ -259,20 +259,23 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=f"{field}.model.s3_bucket",
             value=None,
         )
-    if e.enable_l2_cache and app.tiered_storage.mode != "Enable":
+    if e.has_l2 and app.tiered_storage.mode != "Enable":
         raise RuleViolation(
-            "false while tiered_storage.mode is Disable (L2 rides on HyperPod Tiered Storage)",
-            "set tiered_storage.mode to Enable, or enable_l2_cache to false",
-            field=f"{field}.enable_l2_cache",
-            value=True,
+            f"none while tiered_storage.mode is Disable ({_WHY_TIERED_STORAGE[e.backend]})",
+            f"set tiered_storage.mode to Enable, or {e.l2_field(i)} to none",
+            field=e.l2_field(i),
+            value=e.l2_backend,
         )
-    if e.enable_l2_cache and not app.kvcache.l2_enabled:
-        raise RuleViolation(
-            "false while kvcache.curvine.enabled is false (Curvine is the L2 store)",
-            "set kvcache.curvine.enabled to true, or enable_l2_cache to false",
-            field=f"{field}.enable_l2_cache",
-            value=True,
-        )
+
+
+# Why an endpoint with an L2 needs Tiered Storage on, by backend.
+_WHY_TIERED_STORAGE = {
+    "tieredstorage": "the tieredstorage L2 is the memory Tiered Storage reserves for the "
+    "ai-toolkit daemon",
+    "curvine": "the operator renders an L2 endpoint's Pod with a mount of the ai-toolkit "
+    "daemon's shared memory, which only Tiered Storage creates",
+}
+_WHY_TIERED_STORAGE["fsx_lustre"] = _WHY_TIERED_STORAGE["curvine"]
 
 
 def _check_gpu_slots(app: AppConfig) -> None:
@@ -363,7 +366,7 @@ def check_kvcache(app: AppConfig) -> None:
             field="kvcache.curvine.static_pv.enabled",
             value=True,
         )
-    if kv.l2_backend == "fsx_lustre":
+    if kv.uses("fsx_lustre"):
         _check_fsx(app)
     if not kv.kyverno.install and app.existing_cluster is None:
         raise RuleViolation(

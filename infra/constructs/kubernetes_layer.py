@@ -85,7 +85,7 @@ class KubernetesLayer(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.l2_file_system: FsxLustreL2 | None = None
-        if config.kvcache.l2_backend == "fsx_lustre":
+        if config.kvcache.uses("fsx_lustre"):
             self.l2_file_system = l2_file_system(self, config, network)
         fsx = self.l2_file_system.volume if self.l2_file_system else None
         # The charts as deployed: the FSx values are CDK tokens here (never written to dist/).

@@ -25,10 +25,10 @@ def run(
 ) -> Exit:
     cfg = runtime.config(env)
     ref = runtime.endpoint(cfg, endpoint, namespace)
-    if not ref.enable_l2_cache:
+    if not ref.mounts_l2:
         raise runtime.fail(
-            f"{ref.namespace}/{ref.name}: enable_l2_cache is false in config/{env}.yaml, so the "
-            "policy gives it no L2; set it to true first",
+            f"{ref.namespace}/{ref.name}: l2_backend is {ref.l2_backend} in config/{env}.yaml, "
+            "so the policy gives it no L2 to patch (only curvine and fsx_lustre are mounted)",
             Exit.USAGE,
         )
     clients = runtime.CLIENTS(cfg, context)

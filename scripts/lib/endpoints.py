@@ -65,7 +65,7 @@ def l2_claim(clients: Clients, cfg: AppConfig) -> str:
     """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
     the claim named after the deployed file system (read from the kvcache stack's outputs;
     OperationError with the reason when it cannot be)."""
-    if cfg.kvcache.l2_backend != "fsx_lustre":
+    if not cfg.kvcache.uses("fsx_lustre"):
         return PVC
     try:
         return fsx_claim(deployed_file_system(cfg, clients.aws("cloudformation")))

@@ -345,10 +345,10 @@ def test_the_workers_missing_alert_fires_when_the_master_counts_fewer_live_than_
 
 
 def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: Path) -> None:
-    """An endpoint with ``enable_l2_cache: false`` reads nothing from L2 by design: serving
+    """An endpoint with ``l2_backend: none`` reads nothing from L2 by design: serving
     requests with no L2 reads alerts the endpoint that has L2, and only that one."""
     (with_l2,) = BASE["kvcache"]["endpoints"]
-    without = {**with_l2, "name": "qwen3-8b-l1-only", "enable_l2_cache": False, "replicas": 1}
+    without = {**with_l2, "name": "qwen3-8b-l1-only", "l2_backend": "none", "replicas": 1}
     with_l2 = {**with_l2, "replicas": 1}
     config = parse_config(with_overrides({"kvcache.endpoints": [with_l2, without]}), SOURCE, "dev")
     text, rules = _rules(config)
@@ -370,7 +370,7 @@ def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: P
     alerted = [
         _alert(rule, {"namespace": e.namespace, "endpoint": e.name})
         for e in config.kvcache.endpoints
-        if e.enable_l2_cache
+        if e.has_l2
     ]
     assert [a["exp_labels"]["endpoint"] for a in alerted] == [with_l2["name"]]
     run_rule_tests(text, [_case(rule["alert"], series, [(1 + wait, alerted)])], tmp_path)

@@ -28,7 +28,7 @@ def test_curvine_as_l2_gets_every_chart_in_apply_order() -> None:
 
 def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy() -> None:
     """Endpoints that keep their KV cache in GPU and CPU memory only: nothing to mount."""
-    no_l2 = {"kvcache.curvine.enabled": False, "kvcache.endpoints.0.enable_l2_cache": False}
+    no_l2 = {"kvcache.endpoints.0.l2_backend": "none"}
     assert chart_names(no_l2) == ["00-namespaces", "10-storage", "60-endpoints"]
 
 

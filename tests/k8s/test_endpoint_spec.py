@@ -37,7 +37,7 @@ SECOND: dict[str, Any] = {
     "args": ["--max-model-len", "8192", "--enforce-eager"],
     "routing_strategy": "kvaware",
     "enable_l1_cache": False,
-    "enable_l2_cache": False,
+    "l2_backend": "none",
     "model": {
         "source": "s3",
         "s3_bucket": "amzn-s3-demo-llama-weights",
@@ -97,10 +97,10 @@ def assert_endpoints_carry_their_config(config: AppConfig, objs: list[Obj]) -> N
         assert worker["modelInvocationPort"] == {"containerPort": e.container_port, "name": "http"}
         assert worker["modelVolumeMount"] == {"name": MODEL_VOLUME, "mountPath": MODEL_PATH}
         # The CRD's L2 backends are redis and tieredstorage; L2 rides on Tiered Storage.
-        l2 = {"l2CacheSpec": {"l2CacheBackend": "tieredstorage"}} if e.enable_l2_cache else {}
+        l2 = {"l2CacheSpec": {"l2CacheBackend": "tieredstorage"}} if e.has_l2 else {}
         assert spec["kvCacheSpec"] == {
             "enableL1Cache": e.enable_l1_cache,
-            "enableL2Cache": e.enable_l2_cache,
+            "enableL2Cache": e.has_l2,
             **l2,
         }
         # The CRD's enum is the lower-case strategy name, as the config spells it.
@@ -130,9 +130,9 @@ def test_a_second_endpoint_with_its_own_settings_carries_them() -> None:
     config, objs = _render(MIXED)
     second = config.kvcache.endpoints[1]
     # The variant does take the branches it is for.
-    assert (second.enable_l1_cache, second.enable_l2_cache) == (False, False)
+    assert (second.enable_l1_cache, second.has_l2) == (False, False)
     assert second.instance_type == "ml.g6e.12xlarge" and second.tensor_parallel_size == 2
-    assert config.kvcache.endpoints[0].enable_l2_cache
+    assert config.kvcache.endpoints[0].has_l2
     assert_endpoints_carry_their_config(config, objs)
 
 

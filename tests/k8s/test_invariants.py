@@ -171,7 +171,7 @@ def test_every_endpoint_pod_mounts_the_rwx_l2_claim_at_the_path_in_its_url(
     objs: list[Obj], config: AppConfig
 ) -> None:
     patches = list(_l2_patches(objs))
-    l2_namespaces = {e.namespace for e in config.kvcache.endpoints if e.enable_l2_cache}
+    l2_namespaces = {e.namespace for e in config.kvcache.mounted_endpoints}
     assert {ns for ns, _, _ in patches} == l2_namespaces
     claims = {
         (o["metadata"]["namespace"], o["metadata"]["name"]): o

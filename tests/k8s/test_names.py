@@ -47,7 +47,7 @@ def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"])
               for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
     assert {(e.namespace, claim) for e in config.kvcache.endpoints} <= claims
-    if any(e.enable_l2_cache for e in config.kvcache.endpoints):
+    if config.kvcache.mounted_endpoints:
         assert POLICY in _named(objs, "ClusterPolicy")
 
 

@@ -153,7 +153,7 @@ def test_an_endpoint_pod_still_waits_for_its_l2_mutation(
     policy = next(o for o in objs if o["kind"] == "ClusterPolicy")
     # Kyverno's CRD accepts the webhook settings (strictly: no field it would drop).
     jsonschema.validate(policy, strict(crd_schema(KYVERNO_CRD, "v1")))
-    for e in (e for e in config.kvcache.endpoints if e.enable_l2_cache):
+    for e in config.kvcache.mounted_endpoints:
         p = copy.deepcopy(OPERATOR_POD)
         p["metadata"].update(namespace=e.namespace, labels={"app": e.name})
         assert fail_closed(hooks, p) == [f"mutate.kyverno.svc-fail-finegrained-{POLICY}"], e.name

@@ -51,10 +51,10 @@ def run_verify(
         check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
     ]
     pods: list[dict[str, Any]] = []
-    if not ref.enable_l2_cache or claim is None:
+    if not ref.mounts_l2 or claim is None:
         reason = (
-            f"kvcache.endpoints {ref.name}: enable_l2_cache is false (no policy rule)"
-            if not ref.enable_l2_cache
+            f"kvcache.endpoints {ref.name}: l2_backend is {ref.l2_backend} (no policy rule)"
+            if not ref.mounts_l2
             else "the L2 claim is unknown (see the PVC row)"
         )
         checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))

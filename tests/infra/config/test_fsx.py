@@ -41,7 +41,7 @@ def _fail(kv: dict[str, Any], lock: dict[str, Any] | None = None, **extra: Any) 
 
 def test_fsx_turns_curvine_off_and_keeps_l2() -> None:
     cfg = parse_config({**BASE, "kvcache": FSX}, "config/test.yaml")
-    assert not cfg.kvcache.curvine.enabled and cfg.kvcache.l2_enabled
+    assert not cfg.kvcache.curvine.enabled and cfg.kvcache.shared_store == "fsx_lustre"
     assert parse_config(BASE, "config/test.yaml").kvcache.l2_backend == "curvine"
 
 
@@ -101,16 +101,17 @@ def _locked(kv: dict[str, Any]) -> dict[str, Any]:
     return lock_of(parse_config({**BASE, "kvcache": kv}, "x"))
 
 
-def test_lock_records_only_a_non_default_backend() -> None:
-    assert "l2_backend" not in lock_of(parse_config(BASE, "x"))
-    assert lock_of(parse_config({**BASE, "kvcache": FSX}, "x"))["l2_backend"] == "fsx_lustre"
+def test_lock_records_each_endpoints_backend() -> None:
+    (curvine,) = lock_of(parse_config(BASE, "x"))["endpoints"].values()
+    (fsx,) = lock_of(parse_config({**BASE, "kvcache": FSX}, "x"))["endpoints"].values()
+    assert (curvine["l2_backend"], fsx["l2_backend"]) == ("curvine", "fsx_lustre")
 
 
 @pytest.mark.parametrize(("was", "now"), [({}, FSX), (FSX, {})])
 def test_switching_backends_needs_confirmation(was: dict[str, Any], now: dict[str, Any]) -> None:
     lock = _locked(was)
     text = _fail(now, lock=lock)
-    assert "kvcache.l2_backend" in text and "contents" in text
+    assert "kvcache.l2_backend" in text and "loses what it cached" in text
     confirmed = parse_config(
         {**BASE, "kvcache": {**now, "l2_backend_switch_confirmed": True}}, "x", lock=lock
     )

@@ -31,7 +31,7 @@ def test_a_lock_file_records_the_curvine_master_count_when_the_l2_is_curvine() -
     config = parse_config(with_overrides({"kvcache.curvine.master.replicas": 3}), SOURCE, "dev")
     assert lock_of(config) == {
         "curvine_master_replicas": 3,
-        "endpoints": {ENDPOINT: {"routing_strategy": "prefixaware"}},
+        "endpoints": {ENDPOINT: {"l2_backend": "curvine", "routing_strategy": "prefixaware"}},
     }
 
 
@@ -77,24 +77,50 @@ def test_a_changed_routing_strategy_is_refused_with_the_recorded_one() -> None:
     )
 
 
-# --- switching the L2 backend --------------------------------------------------------------------
+# --- switching an endpoint's L2 backend ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(("recorded", "overrides", "was", "now"), [
-    ({}, FSX, "curvine", "fsx_lustre"),
-    ({"l2_backend": "fsx_lustre"}, {}, "fsx_lustre", "curvine"),
-])  # fmt: skip
-def test_switching_the_l2_backend_is_refused_until_the_switch_is_confirmed(
-    recorded: dict[str, Any], overrides: dict[str, Any], was: str, now: str
-) -> None:
-    lock = {**recorded, "endpoints": {}}
-    assert refusal(overrides, lock) == (
-        f"{SOURCE}: kvcache.l2_backend = {now!r}: allowed: {was!r} (recorded in "
-        "k8s/locks/dev.json): switching the L2 store loses its contents (the cached KV of every "
-        f"endpoint); fix: set it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: "
-        "true for the deploy that switches (then remove it)"
+def _switch_line(field: str, now: str, was: str) -> str:
+    return (
+        f"{SOURCE}: {field} = {now!r}: allowed: {was!r} (recorded for endpoint {ENDPOINT} in "
+        "k8s/locks/dev.json): switching an endpoint's L2 loses what it cached there; fix: set "
+        f"it back to {was!r}, or add kvcache.l2_backend_switch_confirmed: true for the deploy "
+        "that switches (then remove it)"
     )
+
+
+@pytest.mark.parametrize(("overrides", "field", "now", "was"), [
+    # the section's backend, inherited by the endpoint
+    (FSX, "kvcache.l2_backend", "fsx_lustre", "curvine"),
+    # the endpoint's own
+    ({"kvcache.endpoints.0.l2_backend": "tieredstorage"}, "kvcache.endpoints.0.l2_backend",
+     "tieredstorage", "curvine"),
+    ({"kvcache.endpoints.0.l2_backend": "none"}, "kvcache.endpoints.0.l2_backend", "none",
+     "curvine"),
+])  # fmt: skip
+def test_switching_an_endpoints_l2_backend_is_refused_until_the_switch_is_confirmed(
+    overrides: dict[str, Any], field: str, now: str, was: str
+) -> None:
+    lock = {"endpoints": {ENDPOINT: {"l2_backend": was, "routing_strategy": "prefixaware"}}}
+    assert refusal(overrides, lock) == _switch_line(field, now, was)
     assert refusal({**overrides, "kvcache.l2_backend_switch_confirmed": True}, lock) is None
+
+
+def test_a_lock_written_before_backends_were_per_endpoint_still_pins_them() -> None:
+    """Such a lock records one ``l2_backend`` for all (absent: curvine) and endpoints without
+    one: each recorded endpoint keeps that backend."""
+    old = {"endpoints": {ENDPOINT: {"routing_strategy": "prefixaware"}}}
+    assert refusal(FSX, old) == _switch_line("kvcache.l2_backend", "fsx_lustre", "curvine")
+    assert refusal(FSX, {**old, "l2_backend": "fsx_lustre"}) is None
+    assert refusal({}, {**old, "l2_backend": "fsx_lustre"}) == _switch_line(
+        "kvcache.l2_backend", "curvine", "fsx_lustre"
+    )
+
+
+def test_a_new_endpoint_takes_any_backend() -> None:
+    """Nothing is recorded for it, so it has nothing to lose."""
+    lock = {"endpoints": {"inference/other": {"l2_backend": "none"}}}
+    assert refusal(FSX, lock) is None
 
 
 # --- where a lock is read ------------------------------------------------------------------------

@@ -118,12 +118,12 @@ def test_gpu_group_needs_local_nvme(base: dict[str, Any]) -> None:
     )
 
 
-def test_two_gpu_nodes_when_l2_is_on(base: dict[str, Any]) -> None:
+def test_two_gpu_nodes_when_an_endpoint_uses_curvine(base: dict[str, Any]) -> None:
     assert error_for(base, "hyperpod.gpu_group.instance_count", 1) == (
-        "config/dev.yaml: hyperpod.gpu_group.instance_count = 1: allowed: at least 2 when the "
-        "shared L2 cache (kvcache.curvine.enabled) is on: one node cannot show cross-node reuse; "
-        "fix: set hyperpod.gpu_group.instance_count to 2 or more, or kvcache.curvine.enabled to "
-        "false"
+        "config/dev.yaml: hyperpod.gpu_group.instance_count = 1: allowed: at least 2 while an "
+        "endpoint's L2 is curvine (Curvine pools the GPU nodes' NVMe): one node cannot show "
+        "cross-node reuse; fix: set hyperpod.gpu_group.instance_count to 2 or more, or move the "
+        "endpoints off curvine (kvcache.l2_backend or the endpoint's l2_backend)"
     )
 
 

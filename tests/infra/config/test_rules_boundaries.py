@@ -23,8 +23,7 @@ from tests.infra.config.builders import BASE, SOURCE, refusal
 
 # Fields whose bound another rule also constrains: the partner is moved out of the way.
 COMPANIONS: dict[str, dict[str, Any]] = {
-    "hyperpod.gpu_group.instance_count": {"kvcache.curvine.enabled": False,
-                                          "kvcache.endpoints.0.enable_l2_cache": False,
+    "hyperpod.gpu_group.instance_count": {"kvcache.endpoints.0.l2_backend": "none",
                                           "kvcache.endpoints.0.replicas": 1},
     "kvcache.curvine.evictor.low_water_percent": {"kvcache.curvine.evictor.high_water_percent": 99},
     "kvcache.curvine.evictor.high_water_percent": {"kvcache.curvine.evictor.low_water_percent": 5},

@@ -277,27 +277,6 @@ def test_an_s3_model_needs_its_bucket() -> None:
     )
 
 
-def test_l2_needs_tiered_storage() -> None:
-    field = "kvcache.endpoints.0.enable_l2_cache"
-    assert refusal({"tiered_storage.mode": "Disable"}) == (
-        f"{SOURCE}: {field} = True: allowed: false while tiered_storage.mode is Disable (L2 "
-        "rides on HyperPod Tiered Storage); fix: set tiered_storage.mode to Enable, or "
-        "enable_l2_cache to false"
-    )
-    assert (
-        refusal({"tiered_storage.mode": "Disable", **_endpoints({"enable_l2_cache": False})})
-        is None
-    )
-
-
-def test_l2_needs_its_store() -> None:
-    field = "kvcache.endpoints.0.enable_l2_cache"
-    assert refusal({"kvcache.curvine.enabled": False}) == (
-        f"{SOURCE}: {field} = True: allowed: false while kvcache.curvine.enabled is false (Curvine "
-        "is the L2 store); fix: set kvcache.curvine.enabled to true, or enable_l2_cache to false"
-    )
-
-
 # --- rules across the kvcache section ------------------------------------------------------------
 
 

@@ -58,11 +58,11 @@ def test_unknown_endpoint_is_a_usage_error_naming_the_configured_ones(
 def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -> None:
 
     no_l2 = recorded_cfg()
-    endpoints = (no_l2.kvcache.endpoints[0].model_copy(update={"enable_l2_cache": False}),)
+    endpoints = (no_l2.kvcache.endpoints[0].model_copy(update={"l2_backend": "none"}),)
     no_l2 = no_l2.model_copy(
         update={"kvcache": no_l2.kvcache.model_copy(update={"endpoints": endpoints})}
     )
     monkeypatch.setattr(runtime, "load_config", lambda env: no_l2)
     monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run"])
-    assert result.exit_code == 2 and "enable_l2_cache is false" in result.stderr
+    assert result.exit_code == 2 and "l2_backend is none" in result.stderr

@@ -63,7 +63,7 @@ def test_cli_bad_input_exit_codes(tmp_path: Path) -> None:
         # the override wins
         ({"curvine": {"worker": {"capacity_gib": 123}}}, ["--l2-worker-gib", "50"], 50),
         # no Curvine, no L2 pool
-        ({"curvine": {"enabled": False}, "endpoints": [{"enable_l2_cache": False}]}, [], 0),
+        ({"endpoints": [{"l2_backend": "none"}]}, [], 0),
     ],
 )
 def test_l2_worker_capacity_comes_from_config(

@@ -65,8 +65,8 @@ def test_curvine_pods_failing_their_probes_are_named_with_the_kubelets_message(
 
 def test_the_curvine_probes_row_is_skipped_without_curvine(kube: FakeKube) -> None:
     _seed_cluster(kube)
-    endpoint = {**RECORDED_ENDPOINT, "enable_l2_cache": False}
-    no_curvine = make_cfg(kvcache={"endpoints": [endpoint], "curvine": {"enabled": False}})
+    endpoint = {**RECORDED_ENDPOINT, "l2_backend": "none"}
+    no_curvine = make_cfg(kvcache={"endpoints": [endpoint]})
     checks, _ = run_verify(
         _clients(kube, _stubbed_aws()), no_curvine, recorded_endpoint(no_curvine), None
     )

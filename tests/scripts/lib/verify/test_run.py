@@ -105,7 +105,7 @@ def test_zero_hit_on_second_pod_fails(kube: FakeKube, servers: tuple[FakeVllm, F
 
 def test_an_endpoint_without_l2_skips_the_l2_stages(kube: FakeKube) -> None:
     _seed_cluster(kube, patched=False)
-    no_l2 = REF.model_copy(update={"enable_l2_cache": False})
+    no_l2 = REF.model_copy(update={"l2_backend": "none"})
     checks, cross = run_verify(_clients(kube, _stubbed_aws()), CFG, no_l2, MapTransport({}))
     by_stage = {c.stage: c.status for c in checks}
     assert by_stage["Pods carry L2 settings"] == "skip" and by_stage["cross-Pod L2"] == "skip"
