@@ -227,10 +227,11 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
                             f"(bound {obs.ttft_p95_bound_seconds}s)"},
         },
     ]  # fmt: skip
-    # Only endpoints with L2: one without reads nothing from it by design. Job names are DNS
-    # labels joined by "-", nothing a regex would read as an operator.
+    # Only endpoints on a shared L2 (curvine, fsx_lustre): one without L2 reads nothing from it
+    # by design, and the hint below is about the mount. Job names are DNS labels joined by "-",
+    # nothing a regex would read as an operator.
     l2_jobs = "|".join(vllm_job(e.namespace, e.name)
-                       for e in config.kvcache.endpoints if e.has_l2)  # fmt: skip
+                       for e in config.kvcache.mounted_endpoints)  # fmt: skip
     if l2_jobs:
         sel = f'{{job=~"{l2_jobs}"}}'
         rules.append({

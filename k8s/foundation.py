@@ -31,13 +31,20 @@ def endpoint_namespaces(config: AppConfig) -> list[str]:
     return sorted({e.namespace for e in config.kvcache.endpoints})
 
 
+def l2_namespaces(config: AppConfig) -> list[str]:
+    """The namespaces whose endpoints mount the shared L2 (curvine or fsx_lustre): each gets the
+    L2 claim and its evictor; a tieredstorage or none endpoint mounts nothing."""
+    return sorted({e.namespace for e in config.kvcache.mounted_endpoints})
+
+
 class NamespacesChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         kplus = kplus_for(config)
         kv = config.kvcache
-        # An installed Kyverno (kyverno.install false) keeps its own namespace.
-        levels = {kv.kyverno.namespace: "baseline"} if kv.kyverno.install else {}
+        # An installed Kyverno (kyverno.install false) keeps its own namespace; without the L2
+        # policy no Kyverno is installed.
+        levels = {kv.kyverno.namespace: "baseline"} if kv.installs_kyverno else {}
         # Endpoint namespaces enforce privileged: with Tiered Storage the operator renders the
         # model Pod with a hostPath volume (/dev/shm/ai_toolkit_cache, the ai-toolkit daemon's
         # shared memory that LMCache's sagemaker-hyperpod backend reads), and baseline refuses

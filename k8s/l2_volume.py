@@ -1,7 +1,7 @@
-"""The RWX PVC ``curvine-pvc`` in each endpoint namespace, the optional static PV, and the
-size-based evictor that bounds the L2 pool.
+"""The RWX PVC ``curvine-pvc`` in each namespace of an endpoint on Curvine, the optional static
+PV, and the size-based evictor that bounds the L2 pool.
 
-With ``kvcache.l2_backend: fsx_lustre`` each endpoint namespace has a claim bound to a static
+With endpoints on ``fsx_lustre`` each of their namespaces has a claim bound to a static
 PersistentVolume of the FSx CSI driver (all on the one file system), so the endpoints and the L2
 URL stay as they are; the evictor bounds the file system the same way. Both are named after the
 file system (``l2_claim``): a volume's source and a bound claim's ``volumeName`` are immutable, so
@@ -17,7 +17,7 @@ from infra.config import AppConfig
 from infra.fsx_outputs import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
-from k8s.foundation import curvine_volume_parameters, endpoint_namespaces
+from k8s.foundation import curvine_volume_parameters, l2_namespaces
 from k8s.kube_api import KubeApi
 from k8s.names import CURVINE_SC, FSX_L2, PVC, fsx_claim
 
@@ -113,7 +113,7 @@ class L2VolumeChart(cdk8s.Chart):
                 ),
             )
         size = static.size_gib if static.enabled else max(1, pool_bytes(config) // 2**30)
-        for ns in endpoint_namespaces(config):
+        for ns in l2_namespaces(config):
             kplus.PersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
@@ -134,7 +134,7 @@ class L2VolumeChart(cdk8s.Chart):
         k8s = k8s_for(config)
         size = k8s.Quantity.from_string(f"{config.kvcache.fsx.storage_capacity_gib}Gi")
         claim = fsx_claim(fsx)
-        for ns in endpoint_namespaces(config):
+        for ns in l2_namespaces(config):
             pv = fsx_volume_name(fsx, ns)
             # Labels name the role, not the file system: a label value holds at most 63
             # characters, and the names already carry the id.

@@ -118,14 +118,16 @@ def l2_endpoints(config: AppConfig) -> list[EndpointConfig]:
 
 
 def _cel_list(values: list[str]) -> str:
-    # Namespaces and endpoint names are DNS labels: no quote to escape.
+    # Namespaces and endpoint names are DNS labels (joined by '/'): no quote to escape.
     return "[" + ", ".join(f"'{v}'" for v in sorted(set(values))) + "]"
 
 
 def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
-    """CEL conditions of the policy's own webhook: the API server calls Kyverno only for a Pod in
-    an endpoint namespace labelled with an endpoint's name. Each expression is false, never an
-    error, for any other Pod (an error would apply failurePolicy Fail)."""
+    """CEL conditions of the policy's own webhook: the API server calls Kyverno only for a Pod
+    of one of ``endpoints``: in its namespace and labelled with its name, as a pair, so an
+    endpoint on another backend that shares a name or a namespace with one of them is never
+    held up by Kyverno. Each expression is false, never an error, for any other Pod (an error
+    would apply failurePolicy Fail)."""
     label = f"object.metadata.labels['{ENDPOINT_POD_LABEL}']"
     return [
         {
@@ -135,8 +137,8 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
         {
             "name": "endpoint-pod",
             "expression": f"has(object.metadata.labels) && '{ENDPOINT_POD_LABEL}' in "
-            f"object.metadata.labels && {label} in "
-            f"{_cel_list([e.name for e in endpoints])}",
+            f"object.metadata.labels && request.namespace + '/' + {label} in "
+            f"{_cel_list([f'{e.namespace}/{e.name}' for e in endpoints])}",
         },
     ]
 

@@ -1,8 +1,12 @@
 """Endpoints stack: the InferenceEndpointConfigs, last.
 
-They need the inference operator's CRD (add-ons stack), HyperPod Tiered Storage (the L1 and L2
-paths the operator configures) and the L2 objects (the RWX PVC and the Kyverno policy that
-mounts it, kvcache stack); nothing else waits for them.
+They need the inference operator's CRD (add-ons stack), HyperPod Tiered Storage and the L2
+objects (the RWX PVC and the Kyverno policy that mounts it, kvcache stack); nothing else waits for
+them. Tiered Storage: for every endpoint with an L2, including the ``tieredstorage`` placeholder
+of a curvine or fsx_lustre endpoint, the operator renders a Pod that mounts the ai-toolkit
+daemon's shared memory, which only Tiered Storage creates; so the wait stays whatever the
+backends. Only endpoints that are all ``none`` would not need it, and the stack still waits: the
+stack order is one table (infra/stack_layout.py) that teardown reads too.
 """
 
 from __future__ import annotations

@@ -314,6 +314,17 @@ class KvCacheConfig(Section):
         return next((b for b in MOUNTED_L2 if self.uses(b)), None)
 
     @property
+    def uses_kyverno(self) -> bool:
+        """The L2 policy exists (some endpoint's L2 is curvine or fsx_lustre), so Kyverno must
+        serve it: the app's release (``installs_kyverno``) or the cluster's own."""
+        return self.shared_store is not None
+
+    @property
+    def installs_kyverno(self) -> bool:
+        """The app installs Kyverno: the policy needs it and ``kyverno.install`` is on."""
+        return self.uses_kyverno and self.kyverno.install
+
+    @property
     def mounted_endpoints(self) -> tuple[EndpointConfig, ...]:
         """The endpoints whose L2 the policy mounts (curvine or fsx_lustre), in config order."""
         return tuple(e for e in self.endpoints if e.mounts_l2)

@@ -354,14 +354,15 @@ def check_kvcache(app: AppConfig) -> None:
             field="kvcache.curvine.namespace",
             value=cv.namespace,
         )
-    namespaces = sorted({e.namespace for e in kv.endpoints})
+    # The claims are in the namespaces of the endpoints on Curvine only.
+    namespaces = sorted({e.namespace for e in kv.endpoints if e.l2_backend == "curvine"})
     if cv.enabled and cv.static_pv.enabled and len(namespaces) > 1:
         # Each namespace has its own curvine-pvc, and a PersistentVolume binds one claim only:
         # the second claim of the one static PV would stay Pending, and its endpoints with it.
         raise RuleViolation(
-            f"false while the endpoints use more than one namespace ({', '.join(namespaces)}): "
-            "the static PersistentVolume binds one claim",
-            "put the endpoints in one namespace, or set static_pv.enabled: false (dynamic "
+            f"false while the endpoints on curvine use more than one namespace "
+            f"({', '.join(namespaces)}): the static PersistentVolume binds one claim",
+            "put those endpoints in one namespace, or set static_pv.enabled: false (dynamic "
             "provisioning gives each namespace its own volume on curvine-sc)",
             field="kvcache.curvine.static_pv.enabled",
             value=True,

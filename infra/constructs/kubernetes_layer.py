@@ -7,8 +7,9 @@ L2 policy for Kyverno's CRDs and webhook, the L2 volume for what deletes its vol
 delete the claims go first); the rest is applied side by side. On a cluster this app creates,
 every chart is one ``KubernetesManifest`` applied by the cluster's kubectl provider. On an
 existing cluster (``existing_cluster``), every chart is one ``Custom::HyperPodOwnedManifest``
-(infra/constructs/owned_layer.py). Kyverno is installed only when ``kvcache.kyverno.install`` is
-true, with the values of ``k8s.kyverno``.
+(infra/constructs/owned_layer.py). Kyverno is installed only for the L2 policy (an endpoint on
+curvine or fsx_lustre) and when ``kvcache.kyverno.install`` is true, with the values of
+``k8s.kyverno``.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class KubernetesLayer(Construct):
         self.manifests = self._manifests(config, cluster, owned, skip)
         _claims_go_first(self.manifests)
         self.kyverno: eks.HelmChart | None = None
-        if config.kvcache.kyverno.install:
+        if config.kvcache.installs_kyverno:
             self.kyverno = kyverno_release(self, config, cluster)
             self.kyverno.node.add_dependency(self.manifests[NAMESPACES])
             if L2_POLICY in self.manifests:

@@ -69,7 +69,7 @@ def present_checks(config: AppConfig) -> list[dict[str, Any]]:
             "fix": "kvcache.curvine.master.storage_class must name an EBS CSI StorageClass "
             "(`kubectl get storageclass`), or be removed to let the app create ebs-sc",
         })  # fmt: skip
-    if not config.kvcache.kyverno.install:
+    if config.kvcache.uses_kyverno and not config.kvcache.installs_kyverno:
         checks.append({
             **KYVERNO_CRD,
             "fix": "kvcache.kyverno.install is false but Kyverno is not installed: install it "
@@ -79,7 +79,7 @@ def present_checks(config: AppConfig) -> list[dict[str, Any]]:
 
 
 def absent_checks(config: AppConfig) -> list[dict[str, Any]]:
-    if not config.kvcache.kyverno.install:
+    if not config.kvcache.installs_kyverno:
         return []
     return [{
         **KYVERNO_CRD,

@@ -329,9 +329,11 @@ def _conditions_hold(
 # ---- CEL: the forms the policy's matchConditions use, and nothing else --------------------------
 #
 # A conjunction (``&&``) of: ``request.namespace in [<strings>]``,
-# ``has(object.metadata.labels)``, ``'<key>' in object.metadata.labels`` and
-# ``object.metadata.labels['<key>'] in [<strings>]``. Anything else raises Unsupported, so a
-# changed expression cannot pass on a form this double does not evaluate.
+# ``has(object.metadata.labels)``, ``'<key>' in object.metadata.labels``,
+# ``object.metadata.labels['<key>'] in [<strings>]`` and
+# ``request.namespace + '/' + object.metadata.labels['<key>'] in [<strings>]`` (CEL's ``+``
+# binds tighter than ``in``: the joined string is looked up). Anything else raises Unsupported,
+# so a changed expression cannot pass on a form this double does not evaluate.
 
 _STR = r"'([^'\\]*)'"
 _LIST = r"\[((?:\s*'[^'\\]*'\s*,?)*)\]"
@@ -340,6 +342,12 @@ _TERMS = [
     (re.compile(r"^has\(object\.metadata\.labels\)$"), "has_labels"),
     (re.compile(rf"^{_STR} in object\.metadata\.labels$"), "label_present"),
     (re.compile(rf"^object\.metadata\.labels\[{_STR}\] in {_LIST}$"), "label_in"),
+    (
+        re.compile(
+            rf"^request\.namespace \+ '/' \+ object\.metadata\.labels\[{_STR}\] in {_LIST}$"
+        ),
+        "namespace_label_in",
+    ),
 ]
 
 
@@ -367,7 +375,10 @@ def _term(term: str, request: dict[str, Any], labels: dict[str, str] | None) -> 
         return m.group(1) in labels
     if m.group(1) not in labels:
         raise CelError(f"no such key: {m.group(1)}")
-    return labels[m.group(1)] in _strings(m.group(2))
+    value = labels[m.group(1)]
+    if form == "namespace_label_in":
+        value = f"{request['namespace']}/{value}"
+    return value in _strings(m.group(2))
 
 
 def cel(expression: str, request: dict[str, Any], obj: dict[str, Any]) -> bool:

@@ -99,8 +99,34 @@ def fsx_config(env: str = "dev") -> AppConfig:
     return parse_config(raw, f"config/{env}.yaml (fsx variant)", env)
 
 
+# The tiers variant: dev with one endpoint per backend the environment can hold together
+# (Curvine and FSx do not share one: FSx has its variant above). The two with a shared tier run
+# two replicas each, so cross-node reuse can be shown on both; five single-GPU nodes hold them.
+TIERS_VARIANT = "tiers"
+TIERS_ENDPOINTS: dict[str, tuple[str, int]] = {
+    # name -> (l2_backend, replicas)
+    "qwen3-8b": ("curvine", 2),
+    "qwen3-8b-ts": ("tieredstorage", 2),
+    "qwen3-8b-l1": ("none", 1),
+}
+
+
+def tiers_config(env: str = "dev") -> AppConfig:
+    """``config/<env>.yaml`` with one endpoint per backend (``TIERS_ENDPOINTS``)."""
+    raw: dict[str, Any] = yaml.safe_load((REPO / "config" / f"{env}.yaml").read_text())
+    (base,) = raw["kvcache"]["endpoints"]
+    raw["kvcache"]["endpoints"] = [
+        {**base, "name": name, "l2_backend": backend, "replicas": replicas}
+        for name, (backend, replicas) in TIERS_ENDPOINTS.items()
+    ]
+    raw["hyperpod"]["gpu_group"]["instance_count"] = 5
+    return parse_config(raw, f"config/{env}.yaml (tiers variant)", env)
+
+
 def env_config(env: str) -> AppConfig:
     """The config behind ``rendered_envs[env]``."""
+    if env == TIERS_VARIANT:
+        return tiers_config()
     return fsx_config() if env == FSX_VARIANT else load_config(env)
 
 
@@ -109,7 +135,7 @@ def env_fsx(env: str) -> FsxVolume | None:
     return DEPLOYED_FSX if env == FSX_VARIANT else None
 
 
-@pytest.fixture(params=("dev", "test", "prod", FSX_VARIANT))
+@pytest.fixture(params=("dev", "test", "prod", FSX_VARIANT, TIERS_VARIANT))
 def env(request: pytest.FixtureRequest) -> str:
     """Each rendered environment in turn (a test that parametrizes ``env`` itself overrides it)."""
     name: str = request.param
@@ -130,8 +156,9 @@ def config(env: str) -> AppConfig:
 def rendered_envs(
     tmp_path_factory: pytest.TempPathFactory, rendered: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """Every shipped environment rendered once (dev reuses ``rendered``), and the FSx variant
-    with the file system a deployed stack reports (written by the same renderer)."""
+    """Every shipped environment rendered once (dev reuses ``rendered``), the FSx variant with
+    the file system a deployed stack reports and the tiers variant (written by the same
+    renderer)."""
     out: dict[str, list[dict[str, Any]]] = {"dev": rendered}
     for env in ("test", "prod"):
         paths = render(
@@ -147,4 +174,8 @@ def rendered_envs(
         fsx=DEPLOYED_FSX,
     )
     out[FSX_VARIANT] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+    paths = render_config(
+        tiers_config(), tmp_path_factory.mktemp("dist-tiers"), tmp_path_factory.mktemp("locks-t")
+    )
+    out[TIERS_VARIANT] = [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
     return out

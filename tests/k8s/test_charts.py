@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from infra.config import parse_config
 from k8s.app import build_charts, manifests
 from scripts.lib.teardown.kubernetes import labelled
-from tests.infra.config.builders import SOURCE, with_overrides
+from tests.infra.config.builders import BASE, SOURCE, with_overrides
 
 
 def chart_names(overrides: dict[str, object]) -> list[str]:
@@ -26,10 +28,32 @@ def test_curvine_as_l2_gets_every_chart_in_apply_order() -> None:
     ]
 
 
-def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy() -> None:
-    """Endpoints that keep their KV cache in GPU and CPU memory only: nothing to mount."""
-    no_l2 = {"kvcache.endpoints.0.l2_backend": "none"}
-    assert chart_names(no_l2) == ["00-namespaces", "10-storage", "60-endpoints"]
+@pytest.mark.parametrize("backend", ["none", "tieredstorage"])
+def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy(backend: str) -> None:
+    """Endpoints that keep their KV cache in GPU and CPU memory only, or in HyperPod's managed
+    tier: nothing to mount, so no Curvine, claim, policy or Kyverno namespace."""
+    overrides = {"kvcache.endpoints.0.l2_backend": backend}
+    assert chart_names(overrides) == ["00-namespaces", "10-storage", "60-endpoints"]
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
+    namespaces = [o["metadata"]["name"] for o in manifests(build_charts(config))["00-namespaces"]]
+    assert namespaces == ["inference"]
+
+
+def test_the_l2_claim_and_evictor_are_only_in_namespaces_of_endpoints_on_curvine() -> None:
+    """An endpoint on tieredstorage or none in a namespace of its own gets no claim there."""
+    base = {**BASE["kvcache"]["endpoints"][0], "replicas": 1}
+    endpoints = [
+        base,
+        {**base, "name": "managed", "namespace": "managed", "l2_backend": "tieredstorage"},
+        {**base, "name": "plain", "namespace": "plain", "l2_backend": "none"},
+    ]
+    overrides = {"kvcache.endpoints": endpoints, "hyperpod.gpu_group.instance_count": 3}
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
+    volume = manifests(build_charts(config))["40-l2-volume"]
+    assert {(o["kind"], o["metadata"]["namespace"]) for o in volume} == {
+        ("PersistentVolumeClaim", "inference"),
+        ("CronJob", "inference"),
+    }
 
 
 def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() -> None:

@@ -24,7 +24,8 @@ IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 CUSTOM = {
     "kyverno.io/v1/ClusterPolicy": (SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
 }
-ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
+# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+ENVS = ("dev", "test", "prod", "fsx", "tiers")
 
 
 def pinned_iec_schema(config: AppConfig) -> dict[str, Any]:

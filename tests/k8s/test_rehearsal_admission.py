@@ -18,7 +18,8 @@ import yaml
 from tests.doubles.kyverno_eval import apply_policy
 from tests.doubles.pod_security import violations
 
-ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
+# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+ENVS = ("dev", "test", "prod", "fsx", "tiers")
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
 OPERATOR_POD = yaml.safe_load(

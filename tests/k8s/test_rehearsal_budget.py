@@ -22,7 +22,8 @@ from k8s.common import INSTANCE_GROUP_LABEL
 from tests.k8s.conftest import env_config
 
 CURVINE_ENVS = ("dev", "test", "prod")
-ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
+# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+ENVS = (*CURVINE_ENVS, "fsx", "tiers")
 
 # (cpu millicores, memory MiB) requested on every node by what EKS and HyperPod install.
 # "est." = upstream sets no request (or none we could confirm offline): a conservative estimate,

@@ -27,8 +27,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
-from infra.config import AppConfig
+from infra.config import AppConfig, parse_config
 from infra.versions import SUPPORTED_KUBERNETES
+from k8s.app import build_charts, manifests
 from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.kyverno import RELEASE, kyverno_values
 from k8s.policy import POLICY
@@ -47,10 +48,12 @@ from tests.doubles.kyverno_eval import (
     registered_webhooks,
     selects,
 )
+from tests.infra.config.builders import BASE, SOURCE, with_overrides
 from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
 
 KYVERNO_CRD = SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml"
-ENVS = ("dev", "test", "prod", "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
+# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+ENVS = ("dev", "test", "prod", "fsx", "tiers")
 OPERATOR_POD = yaml.safe_load(
     (Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text()
 )
@@ -161,6 +164,41 @@ def test_an_endpoint_pod_still_waits_for_its_l2_mutation(
         assert mutated != p, f"{e.name}: the policy's webhook is called but no rule applies"
     (own,) = hooks
     assert own["timeoutSeconds"] == 15  # the policy's, above Kyverno's 10 s default
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_pods_of_endpoints_without_a_shared_l2_never_wait_on_kyverno(
+    rendered_envs: dict[str, list[Obj]], env: str
+) -> None:
+    """The policy mounts nothing for an endpoint on tieredstorage or none: its Pods are created
+    whether Kyverno is up or not."""
+    objs, config = rendered_envs[env], env_config(env)
+    hooks = webhooks(objs, config)
+    for e in (e for e in config.kvcache.endpoints if not e.mounts_l2):
+        p = copy.deepcopy(OPERATOR_POD)
+        p["metadata"].update(namespace=e.namespace, labels={"app": e.name})
+        assert fail_closed(hooks, p) == [], e.name
+
+
+def test_an_endpoint_sharing_a_name_with_one_on_curvine_elsewhere_never_waits(
+    dev_config: AppConfig,
+) -> None:
+    """Curvine endpoints a (namespace x) and b (namespace y), and a tieredstorage endpoint b in
+    namespace x: its namespace and its name each match one of the others, the pair does not."""
+    base = {**BASE["kvcache"]["endpoints"][0], "replicas": 1}
+    endpoints = [
+        {**base, "name": "a", "namespace": "x"},
+        {**base, "name": "b", "namespace": "y"},
+        {**base, "name": "b", "namespace": "x", "l2_backend": "tieredstorage"},
+    ]
+    overrides = {"kvcache.endpoints": endpoints, "hyperpod.gpu_group.instance_count": 3}
+    config = parse_config(with_overrides(overrides), SOURCE, "dev")
+    objs = [o for chart in manifests(build_charts(config)).values() for o in chart]
+    hooks = webhooks(objs, config)
+    held = {(ns, n): fail_closed(hooks, pod(ns, {"app": n})) for ns, n in
+            (("x", "a"), ("y", "b"), ("x", "b"))}  # fmt: skip
+    own = [f"mutate.kyverno.svc-fail-finegrained-{POLICY}"]
+    assert held == {("x", "a"): own, ("y", "b"): own, ("x", "b"): []}
 
 
 def test_a_policy_without_match_conditions_holds_every_pod(

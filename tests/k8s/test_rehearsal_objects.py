@@ -19,7 +19,8 @@ from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.l2_volume import FSX_DRIVER
 
 CURVINE_ENVS = ("dev", "test", "prod")
-ENVS = (*CURVINE_ENVS, "fsx")  # fsx: tests/k8s/conftest.py FSX_VARIANT
+# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+ENVS = (*CURVINE_ENVS, "fsx", "tiers")
 WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
 Obj = dict[str, Any]
 

@@ -156,7 +156,7 @@ def _subnet_routes(ec2: Any, cfg: AppConfig, subnet: str, endpoints: list[dict[s
     table_id = table["RouteTableId"]
     where = table_id + (" (the VPC's main table: no explicit association)" if implicit else "")
     kind, target = egress = _egress(_default_route(table))
-    needs = [*NEEDS, KYVERNO_CHART] if cfg.kvcache.kyverno.install else list(NEEDS)
+    needs = [*NEEDS, KYVERNO_CHART] if cfg.kvcache.installs_kyverno else list(NEEDS)
     reached, assumed, missing = _sort_needs(needs, egress, endpoints, table_id, cfg.region)
     stage = f"routes from {subnet}"
     if missing:

@@ -362,10 +362,19 @@ def test_the_static_l2_volume_is_refused_for_endpoints_in_two_namespaces() -> No
     two = {"kvcache.endpoints": [base, {**base, "name": "b", "namespace": "other"}]}
     field = "kvcache.curvine.static_pv.enabled"
     assert refusal({**two, field: True}) == (
-        f"{SOURCE}: {field} = True: allowed: false while the endpoints use more than one "
-        "namespace (inference, other): the static PersistentVolume binds one claim; fix: put the "
-        "endpoints in one namespace, or set static_pv.enabled: false (dynamic provisioning gives "
-        "each namespace its own volume on curvine-sc)"
+        f"{SOURCE}: {field} = True: allowed: false while the endpoints on curvine use more than "
+        "one namespace (inference, other): the static PersistentVolume binds one claim; fix: put "
+        "those endpoints in one namespace, or set static_pv.enabled: false (dynamic provisioning "
+        "gives each namespace its own volume on curvine-sc)"
     )
     assert refusal({**two, field: False}) is None
     assert refusal({field: True}) is None
+
+
+def test_the_static_l2_volume_counts_only_the_namespaces_of_endpoints_on_curvine() -> None:
+    """An endpoint on tieredstorage or none has no claim: its namespace binds nothing."""
+    base = {**BASE["kvcache"]["endpoints"][0], "replicas": 1, "rollout": "scale_down_first"}
+    for backend in ("tieredstorage", "none"):
+        other = {**base, "name": "b", "namespace": "other", "l2_backend": backend}
+        overrides = {"kvcache.endpoints": [base, other], "kvcache.curvine.static_pv.enabled": True}
+        assert refusal(overrides) is None, backend
