@@ -139,3 +139,46 @@ def check_pods(pods: list[dict[str, Any]], want: L2Settings) -> Check:
     env = ", ".join(f"{k}={v}" for k, v in want.env_values().items() if k != want.marker)
     mounts = ", ".join(f"{m['mountPath']} (subPath {m.get('subPath', '-')})" for m in want.mounts)
     return Check(stage, "pass", f"{len(pods)} Pods: {env}; mount {mounts}")
+
+
+HASH_SEED = "PYTHONHASHSEED"
+
+
+def _tiered_problems(pod: dict[str, Any]) -> list[str]:
+    """What keeps a Pod off Tiered Storage: no container with the operator's connector URL, or
+    no fixed PYTHONHASHSEED (LMCache's chunk keys differ between Pods without one)."""
+    name = pod["metadata"]["name"]
+    found = []
+    for c in pod["spec"].get("containers") or []:
+        present, url = effective_env(c, "LMCACHE_REMOTE_URL")
+        if present:
+            found.append((c, str(url)))
+    if not found:
+        return [f"{name}: no container carries LMCACHE_REMOTE_URL"]
+    problems = []
+    for c, url in found:
+        where = f"{name}/{c.get('name')}"
+        if not url.startswith(OPERATOR_URL_SCHEME):
+            problems.append(f"{where}: LMCACHE_REMOTE_URL={url} (want {OPERATOR_URL_SCHEME}...)")
+        if not effective_env(c, HASH_SEED)[0]:
+            problems.append(f"{where}: {HASH_SEED} absent")
+    return problems
+
+
+def check_tiered_url(pods: list[dict[str, Any]]) -> Check:
+    """An endpoint on tieredstorage: each Pod keeps the operator's ``sagemaker-hyperpod://`` URL
+    (nothing repoints it) and a fixed PYTHONHASHSEED."""
+    stage = "LMCACHE_REMOTE_URL is Tiered Storage"
+    if not pods:
+        return Check(stage, "fail", "no Pods for the endpoint", "wait for the endpoint")
+    problems = [p for pod in pods for p in _tiered_problems(pod)]
+    if problems:
+        return Check(
+            stage,
+            "fail",
+            "; ".join(problems),
+            "a curvine or fsx_lustre policy rule must not select this endpoint's Pods "
+            "(kubectl get clusterpolicy -o yaml); check enableL2Cache on its "
+            "InferenceEndpointConfig",
+        )
+    return Check(stage, "pass", f"{len(pods)} Pods: {OPERATOR_URL_SCHEME} (the node's daemon)")

@@ -1,4 +1,8 @@
-"""``verify``'s stages in order, each a row; the L2 rows only for an endpoint with L2."""
+"""``verify``'s stages in order, each a row; the L2 rows follow the endpoint's backend: curvine
+and fsx_lustre check the claim and what the L2 policy writes, tieredstorage checks that the Pods
+keep the operator's ``sagemaker-hyperpod://`` connector, none has no L2 rows. The cross-Pod test
+runs for every backend with an L2 (on tieredstorage it settles whether the managed tier serves a
+Pod of another node)."""
 
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from scripts.lib.verify.cluster import (
 )
 from scripts.lib.verify.cross_pod import CrossPodResult, cross_pod_l2
 from scripts.lib.verify.metrics import check_metrics, metrics_client
-from scripts.lib.verify.pods import check_pods, check_remote_url
+from scripts.lib.verify.pods import check_pods, check_remote_url, check_tiered_url
 
 
 def run_verify(
@@ -39,39 +43,46 @@ def run_verify(
     transport: Transport | None,
     **l2_options: Any,
 ) -> tuple[list[Check], CrossPodResult | None]:
-    claim, claim_check = _claim_check(clients, cfg, ref)
+    claim, claim_check = _store_checks(clients, cfg, ref)
     checks = [
         _guard("tiered storage", lambda: check_tiered_storage(clients, cfg)),
         _guard("ai-toolkit DaemonSet", lambda: check_ai_toolkit(clients, cfg)),
         _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
-        _guard(f"CSIDriver {CSI_DRIVER}", lambda: check_csi_driver(clients)),
+        _csi_check(clients, ref),
         _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
         claim_check,
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
         check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
     ]
     pods: list[dict[str, Any]] = []
-    if not ref.mounts_l2 or claim is None:
+
+    def load_pods() -> list[dict[str, Any]]:
+        nonlocal pods
+        dep = find_endpoint_deployment(clients, ref)
+        pods = pods_of(clients, dep) if dep else []
+        return pods
+
+    if ref.backend == "tieredstorage":
+        checks.append(_guard(TIERED_URL_STAGE, lambda: check_tiered_url(load_pods())))
+        checks.append(
+            Check("Pods carry L2 settings", "skip", "tieredstorage: no policy rule, no mount")
+        )
+    elif not ref.mounts_l2 or claim is None:
         reason = (
-            f"kvcache.endpoints {ref.name}: l2_backend is {ref.l2_backend} (no policy rule)"
-            if not ref.mounts_l2
+            f"kvcache.endpoints {ref.name}: l2_backend is {ref.l2_backend} (no L2)"
+            if not ref.has_l2
             else "the L2 claim is unknown (see the PVC row)"
         )
         checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))
         checks.append(Check("Pods carry L2 settings", "skip", reason))
         checks.append(Check("cross-Pod L2", "skip", reason))
         return checks, None
-
-    want = l2_settings(cfg, ref, claim)
-
-    def url_check() -> Check:
-        nonlocal pods
-        dep = find_endpoint_deployment(clients, ref)
-        pods = pods_of(clients, dep) if dep else []
-        return check_remote_url(pods, want)
-
-    checks.append(_guard(f"{want.marker} is Curvine", url_check))
-    checks.append(_guard("Pods carry L2 settings", lambda: check_pods(pods, want)))
+    else:
+        want = l2_settings(cfg, ref, claim)
+        checks.append(
+            _guard(f"{want.marker} is Curvine", lambda: check_remote_url(load_pods(), want))
+        )
+        checks.append(_guard("Pods carry L2 settings", lambda: check_pods(pods, want)))
     if transport is None:
         checks.append(Check("cross-Pod L2", "skip", "--skip-l2-test given"))
         return checks, None
@@ -100,7 +111,40 @@ def run_verify(
             "cross-Pod L2",
             "pass" if v.ok else "fail",
             detail,
-            "" if v.ok else "compare PYTHONHASHSEED and the mount on both Pods",
+            "" if v.ok else _cross_pod_fix(ref),
         )
     )
     return checks, outcome
+
+
+TIERED_URL_STAGE = "LMCACHE_REMOTE_URL is Tiered Storage"
+
+
+def _store_checks(
+    clients: Clients, cfg: AppConfig, ref: EndpointConfig
+) -> tuple[str | None, Check]:
+    """The claim row of an endpoint the policy mounts; skipped for any other backend."""
+    if ref.mounts_l2:
+        return _claim_check(clients, cfg, ref)
+    return None, Check(
+        f"PVC {ref.namespace}", "skip", f"l2_backend is {ref.backend}: the endpoint mounts no claim"
+    )
+
+
+def _csi_check(clients: Clients, ref: EndpointConfig) -> Check:
+    """Curvine's CSI driver matters only to an endpoint on Curvine."""
+    stage = f"CSIDriver {CSI_DRIVER}"
+    if ref.backend != "curvine":
+        return Check(stage, "skip", f"l2_backend is {ref.backend}: no Curvine volume")
+    return _guard(stage, lambda: check_csi_driver(clients))
+
+
+def _cross_pod_fix(ref: EndpointConfig) -> str:
+    if ref.backend == "tieredstorage":
+        # Each Pod talks to its own node's daemon: a miss here says the managed tier did not
+        # serve the other node (docs/verification.md).
+        return (
+            "compare PYTHONHASHSEED on both Pods; a miss across nodes with equal seeds means "
+            "Tiered Storage did not share the prefix between nodes"
+        )
+    return "compare PYTHONHASHSEED and the mount on both Pods"

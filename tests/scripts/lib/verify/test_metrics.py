@@ -55,3 +55,14 @@ def test_metrics_row_is_skipped_without_samples_or_store() -> None:
     assert gone.status == "skip" and "not reachable" in gone.detail
     off = make_cfg(observability={"enabled": False})
     assert check_metrics(off, ref, lambda: None).status == "skip"
+
+
+def test_an_l1_only_endpoint_is_not_failed_for_reading_no_l2() -> None:
+    cfg = make_cfg(observability={"enabled": True})
+    q = _queries(cfg)
+    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): 0.0,
+                  q.request_rate(): 2.0, q.ttft(0.95): 0.25})  # fmt: skip
+    none = cfg.kvcache.endpoints[0].model_copy(update={"l2_backend": "none"})
+    with fake.serve() as url:
+        check = check_metrics(cfg, none, lambda: PromClient(url, "us-west-2", None))
+    assert check.status == "pass", check

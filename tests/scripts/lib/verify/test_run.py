@@ -15,6 +15,7 @@ import pytest
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
 from tests.doubles.fake_vllm import FakeVllm
+from tests.scripts.conftest import PODS
 from tests.scripts.lib.test_lmcache_logs import MISS, SEED_HIT, SEED_RETRIEVE, SEED_STORE
 from tests.scripts.lib.verify.support import (
     CFG,
@@ -110,3 +111,64 @@ def test_an_endpoint_without_l2_skips_the_l2_stages(kube: FakeKube) -> None:
     by_stage = {c.stage: c.status for c in checks}
     assert by_stage["Pods carry L2 settings"] == "skip" and by_stage["cross-Pod L2"] == "skip"
     assert cross is None
+
+
+def _with_hash_seed(kube: FakeKube) -> None:
+    """The operator's Pods as rendered for a tieredstorage endpoint: its env's PYTHONHASHSEED
+    kept, the sagemaker-hyperpod:// URL untouched."""
+    for path, pod in kube.objects.items():
+        if not path.startswith(PODS + "/"):
+            continue
+        for c in pod["spec"]["containers"]:
+            if any(e["name"] == "LMCACHE_REMOTE_URL" for e in c.get("env") or []):
+                c["env"].append({"name": "PYTHONHASHSEED", "value": "0"})
+
+
+def test_a_tieredstorage_endpoint_keeps_the_operators_url_and_runs_the_cross_node_test(
+    kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]
+) -> None:
+    """No Curvine driver, claim or policy rows: the Pods must carry sagemaker-hyperpod://, and the
+    cross-Pod test (two nodes) says whether the managed tier served the second node."""
+    _seed_cluster(kube, patched=False)
+    _with_hash_seed(kube)
+    kube.logs["default/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
+    kube.logs["default/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
+    transport = MapTransport(
+        {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
+    )
+    ts = REF.model_copy(update={"l2_backend": "tieredstorage"})
+    checks, cross = run_verify(
+        _clients(kube, _stubbed_aws()), CFG, ts, transport, prompt_words=50, seed=3, log_wait_s=0
+    )
+    by_stage = {c.stage: c for c in checks}
+    assert by_stage["CSIDriver curvine"].status == "skip"
+    assert by_stage["PVC default"].status == "skip"
+    url = by_stage["LMCACHE_REMOTE_URL is Tiered Storage"]
+    assert url.status == "pass" and "sagemaker-hyperpod://" in url.detail
+    assert "LMCACHE_REMOTE_URL is Curvine" not in by_stage
+    assert by_stage["cross-Pod L2"].status == "pass"
+    assert cross is not None and cross.node_a != cross.node_b
+
+
+def test_a_tieredstorage_endpoint_repointed_at_curvine_fails_its_url_row(kube: FakeKube) -> None:
+    _seed_cluster(kube, patched=True)
+    ts = REF.model_copy(update={"l2_backend": "tieredstorage"})
+    checks, cross = run_verify(_clients(kube, _stubbed_aws()), CFG, ts, MapTransport({}))
+    url = {c.stage: c for c in checks}["LMCACHE_REMOTE_URL is Tiered Storage"]
+    assert url.status == "fail" and "LMCACHE_REMOTE_URL=fs://localhost:0" in url.detail
+    assert checks[-1].stage == "cross-Pod L2" and checks[-1].status == "skip" and cross is None
+
+
+def test_an_fsx_or_l1_only_endpoint_is_not_checked_for_curvines_driver(kube: FakeKube) -> None:
+    """Neither mounts a Curvine volume: the CSIDriver row is skipped, not failed, when Curvine's
+    driver is absent; an L1-only endpoint also has no claim row."""
+    _seed_cluster(kube, patched=False)
+    del kube.objects["/apis/storage.k8s.io/v1/csidrivers/curvine"]
+    for backend in ("none", "fsx_lustre"):
+        ref = REF.model_copy(update={"l2_backend": backend})
+        checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, ref, None)
+        by_stage = {c.stage: c for c in checks}
+        assert by_stage["CSIDriver curvine"].status == "skip", backend
+    none = REF.model_copy(update={"l2_backend": "none"})
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, none, None)
+    assert {c.stage: c for c in checks}["PVC default"].status == "skip"
