@@ -15,6 +15,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from infra.config import images
 from infra.config.base import Section
 from infra.config.curvine import CurvineConfig
 from infra.config.errors import RuleViolation
@@ -103,17 +104,24 @@ class EndpointConfig(Section):
     ``scale_down_first`` uses every GPU, and updates go through ``replicas - 1`` first."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """GPUs per replica (vLLM ``--tensor-parallel-size``)."""
-    image: str = "lmcache/vllm-openai:v0.3.9"
-    """vLLM image with LMCache (the fs:// remote connector)."""
+    image: str = "lmcache/vllm-openai:v0.3.15"
+    """vLLM image with LMCache: v0.3.15 carries LMCache 0.3.15 and vLLM 0.16.0 (fs:// for curvine
+    and fsx_lustre, sagemaker-hyperpod:// for tieredstorage, and a failed L2 read recomputed).
+    A known image that lacks what the endpoint's backend needs is refused
+    (infra/config/images.py): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod:// connector and
+    runs a request whose L2 read failed on unfilled KV blocks."""
     args: tuple[str, ...] = (
         "--max-model-len",
         "32768",
         "--gpu-memory-utilization",
         "0.9",
         "--kv-transfer-config",
-        '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}',
+        '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both",'
+        '"kv_load_failure_policy":"recompute"}',
     )
-    """Extra vLLM arguments (model path, port and tensor parallelism are added)."""
+    """Extra vLLM arguments (model path, port and tensor parallelism are added).
+    ``kv_load_failure_policy`` (vLLM 0.13.0+; default ``recompute``, ``fail`` from 0.17.0) is
+    set explicitly: a failed L2 read is recomputed instead of failing the request."""
     container_port: int = Field(default=8000, ge=1024, le=65535)
     """Port vLLM listens on."""
     metrics_port: int = Field(default=8000, ge=1024, le=65535)
@@ -254,7 +262,25 @@ class KvCacheConfig(Section):
         object.__setattr__(self, "endpoints", resolved)
         self._one_shared_store()
         self._curvine_follows_endpoints()
+        self._images_serve_backends()
         return self
+
+    def _images_serve_backends(self) -> None:
+        """A known image must carry what its endpoint's backend needs (infra/config/images.py)."""
+        for i, e in enumerate(self.endpoints):
+            found = images.shortfall(e.image, e.backend, e.args)
+            if found is not None:
+                why, args_fix = found
+                fix = f"set kvcache.endpoints.{i}.image to {images.RECOMMENDED}"
+                if args_fix:
+                    fix += f", or drop kv_load_failure_policy from kvcache.endpoints.{i}.args"
+                raise RuleViolation(
+                    f"an image that serves l2_backend {e.backend}, like {images.RECOMMENDED}: "
+                    f"{why}",
+                    fix,
+                    field=f"kvcache.endpoints.{i}.image",
+                    value=e.image,
+                )
 
     def _inherit(self, e: EndpointConfig) -> EndpointConfig:
         out = e.model_copy(update={"l2_backend": self.l2_backend})

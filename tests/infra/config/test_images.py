@@ -1,0 +1,70 @@
+"""The endpoint image must carry what its backend needs (infra/config/images.py): the whole line
+a known image that lacks it is refused with, and the default image and arguments (pure parsing,
+no double)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.config.kvcache import EndpointConfig
+from tests.infra.config.builders import SOURCE, refusal
+
+OLD = "lmcache/vllm-openai:v0.3.9"
+FIELD = "kvcache.endpoints.0.image"
+
+
+def test_the_default_image_recomputes_a_failed_l2_read() -> None:
+    """v0.3.15 (vLLM 0.16.0) with the policy spelled out in --kv-transfer-config."""
+    e = EndpointConfig()
+    assert e.image == "lmcache/vllm-openai:v0.3.15"
+    transfer = json.loads(e.args[e.args.index("--kv-transfer-config") + 1])
+    assert transfer == {
+        "kv_connector": "LMCacheConnectorV1",
+        "kv_role": "kv_both",
+        "kv_load_failure_policy": "recompute",
+    }
+
+
+@pytest.mark.parametrize("backend", ["curvine", "tieredstorage"])
+def test_an_image_that_runs_a_failed_l2_read_on_unfilled_blocks_is_refused(backend: str) -> None:
+    found = refusal({FIELD: OLD, "kvcache.endpoints.0.l2_backend": backend})
+    why = (
+        "has no sagemaker-hyperpod:// connector (LMCache 0.3.9.post1+)"
+        if backend == "tieredstorage"
+        else "does not recompute a failed L2 read: the request runs on unfilled KV blocks "
+        "(vLLM 0.11.1+ with LMCache 0.3.9.post1+)"
+    )
+    assert found == (
+        f"{SOURCE}: {FIELD} = '{OLD}': allowed: an image that serves l2_backend {backend}, like "
+        f"lmcache/vllm-openai:v0.3.15: {OLD} (LMCache 0.3.9, vLLM 0.11.0) {why}; fix: set "
+        f"{FIELD} to lmcache/vllm-openai:v0.3.15"
+    )
+
+
+def test_a_failure_policy_on_a_vllm_without_it_is_refused_and_l1_only_may_drop_it() -> None:
+    """vLLM before 0.13.0 rejects the key; an L1-only endpoint reads no L2 and may run v0.3.9."""
+    none = {FIELD: OLD, "kvcache.endpoints.0.l2_backend": "none"}
+    assert refusal(none) == (
+        f"{SOURCE}: {FIELD} = '{OLD}': allowed: an image that serves l2_backend none, like "
+        f"lmcache/vllm-openai:v0.3.15: {OLD} (LMCache 0.3.9, vLLM 0.11.0) has no "
+        "kv_load_failure_policy (vLLM 0.13.0+); fix: set kvcache.endpoints.0.image to "
+        "lmcache/vllm-openai:v0.3.15, or drop kv_load_failure_policy from "
+        "kvcache.endpoints.0.args"
+    )
+    args = ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
+    assert refusal({**none, "kvcache.endpoints.0.args": args}) is None
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "lmcache/vllm-openai:v0.3.12",
+        "docker.io/lmcache/vllm-openai:v0.3.15@sha256:" + "a" * 64,
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:v0.3.9",  # unknown: not checked
+    ],
+)
+def test_a_known_good_or_unknown_image_is_accepted_on_every_backend(image: str) -> None:
+    for backend in ("curvine", "tieredstorage", "none"):
+        assert refusal({FIELD: image, "kvcache.endpoints.0.l2_backend": backend}) is None
