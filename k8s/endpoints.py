@@ -10,6 +10,7 @@ from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.common import labels
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
+from k8s.observability import endpoint_observability_env
 
 MODEL_VOLUME, MODEL_PATH = "model-weights", "/opt/ml/model"
 L = ie.InferenceEndpointConfigSpecWorkerResourcesLimits
@@ -50,10 +51,12 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
         k: R.from_string(v) if isinstance(v, str) else R.from_number(v) for k, v in amounts.items()
     }
     # Operator 3.0 passes these through; 3.2 drops the LMCACHE_* ones. Either way the L2
-    # admission rule (k8s/policy.py) writes both into the Pod.
+    # admission rule (k8s/policy.py) writes both into the Pod of a curvine or fsx_lustre
+    # endpoint; any other endpoint's LMCache metrics need PROMETHEUS_MULTIPROC_DIR from here.
+    own = [("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0")]
+    own += [(v["name"], v["value"]) for v in endpoint_observability_env(config, e)]
     env = [
-        ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
-        for k, v in (("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0"))
+        ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v) for k, v in own
     ]
     args = [
         "--model",

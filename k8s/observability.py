@@ -24,6 +24,11 @@ from k8s.curvine import MASTER_WEB_PORT, WORKER_WEB_PORT, fuse_web_port
 # once the variable is set; this is the directory LMCache itself falls back to.
 MULTIPROC_VOLUME = "prometheus-multiproc"
 MULTIPROC_DIR = "/tmp/lmcache_prometheus"
+# An endpoint the L2 policy does not patch (tieredstorage, none) can set env but no volume for
+# its model container (the CRD's worker has no volumeMounts): it names a directory every image
+# has, empty at each container start (a fresh writable layer), and the collector reads only
+# its *.db files.
+ENDPOINT_MULTIPROC_DIR = "/tmp"
 # The Kubernetes user the AMP docs bind for the aws-auth (ConfigMap) path.
 COLLECTOR_USER = "aps-collector-user"
 COLLECTOR_ROLE = "aps-collector-role"
@@ -42,6 +47,15 @@ def observability_env(config: AppConfig) -> list[dict[str, str]]:
     if not config.observability.enabled:
         return []
     return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": MULTIPROC_DIR}]
+
+
+def endpoint_observability_env(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
+    """The same variable in the endpoint's own env, for an endpoint the policy does not patch.
+    Operator 3.2 drops only the LMCACHE_* entries of worker.environmentVariables, so this one
+    reaches the container."""
+    if not config.observability.enabled or e.mounts_l2:
+        return []
+    return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": ENDPOINT_MULTIPROC_DIR}]
 
 
 def observability_mounts(config: AppConfig) -> list[dict[str, str]]:
