@@ -17,6 +17,17 @@ L = ie.InferenceEndpointConfigSpecWorkerResourcesLimits
 R = ie.InferenceEndpointConfigSpecWorkerResourcesRequests
 
 
+L1_SIZE_ENV = "LMCACHE_MAX_LOCAL_CPU_SIZE"
+
+
+def l1_env(e: EndpointConfig) -> list[dict[str, str]]:
+    """LMCache's CPU cache size in GiB (its default is 5): the Pod's memory less vLLM's need
+    (``EndpointConfig.l1_cache_gib``). None with L1 off."""
+    if not e.enable_l1_cache:
+        return []
+    return [{"name": L1_SIZE_ENV, "value": str(e.l1_cache_gib)}]
+
+
 def _source(
     config: AppConfig, e: EndpointConfig
 ) -> ie.InferenceEndpointConfigSpecModelSourceConfig:
@@ -52,8 +63,10 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
     }
     # Operator 3.0 passes these through; 3.2 drops the LMCACHE_* ones. Either way the L2
     # admission rule (k8s/policy.py) writes both into the Pod of a curvine or fsx_lustre
-    # endpoint; any other endpoint's LMCache metrics need PROMETHEUS_MULTIPROC_DIR from here.
+    # endpoint (with the L1 size); any other endpoint's LMCache metrics need
+    # PROMETHEUS_MULTIPROC_DIR from here.
     own = [("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0")]
+    own += [(v["name"], v["value"]) for v in l1_env(e)]
     own += [(v["name"], v["value"]) for v in endpoint_observability_env(config, e)]
     env = [
         ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v) for k, v in own

@@ -30,6 +30,7 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.common import ENDPOINT_POD_LABEL, labels, raw
+from k8s.endpoints import l1_env
 from k8s.names import POLICY, PVC, REMOTE_URL_ENV
 from k8s.observability import observability_env, observability_mounts, observability_volumes
 
@@ -94,7 +95,8 @@ def _patch(config: AppConfig, e: EndpointConfig, claim: str) -> dict[str, Any]:
     container = {
         "name": "{{ element.name }}",
         # LMCache's metrics join vLLM's /metrics once the multiprocess dir is set.
-        "env": [*l2_env(config), *observability_env(config)],
+        # Operator 3.2 drops the endpoint's own LMCACHE_* entries: the L1 size comes from here.
+        "env": [*l2_env(config), *l1_env(e), *observability_env(config)],
         "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
     }
     volumes = [*l2_volumes(claim), *observability_volumes(config)]

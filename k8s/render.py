@@ -135,7 +135,8 @@ Apply with `kubectl apply -k .` after the prerequisites, or point Argo CD or Flu
   `{config.addons.inference_operator.version}`, with cert-manager, the Mountpoint S3 CSI and FSx CSI
   add-ons (`make deploy` installs them; see docs/existing-cluster.md). It owns the
   `InferenceEndpointConfig` CRD that `60-endpoints.yaml` uses.
-- HyperPod Tiered Storage on (`tiered_storage.mode: Enable`): the endpoints' L1 and L2 need it.
+- HyperPod Tiered Storage on (`tiered_storage.mode: Enable`): every endpoint with an L2 needs it
+  (the operator mounts the ai-toolkit daemon's shared memory into its Pods).
 - Kyverno from its Helm chart, version `{kyverno.chart_version}`, in namespace `{kyverno.namespace}`
   (its CRDs and admission webhook must be ready before `50-l2-policy.yaml`, and the policy before
   any endpoint Pod starts):

@@ -23,6 +23,10 @@ from infra.config.fields import dns_label, pinned_image, s3_bucket
 from infra.config.fsx import FsxLustreConfig
 
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
+# Host memory vLLM itself needs in the Pod, outside LMCache's CPU cache: the API server and engine
+# process (Python, torch, the CUDA runtime, the tokenizer) and, per GPU, its worker's CUDA context
+# and pinned transfer buffers. The rest of the Pod's memory limit is L1.
+VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU = 8, 2
 L2Backend = Literal["curvine", "fsx_lustre", "tieredstorage", "none"]
 L2_BACKENDS: tuple[L2Backend, ...] = get_args(L2Backend)
 # The backends the L2 policy mounts into the Pod as a shared file system (LMCache's fs:// URL);
@@ -131,11 +135,14 @@ class EndpointConfig(Section):
     vCPUs) for the Curvine worker, its FUSE node plugin, the operator's sidecars and the EKS and
     HyperPod daemons (tests/k8s/test_rehearsal_budget.py)."""
     memory_gib: int = Field(default=64, ge=4)
-    """Memory request and limit per replica, in GiB (L1 CPU offload lives here)."""
+    """Memory request and limit per replica, in GiB. With L1 on, what vLLM does not need is
+    LMCache's CPU cache (``l1_cache_gib``): ``memory_gib - (8 + 2 x tensor_parallel_size)``."""
     routing_strategy: str = "prefixaware"
     """Router strategy: prefixaware, kvaware, session or roundrobin. Set once, at creation."""
     enable_l1_cache: bool = True
-    """L1: LMCache's CPU cache inside the Pod, in the Pod's own memory (``memory_gib``)."""
+    """L1: LMCache's CPU cache inside the Pod, in the Pod's own memory (``memory_gib``), sized
+    by ``LMCACHE_MAX_LOCAL_CPU_SIZE``. HyperPod Tiered Storage's memory is not L1: it is the
+    ``tieredstorage`` L2."""
     l2_backend: L2Backend | None = None
     """This endpoint's L2 (the values of ``kvcache.l2_backend``); null (the default) takes
     ``kvcache.l2_backend``. Recorded in the lock file: switching loses what the endpoint had
@@ -169,6 +176,15 @@ class EndpointConfig(Section):
         if self.l2_backend is None:
             raise ValueError(f"endpoint {self.name}: l2_backend is resolved by KvCacheConfig")
         return self.l2_backend
+
+    @property
+    def l1_cache_gib(self) -> int:
+        """LMCache's CPU cache (``LMCACHE_MAX_LOCAL_CPU_SIZE``, GiB): the Pod's memory limit
+        less what vLLM needs (``VLLM_HOST_GIB`` + ``VLLM_HOST_GIB_PER_GPU`` per GPU); 0 with L1
+        off."""
+        if not self.enable_l1_cache:
+            return 0
+        return self.memory_gib - VLLM_HOST_GIB - VLLM_HOST_GIB_PER_GPU * self.tensor_parallel_size
 
     @property
     def mounts_l2(self) -> bool:
@@ -263,7 +279,22 @@ class KvCacheConfig(Section):
         self._one_shared_store()
         self._curvine_follows_endpoints()
         self._images_serve_backends()
+        self._room_for_l1()
         return self
+
+    def _room_for_l1(self) -> None:
+        """With L1 on, the Pod's memory holds vLLM's own need and at least 1 GiB of L1."""
+        for i, e in enumerate(self.endpoints):
+            need = VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU * e.tensor_parallel_size + 1
+            if e.enable_l1_cache and e.memory_gib < need:
+                raise RuleViolation(
+                    f"at least {need} with enable_l1_cache true and tensor_parallel_size "
+                    f"{e.tensor_parallel_size}: vLLM needs {need - 1} GiB of the Pod's memory "
+                    "and LMCache's CPU cache (L1) gets the rest",
+                    f"raise memory_gib to {need} or more, or set enable_l1_cache: false",
+                    field=f"kvcache.endpoints.{i}.memory_gib",
+                    value=e.memory_gib,
+                )
 
     def _images_serve_backends(self) -> None:
         """A known image must carry what its endpoint's backend needs (infra/config/images.py)."""

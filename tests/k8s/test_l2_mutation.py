@@ -87,11 +87,13 @@ def test_mutation_repoints_l2_and_mounts_the_pvc(
     assert list(after) == list(before)
     vllm = after[name]
     # dev has observability on: LMCache's metrics need a fresh multiprocess directory too.
+    # L1: dev's 64 GiB Pod less vLLM's 8 GiB and 2 GiB for its one GPU.
     want = {
         **_env(before[name]),
         "LMCACHE_REMOTE_URL": L2_URL,
         "LMCACHE_REMOTE_SERDE": "naive",
         "PYTHONHASHSEED": "0",
+        "LMCACHE_MAX_LOCAL_CPU_SIZE": "54",
         "PROMETHEUS_MULTIPROC_DIR": "/tmp/lmcache_prometheus",
     }
     assert _env(vllm) == want

@@ -30,6 +30,8 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "kvcache.curvine.fuse.cpu_limit_millicores": {
         "kvcache.curvine.fuse.cpu_request_millicores": 100},
     "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
+    # Below 11 GiB only without L1 (tests/infra/config/test_memory.py).
+    "kvcache.endpoints.0.memory_gib": {"kvcache.endpoints.0.enable_l1_cache": False},
 }  # fmt: skip
 
 

@@ -1,5 +1,6 @@
-"""LMCache's metrics reach vLLM's /metrics only when PROMETHEUS_MULTIPROC_DIR is set in the model
-container: checked for every endpoint of the tiers variant (one per backend) on the Pod operator
+"""What the model container's env gives LMCache: its metrics reach vLLM's /metrics only when
+PROMETHEUS_MULTIPROC_DIR is set, and its CPU cache (L1) is LMCACHE_MAX_LOCAL_CPU_SIZE GiB. Checked
+for every endpoint of the tiers variant (one per backend) on the Pod operator
 3.2 renders (it drops the LMCACHE_* entries of worker.environmentVariables and keeps the rest),
 after the rendered L2 policy (tests/doubles/kyverno_eval.py)."""
 
@@ -59,3 +60,21 @@ def test_every_backends_pod_sets_the_prometheus_multiprocess_dir(
         else:
             # No volume can be added through the endpoint: a directory every image has.
             assert got == "/tmp", name
+
+
+def test_l1_gets_the_pods_memory_less_vllms_need_where_the_env_survives(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """On a curvine Pod the policy writes the size (operator 3.2 drops the endpoint's own
+    LMCACHE_* entries); every endpoint also carries it for an operator that passes them on."""
+    objs, config = rendered_envs[TIERS_VARIANT], env_config(TIERS_VARIANT)
+    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    iecs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "InferenceEndpointConfig"}
+    for e in config.kvcache.endpoints:
+        size = str(e.memory_gib - 8 - 2 * e.tensor_parallel_size)
+        own = {
+            v["name"]: v["value"] for v in iecs[e.name]["spec"]["worker"]["environmentVariables"]
+        }
+        assert own["LMCACHE_MAX_LOCAL_CPU_SIZE"] == size, e.name
+        env, _ = _env_and_mounts(apply_policy(policy, _operator_3_2_pod(iecs[e.name]), "CREATE"))
+        assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == (size if e.mounts_l2 else None), e.name
