@@ -312,7 +312,9 @@ def size_command(
     ] = 0.9,
     prompt_tokens: Annotated[
         int | None,
-        typer.Option(help="Typical prompt length: the L2 pay-off flag and the tier advice."),
+        typer.Option(
+            help="Typical prompt length: one read-back verdict per tier and the L2 to use."
+        ),
     ] = None,
     prefill_tokens_per_s: Annotated[
         float | None,
@@ -326,8 +328,9 @@ def size_command(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """KV bytes per token, weights, and how many tokens L0, L1 and L2 hold on this environment;
-    with --prompt-tokens, whether each tier's read-back beats recomputing and which L2 to use."""
+    """KV bytes per token, weights, and how many tokens L0, L1 (LMCache's CPU cache in the Pod)
+    and each L2 hold on this environment; with --prompt-tokens, whether each tier's read-back
+    beats recomputing and which L2 to use."""
     code = size.run(
         model, env, params, instance_type, gpu_nodes, l2_worker_gib, weight_dtype, kv_dtype,
         gpu_memory_utilization, prompt_tokens, prefill_tokens_per_s, sessions, context_tokens,

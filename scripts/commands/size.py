@@ -44,6 +44,11 @@ def run(
     else:  # without Curvine there is no L2 pool
         worker_gib = float(curvine.worker.capacity_gib) if curvine.enabled else 0.0
     ts = cfg.tiered_storage
+    ts_gib = inst.memory_gib * ts.instance_memory_allocation_percentage / 100
+    if ts.mode != "Enable":
+        ts_gib = 0.0
+    # L1 as the environment's first endpoint sizes it (the Pod's memory less vLLM's need).
+    l1_gib = float(cfg.kvcache.endpoints[0].l1_cache_gib)
     try:
         label, model_cfg = load_model_config(model)
         report = size_model(
@@ -58,11 +63,11 @@ def run(
             if ts.mode == "Enable"
             else 0,
             l2_worker_gib=worker_gib,
+            l1_gib=l1_gib,
             params=int(params) if params else None,
             weight_dtype=weight_dtype,
             kv_dtype=kv_dtype,
             gpu_memory_utilization=gpu_memory_utilization,
-            prompt_tokens=prompt_tokens,
         )
         advice = (
             tier_advice(
@@ -76,6 +81,7 @@ def run(
                 fsx_capacity_gib=cfg.kvcache.fsx.storage_capacity_gib,
                 fsx_throughput_mb_per_tib=cfg.kvcache.fsx.throughput_mb_per_tib,
                 gpus=inst.gpus,
+                tieredstorage_bytes=int(ts_gib * GIB),
                 prefill_tokens_per_s=prefill_tokens_per_s,
                 params=int(params) if params else None,
                 kv_dtype=kv_dtype,
@@ -85,6 +91,8 @@ def run(
         )
     except SizingError as exc:
         raise runtime.fail(str(exc), Exit.USAGE) from None
+    if advice is not None and advice.flag is not None:
+        report.flags.append(advice.flag)
     if as_json:
         data = report.as_dict()
         if advice is not None:

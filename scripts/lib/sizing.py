@@ -14,9 +14,6 @@ from typing import Any
 
 GIB = 1024**3
 GB = 1000**3
-# L2 round trips cost more than recomputing short prompts (seed measurements): below this
-# many prompt tokens the L2 tier does not pay off.
-L2_MIN_PROMPT_TOKENS = 1000
 DTYPE_BYTES = {
     "float32": 4,
     "fp32": 4,
@@ -297,13 +294,17 @@ def size_model(
     gpu_nodes: int,
     tiered_storage_percent: int,
     l2_worker_gib: float,
+    l1_gib: float = 0.0,
     params: int | None = None,
     weight_dtype: str | None = None,
     kv_dtype: str | None = None,
     gpu_memory_utilization: float = 0.9,
     overhead_gib_per_gpu: float = 2.0,
-    prompt_tokens: int | None = None,
 ) -> SizeReport:
+    """Tokens each tier holds. ``l1_gib``: LMCache's CPU cache of one replica
+    (``EndpointConfig.l1_cache_gib``); ``tiered_storage_percent``: the node memory Tiered Storage
+    reserves, the L2 of endpoints on tieredstorage (not L1). Whether a prompt is worth reading
+    back is ``scripts.lib.tier_advice``'s one comparison."""
     per_token = kv_bytes_per_token(cfg, kv_dtype)
     n_params = params if params is not None else estimate_params(cfg)
     weights = int(n_params * dtype_bytes(weight_dtype or cfg.get("torch_dtype")))
@@ -311,24 +312,22 @@ def size_model(
     # one node (tensor parallel across the node).
     usable = gpus * (gpu_memory_gib * gpu_memory_utilization - overhead_gib_per_gpu) * GIB
     l0 = int(usable - weights)
-    l1 = int(instance_memory_gib * tiered_storage_percent / 100 * GIB)
+    l1 = int(l1_gib * GIB)
+    managed = int(instance_memory_gib * tiered_storage_percent / 100 * GIB)
     l2 = int(l2_worker_gib * GIB * gpu_nodes)
     tiers = [
         Tier("L0", max(l0, 0), max(l0, 0) // per_token, "per replica (GPU)"),
-        Tier("L1", l1, l1 // per_token, "per node (Tiered Storage CPU memory)"),
+        Tier("L1", l1, l1 // per_token, "per replica (LMCache CPU cache in the Pod's memory)"),
         Tier("L2", l2, l2 // per_token, f"shared by {gpu_nodes} nodes (Curvine NVMe)"),
-    ]
+        Tier("L2 tieredstorage", managed, managed // per_token,
+             "per node (Tiered Storage reservation; serves endpoints on tieredstorage only)"),
+    ]  # fmt: skip
     flags: list[str] = []
     fits = l0 > 0
     if not fits:
         flags.append(
             f"model_does_not_fit: weights {weights / GIB:.1f} GiB exceed the usable "
             f"{usable / GIB:.1f} GiB of {gpus} x {gpu_memory_gib} GiB GPU on {instance_type}"
-        )
-    if prompt_tokens is not None and prompt_tokens < L2_MIN_PROMPT_TOKENS:
-        flags.append(
-            f"l2_does_not_pay_off: prompts of {prompt_tokens} tokens are under "
-            f"~{L2_MIN_PROMPT_TOKENS}; recomputing them costs less than an L2 read"
         )
     if per_token and l0 > 0 and l0 // per_token < 4096:
         flags.append("l0_small: fewer than 4,096 tokens of KV cache fit on the GPU")

@@ -1,7 +1,8 @@
-"""Which shared tier pays off for a prompt, and which L2 to deploy.
+"""Which tier pays off for a prompt, and which L2 to deploy.
 
-Reading a prompt's KV back from a tier beats recomputing it when
-    latency + prompt_tokens x kv_bytes_per_token / bandwidth  <  prompt_tokens / prefill rate.
+One formula gives every verdict: reading a prompt's KV back from a tier beats recomputing it when
+    latency + prompt_tokens x kv_bytes_per_token / bandwidth  <  prompt_tokens / prefill rate,
+and the recommendation is always a tier whose verdict is yes (or none when no L2 has one).
 Tier figures, each the conservative end of its source's range:
 
 | tier                  | latency | bandwidth per reader                  | source              |
@@ -10,8 +11,13 @@ Tier figures, each the conservative end of its source's range:
 | Curvine NVMe pool     | in bw   | 1.97 GB/s (0.1028 GiB in ~56 ms)      | Curvine post, bench |
 | FSx for Lustre (T3)   | 500 us  | min(12.5 GB/s ENA client, file system | storage post, T3;   |
 |                       |         | capacity TiB x MB/s/TiB)              | FSx Lustre guide    |
-| S3 (T4) via FSx link  | 1 s     | as FSx (lazy load through the file    | storage post, T4    |
-|                       |         | system's data repository association) |                     |
+| Tiered Storage        | 1 ms    | 10 GB/s                               | ASSUMED: no figure  |
+|                       |         |                                       | is published        |
+
+Tiered Storage's figures are an assumption, not a measurement: the ai-toolkit daemon serves
+node-local shared memory (a host memory copy) behind an HTTP control plane on the node (a lease
+per read), so a read costs a few local round trips and a memory copy. `hpkv bench` on an endpoint
+with ``l2_backend: tieredstorage`` measures it.
 
 Storage post: "Accelerate inference with KV cache tiering on AWS" (AWS Storage Blog): T2
 200-500 GB/s at single-digit microseconds, T3 100-500 us and up to 100 Gbps per client over
@@ -29,11 +35,12 @@ from typing import Any
 from scripts.lib.sizing import GIB, estimate_params, kv_bytes_per_token
 
 TIER_FIGURES: dict[str, tuple[float, float]] = {  # name -> (latency s, bytes/s; 0: computed)
-    "l1_dram": (10e-6, 200e9),
+    "l1": (10e-6, 200e9),
     "curvine": (0.0, 0.1028 * GIB / 0.056),
     "fsx_lustre": (500e-6, 0.0),
-    "s3": (1.0, 0.0),
+    "tieredstorage": (1e-3, 10e9),  # assumed (module docstring)
 }
+L2_TIERS = ("curvine", "fsx_lustre", "tieredstorage")
 FSX_CLIENT_BYTES_PER_S = 12.5e9  # 100 Gbps ENA per client (storage post)
 # Without a measured prefill rate: 2 x params FLOPs per token at this effective rate per GPU.
 # An assumption (about 30-40% of an L40S/H100 dense bf16 peak), not a measurement: pass the
@@ -62,9 +69,21 @@ class TierAdvice:
     working_set_bytes: int
     curvine_pool_bytes: int
     fsx_bytes_per_s: float
-    recommendation: str  # curvine | fsx_lustre | none
+    tieredstorage_bytes: int
+    recommendation: str  # curvine | fsx_lustre | tieredstorage | none
     reason: str
     fsx_capacity_gib_needed: int
+
+    @property
+    def flag(self) -> str | None:
+        """``l2_does_not_pay_off`` exactly when the recommendation is none: the flag and the
+        recommendation come from the same verdicts, so they never disagree."""
+        if self.recommendation != "none":
+            return None
+        return (
+            f"l2_does_not_pay_off: no L2 this environment can deploy reads {self.prompt_tokens:,} "
+            f"tokens back faster than recomputing them ({self.recompute_seconds:.3f} s)"
+        )
 
     @property
     def working_set_tb(self) -> float:
@@ -94,12 +113,15 @@ def tier_advice(
     fsx_capacity_gib: int,
     fsx_throughput_mb_per_tib: int,
     gpus: int,
+    tieredstorage_bytes: int = 0,
     prefill_tokens_per_s: float | None = None,
     params: int | None = None,
     kv_dtype: str | None = None,
 ) -> TierAdvice:
     """Whether reading a prompt's KV back from each tier beats recomputing it, the working set
-    of ``sessions`` contexts, and which shared tier (if any) to deploy, with the reason."""
+    of ``sessions`` contexts, and which shared tier (if any) to deploy, with the reason.
+    ``tieredstorage_bytes``: one node's Tiered Storage reservation (pooling across nodes is not
+    counted: unverified); 0 (Tiered Storage off) rules the tier out."""
     per_token = kv_bytes_per_token(cfg, kv_dtype)
     if prefill_tokens_per_s is None:
         n_params = params if params is not None else estimate_params(cfg)
@@ -146,12 +168,27 @@ def tier_advice(
             f"{fsx_gib} GiB x {fsx_throughput_mb_per_tib} MB/s/TiB) does not; the NVMe pool holds "
             f"{curvine_pool_bytes / working:.0%} of the working set (the evictor keeps the newest)"
         )
+    elif "tieredstorage" in wins and tieredstorage_bytes > 0:
+        rec = "tieredstorage"
+        held = (
+            "fits one node's reservation"
+            if working <= tieredstorage_bytes
+            else f"is {working / max(tieredstorage_bytes, 1):.1f}x one node's reservation"
+        )
+        reason = (
+            f"a Tiered Storage read ({_read(reads, 'tieredstorage'):.3f} s, assumed figures: "
+            f"measure it with hpkv bench) beats recomputing ({recompute:.3f} s) and Curvine and "
+            f"FSx reads do not; the working set ({working / 1e12:.3f} TB) {held} "
+            f"({tieredstorage_bytes / 1e12:.3f} TB)"
+        )
     else:
         rec = "none"
         reason = (
             f"recomputing {prompt_tokens:,} tokens ({recompute:.3f} s) is as fast as reading "
             f"them back from a shared tier (Curvine {_read(reads, 'curvine'):.3f} s, FSx "
-            f"{_read(reads, 'fsx_lustre'):.3f} s at {fsx_bw / 1e9:.2f} GB/s)"
+            f"{_read(reads, 'fsx_lustre'):.3f} s at {fsx_bw / 1e9:.2f} GB/s, Tiered Storage "
+            f"{_read(reads, 'tieredstorage'):.3f} s"
+            + (" but no reservation)" if "tieredstorage" in wins else ")")
         )
         if prompt_tokens < RECOMPUTE_CHEAP_TOKENS:
             reason += f"; the storage post: under ~{RECOMPUTE_CHEAP_TOKENS:,} tokens tiering "
@@ -168,6 +205,7 @@ def tier_advice(
         working_set_bytes=working,
         curvine_pool_bytes=curvine_pool_bytes,
         fsx_bytes_per_s=fsx_bw,
+        tieredstorage_bytes=tieredstorage_bytes,
         recommendation=rec,
         reason=reason,
         fsx_capacity_gib_needed=needed,

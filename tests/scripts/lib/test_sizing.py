@@ -151,7 +151,7 @@ def test_a_missing_head_dim_is_hidden_size_over_heads_rounded_down() -> None:
 def _size(**kw: Any) -> Any:
     args: dict[str, Any] = dict(
         instance_type="ml.test", gpus=2, gpu_memory_gib=24, instance_memory_gib=64, gpu_nodes=3,
-        tiered_storage_percent=25, l2_worker_gib=100, params=1_000_000_000,
+        tiered_storage_percent=25, l2_worker_gib=100, params=1_000_000_000, l1_gib=8,
     )  # fmt: skip
     return size_model("small", SMALL, **{**args, **kw})
 
@@ -160,8 +160,9 @@ def test_tiers_of_a_worked_example() -> None:
     report = _size(gpu_memory_utilization=0.75, overhead_gib_per_gpu=2.0)
     # L0: 2 GPUs x (24 GiB x 0.75 - 2 GiB) = 32 GiB = 34,359,738,368 B, minus 1e9 params x 2 B
     #     = 32,359,738,368 B; / 2,048 B per token = 15,800,653 tokens
-    # L1: 64 GiB x 25% = 16 GiB = 17,179,869,184 B = 8,388,608 tokens
+    # L1: the Pod's 8 GiB = 8,589,934,592 B = 4,194,304 tokens
     # L2: 100 GiB x 3 nodes = 322,122,547,200 B = 157,286,400 tokens
+    # Tiered Storage: 64 GiB x 25% = 16 GiB = 17,179,869,184 B = 8,388,608 tokens (not L1)
     assert report.as_dict() == {
         "model": "small",
         "attention": "mha/gqa",
@@ -176,15 +177,19 @@ def test_tiers_of_a_worked_example() -> None:
         "tiers": [
             {"name": "L0", "bytes": 32_359_738_368, "tokens": 15_800_653,
              "scope": "per replica (GPU)"},
-            {"name": "L1", "bytes": 17_179_869_184, "tokens": 8_388_608,
-             "scope": "per node (Tiered Storage CPU memory)"},
+            {"name": "L1", "bytes": 8_589_934_592, "tokens": 4_194_304,
+             "scope": "per replica (LMCache CPU cache in the Pod's memory)"},
             {"name": "L2", "bytes": 322_122_547_200, "tokens": 157_286_400,
              "scope": "shared by 3 nodes (Curvine NVMe)"},
+            {"name": "L2 tieredstorage", "bytes": 17_179_869_184, "tokens": 8_388_608,
+             "scope": "per node (Tiered Storage reservation; serves endpoints on tieredstorage "
+                      "only)"},
         ],
         "flags": [],
         "fits": True,
         "weight_gib": 1.86,  # 2e9 / 2^30 = 1.8626
-        "tokens_per_tier": {"L0": 15_800_653, "L1": 8_388_608, "L2": 157_286_400},
+        "tokens_per_tier": {"L0": 15_800_653, "L1": 4_194_304, "L2": 157_286_400,
+                            "L2 tieredstorage": 8_388_608},
     }  # fmt: skip
 
 
@@ -210,7 +215,7 @@ def test_mla_is_reported_as_such() -> None:
         l2_worker_gib=0,
     )  # fmt: skip
     assert report.attention == "mla" and report.kv_bytes_per_token == 61 * 576 * 2
-    assert [(t.bytes, t.tokens) for t in report.tiers[1:]] == [(0, 0), (0, 0)]
+    assert [(t.bytes, t.tokens) for t in report.tiers[1:]] == [(0, 0), (0, 0), (0, 0)]
 
 
 # One GPU of 4 GiB, all usable (utilization 1, no overhead): 4,294,967,296 B. With 2,048 B per
@@ -220,25 +225,21 @@ SMALL_L0 = "l0_small: fewer than 4,096 tokens of KV cache fit on the GPU"
 
 
 @pytest.mark.parametrize(
-    ("params", "prompt_tokens", "fits", "l0_tokens", "flags"),
+    ("params", "fits", "l0_tokens", "flags"),
     [
-        (2_143_289_344, 1000, True, 4096, []),
-        (2_143_289_345, None, True, 4095, [SMALL_L0]),  # 8,388,606 B: one token short
-        (2_147_482_624, None, True, 1, [SMALL_L0]),  # 2,048 B left
-        (2_147_483_648, None, False, 0, [  # nothing left
+        (2_143_289_344, True, 4096, []),
+        (2_143_289_345, True, 4095, [SMALL_L0]),  # 8,388,606 B: one token short
+        (2_147_482_624, True, 1, [SMALL_L0]),  # 2,048 B left
+        (2_147_483_648, False, 0, [  # nothing left
             "model_does_not_fit: weights 4.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
             "ml.test"]),
-        (3 * GIB, 999, False, 0, [  # 6 GiB of weights; L0 is never negative
+        (3 * GIB, False, 0, [  # 6 GiB of weights; L0 is never negative
             "model_does_not_fit: weights 6.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
-            "ml.test",
-            "l2_does_not_pay_off: prompts of 999 tokens are under ~1000; recomputing them costs "
-            "less than an L2 read"]),
+            "ml.test"]),
     ],
 )  # fmt: skip
-def test_flags_at_their_limits(
-    params: int, prompt_tokens: int | None, fits: bool, l0_tokens: int, flags: list[str]
-) -> None:
-    report = _size(params=params, prompt_tokens=prompt_tokens, **EXACT)
+def test_flags_at_their_limits(params: int, fits: bool, l0_tokens: int, flags: list[str]) -> None:
+    report = _size(params=params, **EXACT)
     l0 = report.tiers[0]
     assert (report.fits, l0.tokens, report.flags) == (fits, l0_tokens, flags)
     assert l0.bytes == max(4 * GIB - 2 * params, 0)

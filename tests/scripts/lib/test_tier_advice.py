@@ -55,7 +55,8 @@ QWEN_50K = dict(
                               fsx_throughput_mb_per_tib=125, prefill_tokens_per_s=20_000),
          "none",
          "recomputing 500 tokens (0.025 s) is as fast as reading them back from a shared tier "
-         "(Curvine 0.033 s, FSx 0.448 s at 0.15 GB/s); the storage post: under ~10,000 tokens "
+         "(Curvine 0.033 s, FSx 0.448 s at 0.15 GB/s, Tiered Storage 0.008 s but no reservation); "
+         "the storage post: under ~10,000 tokens "
          "tiering rarely pays off"),
         # 9,999 x 131,072 B = 1.3106 GB: FSx 0.0005 + 1.3106e9 / 146.48e6 = 8.947 s; 9,999
         # tokens are still under the storage post's line
@@ -63,14 +64,14 @@ QWEN_50K = dict(
                               fsx_throughput_mb_per_tib=125, prefill_tokens_per_s=1e9),
          "none",
          "recomputing 9,999 tokens (0.000 s) is as fast as reading them back from a shared tier "
-         "(Curvine 0.665 s, FSx 8.947 s at 0.15 GB/s); the storage post: under ~10,000 tokens "
-         "tiering rarely pays off"),
+         "(Curvine 0.665 s, FSx 8.947 s at 0.15 GB/s, Tiered Storage 0.132 s); the storage "
+         "post: under ~10,000 tokens tiering rarely pays off"),
         # 10,000 tokens: on the line, no remark
         ("llama-3.1-8b", dict(prompt_tokens=10_000, sessions=10, context_tokens=500,
                               fsx_throughput_mb_per_tib=125, prefill_tokens_per_s=1e9),
          "none",
          "recomputing 10,000 tokens (0.000 s) is as fast as reading them back from a shared tier "
-         "(Curvine 0.665 s, FSx 8.948 s at 0.15 GB/s)"),
+         "(Curvine 0.665 s, FSx 8.948 s at 0.15 GB/s, Tiered Storage 0.132 s)"),
     ],
 )  # fmt: skip
 def test_the_recommendation_and_its_reason(
@@ -91,11 +92,13 @@ def test_the_prefill_estimate_and_the_advice_as_json() -> None:
     data = advice.as_dict()
     reads = data.pop("reads")
     assert [(r["tier"], r["beats_recompute"]) for r in reads] == [
-        ("l1_dram", True), ("curvine", True), ("fsx_lustre", False), ("s3", False)]  # fmt: skip
-    # l1: 10 us + 655.36e6 / 200e9; FSx 1200 GiB x 125 MB/s/TiB = 146,484,375 B/s
+        ("l1", True), ("curvine", True), ("fsx_lustre", False), ("tieredstorage", True)
+    ]  # fmt: skip
+    # l1: 10 us + 655.36e6 / 200e9; FSx 1200 GiB x 125 MB/s/TiB = 146,484,375 B/s; Tiered
+    # Storage (assumed): 1 ms + 655.36e6 / 10e9
     assert [r["seconds"] for r in reads] == pytest.approx(
         [10e-6 + 655.36e6 / 200e9, 655.36e6 / (0.1028 * GIB / 0.056),
-         0.0005 + 655.36e6 / 146_484_375, 1.0 + 655.36e6 / 146_484_375]
+         0.0005 + 655.36e6 / 146_484_375, 0.001 + 655.36e6 / 10e9]
     )  # fmt: skip
     assert data == {
         "prompt_tokens": 10_000,
@@ -108,6 +111,7 @@ def test_the_prefill_estimate_and_the_advice_as_json() -> None:
         "working_set_bytes": 327_680_000,  # 10 x 500 x 65,536 B
         "curvine_pool_bytes": 2 * 400 * GIB,
         "fsx_bytes_per_s": 146_484_375.0,
+        "tieredstorage_bytes": 0,
         "recommendation": "curvine",
         "reason": "a Curvine read (0.332 s) beats recomputing (1.000 s) and the working set "
         "(0.000 TB) fits the NVMe pool (0.859 TB)",
@@ -159,7 +163,8 @@ def test_a_working_set_exactly_the_pool_size_fits_it() -> None:
 
 def test_a_read_as_slow_as_recomputing_does_not_beat_it() -> None:
     # 48,828,125 tokens x 256 B = 12.5e9 B; FSx 1200 GiB x 12,000 MB/s/TiB is capped at the
-    # 12.5 GB/s client link: S3 1 s + 1 s = 2 s, exactly 48,828,125 / 24,414,062.5 tokens/s
+    # 12.5 GB/s client link: 1.0005 s; recompute 48,828,125 / 24,414,062.5 tokens/s = 2 s; Curvine
+    # 12.5e9 / 1,971,083,205 B/s = 6.34 s
     a = tier_advice(
         ONE_LAYER, prompt_tokens=48_828_125, sessions=1, context_tokens=48_828_125,
         curvine_pool_bytes=12_500_000_000, fsx_capacity_gib=1200, fsx_throughput_mb_per_tib=12_000,
@@ -168,8 +173,9 @@ def test_a_read_as_slow_as_recomputing_does_not_beat_it() -> None:
     )  # fmt: skip
     assert a.recompute_seconds == 2.0
     assert [(r.tier, r.beats_recompute) for r in a.reads] == [
-        ("l1_dram", True), ("curvine", False), ("fsx_lustre", True), ("s3", False)]  # fmt: skip
-    assert [r.seconds for r in a.reads if r.tier != "curvine"] == [0.06251, 1.0005, 2.0]
+        ("l1", True), ("curvine", False), ("fsx_lustre", True), ("tieredstorage", True)
+    ]  # fmt: skip
+    assert [r.seconds for r in a.reads if r.tier != "curvine"] == [0.06251, 1.0005, 1.251]
     # the working set is the pool's size: it is Curvine's speed, not its room, that rules it out
     assert a.reason == (
         "an FSx read (1.000 s) beats recomputing (2.000 s) and a Curvine read does not beat "
@@ -201,8 +207,8 @@ def test_the_fsx_rate_in_the_none_reason_is_rounded_half_up() -> None:
     )  # fmt: skip
     assert a.reason == (
         "recomputing 1,000 tokens (0.000 s) is as fast as reading them back from a shared tier "
-        "(Curvine 0.000 s, FSx 0.002 s at 0.14 GB/s); the storage post: under ~10,000 tokens "
-        "tiering rarely pays off"
+        "(Curvine 0.000 s, FSx 0.002 s at 0.14 GB/s, Tiered Storage 0.001 s); the storage post: "
+        "under ~10,000 tokens tiering rarely pays off"
     )
 
 
@@ -226,7 +232,7 @@ def test_qwen2_7b_long_prompt_prefers_curvine() -> None:
     # FSx 1200 GiB x 250 MB/s/TiB = 292,968,750 B/s: 0.0005 + 9.7867 = 9.7872 s (slower)
     assert a.fsx_bytes_per_s == 292_968_750
     assert reads["fsx_lustre"] == pytest.approx(9.78721, rel=1e-5)
-    assert reads["l1_dram"] == pytest.approx(10e-6 + 2.8672e9 / 200e9)  # 0.01435 s
+    assert reads["l1"] == pytest.approx(10e-6 + 2.8672e9 / 200e9)  # 0.01435 s
     # 100 sessions x 100,000 tokens x 57,344 B = 573.44 GB <= 2 x 400 GiB (858.99 GB)
     assert a.working_set_bytes == 573_440_000_000
     assert a.recommendation == "curvine"
@@ -248,7 +254,7 @@ def test_llama_70b_agentic_working_set_needs_fsx() -> None:
     reads = _reads(a)
     assert reads["fsx_lustre"] == pytest.approx(0.0005 + 32.768e9 / 12.5e9)  # 2.6219 s
     assert reads["curvine"] == pytest.approx(32.768e9 / CURVINE_BPS)  # 16.62 s: wins, too small
-    assert reads["s3"] == pytest.approx(1.0 + 32.768e9 / 12.5e9)
+    assert reads["tieredstorage"] == pytest.approx(0.001 + 32.768e9 / 10e9)  # assumed figures
     assert a.recommendation == "fsx_lustre" and "exceeds the NVMe pool" in a.reason
 
 
@@ -267,3 +273,32 @@ def test_short_prompt_recomputes() -> None:
 )
 def test_fsx_capacity_steps(nbytes: int, gib: int) -> None:
     assert fsx_capacity_for(nbytes) == gib
+
+
+# Tiered Storage (assumed 1 ms + 10 GB/s) against recomputing at 2e7 tokens/s, 256 B a token:
+# 0.001 + 2.56e-8 n < 5e-8 n from n > 40,983.6; Curvine (1.2988e-7 n) and FSx (0.0005 + n x 256 /
+# 146,484,375) never beat it.
+TS_CASE = dict(
+    sessions=1, context_tokens=1_000, curvine_pool_bytes=800 * GIB, fsx_capacity_gib=1200,
+    fsx_throughput_mb_per_tib=125, gpus=1, prefill_tokens_per_s=2e7,
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("tokens", "recommendation"), [(40_983, "none"), (40_984, "tieredstorage")]
+)
+def test_tiered_storage_is_recommended_from_the_token_its_read_beats_recomputing(
+    tokens: int, recommendation: str
+) -> None:
+    a = tier_advice(ONE_LAYER, prompt_tokens=tokens, tieredstorage_bytes=25 * GIB, **TS_CASE)
+    verdicts = {r.tier: r.beats_recompute for r in a.reads}
+    assert verdicts["tieredstorage"] is (recommendation == "tieredstorage")
+    assert not verdicts["curvine"] and not verdicts["fsx_lustre"]
+    assert a.recommendation == recommendation
+    assert (a.flag is None) is (recommendation != "none")
+
+
+def test_tiered_storage_without_a_reservation_is_never_recommended() -> None:
+    a = tier_advice(ONE_LAYER, prompt_tokens=40_984, **TS_CASE)
+    assert a.recommendation == "none" and a.reason.endswith("but no reservation)")
+    assert a.flag is not None and a.flag.startswith("l2_does_not_pay_off")
