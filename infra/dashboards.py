@@ -5,11 +5,10 @@ PNG rendering of ``hpkv report``/``hpkv dashboard`` and the tests; the alert rul
 alert manager definition are what the observability stack uploads to the AMP workspace. Every
 metric name used here is in ``scripts.lib.metrics_catalog.METRICS`` (a test parses each query).
 
-Tier hit rates are tokens hit over tokens looked up:
-- L0 (GPU prefix cache): vLLM's prefix-cache hits over queries.
-- L1+L2 (LMCache): LMCache's hit tokens over requested tokens (the tokens vLLM asked it for).
-- L2 (Curvine): LMCache's remote read bytes turned into tokens with
-  ``observability.kv_bytes_per_token``, over the same requested tokens; L1 is the rest.
+Tier hit rates are each tier's share of the prompt tokens looked up (vLLM's prefix-cache
+queries), as ``infra.tiers`` defines them: L0 from vLLM's prefix-cache hits, L2 from LMCache's
+remote reads (per backend: fs:// reads times the chunk size, Tiered Storage's bytes over the KV
+bytes per token), L1 the tokens LMCache loaded minus L2.
 """
 
 from __future__ import annotations
@@ -21,6 +20,17 @@ import yaml
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from infra.tiers import (
+    FS_TIERS,
+    L0_HITS,
+    L2_LABELS,
+    LOADED,
+    PROMISED,
+    QUERIED,
+    Tier,
+    l2_tokens_expr,
+    tier_of,
+)
 from k8s.l2_volume import pool_bytes
 from k8s.observability import vllm_job
 
@@ -68,20 +78,31 @@ class Queries:
     def rate(self, metric: str) -> str:
         return f"sum(rate({metric}{{{self.sel}}}[{self.window}]))"
 
-    def l2_hit_tokens(self) -> str:
+    @property
+    def tier(self) -> Tier:
+        return tier_of(self.config, self.endpoint)
+
+    def l2_hit_tokens(self) -> str | None:
+        """L2 tokens per second, or None on an endpoint without L2."""
         bpt = self.config.observability.kv_bytes_per_token
-        return f"({self.rate('lmcache:num_remote_read_bytes_total')} / {bpt})"
+        return l2_tokens_expr(self.rate, self.tier, bpt)
 
     def l0_hit_rate(self) -> str:
-        return (f"{self.rate('vllm:prefix_cache_hits_total')} / "
-                f"{self.rate('vllm:prefix_cache_queries_total')}")  # fmt: skip
+        return f"{self.rate(L0_HITS)} / {self.rate(QUERIED)}"
 
     def l1_hit_rate(self) -> str:
-        return (f"clamp_min({self.rate('lmcache:num_hit_tokens_total')} - {self.l2_hit_tokens()}"
-                f", 0) / {self.rate('lmcache:num_requested_tokens_total')}")  # fmt: skip
+        l2 = self.l2_hit_tokens()
+        loaded = self.rate(LOADED)
+        hits = loaded if l2 is None else f"clamp_min({loaded} - {l2}, 0)"
+        return f"{hits} / {self.rate(QUERIED)}"
 
-    def l2_hit_rate(self) -> str:
-        return f"{self.l2_hit_tokens()} / {self.rate('lmcache:num_requested_tokens_total')}"
+    def l2_hit_rate(self) -> str | None:
+        l2 = self.l2_hit_tokens()
+        return None if l2 is None else f"{l2} / {self.rate(QUERIED)}"
+
+    def failed_load_rate(self) -> str:
+        """Share of the tokens LMCache's lookup promised that its retrieve did not load."""
+        return f"({self.rate(PROMISED)} - {self.rate(LOADED)}) / {self.rate(PROMISED)}"
 
     def ttft(self, q: float) -> str:
         return (f"histogram_quantile({q}, sum by (le) (rate(vllm:time_to_first_token_seconds_"
@@ -91,8 +112,7 @@ class Queries:
         return self.rate("vllm:request_success_total")
 
     def tokens_saved(self) -> str:
-        return (f"{self.rate('vllm:prefix_cache_hits_total')} + "
-                f"{self.rate('lmcache:num_hit_tokens_total')}")  # fmt: skip
+        return f"{self.rate(L0_HITS)} + {self.rate(LOADED)}"
 
 
 def l2_used_percent(config: AppConfig) -> str:
@@ -101,20 +121,29 @@ def l2_used_percent(config: AppConfig) -> str:
 
 def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
     q = Queries(config, e)
-    tier = "Tokens hit / tokens looked up, per tier"
+    tier = "Share of the prompt tokens looked up that each tier served"
+    hits: tuple[Target, ...] = (
+        Target(q.l0_hit_rate(), "L0 GPU"),
+        Target(q.l1_hit_rate(), "L1 CPU"),
+    )
+    if (l2 := q.l2_hit_rate()) is not None:
+        hits += (Target(l2, L2_LABELS[q.tier]),)
+    failed = config.observability.l2_failed_load_ratio
     return Row(
         title=f"{e.namespace}/{e.name} ({e.routing_strategy})",
         endpoint=e.name,
         panels=(
-            Panel("Hit rate by tier", "percentunit",
-                  (Target(q.l0_hit_rate(), "L0 GPU"), Target(q.l1_hit_rate(), "L1 CPU"),
-                   Target(q.l2_hit_rate(), "L2 Curvine")), tier),
+            Panel("Hit rate by tier", "percentunit", hits, tier),
             Panel("TTFT", "s", (Target(q.ttft(0.5), "p50"), Target(q.ttft(0.95), "p95")),
                   "Time to first token", (("bound", config.observability.ttft_p95_bound_seconds),)),
             Panel("Request rate", "reqps", (Target(q.request_rate(), "requests/s"),),
                   "Finished requests per second"),
             Panel("Prefill tokens saved", "short", (Target(q.tokens_saved(), "tokens/s"),),
                   "Prompt tokens served from a cache instead of recomputed"),
+            Panel("Failed KV loads", "percentunit",
+                  (Target(q.failed_load_rate(), "of promised tokens"),),
+                  "Tokens LMCache's lookup found that its retrieve then failed to load",
+                  (("alert", failed),)),
             Panel("L1 CPU cache in use", "bytes",
                   (Target(f'sum by (pod) (lmcache:local_cache_usage{{{q.sel}}})', "{{pod}}"),),
                   "LMCache's local CPU backend per Pod (bounded by the Tiered Storage share)"),
@@ -210,12 +239,69 @@ def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def _l2_jobs(config: AppConfig) -> dict[Tier, list[str]]:
+    """The scrape jobs of the endpoints with an L2, per tier: an endpoint without L2 reads
+    nothing from one by design."""
+    jobs: dict[Tier, list[str]] = {}
+    for e in config.kvcache.endpoints:
+        if (tier := tier_of(config, e)) != "none":
+            jobs.setdefault(tier, []).append(vllm_job(e.namespace, e.name))
+    return jobs
+
+
+def _job_selector(jobs: list[str]) -> str:
+    # Job names are DNS labels joined by "-", nothing a regex would read as an operator.
+    return f'{{job=~"{"|".join(jobs)}"}}'
+
+
+def _l2_rules(config: AppConfig) -> list[dict[str, Any]]:
+    """The L2 alerts, for the endpoints with an L2 only (none without any)."""
+    obs = config.observability
+    by = "sum by (namespace, endpoint)"
+    jobs = _l2_jobs(config)
+    if not jobs:
+        return []
+    low = []
+    # The near-zero alert watches endpoints on a shared mount (curvine, fsx_lustre) only: its
+    # hint is about the mount, and Tiered Storage's reads are counted by bytes.
+    for tier, names in ((t, n) for t, n in jobs.items() if t in FS_TIERS):
+
+        def rate(metric: str, sel: str = _job_selector(names)) -> str:
+            return f"{by} (rate({metric}{sel}[15m]))"
+
+        l2 = l2_tokens_expr(rate, tier, obs.kv_bytes_per_token)
+        low.append(f"({l2} / {rate(QUERIED)} < {obs.l2_hit_rate_floor}"
+                   f" and {rate('vllm:request_success_total')} > 0)")  # fmt: skip
+    every = _job_selector([name for names in jobs.values() for name in names])
+
+    def rate10(metric: str) -> str:
+        return f"{by} (rate({metric}{every}[10m]))"
+
+    near_zero = [{
+        "alert": "KvCacheL2HitRateNearZero",
+        "expr": " or ".join(low),
+        "for": "30m",
+        "labels": {"severity": "warning"},
+        "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
+                        "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
+                        "L2 claim's mount (python -m scripts verify)"},
+    }] if low else []  # fmt: skip
+    return [*near_zero, {
+        "alert": "KvCacheL2ReadsFailing",
+        "expr": f"({rate10(PROMISED)} - {rate10(LOADED)}) / {rate10(PROMISED)}"
+                f" > {obs.l2_failed_load_ratio}",
+        "for": "10m",
+        "labels": {"severity": "warning"},
+        "annotations": {"summary": "{{ $labels.endpoint }}: a share of {{ $value }} of the KV "
+                        "tokens LMCache found did not load (L2 reads failing): check the L2 store "
+                        "and the Pods' logs ('Failed to read from file')"},
+    }]  # fmt: skip
+
+
 def alert_rules(config: AppConfig) -> dict[str, Any]:
     """Prometheus rule groups for the AMP rule groups namespace."""
     obs = config.observability
     ev = config.kvcache.curvine.evictor
-    bpt = obs.kv_bytes_per_token
-    by = "sum by (namespace, endpoint)"
     rules: list[dict[str, Any]] = [
         {
             "alert": "KvCacheTtftP95High",
@@ -227,25 +313,7 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
                             f"(bound {obs.ttft_p95_bound_seconds}s)"},
         },
     ]  # fmt: skip
-    # Only endpoints on a shared L2 (curvine, fsx_lustre): one without L2 reads nothing from it
-    # by design, and the hint below is about the mount. Job names are DNS labels joined by "-",
-    # nothing a regex would read as an operator.
-    l2_jobs = "|".join(vllm_job(e.namespace, e.name)
-                       for e in config.kvcache.mounted_endpoints)  # fmt: skip
-    if l2_jobs:
-        sel = f'{{job=~"{l2_jobs}"}}'
-        rules.append({
-            "alert": "KvCacheL2HitRateNearZero",
-            "expr": f"({by} (rate(lmcache:num_remote_read_bytes_total{sel}[15m])) / {bpt}) / "
-                    f"{by} (rate(lmcache:num_requested_tokens_total{sel}[15m]))"
-                    f" < {obs.l2_hit_rate_floor}"
-                    f" and {by} (rate(vllm:request_success_total{sel}[15m])) > 0",
-            "for": "30m",
-            "labels": {"severity": "warning"},
-            "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
-                            "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
-                            "curvine-pvc mount (python -m scripts verify)"},
-        })  # fmt: skip
+    rules += _l2_rules(config)
     if config.kvcache.curvine.enabled:
         rules += [
             {

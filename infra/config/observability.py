@@ -39,6 +39,10 @@ class ObservabilityConfig(Section):
     l2_hit_rate_floor: float = Field(default=0.01, gt=0, lt=1)
     """Alert when the L2 (cross-Pod) hit rate stays below this share of looked-up tokens for
     30 minutes while requests flow (missing PYTHONHASHSEED, failed mutation, unmounted PVC)."""
+    l2_failed_load_ratio: float = Field(default=0.05, gt=0, lt=1)
+    """Alert when, for 10 minutes, more than this share of the KV tokens LMCache's lookup found
+    (in L1 or L2) fails to load: L2 reads failing (docs/observability.md says what the alert
+    can and cannot see)."""
     l2_high_water_minutes: int = Field(default=15, ge=5, le=1440)
     """Alert when L2 stays above the evictor's high-water mark this long, in minutes."""
     kv_bytes_per_token: int = Field(default=QWEN3_8B_KV_BYTES_PER_TOKEN, ge=1024)

@@ -1,4 +1,5 @@
-"""The metric names dashboards, alerts and ``report`` may use, each with where it is defined.
+"""The metric names dashboards, alerts, ``report`` and ``bench compare`` may use, each with
+where it is defined and what it counts.
 
 Names are as scraped: Python ``prometheus_client`` counters gain ``_total`` and histograms
 ``_bucket``/``_sum``/``_count``; Curvine's Rust ``prometheus`` crate adds no suffix to counters.
@@ -11,8 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VLLM = "vllm-project/vllm vllm/v1/metrics/loggers.py @ 005a810bc40faa25b8870fbc8559c3462581eee3"
-LMCACHE = "LMCache/LMCache lmcache/observability.py @ 0353be824aebefb9fd4fbdca022746adbf252d3b"
+VLLM = (
+    "vllm-project/vllm vllm/v1/metrics/loggers.py @ 005a810bc40faa25b8870fbc8559c3462581eee3; "
+    "the same names in the vLLM 0.16.0 sdist (the recommended image's vLLM)"
+)
+LMCACHE = (
+    "LMCache 0.3.15 wheel (PyPI lmcache-0.3.15, commit 9dc3ab71f) lmcache/observability.py, "
+    "the same names at 0.3.9; fed by lmcache/v1/cache_engine.py (retrieve), "
+    "integration/vllm/vllm_v1_adapter.py (which tokens are retrieved) and "
+    "v1/storage_backend/connector/instrumented_connector.py (remote reads and writes)"
+)
 CURVINE_WORKER = (
     "CurvineIO/curvine curvine-server/src/worker/worker_metrics.rs @ v0.3.2-alpha "
     "(f40ca6ff7fbc985b15e7a3f3079516d244f10a62)"
@@ -33,42 +42,69 @@ class Metric:
     kind: str
     """counter, gauge or histogram (as defined upstream)."""
     source: str
-    """repository, path and commit of the definition."""
+    """repository or package, path and commit of the definition."""
+    meaning: str = ""
+    """What the series counts, read from the code that feeds it (how ``infra.tiers`` uses it)."""
+
+
+def _vllm(kind: str, meaning: str) -> Metric:
+    return Metric(kind, VLLM, meaning)
+
+
+def _lmcache(kind: str, meaning: str) -> Metric:
+    return Metric(kind, LMCACHE, meaning)
 
 
 METRICS: dict[str, Metric] = {
     # vLLM V1 PrometheusStatLogger (labels model_name, engine).
-    "vllm:prefix_cache_queries_total": Metric("counter", VLLM),  # L0 tokens looked up
-    "vllm:prefix_cache_hits_total": Metric("counter", VLLM),  # L0 tokens hit
-    "vllm:prompt_tokens_total": Metric("counter", VLLM),
-    "vllm:request_success_total": Metric("counter", VLLM),  # label finished_reason
-    "vllm:num_requests_running": Metric("gauge", VLLM),
-    "vllm:num_requests_waiting": Metric("gauge", VLLM),
-    "vllm:kv_cache_usage_perc": Metric("gauge", VLLM),
-    "vllm:time_to_first_token_seconds_bucket": Metric("histogram", VLLM),
-    "vllm:time_to_first_token_seconds_count": Metric("histogram", VLLM),
-    "vllm:time_to_first_token_seconds_sum": Metric("histogram", VLLM),
+    "vllm:prefix_cache_queries_total": _vllm(
+        "counter", "prompt tokens looked up in the GPU prefix cache: the base of every tier share"
+    ),
+    "vllm:prefix_cache_hits_total": _vllm("counter", "of those, tokens found on the GPU: L0"),
+    "vllm:prompt_tokens_total": _vllm("counter", "prompt tokens of the requests processed"),
+    "vllm:request_success_total": _vllm("counter", "finished requests (label finished_reason)"),
+    "vllm:num_requests_running": _vllm("gauge", "requests running on the GPU"),
+    "vllm:num_requests_waiting": _vllm("gauge", "requests queued"),
+    "vllm:kv_cache_usage_perc": _vllm("gauge", "share of the GPU KV blocks in use"),
+    "vllm:time_to_first_token_seconds_bucket": _vllm("histogram", "time to first token"),
+    "vllm:time_to_first_token_seconds_count": _vllm("histogram", "time to first token"),
+    "vllm:time_to_first_token_seconds_sum": _vllm("histogram", "time to first token"),
     # LMCache PrometheusLogger: on vLLM's /metrics once PROMETHEUS_MULTIPROC_DIR is set.
-    "lmcache:num_requested_tokens_total": Metric("counter", LMCACHE),  # L1+L2 looked up
-    "lmcache:num_hit_tokens_total": Metric("counter", LMCACHE),  # L1+L2 hit
-    "lmcache:num_remote_read_bytes_total": Metric("counter", LMCACHE),  # L2 (Curvine) reads
-    "lmcache:num_remote_read_requests_total": Metric("counter", LMCACHE),
-    "lmcache:num_remote_write_bytes_total": Metric("counter", LMCACHE),
-    "lmcache:local_cache_usage": Metric("gauge", LMCACHE),  # L1 bytes in use
+    "lmcache:num_requested_tokens_total": _lmcache(
+        "counter", "tokens LMCache's lookup found beyond L0, which its retrieve was asked for"
+    ),
+    "lmcache:num_hit_tokens_total": _lmcache(
+        "counter", "tokens the retrieve loaded, L1 and L2 together (no per-tier counter)"
+    ),
+    "lmcache:num_remote_read_requests_total": _lmcache(
+        "counter",
+        "L2 reads that returned an object: one per chunk for fs:// (Curvine, FSx); "
+        "counted twice by the sagemaker-hyperpod connector from 0.3.13 (with its batches)",
+    ),
+    "lmcache:num_remote_read_bytes_total": _lmcache(
+        "counter", "bytes of those reads (twice the bytes for sagemaker-hyperpod from 0.3.13)"
+    ),
+    "lmcache:num_remote_write_requests_total": _lmcache(
+        "counter", "L2 writes that completed (a put that raised counts nothing)"
+    ),
+    "lmcache:num_remote_write_bytes_total": _lmcache("counter", "bytes of those writes"),
+    "lmcache:local_cache_usage": _lmcache("gauge", "bytes LMCache's CPU backend holds: L1"),
     # Curvine worker (one per GPU node; web port 9001, /metrics).
-    "capacity": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}"),
-    "fs_used": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}"),
-    "available": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}"),
-    "read_bytes": Metric("counter", CURVINE_WORKER),
-    "read_time_us": Metric("counter", CURVINE_WORKER),
-    "read_count": Metric("counter", CURVINE_WORKER),
-    "write_bytes": Metric("counter", CURVINE_WORKER),
+    "capacity": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}", "bytes of the pool"),
+    "fs_used": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}", "bytes in use"),
+    "available": Metric("gauge", f"{CURVINE_WORKER}; {CURVINE_MASTER}", "bytes free"),
+    "read_bytes": Metric("counter", CURVINE_WORKER, "bytes the worker read"),
+    "read_time_us": Metric("counter", CURVINE_WORKER, "microseconds spent reading"),
+    "read_count": Metric("counter", CURVINE_WORKER, "reads"),
+    "write_bytes": Metric("counter", CURVINE_WORKER, "bytes the worker wrote"),
     # Curvine master (web port 9000): label tag = live | blacklist | decommission | lost.
-    "worker_num": Metric("gauge", CURVINE_MASTER),
+    "worker_num": Metric("gauge", CURVINE_MASTER, "workers per state (label tag)"),
     # Curvine FUSE in the CSI node plugin (web port 9002).
-    "curvine_fuse_request_duration_us_bucket": Metric("histogram", CURVINE_FUSE),
-    "curvine_fuse_response_bytes_total": Metric("counter", CURVINE_FUSE),
-    "up": Metric("gauge", PROMETHEUS),
+    "curvine_fuse_request_duration_us_bucket": Metric(
+        "histogram", CURVINE_FUSE, "FUSE request time"
+    ),
+    "curvine_fuse_response_bytes_total": Metric("counter", CURVINE_FUSE, "FUSE bytes answered"),
+    "up": Metric("gauge", PROMETHEUS, "1 when the target's scrape succeeded"),
 }
 
 _KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",

@@ -1,6 +1,7 @@
-"""What ``hpkv report`` reads and draws: each tier's hit rate, TTFT percentiles and L2 use over a
-window, read from the AMP workspace, as a table or JSON, and a PNG of the dashboard's panels over
-the same window (``render_png``, which ``hpkv dashboard --png`` also draws from sample series).
+"""What ``hpkv report`` reads and draws: each tier's hit rate (``infra.tiers``), the share of KV
+loads that failed, TTFT percentiles and L2 use over a window, read from the AMP workspace, as a
+table or JSON, and a PNG of the dashboard's panels over the same window (``render_png``, which
+``hpkv dashboard --png`` also draws from sample series).
 
 Queries go to the workspace's Prometheus-compatible API (``/api/v1/query`` and
 ``/api/v1/query_range``), SigV4-signed for service ``aps`` with botocore's signer. The endpoint
@@ -93,10 +94,13 @@ def summary(config: AppConfig, client: PromClient, window: str, at: datetime) ->
                            "end": at.isoformat(), "endpoints": {}}  # fmt: skip
     for e in config.kvcache.endpoints:
         q = Queries(config, e, window=window)
+        l2 = q.l2_hit_rate()
         out["endpoints"][f"{e.namespace}/{e.name}"] = {
+            "l2_tier": q.tier,
             "l0_hit_rate": client.scalar(q.l0_hit_rate(), at),
             "l1_hit_rate": client.scalar(q.l1_hit_rate(), at),
-            "l2_hit_rate": client.scalar(q.l2_hit_rate(), at),
+            "l2_hit_rate": None if l2 is None else client.scalar(l2, at),
+            "failed_load_rate": client.scalar(q.failed_load_rate(), at),
             "ttft_p50_seconds": client.scalar(q.ttft(0.5), at),
             "ttft_p95_seconds": client.scalar(q.ttft(0.95), at),
             "ttft_p99_seconds": client.scalar(q.ttft(0.99), at),
@@ -123,11 +127,13 @@ def _fmt(value: float | None, kind: str) -> str:
 
 
 def table(report: dict[str, Any]) -> str:
-    head = ["endpoint", "L0 hit", "L1 hit", "L2 hit", "TTFT p50", "TTFT p95", "TTFT p99", "req/s"]
+    head = ["endpoint", "L2 tier", "L0 hit", "L1 hit", "L2 hit", "failed loads", "TTFT p50",
+            "TTFT p95", "TTFT p99", "req/s"]  # fmt: skip
     lines = [head]
     for name, r in report["endpoints"].items():
-        lines.append([name, _fmt(r["l0_hit_rate"], "rate"), _fmt(r["l1_hit_rate"], "rate"),
-                      _fmt(r["l2_hit_rate"], "rate"), _fmt(r["ttft_p50_seconds"], "s"),
+        lines.append([name, r["l2_tier"], _fmt(r["l0_hit_rate"], "rate"),
+                      _fmt(r["l1_hit_rate"], "rate"), _fmt(r["l2_hit_rate"], "rate"),
+                      _fmt(r["failed_load_rate"], "rate"), _fmt(r["ttft_p50_seconds"], "s"),
                       _fmt(r["ttft_p95_seconds"], "s"), _fmt(r["ttft_p99_seconds"], "s"),
                       _fmt(r["requests_per_second"], "n")])  # fmt: skip
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
@@ -169,15 +175,17 @@ def render_png(
                 ax.axis("off")
                 continue
             p = row.panels[j]
+            scale = 100 if p.unit == "percentunit" else 1  # drawn in %, like Grafana shows it
             for t in p.targets:
                 for labels, points in fetch(p, t):
                     legend = t.legend
                     for key, label_value in labels.items():
                         legend = legend.replace("{{" + key + "}}", label_value)
                     xs = [datetime.fromtimestamp(ts, UTC) for ts, _ in points]
-                    ys = [v * (100 if p.unit == "percentunit" else 1) for _, v in points]
+                    ys = [v * scale for _, v in points]
                     ax.plot(xs, ys, label=legend)
-            for label, value in p.thresholds:
+            for label, raw in p.thresholds:
+                value = raw * scale  # in the data's unit, as Grafana reads it
                 ax.axhline(value, linestyle="--", linewidth=1, color="red", alpha=0.6)
                 ax.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7)
             unit = {"percentunit": "%", "percent": "%"}.get(p.unit, p.unit)

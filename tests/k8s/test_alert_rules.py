@@ -23,6 +23,7 @@ import yaml
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import EndpointConfig
 from infra.dashboards import alert_rules_yaml, rows
+from infra.tiers import LMCACHE_CHUNK_TOKENS
 from k8s.l2_volume import pool_bytes
 from k8s.observability import vllm_job
 from tests.infra.config.builders import BASE, SOURCE, with_overrides
@@ -47,6 +48,7 @@ def _rules(config: AppConfig) -> tuple[str, dict[str, dict[str, Any]]]:
 WAITS: dict[str, Callable[[AppConfig], int]] = {
     "KvCacheTtftP95High": lambda _: 10,
     "KvCacheL2HitRateNearZero": lambda _: 30,
+    "KvCacheL2ReadsFailing": lambda _: 10,
     "KvCacheL2AboveHighWater": lambda c: c.observability.l2_high_water_minutes,
     "CurvineWorkerDown": lambda _: 5,
     "CurvineWorkersMissing": lambda _: 5,
@@ -144,30 +146,26 @@ def _ttft_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]:
-    """L2 hit tokens (read bytes / kv_bytes_per_token) over requested tokens, per endpoint:
-    one hit token in a hundred below the floor fires; exactly at the floor is quiet; an idle
-    endpoint is quiet."""
+    """L2 hit tokens (fs:// reads x LMCache's 256-token chunk) over the prompt tokens vLLM
+    looked up, per endpoint: one hit token in a hundred below the floor fires; exactly at the
+    floor is quiet; an idle endpoint is quiet."""
     obs = config.observability
     floor = Fraction(str(obs.l2_hit_rate_floor)).limit_denominator(10**6)
     scale = 100
-    tokens = 60 * floor.denominator * scale  # per minute, over both Pods
-    at_floor = 60 * floor.numerator * scale
+    tokens = 60 * floor.denominator * scale * LMCACHE_CHUNK_TOKENS  # per minute, both Pods
+    at_floor = 60 * floor.numerator * scale  # chunks read per minute
     wait = WAITS[rule["alert"]](config)
     end = wait + 20
 
-    def series(hits: int, requests: int) -> list[Series]:
+    def series(chunks: int, requests: int) -> list[Series]:
         out = []
         for e in config.kvcache.endpoints:
-            shares = zip(_halves(hits), _halves(tokens), _halves(requests), strict=True)
-            for i, (hit, looked_up, done) in enumerate(shares):
+            shares = zip(_halves(chunks), _halves(tokens), _halves(requests), strict=True)
+            for i, (read, looked_up, done) in enumerate(shares):
                 labels = _pod_labels(e, i)
                 out += [
-                    _series(
-                        "lmcache:num_remote_read_bytes_total",
-                        labels,
-                        _counter(hit * obs.kv_bytes_per_token, end),
-                    ),
-                    _series("lmcache:num_requested_tokens_total", labels, _counter(looked_up, end)),
+                    _series("lmcache:num_remote_read_requests_total", labels, _counter(read, end)),
+                    _series("vllm:prefix_cache_queries_total", labels, _counter(looked_up, end)),
                     _series(
                         "vllm:request_success_total",
                         {**labels, "finished_reason": "stop"},
@@ -185,6 +183,42 @@ def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any
     return [
         _case(rule["alert"], series(at_floor - 60, 120), [(wait, []), (1 + wait, low)]),
         _case(rule["alert"], series(at_floor, 120), [(end, [])]),
+        _case(rule["alert"], series(0, 0), [(end, [])]),
+    ]
+
+
+def _failed_load_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tokens LMCache promised (requested) against tokens it loaded (hit), per endpoint: a
+    shortfall one token in a thousand past ``l2_failed_load_ratio`` fires once ``for`` has
+    passed; exactly at it is quiet; an endpoint LMCache promised nothing is quiet."""
+    ratio = Fraction(str(config.observability.l2_failed_load_ratio)).limit_denominator(10**6)
+    promised = 60 * ratio.denominator * 1000  # per minute, over both Pods
+    at_ratio = 60 * ratio.numerator * 1000
+    wait = WAITS[rule["alert"]](config)
+    end = wait + 20
+
+    def series(promised: int, failed: int) -> list[Series]:
+        out = []
+        for e in config.kvcache.endpoints:
+            shares = zip(_halves(promised), _halves(promised - failed), strict=True)
+            for i, (asked, loaded) in enumerate(shares):
+                labels = _pod_labels(e, i)
+                out += [
+                    _series("lmcache:num_requested_tokens_total", labels, _counter(asked, end)),
+                    _series("lmcache:num_hit_tokens_total", labels, _counter(loaded, end)),
+                ]
+        return out
+
+    share = Fraction(at_ratio + 60, promised)
+    # Endpoints with an L2 only: LMCache's loads on one without L2 come from its CPU cache.
+    failing = [
+        _alert(rule, {"namespace": e.namespace, "endpoint": e.name}, float(share))
+        for e in config.kvcache.endpoints
+        if e.has_l2
+    ]
+    return [
+        _case(rule["alert"], series(promised, at_ratio + 60), [(wait, []), (1 + wait, failing)]),
+        _case(rule["alert"], series(promised, at_ratio), [(end, [])]),
         _case(rule["alert"], series(0, 0), [(end, [])]),
     ]
 
@@ -346,6 +380,12 @@ def test_the_workers_missing_alert_fires_when_the_master_counts_fewer_live_than_
     _run(config, "CurvineWorkersMissing", _workers_missing_cases, tmp_path)
 
 
+def test_the_failed_load_alert_fires_past_the_configured_share_of_promised_tokens(
+    config: AppConfig, tmp_path: Path
+) -> None:
+    _run(config, "KvCacheL2ReadsFailing", _failed_load_cases, tmp_path)
+
+
 def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: Path) -> None:
     """An endpoint with ``l2_backend: none`` reads nothing from L2 by design: serving
     requests with no L2 reads alerts the endpoint that has L2, and only that one."""
@@ -361,8 +401,8 @@ def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: P
         for i in range(2):
             labels = _pod_labels(e, i)
             series += [
-                _series("lmcache:num_remote_read_bytes_total", labels, f"0x{wait + 5}"),
-                _series("lmcache:num_requested_tokens_total", labels, _counter(6000, wait + 5)),
+                _series("lmcache:num_remote_read_requests_total", labels, f"0x{wait + 5}"),
+                _series("vllm:prefix_cache_queries_total", labels, _counter(6000, wait + 5)),
                 _series(
                     "vllm:request_success_total",
                     {**labels, "finished_reason": "stop"},

@@ -36,6 +36,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakePrometheus:
         q = Queries(config, e, window="1h")
         instant |= {q.l0_hit_rate(): inst["l0_hit_rate"], q.l1_hit_rate(): inst["l1_hit_rate"],
                     q.l2_hit_rate(): inst["l2_hit_rate"], q.ttft(0.5): inst["ttft_p50_seconds"],
+                    q.failed_load_rate(): inst["failed_load_rate"],
                     q.ttft(0.95): inst["ttft_p95_seconds"], q.ttft(0.99): inst["ttft_p99_seconds"],
                     q.request_rate(): inst["requests_per_second"]}  # fmt: skip
     instant[l2_used_percent(config)] = inst["l2_used_percent"]
@@ -55,6 +56,7 @@ def test_report_json_from_the_fake(
     (ep,) = out["endpoints"].values()
     assert ep["l0_hit_rate"] == pytest.approx(0.352)
     assert ep["l2_hit_rate"] == pytest.approx(0.287)
+    assert ep["l2_tier"] == "curvine" and ep["failed_load_rate"] == pytest.approx(0.003)
     assert ep["ttft_p95_seconds"] == pytest.approx(0.934)
     assert out["l2"] == {"used_percent": pytest.approx(71.4), "high_water_percent": 85,
                          "low_water_percent": 70}  # fmt: skip
