@@ -14,8 +14,8 @@ import typer
 from typer.core import TyperGroup
 from typer.exceptions import Abort, TyperException
 
+from scripts.cli_bench import bench_app
 from scripts.commands import (
-    bench,
     deploy_plan,
     durations,
     preflight,
@@ -25,6 +25,15 @@ from scripts.commands import (
 )
 from scripts.lib.errors import CliError, describe_failure
 from scripts.lib.runtime import err
+from scripts.options import (
+    STATE,
+    ContextOpt,
+    DirectOpt,
+    EndpointOpt,
+    EnvOpt,
+    JsonOpt,
+    NamespaceOpt,
+)
 
 # NODE_JS: verify, patch and recreate read the L2 rule from the chart code, report and dashboard
 # build the dashboards from it, and manifests renders the charts: all import cdk8s, which starts
@@ -37,15 +46,6 @@ EXIT_CODES = (
     "3 refused (prod without --allow-prod, or destructive without --yes); "
     "4 an AWS/Kubernetes operation failed or timed out."
 )
-
-
-class _State:
-    """What the error layer needs to know about the running command."""
-
-    json = False
-
-
-STATE = _State()
 
 
 def report_failure(failure: CliError, command: str | None) -> None:
@@ -91,48 +91,6 @@ app = typer.Typer(
     help=f"Operations CLI for the tiered KV cache on HyperPod. {EXIT_CODES}",
     epilog="Example: hpkv verify --env dev   (then: hpkv <command> --help)",
 )
-
-EnvOpt = Annotated[str, typer.Option("--env", "-e", help="Environment: reads config/<env>.yaml.")]
-
-
-def _remember_json(value: bool) -> bool:
-    STATE.json = value
-    return value
-
-
-JsonOpt = Annotated[
-    bool,
-    typer.Option(
-        "--json",
-        help="Print one JSON object instead of tables (errors too).",
-        callback=_remember_json,
-        is_eager=True,
-    ),
-]
-ContextOpt = Annotated[
-    str | None, typer.Option("--context", help="kubeconfig context (default: current).")
-]
-NamespaceOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--namespace",
-        "-n",
-        help="Endpoint namespace (default: the first of kvcache.endpoints matching --endpoint).",
-    ),
-]
-EndpointOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--endpoint",
-        help="Endpoint name, one of kvcache.endpoints (default: the first configured).",
-    ),
-]
-DirectOpt = Annotated[
-    bool,
-    typer.Option(
-        "--direct", help="Reach Pods by IP (inside the VPC) instead of kubectl port-forward."
-    ),
-]
 
 
 @app.command("preflight", epilog="Example: hpkv preflight --env dev")
@@ -223,54 +181,7 @@ def patch_command(
     )
 
 
-def _ints(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise typer.BadParameter(f"{text!r}: expected comma-separated integers") from None
-
-
-@app.command(
-    "bench",
-    epilog="Example: hpkv bench --target http://127.0.0.1:8001 "
-    "--target http://127.0.0.1:8002 --out bench-results/dev",
-)
-def bench_command(
-    env: EnvOpt = "dev",
-    target: Annotated[
-        list[str] | None,
-        typer.Option(help="Base URL (repeat: 1st cold, 2nd warm). Default: two endpoint Pods."),
-    ] = None,
-    namespace: NamespaceOpt = None,
-    endpoint: EndpointOpt = None,
-    model: Annotated[
-        str | None, typer.Option(help="Model id (default: the first of /v1/models).")
-    ] = None,
-    lengths: Annotated[
-        str, typer.Option(help="Prompt lengths in words (~tokens).")
-    ] = "500,1000,1500,2000,2500,3000",
-    repeats: Annotated[int, typer.Option(help="Cold/warm pairs per length.")] = 3,
-    turns: Annotated[int, typer.Option(help="Turns of the multi-turn test (0 to skip).")] = 5,
-    turn_words: Annotated[int, typer.Option(help="Words added per turn.")] = 400,
-    concurrency: Annotated[
-        str, typer.Option(help="Concurrency levels, e.g. 1,4,8 (empty to skip).")
-    ] = "",
-    concurrency_words: Annotated[
-        int, typer.Option(help="Prompt words in the concurrency test.")
-    ] = 2000,
-    max_tokens: Annotated[int, typer.Option(help="Tokens generated per request.")] = 8,
-    seed: Annotated[int | None, typer.Option(help="Prompt seed (default: new each run).")] = None,
-    out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder.")] = None,
-    as_json: JsonOpt = False,
-    direct: DirectOpt = False,
-    context: ContextOpt = None,
-) -> None:
-    """TTFT sweep cold vs warm, multi-turn speedup and concurrency; CSV/JSON and PNG plots."""
-    code = bench.run(
-        env, target, namespace, endpoint, model, _ints(lengths), repeats, turns, turn_words,
-        _ints(concurrency), concurrency_words, max_tokens, seed, out_dir, as_json, direct, context,
-    )  # fmt: skip
-    raise typer.Exit(code)
+app.add_typer(bench_app, name="bench")
 
 
 @app.command(

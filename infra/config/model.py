@@ -14,6 +14,7 @@ from pydantic import field_validator
 
 from infra.config.addons import AddonsConfig
 from infra.config.base import Section
+from infra.config.bench import BenchConfig
 from infra.config.eks import EksConfig
 from infra.config.errors import RuleViolation
 from infra.config.fields import region
@@ -53,6 +54,7 @@ class AppConfig(Section):
     kvcache: KvCacheConfig = KvCacheConfig()
     pipeline: PipelineConfig = PipelineConfig()
     observability: ObservabilityConfig = ObservabilityConfig()
+    bench: BenchConfig = BenchConfig()
 
     @field_validator("project")
     @classmethod

@@ -1,15 +1,17 @@
 """How long waits report: ``wait_for``, the one helper every long wait of the CLI goes through,
-its ``Reporter`` (a rich progress line on a terminal, timestamped lines otherwise) and clock."""
+its ``Reporter`` (a rich progress line on a terminal, timestamped lines otherwise; plain lines
+in CI too) and clock; ``Steps``, a count of steps done (a rich bar, or plain lines)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -36,6 +38,10 @@ class Clock:
     sleep: Callable[[float], None] = time.sleep
 
 
+# Set by GitHub Actions and most CI services (CI), and by CodeBuild (the nightly run).
+CI_VARIABLES = ("CI", "CODEBUILD_BUILD_ID")
+
+
 @dataclass
 class Reporter:
     """Where a long wait reports and how: a rich progress line on a terminal, otherwise plain
@@ -52,8 +58,12 @@ class Reporter:
         return self.stream if self.stream is not None else sys.stderr
 
     def is_tty(self) -> bool:
+        """``tty`` when set; else whether the stream is a terminal outside CI (a CI log that
+        claims a terminal would keep every redraw of a bar)."""
         if self.tty is not None:
             return self.tty
+        if any(os.environ.get(k) for k in CI_VARIABLES):
+            return False
         isatty = getattr(self.out(), "isatty", None)
         return bool(isatty and isatty())
 
@@ -142,3 +152,52 @@ def wait_for(
                 last_line = now
             last_state = state
             clock.sleep(min(interval_s, max(deadline - now, 0.01)))
+
+
+class Steps:
+    """``total`` steps of ``what``: a rich bar on a terminal; otherwise a plain line when a new
+    phase starts, then one every ``Reporter.every_s`` seconds and one at the end."""
+
+    def __init__(self, what: str, total: int, show: Show = True) -> None:
+        self.rep = reporter(show)
+        self.what, self.total, self.done = what, total, 0
+        self._stack = contextlib.ExitStack()
+        self._bar: Progress | None = None
+        self._task: Any = None
+        self._last = 0.0
+
+    def __enter__(self) -> Steps:
+        rep = self.rep
+        if rep.enabled and rep.is_tty():
+            self._bar = self._stack.enter_context(
+                Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                         console=Console(file=rep.out(), force_terminal=True),
+                         get_time=rep.clock.monotonic, transient=True)
+            )  # fmt: skip
+            self._task = self._bar.add_task(self.what, total=self.total)
+        else:
+            rep.line(f"{self.what}: {self.total} steps")
+        self._last = rep.clock.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+        if not any(exc):
+            self.rep.line(f"{self.what}: {self.done}/{self.total} done")
+
+    def phase(self, text: str) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, description=f"{self.what}: {text}")
+        else:
+            self.rep.line(f"{self.what}: {text} ({self.done}/{self.total})")
+
+    def advance(self, text: str) -> None:
+        self.done += 1
+        if self._bar is not None:
+            self._bar.update(self._task, advance=1)
+            return
+        now = self.rep.clock.monotonic()
+        if now - self._last >= self.rep.every_s:
+            self.rep.line(f"{self.what}: {self.done}/{self.total} ({text})")
+            self._last = now

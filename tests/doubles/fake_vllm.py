@@ -1,6 +1,11 @@
 """A real HTTP server on 127.0.0.1 that speaks OpenAI's streaming /v1/completions (SSE, chunked)
 and waits a known delay before the first token, so TTFT measurements can be checked.
 
+With ``tiers`` (``tests.doubles.fake_tiers.TierSpec``) it also models where the prompt's KV is
+found (L0, L1, a shared L2 directory, or nowhere), waits the per-token delay of each tier,
+exports vLLM's and LMCache's counters on ``/metrics`` and takes ``POST /l2`` ``{"state": "up" |
+"unreadable" | "down"}`` to break its L2 the way a lost Curvine worker would.
+
 ``FakeVllm`` runs the server in a child process: in the test's own process the server thread and
 the client would share the GIL, whose 5 ms switch interval would blur the measurement.
 """
@@ -16,6 +21,8 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from tests.doubles.fake_tiers import Tiers, TierSpec
 
 
 def _sleep_until(deadline: float) -> None:
@@ -36,11 +43,16 @@ class _QuietServer(ThreadingHTTPServer):
 
 class _Server:
     def __init__(
-        self, first_token_delay_s: float, token_gap_s: float = 0.002, model: str = "qwen2-7b"
+        self,
+        first_token_delay_s: float,
+        token_gap_s: float = 0.002,
+        model: str = "qwen2-7b",
+        tiers: dict[str, Any] | None = None,
     ) -> None:
         self.delay = first_token_delay_s
         self.gap = token_gap_s
         self.model = model
+        self.tiers = Tiers(TierSpec(**tiers)) if tiers is not None else None
         self.prompts: list[str] = []
         # Per request, on this server's clock: when it arrived, when the first token and the
         # last token left (seconds). Differences of these are what the tests compare TTFT with.
@@ -69,12 +81,24 @@ class _Server:
                     body = json.dumps(fake.prompts).encode()
                 elif self.path == "/timings":  # for tests: when it received and answered
                     body = json.dumps(fake.timings).encode()
+                elif self.path == "/metrics":
+                    text = fake.tiers.metrics_text(fake.model) if fake.tiers else ""
+                    self._text(text)
+                    return
                 else:
                     body = json.dumps(
                         {"object": "list", "data": [{"id": fake.model, "object": "model"}]}
                     ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _text(self, text: str) -> None:
+                body = text.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
@@ -88,16 +112,24 @@ class _Server:
             def do_POST(self) -> None:
                 received = time.perf_counter()
                 req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/l2" and fake.tiers is not None:
+                    fake.tiers.l2_state = req["state"]
+                    self._text("ok\n")
+                    return
                 fake.prompts.append(req["prompt"])
+                n = int(req.get("max_tokens", 4))
+                delay, timing = fake.delay, {"received": received}
+                if fake.tiers is not None:
+                    served = fake.tiers.serve(req["prompt"], n)
+                    delay += served.delay_ms / 1000
+                    timing |= {"injected_ms": served.delay_ms, **served.tokens}
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
                 self.wfile.flush()
                 # Prefill: the first token leaves `delay` after the request arrived.
-                _sleep_until(received + fake.delay)
-                n = int(req.get("max_tokens", 4))
-                timing = {"received": received}
+                _sleep_until(received + delay)
                 for i in range(n):
                     if i == 0:  # taken before the write: the client cannot see it earlier
                         timing["first_token_sent"] = time.perf_counter()
@@ -133,10 +165,18 @@ class _Server:
 
 
 class FakeVllm:
-    """Context manager: the server in a child Python process; ``url`` and ``prompts`` for tests."""
+    """Context manager: the server in a child Python process; ``url`` and ``prompts`` for tests.
+    ``tiers``: model the KV tiers (the delay then adds to ``first_token_delay_s``)."""
 
-    def __init__(self, first_token_delay_s: float, token_gap_s: float = 0.002) -> None:
-        self.args = [str(first_token_delay_s), str(token_gap_s)]
+    def __init__(
+        self,
+        first_token_delay_s: float = 0.0,
+        token_gap_s: float = 0.002,
+        tiers: TierSpec | None = None,
+    ) -> None:
+        self.args = [json.dumps({"first_token_delay_s": first_token_delay_s,
+                                 "token_gap_s": token_gap_s,
+                                 "tiers": tiers.as_dict() if tiers else None})]  # fmt: skip
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
 
@@ -174,10 +214,18 @@ class FakeVllm:
         data: list[dict[str, float]] = self._get("/timings")
         return data
 
+    def set_l2(self, state: str) -> None:
+        """``up``, ``unreadable`` (found but failing to read) or ``down`` (unreachable)."""
+        request = urllib.request.Request(
+            f"{self.url}/l2", data=json.dumps({"state": state}).encode(), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            resp.read()
+
     def _get(self, path: str) -> Any:
         with urllib.request.urlopen(f"{self.url}{path}", timeout=10) as resp:
             return json.loads(resp.read())
 
 
 if __name__ == "__main__":
-    _Server(float(sys.argv[1]), float(sys.argv[2])).serve()
+    _Server(**json.loads(sys.argv[1])).serve()

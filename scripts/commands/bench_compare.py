@@ -1,0 +1,98 @@
+"""``hpkv bench compare``: the same workloads against one endpoint per tier (from config, or
+``--target TIER=URL[,URL]``), a report folder, and exit 1 when a tier misses a threshold."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from pathlib import Path
+
+from rich.table import Table
+
+from infra.config import AppConfig
+from scripts.lib import runtime
+from scripts.lib.bench_compare import report
+from scripts.lib.bench_compare.run import Comparison, Overrides, compare, plan_from, request_count
+from scripts.lib.bench_compare.scrape import scrape_metrics
+from scripts.lib.bench_compare.targets import (
+    TierTarget,
+    endpoints_to_compare,
+    open_endpoint,
+    parse_target,
+)
+from scripts.lib.bench_compare.workloads import Waits
+from scripts.lib.errors import Exit
+from scripts.lib.openai_stream import StreamError, StreamResult, list_models, stream_completion
+from scripts.lib.progress import Steps
+
+
+def run(
+    env: str = "dev",
+    endpoints: list[str] | None = None,
+    targets: list[str] | None = None,
+    out_dir: Path | None = None,
+    seed: int | None = None,
+    given: Overrides | None = None,
+    waits: Waits | None = None,
+    as_json: bool = False,
+    direct: bool = False,
+    context: str | None = None,
+    note: str = "",
+) -> Exit:
+    cfg = runtime.config(env)
+    the_seed = seed if seed is not None else time.time_ns() % (2**31)
+    folder = out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
+    explicit = [parse_target(t) for t in targets or []]  # bad options fail before any work
+    bpt = cfg.observability.kv_bytes_per_token
+    with contextlib.ExitStack() as stack:
+        tiers = explicit or _from_config(stack, env, endpoints or [], direct, context)
+        try:
+            result = _compare(cfg, tiers, the_seed, given or Overrides(), waits or Waits(), bpt)
+        except (StreamError, OSError) as exc:
+            raise runtime.fail(f"{type(exc).__name__}: {exc}") from None
+    heading = f"KV-cache tiers compared: {env}"
+    files = report.write(result, folder, bpt, heading, note)
+    code = Exit.CHECK_FAILED if result.failed else Exit.OK
+    if as_json:
+        print(json.dumps({"ok": code == Exit.OK, "exit_code": int(code), "folder": str(folder),
+                          "files": [str(f) for f in files],
+                          "verdicts": [v.__dict__ for v in result.verdicts]}))  # fmt: skip
+    else:
+        _print(result, folder, len(files))
+    return code
+
+
+def _from_config(
+    stack: contextlib.ExitStack, env: str, names: list[str], direct: bool, context: str | None
+) -> list[TierTarget]:
+    cfg = runtime.config(env)
+    refs = endpoints_to_compare(cfg, names)
+    clients = runtime.CLIENTS(cfg, context)
+    transport = runtime.transport(direct, context)
+    return [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
+
+
+def _compare(cfg: AppConfig, tiers: list[TierTarget], seed: int, given: Overrides,
+             waits: Waits, bpt: int) -> Comparison:  # fmt: skip
+    models = {t.endpoint: list_models(t.urls[0])[0] for t in tiers}
+    by_url = {u: models[t.endpoint] for t in tiers for u in t.urls}
+
+    def send(url: str, prompt: str, max_tokens: int) -> StreamResult:
+        return stream_completion(url, by_url[url], prompt, max_tokens=max_tokens)
+
+    plan = plan_from(cfg.bench, seed, waits, given)
+    with Steps("bench compare", request_count(plan, tiers), runtime.PROGRESS) as steps:
+        return compare(tiers, plan, send, scrape_metrics, steps, cfg.bench, bpt, models)
+
+
+def _print(result: Comparison, folder: Path, files: int) -> None:
+    table = Table(title=f"bench compare (seed {result.plan.seed})")
+    for col in ("tier", "endpoint", "check", "measured", "threshold", "verdict"):
+        table.add_column(col)
+    for v in result.verdicts:
+        measured = "-" if v.measured is None else f"{v.measured:.3f}"
+        table.add_row(v.tier, v.endpoint, v.check, measured, f"{v.threshold:g}",
+                      v.status if v.status != "fail" else f"fail: {v.reason}")  # fmt: skip
+    runtime.out.print(table)
+    runtime.out.print(f"wrote {files} files to {folder} (report.md)")

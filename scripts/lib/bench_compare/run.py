@@ -1,0 +1,144 @@
+"""The comparison in order: each workload on each tier in turn (one tier at a time, so the tiers
+do not load each other), the counters of every replica read around it, then the verdicts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from infra.config.bench import BenchConfig, ChatWorkload
+from scripts.lib.bench_compare.scrape import Counters, Scrape, add, increase
+from scripts.lib.bench_compare.targets import TierTarget
+from scripts.lib.bench_compare.verdicts import Verdict, verdicts
+from scripts.lib.bench_compare.workloads import (
+    Sender,
+    Waits,
+    WorkloadRun,
+    chat,
+    cross_pod,
+    sweep,
+)
+from scripts.lib.progress import Steps
+
+WORKLOADS = ("sweep", "chat", "cross_pod")
+
+
+@dataclass(frozen=True)
+class Plan:
+    seed: int
+    lengths: tuple[int, ...]
+    repeats: int
+    chat: ChatWorkload
+    cross_pod_words: int
+    max_tokens: int
+    waits: Waits
+    workloads: tuple[str, ...] = WORKLOADS
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line sets instead of ``bench`` in config (None: not given)."""
+
+    lengths: tuple[int, ...] | None = None
+    repeats: int | None = None
+    users: int | None = None
+    rounds: int | None = None
+    concurrency: int | None = None
+    max_tokens: int | None = None
+    workloads: tuple[str, ...] | None = None
+
+
+def plan_from(bench: BenchConfig, seed: int, waits: Waits, given: Overrides) -> Plan:
+    """``bench`` in config with the command line's ``given`` values; the speedup verdict's
+    length joins the sweep's lengths."""
+    lengths = given.lengths or bench.sweep_prompt_words
+    if bench.speedup_prompt_words not in lengths:
+        lengths = tuple(sorted((*lengths, bench.speedup_prompt_words)))
+    chat_given = {"users": given.users, "rounds": given.rounds, "concurrency": given.concurrency}
+    return Plan(
+        seed,
+        tuple(lengths),
+        given.repeats or bench.sweep_repeats,
+        bench.chat.model_copy(update={k: v for k, v in chat_given.items() if v is not None}),
+        bench.cross_pod_prompt_words,
+        given.max_tokens or bench.max_tokens,
+        waits,
+        given.workloads or WORKLOADS,
+    )
+
+
+def request_count(plan: Plan, targets: list[TierTarget]) -> int:
+    per_tier = {
+        "sweep": 2 * len(plan.lengths) * plan.repeats,
+        "chat": plan.chat.users * plan.chat.rounds,
+        "cross_pod": 2,
+    }
+    return sum(per_tier[w] - (w == "cross_pod" and t.pods < 2)
+               for w in plan.workloads for t in targets)  # fmt: skip
+
+
+@dataclass
+class Comparison:
+    plan: Plan
+    targets: list[TierTarget]
+    models: dict[str, str]
+    """Endpoint -> the model id its first replica serves."""
+    at_words: int
+    """The sweep length the speedup verdict reads (``bench.speedup_prompt_words``)."""
+    started: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"))
+    runs: list[WorkloadRun] = field(default_factory=list)
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.status == "fail"]
+
+
+def _counters(scrape: Scrape, t: TierTarget) -> list[Counters]:
+    return [scrape(u) for u in t.metrics_urls]
+
+
+def _run_one(workload: str, t: TierTarget, plan: Plan, send: Sender, scrape: Scrape,
+             tick: Callable[[str], None]) -> WorkloadRun:  # fmt: skip
+    before = _counters(scrape, t)
+    start = time.perf_counter()
+    run = WorkloadRun(workload, t)
+    if workload == "sweep":
+        run.samples = sweep(send, t, plan.lengths, plan.repeats, plan.seed, plan.max_tokens, tick)
+    elif workload == "chat":
+        run.samples = chat(send, t, plan.chat, plan.seed, tick)
+    else:
+        run.samples, second = cross_pod(send, t, plan.cross_pod_words, plan.seed,
+                                        plan.max_tokens, scrape, plan.waits, tick)  # fmt: skip
+        run.extra["second_replica"] = second
+    run.wall_s = time.perf_counter() - start
+    if workload != "cross_pod":
+        time.sleep(plan.waits.flush_s)  # the cross-Pod test waited for its own reading
+    total: Counters = {}
+    for b, a in zip(before, _counters(scrape, t), strict=True):
+        total = add(total, increase(b, a))
+    # The cross-Pod test's shares are the second replica's: where it found the first's prompt.
+    second = run.extra.get("second_replica")
+    run.deltas = second if second is not None else total
+    return run
+
+
+def compare(
+    targets: list[TierTarget],
+    plan: Plan,
+    send: Sender,
+    scrape: Scrape,
+    steps: Steps,
+    bench: BenchConfig,
+    kv_bytes_per_token: int,
+    models: dict[str, str],
+) -> Comparison:
+    result = Comparison(plan, targets, models, bench.speedup_prompt_words)
+    for workload in plan.workloads:
+        for t in targets:
+            steps.phase(f"{workload} on {t.tier} ({t.endpoint})")
+            result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance))
+    result.verdicts = verdicts(result.runs, bench, kv_bytes_per_token)
+    return result

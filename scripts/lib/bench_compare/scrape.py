@@ -1,0 +1,55 @@
+"""Counters from a Pod's /metrics (Prometheus text format), summed over their label sets, and
+their increase over a workload."""
+
+from __future__ import annotations
+
+import math
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
+
+from infra.tiers import COUNTERS
+
+Counters = dict[str, float]
+Scrape = Callable[[str], Counters]  # metrics base URL -> counters
+
+
+def parse_counters(text: str, names: Iterable[str] = COUNTERS) -> Counters:
+    """Each of ``names`` summed over its samples (every model, engine and worker label set);
+    a name the page does not carry is left out."""
+    wanted = set(names)
+    found: Counters = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, rest = line.partition(" ")
+        if "}" in line:
+            name_part, _, rest = line.partition("}")
+            name_part = name_part.split("{", 1)[0]
+        name = name_part.strip()
+        if name not in wanted:
+            continue
+        value = float(rest.split()[0])
+        if not math.isnan(value):
+            found[name] = found.get(name, 0.0) + value
+    return found
+
+
+def scrape_metrics(base_url: str, timeout: float = 30.0) -> Counters:
+    """GET ``<base_url>/metrics``: vLLM serves it on its API port (LMCache's series appear once
+    ``PROMETHEUS_MULTIPROC_DIR`` is set in the container)."""
+    with urllib.request.urlopen(f"{base_url.rstrip('/')}/metrics", timeout=timeout) as resp:
+        return parse_counters(resp.read().decode("utf-8", "replace"))
+
+
+def increase(before: Mapping[str, float], after: Mapping[str, float]) -> Counters:
+    """What each counter rose by; a counter that went down restarted (its Pod did), so its new
+    value is the increase, as Prometheus's ``increase`` reads a reset."""
+    out: Counters = {}
+    for name, value in after.items():
+        start = before.get(name, 0.0)
+        out[name] = value - start if value >= start else value
+    return out
+
+
+def add(total: Mapping[str, float], more: Mapping[str, float]) -> Counters:
+    return {k: total.get(k, 0.0) + more.get(k, 0.0) for k in set(total) | set(more)}

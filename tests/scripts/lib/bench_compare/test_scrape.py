@@ -1,0 +1,30 @@
+"""Counters read from a /metrics page: summed over label sets, their increase across a Pod
+restart. No double: Prometheus text as vLLM and LMCache print it."""
+
+from __future__ import annotations
+
+from scripts.lib.bench_compare.scrape import increase, parse_counters
+
+PAGE = """\
+# HELP vllm:prefix_cache_queries_total Prefix cache queries.
+# TYPE vllm:prefix_cache_queries_total counter
+vllm:prefix_cache_queries_total{engine="0",model_name="/opt/ml/model"} 1024.0
+vllm:prefix_cache_queries_total{engine="1",model_name="/opt/ml/model"} 512.0
+vllm:prefix_cache_queries_created{engine="0",model_name="/opt/ml/model"} 1.7e9
+lmcache:num_hit_tokens_total{model_name="/opt/ml/model",worker_id="0"} 768.0 1767225600000
+lmcache:num_remote_read_requests_total 3
+vllm:num_requests_running{engine="0",model_name="/opt/ml/model"} 2.0
+"""
+
+
+def test_each_counter_is_summed_over_its_label_sets_and_other_series_are_left_out() -> None:
+    assert parse_counters(PAGE) == {
+        "vllm:prefix_cache_queries_total": 1536.0,
+        "lmcache:num_hit_tokens_total": 768.0,
+        "lmcache:num_remote_read_requests_total": 3.0,
+    }
+
+
+def test_a_counter_that_went_down_restarted_so_its_value_is_the_increase() -> None:
+    before = {"a": 100.0, "b": 50.0}
+    assert increase(before, {"a": 130.0, "b": 20.0, "c": 5.0}) == {"a": 30.0, "b": 20.0, "c": 5.0}

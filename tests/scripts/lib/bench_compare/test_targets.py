@@ -1,0 +1,80 @@
+"""What ``bench compare`` measures: endpoints named in config reached Pod by Pod (two Ready Pods
+on different nodes), their tier from config, and explicit ``TIER=URL[,URL]`` targets.
+
+Doubles: FakeKube (the recorded endpoint's Deployment and Pods, tests/scripts/lib/verify/
+support.py) and a transport that maps each Pod to a URL instead of port-forwarding."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from scripts.lib.bench_compare.targets import endpoints_to_compare, open_endpoint, parse_target
+from scripts.lib.errors import CliError, OperationError
+from tests.doubles.fake_kube import FakeKube
+from tests.scripts.conftest import PODS, make_cfg, recorded_cfg
+from tests.scripts.lib.verify.support import MapTransport, _clients, _seed_cluster
+
+URLS = {"vllm-kvcache-7d9f-1": "http://a:1", "vllm-kvcache-7d9f-2": "http://b:2"}
+
+
+def test_an_endpoint_is_its_two_pods_on_different_nodes_with_its_tier_from_config(
+    kube: FakeKube,
+) -> None:
+    _seed_cluster(kube)
+    cfg = recorded_cfg()
+    (ref,) = endpoints_to_compare(cfg, ["vllm-kvcache"])
+    transport = MapTransport(URLS)
+    with contextlib.ExitStack() as stack:
+        target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
+    assert target.tier == "curvine" and target.endpoint == "default/vllm-kvcache"
+    assert sorted(target.urls) == ["http://a:1", "http://b:2"]
+    assert target.metrics_urls == target.urls
+    assert [port for _, port in transport.opened] == [ref.container_port] * 2
+
+
+def test_a_metrics_port_of_its_own_is_reached_too(kube: FakeKube) -> None:
+    _seed_cluster(kube)
+    cfg = make_cfg(kvcache={"endpoints": [
+        {"name": "vllm-kvcache", "namespace": "default", "replicas": 1, "metrics_port": 9090,
+         "l2_backend": "none"}]})  # fmt: skip
+    (ref,) = endpoints_to_compare(cfg, [])
+    transport = MapTransport(URLS)
+    with contextlib.ExitStack() as stack:
+        target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
+    assert target.tier == "none"
+    assert sorted(p for _, p in transport.opened) == [8000, 8000, 9090, 9090]
+
+
+def test_one_ready_pod_is_one_replica_and_none_is_one_line(kube: FakeKube) -> None:
+    _seed_cluster(kube)
+    cfg = recorded_cfg()
+    (ref,) = endpoints_to_compare(cfg, ["vllm-kvcache"])
+    pod = kube.get(f"{PODS}/vllm-kvcache-7d9f-2")
+    assert pod is not None
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    with contextlib.ExitStack() as stack:
+        target = open_endpoint(stack, _clients(kube, {}), cfg, ref, MapTransport(URLS))
+    assert target.urls == ("http://a:1",)
+    pod1 = kube.get(f"{PODS}/vllm-kvcache-7d9f-1")
+    assert pod1 is not None
+    pod1["status"]["conditions"] = []
+    with pytest.raises(OperationError, match="default/vllm-kvcache: no Ready Pod"):
+        open_endpoint(contextlib.ExitStack(), _clients(kube, {}), cfg, ref, MapTransport(URLS))
+
+
+def test_an_unknown_endpoint_is_refused_naming_the_configured_ones() -> None:
+    with pytest.raises(CliError) as caught:
+        endpoints_to_compare(recorded_cfg(), ["nope"])
+    assert caught.value.code == 2
+    assert "configured: vllm-kvcache, other-model" in caught.value.message
+
+
+def test_explicit_targets_name_a_known_tier_and_one_or_two_urls() -> None:
+    t = parse_target("tieredstorage=http://10.0.0.1:8000,http://10.0.0.2:8000/")
+    assert (t.tier, t.urls) == ("tieredstorage", ("http://10.0.0.1:8000", "http://10.0.0.2:8000"))
+    for bad in ("curvine", "curvine=", "curvine=10.0.0.1:8000", "l3=http://a:1",
+                "none=http://a:1,http://b:1,http://c:1"):  # fmt: skip
+        with pytest.raises(CliError):
+            parse_target(bad)
