@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from scripts.lib.errors import OperationError
-from scripts.lib.progress import Reporter, fmt_duration, wait_for
+from scripts.lib.progress import CI_VARIABLES, Reporter, Steps, fmt_duration, wait_for
 from tests.scripts.lib.progress_support import FakeClock, plain
 
 
@@ -88,3 +88,46 @@ def test_default_stream_is_stderr_at_call_time(capsys: pytest.CaptureFixture[str
     captured = capsys.readouterr()
     assert captured.out == ""  # stdout stays free for --json
     assert "x: done after 10s" in captured.err
+
+
+class _Terminal(io.StringIO):
+    """A stream that says it is a terminal, as a CI runner's pseudo-terminal may."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _steps_output(fake: FakeClock, stream: io.StringIO) -> str:
+    rep = Reporter(stream=stream, clock=fake.clock(), every_s=30.0)
+    with Steps("bench compare", 4, show=rep) as steps:
+        steps.phase("sweep on curvine")
+        for i in range(4):
+            fake.t += 20
+            steps.advance(f"request {i}")
+    return stream.getvalue()
+
+
+def test_steps_on_a_terminal_draw_a_bar(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in CI_VARIABLES:
+        monkeypatch.delenv(key, raising=False)
+    out = _steps_output(FakeClock(), _Terminal())
+    assert "\x1b[" in out  # the bar's redraws
+    assert out.rstrip().endswith("bench compare: 4/4 done")
+
+
+@pytest.mark.parametrize("variable", CI_VARIABLES)
+def test_steps_in_ci_print_plain_paced_lines_even_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    for key in CI_VARIABLES:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv(variable, "1" if variable == "CI" else "hpkv-nightly:1234")
+    lines = _steps_output(FakeClock(), _Terminal()).splitlines()
+    assert "\x1b[" not in "".join(lines)
+    assert [line.split(" ", 1)[1] for line in lines] == [
+        "bench compare: 4 steps",
+        "bench compare: sweep on curvine (0/4)",
+        "bench compare: 2/4 (request 1)",  # 40 s in: the first line after 30 s
+        "bench compare: 4/4 (request 3)",  # 80 s: 40 s after the last line
+        "bench compare: 4/4 done",
+    ]
