@@ -77,6 +77,21 @@ def l2_tokens(reads: float, read_bytes: float, tier: Tier, kv_bytes_per_token: i
     return 0.0
 
 
+def l2_hit_share(
+    deltas: Mapping[str, float], prompt_tokens: int, tier: Tier, kv_bytes_per_token: int
+) -> float | None:
+    """Share of a repeated prompt's whole chunks (LMCache stores whole 256-token chunks; the
+    tail is recomputed) one Pod read from L2 while serving it, from that Pod's counters'
+    increase over the request; None when its /metrics has no LMCache counters or the prompt
+    has no whole chunk."""
+    whole = prompt_tokens // LMCACHE_CHUNK_TOKENS * LMCACHE_CHUNK_TOKENS
+    if LOADED not in deltas or whole == 0:
+        return None
+    read = l2_tokens(deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0), tier,
+                     kv_bytes_per_token)  # fmt: skip
+    return min(1.0, min(read, deltas[LOADED]) / whole)
+
+
 def l2_tokens_expr(rate: Callable[[str], str], tier: Tier, kv_bytes_per_token: int) -> str | None:
     """``l2_tokens`` in PromQL over ``rate(metric)`` expressions; None for an endpoint without
     L2 (it reads nothing from one by design)."""

@@ -23,7 +23,7 @@ from scripts.commands import (
     teardown,
     wait_tiered_storage,
 )
-from scripts.lib.errors import CliError, describe_failure
+from scripts.lib.errors import CliError, Exit, describe_failure
 from scripts.lib.runtime import err
 from scripts.options import (
     STATE,
@@ -124,8 +124,18 @@ def verify_command(
             "read back), the GPU nodes Ready, the endpoint's rollout; progress on stderr."
         ),
     ] = 0,
+    chaos: Annotated[
+        bool,
+        typer.Option(
+            help="Then break things on purpose (DISRUPTIVE): delete an endpoint Pod and one "
+            "Curvine worker, and check that L2 serves again. Asks first unless --yes."
+        ),
+    ] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Run --chaos without asking.")] = False,
 ) -> None:
     """Check a live environment stage by stage, then prove cross-Pod reuse through L2."""
+    if chaos and not yes:
+        _confirm_chaos(env, endpoint)
     l2 = {
         "prompt_words": prompt_words,
         "max_tokens": max_tokens,
@@ -136,9 +146,23 @@ def verify_command(
     from scripts.commands import verify  # loads cdk8s: see NODE_JS above
 
     code, _ = verify.run(
-        env, namespace, endpoint, as_json, skip_l2_test, direct, context, l2, wait_minutes
-    )
+        env, namespace, endpoint, as_json, skip_l2_test, direct, context, l2, wait_minutes,
+        chaos=chaos,
+    )  # fmt: skip
     raise typer.Exit(code)
+
+
+def _confirm_chaos(env: str, endpoint: str | None) -> None:
+    """Ask on a terminal; refuse (exit 3) where no one can answer."""
+    who = endpoint or "the first endpoint"
+    what = (
+        f"verify --chaos deletes an endpoint Pod ({who}) and one Curvine worker Pod in {env}: "
+        "requests slow down while they come back"
+    )
+    if not sys.stdin.isatty():
+        raise CliError(f"refused: {what}; pass --yes to run it", Exit.REFUSED)
+    if not typer.confirm(f"{what}. Go on?", default=False, err=True):
+        raise CliError("refused: --chaos not confirmed; nothing was deleted", Exit.REFUSED)
 
 
 @app.command(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from infra.config.bench import BenchConfig
-from infra.tiers import L2_READ_BYTES, L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, l2_tokens
+from infra.tiers import l2_hit_share
 from scripts.lib.bench_compare.stats import figures
 from scripts.lib.bench_compare.workloads import WorkloadRun
 
@@ -45,15 +45,10 @@ def cross_pod_hit(run: WorkloadRun, kv_bytes_per_token: int) -> float | None:
     second replica or its /metrics has no LMCache counters."""
     deltas = run.extra.get("second_replica")
     warm = [s for s in run.samples if s.kind == "warm"]
-    if deltas is None or LOADED not in deltas or not warm:
+    if deltas is None or not warm:
         return None
     prompt = warm[0].prompt_tokens or warm[0].detail.get("prompt_words", 0)
-    whole = prompt // LMCACHE_CHUNK_TOKENS * LMCACHE_CHUNK_TOKENS
-    if whole == 0:
-        return None
-    read = l2_tokens(deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0),
-                     run.target.tier, kv_bytes_per_token)  # fmt: skip
-    return min(1.0, min(read, deltas[LOADED]) / whole)
+    return l2_hit_share(deltas, prompt, run.target.tier, kv_bytes_per_token)
 
 
 def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int) -> list[Verdict]:

@@ -1,0 +1,224 @@
+"""``verify --chaos``: break the cache on purpose and check that it heals. Disruptive: it deletes
+an endpoint Pod and (on Curvine) one Curvine worker Pod.
+
+- ``endpoint Pod replaced``: a prefix stored through one Pod, that Pod deleted, its replacement
+  (from the Deployment) Ready, the prefix replayed on the new Pod: it must be read from L2 (the
+  new Pod's GPU and CPU caches start empty), at least ``min_hit`` of its whole chunks.
+- ``requests while a Curvine worker is lost``: one worker Pod deleted, requests keep succeeding
+  (LMCache recomputes what it cannot read: ``kv_load_failure_policy`` recompute).
+- ``L2 after the Curvine worker returns``: once the DaemonSet's replacement is Ready, a fresh
+  prefix stored on one endpoint Pod is read from L2 on another again (retried until
+  ``timeout_s``: a worker re-registers with the master after it starts).
+
+The L2 hit is read from the reading Pod's LMCache counters (``infra.tiers.l2_hit_share``), as
+``bench compare`` reads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+
+from infra.config import AppConfig
+from infra.config.kvcache import EndpointConfig
+from infra.tiers import Tier, l2_hit_share, tier_of
+from k8s.curvine import WORKER_WL
+from scripts.lib.bench_compare.scrape import increase, scrape_metrics
+from scripts.lib.checks import Check
+from scripts.lib.clients import Clients
+from scripts.lib.errors import OperationError
+from scripts.lib.kube import Transport, find_endpoint_deployment, pod_ready, pods_of
+from scripts.lib.openai_stream import StreamError, list_models, stream_completion
+from scripts.lib.progress import Show, wait_for
+from scripts.lib.prompts import make_prompt, seed_for
+
+POD_REPLACED = "chaos: endpoint Pod replaced"
+DURING_LOSS = "chaos: requests while a Curvine worker is lost"
+L2_BACK = "chaos: L2 after the Curvine worker returns"
+STAGES = (POD_REPLACED, DURING_LOSS, L2_BACK)
+
+
+@dataclass(frozen=True)
+class ChaosOptions:
+    prompt_words: int = 2500
+    max_tokens: int = 4
+    seed: int | None = None
+    min_hit: float = 0.99
+    """Share of the prompt's whole chunks the reading Pod must read from L2."""
+    timeout_s: float = 900.0
+    """For each wait: the replacement Pod, the worker, L2 serving again."""
+    interval_s: float = 10.0
+    settle_s: float = 2.0
+    """Between storing a prefix and reading it elsewhere (LMCache stores after the response)."""
+    flush_s: float = 11.0
+    """Before reading counters after a request (LMCache publishes every 10 s)."""
+    requests_during_loss: int = 3
+
+
+def _names(pods: list[dict[str, Any]]) -> set[str]:
+    return {p["metadata"]["name"] for p in pods}
+
+
+class _Endpoint:
+    """The endpoint's Pods, reached one by one through ``transport``."""
+
+    def __init__(self, clients: Clients, cfg: AppConfig, ref: EndpointConfig,
+                 transport: Transport, opts: ChaosOptions) -> None:  # fmt: skip
+        self.clients, self.ref, self.transport, self.opts = clients, ref, transport, opts
+        self.tier: Tier = tier_of(cfg, ref)
+        self.bpt = cfg.observability.kv_bytes_per_token
+        self.model = ""
+
+    def ready_pods(self) -> list[dict[str, Any]]:
+        dep = find_endpoint_deployment(self.clients, self.ref)
+        return [p for p in (pods_of(self.clients, dep) if dep else []) if pod_ready(p)]
+
+    @contextlib.contextmanager
+    def urls(self, pod: dict[str, Any]) -> Iterator[tuple[str, str]]:
+        """The Pod's model URL and its /metrics base URL."""
+        ref = self.ref
+        with contextlib.ExitStack() as stack:
+            url = stack.enter_context(self.transport.open(pod, ref.container_port))
+            metrics = url if ref.metrics_port == ref.container_port else stack.enter_context(
+                self.transport.open(pod, ref.metrics_port))  # fmt: skip
+            yield url, metrics
+
+    def send(self, pod: dict[str, Any], prompt: str) -> None:
+        with self.urls(pod) as (url, _):
+            self.model = self.model or list_models(url)[0]
+            stream_completion(url, self.model, prompt, max_tokens=self.opts.max_tokens)
+
+    def l2_hit(self, pod: dict[str, Any], prompt: str) -> float | None:
+        """Send ``prompt`` to ``pod``; the share of its whole chunks the Pod read from L2."""
+        with self.urls(pod) as (url, metrics):
+            self.model = self.model or list_models(url)[0]
+            before = scrape_metrics(metrics)
+            got = stream_completion(url, self.model, prompt, max_tokens=self.opts.max_tokens)
+            time.sleep(self.opts.flush_s)
+            deltas = increase(before, scrape_metrics(metrics))
+        tokens = got.prompt_tokens or len(prompt.split())
+        return l2_hit_share(deltas, tokens, self.tier, self.bpt)
+
+
+def _share(v: float | None) -> str:
+    return "no LMCache counters on /metrics" if v is None else f"{100 * v:.1f} % from L2"
+
+
+def pod_replaced(ep: _Endpoint, seed: int, show: Show) -> Check:
+    opts = ep.opts
+    before = ep.ready_pods()
+    if not before:
+        return Check(POD_REPLACED, "fail", "no Ready endpoint Pod", "run verify without --chaos")
+    victim = before[0]
+    name, ns = victim["metadata"]["name"], victim["metadata"]["namespace"]
+    prompt = make_prompt(seed_for(seed, 30), opts.prompt_words)
+    ep.send(victim, prompt)
+    time.sleep(opts.settle_s)
+    ep.clients.core().delete_namespaced_pod(name, ns)
+    known = _names(before)
+
+    def replaced() -> tuple[bool, str]:
+        new = [p for p in ep.ready_pods() if p["metadata"]["name"] not in known]
+        return bool(new), f"{len(new)} new Ready Pod(s)"
+
+    waited = wait_for(f"a Pod to replace {name}", replaced, opts.timeout_s, opts.interval_s, show)
+    new_pod = next(p for p in ep.ready_pods() if p["metadata"]["name"] not in known)
+    hit = ep.l2_hit(new_pod, prompt)
+    ok = hit is not None and hit >= opts.min_hit
+    detail = (f"deleted {name}; {new_pod['metadata']['name']} Ready after {waited:.0f}s read the "
+              f"prefix {_share(hit)} (need {100 * opts.min_hit:.0f} %)")  # fmt: skip
+    fix = "" if ok else "check the new Pod's L2 mount and PYTHONHASHSEED (verify without --chaos)"
+    return Check(POD_REPLACED, "pass" if ok else "fail", detail, fix)
+
+
+def _workers(clients: Clients, namespace: str) -> list[dict[str, Any]]:
+    selector = ",".join(f"{k}={v}" for k, v in WORKER_WL.selector.items())
+    listed = clients.core().list_namespaced_pod(namespace, label_selector=selector)
+    return list(clients.to_dict(listed).get("items") or [])
+
+
+def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Check]:
+    """Delete one Curvine worker; requests must keep succeeding; L2 must serve once it is back."""
+    opts, ns = ep.opts, cfg.kvcache.curvine.namespace
+    workers = [w for w in _workers(ep.clients, ns) if pod_ready(w)]
+    pods = ep.ready_pods()
+    if not workers or len(pods) < 2:
+        why = "no Ready Curvine worker" if not workers else "fewer than two Ready endpoint Pods"
+        return [Check(s, "fail", why, "run verify without --chaos") for s in STAGES[1:]]
+    victim = workers[0]["metadata"]["name"]
+    ep.clients.core().delete_namespaced_pod(victim, ns)
+    failures = []
+    for i in range(opts.requests_during_loss):
+        try:
+            ep.send(pods[i % len(pods)], make_prompt(seed_for(seed, 31, i), opts.prompt_words))
+        except (StreamError, OSError) as exc:
+            failures.append(f"request {i + 1}: {type(exc).__name__}: {exc}")
+    during = Check(DURING_LOSS, "fail" if failures else "pass",
+                   f"deleted {victim}; " + ("; ".join(failures) if failures else
+                   f"{opts.requests_during_loss} requests succeeded"),
+                   "set kv_load_failure_policy recompute" if failures else "")  # fmt: skip
+    want = len(workers)
+    gone = {victim}
+
+    def back() -> tuple[bool, str]:
+        ready = [w for w in _workers(ep.clients, ns) if pod_ready(w)]
+        return len(ready) >= want and not gone & _names(ready), f"{len(ready)}/{want} Ready"
+
+    attempts: list[float | None] = []
+
+    def serving() -> tuple[bool, str]:
+        prompt = make_prompt(seed_for(seed, 32, len(attempts)), opts.prompt_words)
+        ep.send(pods[0], prompt)
+        time.sleep(opts.settle_s)
+        attempts.append(ep.l2_hit(pods[1], prompt))
+        hit = attempts[-1]
+        return hit is not None and hit >= opts.min_hit, _share(hit)
+
+    try:
+        w_s = wait_for(f"Curvine workers after deleting {victim}", back, opts.timeout_s,
+                       opts.interval_s, show)  # fmt: skip
+        l2_s = wait_for("L2 hits on another endpoint Pod", serving, opts.timeout_s,
+                        opts.interval_s, show)  # fmt: skip
+    except OperationError as exc:
+        return [during, Check(L2_BACK, "fail", str(exc), "check the Curvine master's worker list "
+                              "and the FUSE mount on the endpoint's nodes")]  # fmt: skip
+    back_check = Check(L2_BACK, "pass", f"workers {want}/{want} Ready after {w_s:.0f}s; L2 "
+                       f"{_share(attempts[-1])} after {l2_s:.0f}s more, "
+                       f"{len(attempts)} attempt(s)")  # fmt: skip
+    return [during, back_check]
+
+
+def run_chaos(
+    clients: Clients,
+    cfg: AppConfig,
+    ref: EndpointConfig,
+    transport: Transport,
+    opts: ChaosOptions,
+    show: Show = True,
+    guard: Callable[[], str | None] = lambda: None,
+) -> list[Check]:
+    """The chaos stages, each a row. ``guard`` returns why not to start (a failed verify)."""
+    ep = _Endpoint(clients, cfg, ref, transport, opts)
+    why = guard()
+    if why is None and ep.tier == "none":
+        why = f"kvcache.endpoints {ref.name}: l2_backend is none: nothing to recover from L2"
+    if why is not None:
+        return [Check(s, "skip", why) for s in STAGES]
+    seed = opts.seed if opts.seed is not None else time.time_ns() % (2**31)
+    checks = _stage(POD_REPLACED, lambda: [pod_replaced(ep, seed, show)])
+    if ep.tier != "curvine":
+        reason = f"l2_backend is {ep.tier}: no Curvine worker to lose"
+        return checks + [Check(s, "skip", reason) for s in STAGES[1:]]
+    return checks + _stage(DURING_LOSS, lambda: worker_lost(ep, cfg, seed, show))
+
+
+def _stage(stage: str, body: Callable[[], list[Check]]) -> list[Check]:
+    try:
+        return body()
+    except (ApiException, OSError, StreamError, OperationError) as exc:
+        return [Check(stage, "fail", f"{type(exc).__name__}: {exc}", "see the Pods' events")]
