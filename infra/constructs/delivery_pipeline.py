@@ -116,7 +116,11 @@ class DeliveryPipeline(Construct):
         self.nightly: NightlyRecreate | None = None
         if settings.nightly_recreate:
             self.nightly = NightlyRecreate(
-                self, "NightlyRecreate", config=config, test_config=test_config
+                self,
+                "NightlyRecreate",
+                config=config,
+                test_config=test_config,
+                reports=self.artifacts.bucket,
             )
             build_roles.append(self.nightly.role)
         self.github: GitHubDeployRole | None = None

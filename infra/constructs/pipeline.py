@@ -3,15 +3,17 @@ role GitHub Actions assumes through OIDC."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.model import topic_name
 from infra.nag import acknowledge
 from infra.stack_layout import STACK_SUFFIXES
 
@@ -106,19 +108,125 @@ class VerifyRole(Construct):
         )
 
 
+# Where the nightly run publishes the bench compare report: <prefix>/<build number>/ in the
+# pipeline's artifacts bucket; the variables its post_build commands read.
+REPORT_PREFIX = "nightly-reports"
+REPORT_DIR = "bench-results/nightly"
+REPORT_BUCKET, ALERT_TOPIC = "REPORT_BUCKET", "ALERT_TOPIC_ARN"
+
+
+def alert_topic_arn(test_config: AppConfig) -> str | None:
+    """The test environment's alert topic (its observability stack's, recreated under the same
+    name every night), or None when observability is off there."""
+    if not test_config.observability.enabled:
+        return None
+    return f"arn:aws:sns:{test_config.region}:{test_config.account}:{topic_name(test_config)}"
+
+
+def nightly_commands(test_config: AppConfig) -> list[str]:
+    """Recreate, then verify, then bench compare: the first that fails ends the build phase
+    (and fails the run); bench compare exits 1 when a tier misses a threshold in ``bench``."""
+    env = test_config.environment
+    return [
+        "make install node_modules/.installed",
+        f"aws eks update-kubeconfig --name {test_config.eks.cluster_name} "
+        f"--region {test_config.region} || true",
+        f".venv/bin/python -m scripts recreate --env {env} --yes --skip-verify",
+        f"aws eks update-kubeconfig --name {test_config.eks.cluster_name} "
+        f"--region {test_config.region}",
+        f".venv/bin/python -m scripts verify --env {env} --wait-minutes 30",
+        f".venv/bin/python -m scripts bench compare --env {env} --out {REPORT_DIR} "
+        '--note "Nightly run $CODEBUILD_BUILD_NUMBER of the recreated environment"',
+    ]
+
+
+def nightly_report_commands(notify: bool) -> list[str]:
+    """Publish whatever report there is, then (with an alert topic) say on it that the run
+    failed. A failed publish or notification fails no further: the build already has."""
+    dest = f"s3://${REPORT_BUCKET}/{REPORT_PREFIX}/$CODEBUILD_BUILD_NUMBER/"
+    commands = [
+        f"if [ -d {REPORT_DIR} ]; then aws s3 cp --recursive --only-show-errors "
+        f'{REPORT_DIR} "{dest}"; fi',
+    ]
+    if notify:
+        commands.append(
+            'if [ "$CODEBUILD_BUILD_SUCCEEDING" != "1" ]; then aws sns publish '
+            f'--topic-arn "${ALERT_TOPIC}" --subject "Nightly recreate failed" --message '
+            '"Nightly run $CODEBUILD_BUILD_NUMBER failed: recreate, a verify check or a bench '
+            f"compare verdict. Report (when bench compare ran): {dest}report.md. Log: "
+            '$CODEBUILD_BUILD_URL" || echo "could not notify the alert topic"; fi'
+        )
+    return commands
+
+
+def _logical(bucket: s3.IBucket) -> str:
+    """The bucket's logical id, as cdk-nag names a token in a finding."""
+    cfn = bucket.node.default_child
+    assert isinstance(cfn, s3.CfnBucket)
+    return str(Stack.of(bucket).resolve(cfn.logical_id))
+
+
+def _report_statements(
+    reports: s3.IBucket, test_config: AppConfig, topic: str | None
+) -> list[iam.PolicyStatement]:
+    """Put the report under its prefix only (the bucket's key encrypts it); publish to the alert
+    topic only, through its key for that topic only (SNS's encryption context names it)."""
+    statements = [
+        iam.PolicyStatement(
+            sid="PublishNightlyReport",
+            actions=["s3:PutObject"],
+            resources=[reports.arn_for_objects(f"{REPORT_PREFIX}/*")],
+        )
+    ]
+    if reports.encryption_key is not None:
+        statements.append(
+            iam.PolicyStatement(
+                sid="EncryptNightlyReport",
+                actions=["kms:GenerateDataKey"],
+                resources=[reports.encryption_key.key_arn],
+            )
+        )
+    if topic is not None:
+        region, account = test_config.region, test_config.account
+        statements += [
+            iam.PolicyStatement(sid="NotifyNightlyFailure", actions=["sns:Publish"],
+                                resources=[topic]),
+            iam.PolicyStatement(
+                sid="NotifyThroughTopicKey",
+                actions=["kms:GenerateDataKey", "kms:Decrypt"],
+                # The topic's key is created with the observability stack, recreated nightly.
+                resources=[f"arn:aws:kms:{region}:{account}:key/*"],
+                conditions={"StringEquals": {
+                    "kms:ViaService": f"sns.{region}.amazonaws.com",
+                    "kms:EncryptionContext:aws:sns:topicArn": topic,
+                }},
+            ),
+        ]  # fmt: skip
+    return statements
+
+
 # GuardDuty tags the VPC endpoint and security group it creates for runtime monitoring.
 GUARDDUTY_TAG = "GuardDutyManaged"
 
 
 class NightlyRecreate(Construct):
-    """A scheduled CodeBuild run of `scripts recreate` on the test environment: teardown,
-    deploy, verify. Failures show drift and recreate problems before a release."""
+    """A scheduled CodeBuild run on the test environment: `scripts recreate` (teardown, deploy),
+    `verify`, then `bench compare`, whose report goes to ``reports`` under ``nightly-reports/``;
+    a failure (a missed threshold included) fails the run and says so on the test environment's
+    alert topic. Failures show drift and recreate problems before a release."""
 
     def __init__(
-        self, scope: Construct, id: str, *, config: AppConfig, test_config: AppConfig
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        test_config: AppConfig,
+        reports: s3.IBucket,
     ) -> None:
         super().__init__(scope, id)
         settings = config.pipeline
+        topic = alert_topic_arn(test_config)
         assert settings.repository and settings.connection_arn
         owner, repo = settings.repository.split("/", 1)
         log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_MONTH)
@@ -137,6 +245,10 @@ class NightlyRecreate(Construct):
             description=f"Nightly teardown and recreate of {test_config.environment}",
             source=codebuild.Source.git_hub(owner=owner, repo=repo, branch_or_ref=settings.branch),
             environment=codebuild.BuildEnvironment(build_image=BUILD_IMAGE),
+            environment_variables={
+                REPORT_BUCKET: codebuild.BuildEnvironmentVariable(value=reports.bucket_name),
+                ALERT_TOPIC: codebuild.BuildEnvironmentVariable(value=topic or ""),
+            },
             timeout=Duration.hours(8),
             logging=codebuild.LoggingOptions(
                 cloud_watch=codebuild.CloudWatchLoggingOptions(log_group=log_group)
@@ -150,15 +262,9 @@ class NightlyRecreate(Construct):
                                 kubectl_version=kubectl_version_for(test_config)
                             )
                         },
-                        "build": {
-                            "commands": [
-                                "make install node_modules/.installed",
-                                f"aws eks update-kubeconfig --name {test_config.eks.cluster_name} "
-                                f"--region {test_config.region} || true",
-                                ".venv/bin/python -m scripts recreate "
-                                f"--env {test_config.environment} --yes",
-                            ]
-                        },
+                        "build": {"commands": nightly_commands(test_config)},
+                        # Runs after a failed build phase too; the build stays failed.
+                        "post_build": {"commands": nightly_report_commands(topic is not None)},
                     },
                 }
             ),
@@ -270,6 +376,18 @@ class NightlyRecreate(Construct):
         ]
         for statement in statements:
             role.add_to_principal_policy(statement)
+        for statement in _report_statements(reports, test_config, topic):
+            role.add_to_principal_policy(statement)
+        # The report's object key pattern (a token ARN + prefix) is written in full above.
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5",
+            "The nightly report goes under one prefix of the artifacts bucket, one object per "
+            "file; the alert topic's key is created with the observability stack each night, so "
+            "its id is unknown: the statement holds only for SNS and that topic's context.",
+            f"Resource::<{_logical(reports)}.Arn>/{REPORT_PREFIX}/*",
+            f"Resource::arn:aws:kms:{test_config.region}:{test_config.account}:key/*",
+        )
         self.rule = events.Rule(
             self,
             "Schedule",
