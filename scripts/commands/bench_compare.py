@@ -48,7 +48,7 @@ def run(
     with contextlib.ExitStack() as stack:
         tiers = explicit or _from_config(stack, env, endpoints or [], direct, context)
         try:
-            result = _compare(cfg, tiers, the_seed, given or Overrides(), waits or Waits(), bpt)
+            result = compare_tiers(cfg, tiers, the_seed, given or Overrides(), waits or Waits())
         except (StreamError, OSError) as exc:
             raise runtime.fail(f"{type(exc).__name__}: {exc}") from None
     heading = f"KV-cache tiers compared: {env}"
@@ -73,8 +73,10 @@ def _from_config(
     return [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
 
 
-def _compare(cfg: AppConfig, tiers: list[TierTarget], seed: int, given: Overrides,
-             waits: Waits, bpt: int) -> Comparison:  # fmt: skip
+def compare_tiers(cfg: AppConfig, tiers: list[TierTarget], seed: int, given: Overrides,
+                  waits: Waits) -> Comparison:  # fmt: skip
+    """The workloads of ``cfg.bench`` (with ``given``) on every tier, in order, with progress."""
+    bpt = cfg.observability.kv_bytes_per_token
     models = {t.endpoint: list_models(t.urls[0])[0] for t in tiers}
     by_url = {u: models[t.endpoint] for t in tiers for u in t.urls}
 
