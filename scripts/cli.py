@@ -127,8 +127,9 @@ def verify_command(
     chaos: Annotated[
         bool,
         typer.Option(
+            "--chaos",
             help="Then break things on purpose (DISRUPTIVE): delete an endpoint Pod and one "
-            "Curvine worker, and check that L2 serves again. Asks first unless --yes."
+            "Curvine worker, and check that L2 serves again. Asks first unless --yes.",
         ),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Run --chaos without asking.")] = False,

@@ -152,15 +152,21 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
         return [Check(s, "fail", why, "run verify without --chaos") for s in STAGES[1:]]
     victim = workers[0]["metadata"]["name"]
     ep.clients.core().delete_namespaced_pod(victim, ns)
+
+    def stopped() -> tuple[bool, str]:  # a deleted Pod serves through its grace period
+        still = [w for w in _workers(ep.clients, ns) if w["metadata"]["name"] == victim]
+        return not any(pod_ready(w) for w in still), "terminating" if still else "gone"
+
+    stop_s = wait_for(f"{victim} to stop", stopped, opts.timeout_s, opts.interval_s, show)
     failures = []
     for i in range(opts.requests_during_loss):
         try:
             ep.send(pods[i % len(pods)], make_prompt(seed_for(seed, 31, i), opts.prompt_words))
         except (StreamError, OSError) as exc:
             failures.append(f"request {i + 1}: {type(exc).__name__}: {exc}")
+    outcome = "; ".join(failures) or f"{opts.requests_during_loss} requests succeeded"
     during = Check(DURING_LOSS, "fail" if failures else "pass",
-                   f"deleted {victim}; " + ("; ".join(failures) if failures else
-                   f"{opts.requests_during_loss} requests succeeded"),
+                   f"deleted {victim} (stopped after {stop_s:.0f}s); {outcome}",
                    "set kv_load_failure_policy recompute" if failures else "")  # fmt: skip
     want = len(workers)
     gone = {victim}

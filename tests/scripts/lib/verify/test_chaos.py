@@ -188,3 +188,32 @@ def test_chaos_without_yes_is_refused_where_no_one_can_answer_and_deletes_nothin
     (line,) = result.stderr.strip().splitlines()
     assert "deletes an endpoint Pod" in line and "pass --yes" in line
     assert not kube.writes("DELETE")
+
+
+def test_requests_during_the_loss_wait_until_the_deleted_worker_stops_serving(
+    kube: FakeKube, l2_dir: str
+) -> None:
+    """A deleted Pod keeps serving through its grace period: the worker stays listed and Ready
+    for three more lists (polls at 0, 5 and 10 s on the fake clock) and is gone at 15 s."""
+    _seed_cluster(kube)
+    _label_workers(kube)
+    lingering = copy.deepcopy(kube.get(f"{CURVINE_PODS}/curvine-worker-a"))
+    reads = {"n": 0}
+
+    def terminating(fake: FakeKube, method: str, path: str) -> None:
+        if method == "DELETE" and path.endswith("/curvine-worker-a"):
+            fake.put(CURVINE_PODS, lingering)  # type: ignore[arg-type]
+            reads["n"] = 1
+
+    def grace_over(fake: FakeKube, method: str, path: str) -> None:
+        if path == CURVINE_PODS and reads["n"]:
+            reads["n"] += 1
+            if reads["n"] == 4:
+                del fake.objects[f"{CURVINE_PODS}/curvine-worker-a"]
+
+    kube.after_write.append(terminating)
+    kube.after_read.append(grace_over)
+    for servers in _servers(l2_dir, l2_dir):
+        _replace_on_delete(kube, A, _endpoint_pod(kube), reads=1)
+        rows = _run(kube, servers, ChaosOptions(**{**OPTS.__dict__, "timeout_s": 30}))
+    assert "deleted curvine-worker-a (stopped after 15s)" in rows[DURING_LOSS].detail
