@@ -28,7 +28,7 @@ from scripts.lib.bench_compare.stats import percentile
 from tests.doubles.fake_vllm import FakeVllm
 from tests.scripts.lib.bench_compare.fleet import expected_ms, fleet, target_args
 
-TOLERANCE_MS = 25.0
+TOLERANCE_MS = 60.0
 WORDS = 2500  # bench.speedup_prompt_words and cross_pod_prompt_words (the defaults)
 WHOLE = 2304  # its whole 256-token chunks: what LMCache stores and reads back
 QUICK = ["--settle-seconds", "0", "--counters-wait-seconds", "0"]
@@ -130,7 +130,7 @@ def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_on
     assert result.exit_code == 1, result.output
     by_tier = {v["tier"]: v for v in json.loads(result.stdout)["verdicts"]}
     assert by_tier["curvine"]["status"] == "fail" and by_tier["tieredstorage"]["status"] == "pass"
-    assert by_tier["curvine"]["measured"] == pytest.approx(250 / 47.248, rel=0.15)
+    assert by_tier["curvine"]["measured"] == pytest.approx(1000 / 188.992, rel=0.15)
     verdicts = _table((tmp_path / "report.md").read_text(), "Verdicts")
     assert verdicts["curvine"]["result"] == "**fail**"
     assert [r["status"] for r in _rows(tmp_path / "verdicts.csv")] == ["fail", "pass", "n/a"]

@@ -19,8 +19,9 @@ from scripts.lib.bench_compare.workloads import Waits
 from tests.scripts.lib.bench_compare.fleet import COLD, L0, L1, L2, fleet
 
 SEED = 7
-# A shorter chat than bench's defaults: the example renders in about half a minute.
-GIVEN = Overrides(users=4, rounds=3, concurrency=4)
+# Fewer lengths and a shorter chat than bench's defaults: the example renders in about half a
+# minute.
+GIVEN = Overrides(lengths=(500, 1500, 2500), users=4, rounds=3, concurrency=4)
 HEADING = "KV-cache tiers compared: an example"
 NOTE = (
     "EXAMPLE, rendered from the project's fake model server (tests/doubles/fake_vllm.py) with "

@@ -11,12 +11,12 @@ from tests.doubles.fake_tiers import TierSpec
 from tests.doubles.fake_vllm import FakeVllm
 
 # Milliseconds per prompt token by where it came from: recomputed, GPU, CPU, and each L2. A
-# 2,500-word prompt answers after 250 ms cold; read back from Curvine after 2,304 x 0.012 + 196
-# x 0.1 = 47.248 ms (the last 196 words are no whole chunk: recomputed), 5.29x sooner; from
-# Tiered Storage after 2,304 x 0.001 + 19.6 = 21.904 ms, 11.41x sooner. The two speedups lie far
-# enough apart that a few milliseconds of overhead on a loaded machine cannot swap them.
-COLD, L0, L1 = 0.1, 0.001, 0.003
-L2 = {"curvine": 0.012, "tieredstorage": 0.001}
+# 2,500-word prompt answers after 1,000 ms cold; read back from Curvine after 2,304 x 0.048 +
+# 196 x 0.4 = 188.992 ms (the last 196 words are no whole chunk: recomputed), 5.29x sooner; from
+# Tiered Storage after 2,304 x 0.004 + 78.4 = 87.616 ms, 11.41x sooner. Delays this long keep
+# the two speedups apart even when a loaded machine adds tens of milliseconds to every request.
+COLD, L0, L1 = 0.4, 0.004, 0.012
+L2 = {"curvine": 0.048, "tieredstorage": 0.004}
 TIERS = ("curvine", "tieredstorage", "none")
 
 

@@ -15,12 +15,12 @@ from tests.scripts.lib.bench_compare.example import render
 from tests.scripts.lib.bench_compare.fleet import COLD, expected_ms
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "example-report"
-TOLERANCE_MS = 25.0
+TOLERANCE_MS = 60.0
 EXACT = ("requests", "l0", "l1", "l2", "recomputed", "load_shortfall", "cross_pod_hit")
 TIMED = ("cold_p50_ms", "warm_p50_ms")
 CHAT_SHARE_TOLERANCE = 0.05
 # The race for the shared system prompt moves a chat request's TTFT by at most its whole chunks
-# (768 of its 1,000 words) recomputed instead of read: 768 x 0.1 ms.
+# (768 of its 1,000 words) recomputed instead of read: 768 x 0.4 ms.
 CHAT_RACE_MS = 768 * COLD
 
 
