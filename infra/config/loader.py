@@ -1,6 +1,7 @@
 """Load ``config/<env>.yaml`` into an ``AppConfig``, or fail with one ``ConfigError`` line.
 
-In order: the sections and their fields (pydantic), the rules that span sections
+In order: the YAML (a key given twice in one mapping is refused: PyYAML would keep the last one
+silently), the sections and their fields (pydantic), the rules that span sections
 (``infra.config.rules``), then the environment's lock file (``infra.config.locks``), which only
 ``load_config`` reads: a config parsed from a mapping is checked against the lock it is given.
 """
@@ -17,15 +18,20 @@ from infra.config.errors import ConfigError, RuleViolation
 from infra.config.locks import check_lock, read_lock
 from infra.config.model import AppConfig
 from infra.config.rules import check_rules
+from infra.config.yaml_source import DuplicateKey, unique_key_load
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 
 
-def available_environments(config_dir: Path = CONFIG_DIR) -> list[str]:
-    return sorted(p.stem for p in config_dir.glob("*.yaml"))
+def available_environments(config_dir: Path | None = None) -> list[str]:
+    return sorted(p.stem for p in (config_dir or CONFIG_DIR).glob("*.yaml"))
 
 
-def load_config(env: str, config_dir: Path = CONFIG_DIR, lock_dir: Path | None = None) -> AppConfig:
+def load_config(
+    env: str, config_dir: Path | None = None, lock_dir: Path | None = None
+) -> AppConfig:
+    """``config_dir``: None reads CONFIG_DIR when called (tests point it at a folder of theirs)."""
+    config_dir = config_dir or CONFIG_DIR
     path = config_dir / f"{env}.yaml"
     source = f"config/{env}.yaml"
     if not path.is_file():
@@ -36,12 +42,7 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR, lock_dir: Path | None =
             f"or create {source}",
         )  # fmt: skip
     text = path.read_text()
-    try:
-        raw = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
-        raise _yaml_error(source, text, exc) from None
-    if not isinstance(raw, dict):
-        raise ConfigError(source, "(top level)", raw, "a mapping of keys", "see config/dev.yaml")
+    raw = _read_yaml(source, text)
     config = parse_config(raw, source, env)
     try:
         # The environment's lock file, read once its config is valid.
@@ -49,6 +50,23 @@ def load_config(env: str, config_dir: Path = CONFIG_DIR, lock_dir: Path | None =
     except RuleViolation as cause:
         raise _rule_error(cause, source, raw) from None
     return config
+
+
+def _read_yaml(source: str, text: str) -> dict[str, Any]:
+    try:
+        raw = unique_key_load(text) or {}
+    except DuplicateKey as dup:
+        raise ConfigError(
+            source, f"line {dup.line}, column {dup.column}", dup.key,
+            f"each key once in a mapping ({dup.key!r} is already at line {dup.first_line}; "
+            "YAML would keep the last one and drop the first without a word)",
+            f"keep one {dup.key} in that mapping (merge the two if both hold settings)",
+        ) from None  # fmt: skip
+    except yaml.YAMLError as exc:
+        raise _yaml_error(source, text, exc) from None
+    if not isinstance(raw, dict):
+        raise ConfigError(source, "(top level)", raw, "a mapping of keys", "see config/dev.yaml")
+    return raw
 
 
 def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:

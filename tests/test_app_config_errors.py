@@ -1,0 +1,110 @@
+"""`python app.py -c env=<name>` (make synth, cdk synth) refuses a config that CloudFormation,
+EKS or HyperPod would refuse only at deploy (or that YAML would silently misread), with exit 2
+and one line on stderr naming the field, the value, what is allowed and the fix; no traceback.
+
+Through the real entry point: ``app.main`` in this process, its config folder a temporary one
+(``infra.config.loader.CONFIG_DIR``), and ``python app.py`` in a subprocess for what only a new
+process shows (the Node.js banner jsii prints when it starts). No double.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import app
+from infra.config import loader
+from tests.infra.config.builders import BASE
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV = (ROOT / "config" / "dev.yaml").read_text()
+EXISTING = {
+    "eks_cluster_name": "team-eks",
+    "hyperpod_cluster_name": "team-hyperpod",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
+    "amazonaws.com/id/EXAMPLE",
+}
+GROUPS = {
+    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
+    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
+}
+
+
+def line_of(start: str) -> int:
+    """The line number of config/dev.yaml's first line that starts with ``start``."""
+    return next(i for i, line in enumerate(DEV.splitlines(), 1) if line.startswith(start))
+
+
+def dev_with(env: str, **sections: Any) -> str:
+    """config/dev.yaml as YAML, renamed ``env``, with top-level keys merged one level deep."""
+    raw = copy.deepcopy(BASE)
+    raw["environment"] = env
+    for key, value in sections.items():
+        raw[key] = {**raw[key], **value} if isinstance(value, dict) and key in raw else value
+    return yaml.safe_dump(raw, sort_keys=False)
+
+
+def existing_with(env: str, **arns: str) -> str:
+    return dev_with(env, existing_cluster={**EXISTING, **arns}, hyperpod=GROUPS)
+
+
+def endpoint_with(env: str, **fields: Any) -> str:
+    endpoint = {**BASE["kvcache"]["endpoints"][0], **fields}
+    return dev_with(env, kvcache={"endpoints": [endpoint]})
+
+
+def hyperpod_subnet(env: str, cidr: str, vpc_cidr: str = "10.192.0.0/16") -> str:
+    network = {"vpc_cidr": vpc_cidr, "hyperpod_subnet": {"az_id": "usw2-az2", "cidr": cidr}}
+    return dev_with(env, network=network)
+
+
+# (case, environment, the file's text, the field the line names, what it says is allowed)
+CASES: list[tuple[str, str, str, str, str]] = [
+    ("duplicate top-level key", "dup",
+     DEV.replace("environment: dev", "environment: dup") + "observability:\n  enabled: false\n",
+     f"line {len(DEV.splitlines()) + 1}, column 1",
+     f"each key once in a mapping ('observability' is already at line {line_of('observability:')}"),
+    ("duplicate nested key", "dupnested",
+     DEV.replace("environment: dev", "environment: dupnested").replace(
+         "  ebs_volume_size_gib: 500\n", "  ebs_volume_size_gib: 500\n    instance_count: 3\n"),
+     f"line {line_of('    ebs_volume_size_gib: 500') + 1}, column 5",
+     "each key once in a mapping ('instance_count' is already at line "
+     f"{line_of('    ebs_volume_size_gib: 500') - 1}"),
+]  # fmt: skip
+
+
+def run_app(
+    env: str, config_dir: Path, outdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> pytest.ExceptionInfo[SystemExit]:
+    monkeypatch.setattr(loader, "CONFIG_DIR", config_dir)
+    with pytest.raises(SystemExit) as done:
+        app.main(["-c", f"env={env}", "--outdir", str(outdir)])
+    return done
+
+
+@pytest.mark.parametrize(("env", "text", "field", "allowed"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])  # fmt: skip
+def test_synth_refuses_in_one_line_what_would_fail_at_deploy(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: str,
+    text: str,
+    field: str,
+    allowed: str,
+) -> None:
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / f"{env}.yaml").write_text(text)
+    done = run_app(env, config_dir, tmp_path / "cdk.out", monkeypatch)
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: config/{env}.yaml: {field} = "), line
+    said, _, fix = line.partition(": allowed: ")[2].partition("; fix: ")
+    assert allowed in said and fix, line
+    assert not (tmp_path / "cdk.out" / "manifest.json").exists()
