@@ -108,3 +108,17 @@ def test_synth_refuses_in_one_line_what_would_fail_at_deploy(
     said, _, fix = line.partition(": allowed: ")[2].partition("; fix: ")
     assert allowed in said and fix, line
     assert not (tmp_path / "cdk.out" / "manifest.json").exists()
+
+
+def test_an_environment_name_that_cannot_be_in_a_stack_name_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CloudFormation stack names are [A-Za-z][A-Za-z0-9-]*: my_env used to reach jsii."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "my_env.yaml").write_text(DEV.replace("environment: dev", "environment: my_env"))
+    done = run_app("my_env", config_dir, tmp_path / "cdk.out", monkeypatch)
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: config: env = 'my_env': allowed: 1-32 lower-case letters"), line
+    assert "fix: rename config/my_env.yaml to config/my-env.yaml" in line

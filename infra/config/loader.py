@@ -1,13 +1,15 @@
 """Load ``config/<env>.yaml`` into an ``AppConfig``, or fail with one ``ConfigError`` line.
 
-In order: the YAML (a key given twice in one mapping is refused: PyYAML would keep the last one
-silently), the sections and their fields (pydantic), the rules that span sections
-(``infra.config.rules``), then the environment's lock file (``infra.config.locks``), which only
-``load_config`` reads: a config parsed from a mapping is checked against the lock it is given.
+In order: the environment's name, the YAML (a key given twice in one mapping is refused: PyYAML
+would keep the last one silently), the sections and their fields (pydantic), the rules that span
+sections (``infra.config.rules``), then the environment's lock file (``infra.config.locks``),
+which only ``load_config`` reads: a config parsed from a mapping is checked against the lock it is
+given.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,7 @@ from pydantic import ValidationError
 
 from infra.config.errors import ConfigError, RuleViolation
 from infra.config.locks import check_lock, read_lock
-from infra.config.model import AppConfig
+from infra.config.model import ENVIRONMENT_ALLOWED, AppConfig, environment_name
 from infra.config.rules import check_rules
 from infra.config.yaml_source import DuplicateKey, unique_key_load
 
@@ -32,6 +34,7 @@ def load_config(
 ) -> AppConfig:
     """``config_dir``: None reads CONFIG_DIR when called (tests point it at a folder of theirs)."""
     config_dir = config_dir or CONFIG_DIR
+    _check_environment_name(env)
     path = config_dir / f"{env}.yaml"
     source = f"config/{env}.yaml"
     if not path.is_file():
@@ -50,6 +53,26 @@ def load_config(
     except RuleViolation as cause:
         raise _rule_error(cause, source, raw) from None
     return config
+
+
+def _check_environment_name(env: str) -> None:
+    """The name goes into every stack name: refused before a file of that name is looked for."""
+    try:
+        environment_name(env)
+    except RuleViolation:
+        like = _environment_like(env)
+        raise ConfigError(
+            "config", "env", env, ENVIRONMENT_ALLOWED,
+            f"rename config/{env}.yaml to config/{like}.yaml (and its environment: key), then "
+            f"pass --env {like} (app.py and cdk: -c env={like}; make: ENV={like})",
+        ) from None  # fmt: skip
+
+
+def _environment_like(env: str) -> str:
+    """The nearest name the rule accepts: lower case, runs of other characters as one '-'."""
+    name = re.sub(r"[^a-z0-9]+", "-", env.lower()).strip("-")
+    name = name if name[:1].isalpha() else f"env-{name}".rstrip("-")
+    return name[:32].rstrip("-")
 
 
 def _read_yaml(source: str, text: str) -> dict[str, Any]:

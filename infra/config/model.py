@@ -26,13 +26,30 @@ from infra.config.pipeline import PipelineConfig
 from infra.config.tiered_storage import TieredStorageConfig
 
 ACCOUNT = re.compile(r"^[0-9]{12}$")
+# Part of every stack name (<project>-<environment>-network; CloudFormation: [A-Za-z][A-Za-z0-9-]*)
+# and of the names derived from it; lower case, as project is.
+ENVIRONMENT = re.compile(r"^[a-z]([a-z0-9-]{0,30}[a-z0-9])?$")
+ENVIRONMENT_ALLOWED = (
+    "1-32 lower-case letters, digits and '-', starting with a letter and ending with a letter "
+    "or digit (it is part of every stack name, e.g. hyperpod-kvcache-dev-network)"
+)
+
+
+def environment_name(name: str) -> str:
+    if not ENVIRONMENT.match(name):
+        raise RuleViolation(
+            ENVIRONMENT_ALLOWED, "rename the environment (and its file, config/<environment>.yaml)"
+        )
+    return name
 
 
 class AppConfig(Section):
     project: str = "hyperpod-kvcache"
     """Project name: prefix of stack names and value of the ``project`` tag."""
     environment: str
-    """Environment name; must equal the config file's name (dev for config/dev.yaml)."""
+    """Environment name; must equal the config file's name (dev for config/dev.yaml): 1-32
+    lower-case letters, digits and '-', starting with a letter (it is part of every stack
+    name)."""
     account: str
     """AWS account id the environment deploys to (12 digits)."""
     region: str = "us-west-2"
@@ -62,6 +79,11 @@ class AppConfig(Section):
         if not re.match(r"^[a-z][a-z0-9-]{1,30}[a-z0-9]$", v):
             raise RuleViolation("3-32 lower-case letters, digits and hyphens", "rename project")
         return v
+
+    @field_validator("environment")
+    @classmethod
+    def _environment(cls, v: str) -> str:
+        return environment_name(v)
 
     @field_validator("account")
     @classmethod
