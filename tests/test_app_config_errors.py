@@ -10,6 +10,9 @@ process shows (the Node.js banner jsii prints when it starts). No double.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +125,27 @@ def test_an_environment_name_that_cannot_be_in_a_stack_name_is_refused_in_one_li
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("error: config: env = 'my_env': allowed: 1-32 lower-case letters"), line
     assert "fix: rename config/my_env.yaml to config/my-env.yaml" in line
+
+
+def _without_silencer() -> dict[str, str]:
+    return {
+        k: v for k, v in os.environ.items() if k != "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION"
+    }
+
+
+def test_python_app_py_prints_the_error_first_without_the_node_banner() -> None:
+    """A new process, as `python app.py` and the CDK CLI (cdk.json's app) start it, with
+    nothing in the environment to silence jsii's Node.js end-of-life banner."""
+    proc = subprocess.run(
+        [sys.executable, "app.py", "-c", "env=my_env"],
+        cwd=ROOT,
+        env=_without_silencer(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "end-of-life" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: config: env = 'my_env': allowed: "), line
