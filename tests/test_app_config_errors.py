@@ -78,6 +78,17 @@ CASES: list[tuple[str, str, str, str, str]] = [
      f"line {line_of('    ebs_volume_size_gib: 500') + 1}, column 5",
      "each key once in a mapping ('instance_count' is already at line "
      f"{line_of('    ebs_volume_size_gib: 500') - 1}"),
+    ("tag key under aws:", "tagaws", dev_with("tagaws", tags={"aws:team": "ml"}),
+     "tags", "a key that does not start with aws:"),
+    ("empty tag value", "tagempty", dev_with("tagempty", tags={"team": ""}),
+     "tags.team", "a value of 1-256 letters, spaces, digits and _ . : / = + - @"),
+    ("tag value with a character the tag pattern refuses", "tagchar",
+     dev_with("tagchar", tags={"team": "ml;infra"}),
+     "tags.team", "a value of 1-256 letters, spaces, digits and _ . : / = + - @"),
+    ("tag key too long", "taglong", dev_with("taglong", tags={"k" * 129: "v"}),
+     "tags", "a key of 1-128 letters, spaces, digits"),
+    ("a tag the app sets itself", "tagown", dev_with("tagown", tags={"environment": "x"}),
+     "tags", "a key other than project and environment"),
 ]  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from infra.config.kvcache import KvCacheConfig
 from infra.config.network import NetworkConfig
 from infra.config.observability import ObservabilityConfig
 from infra.config.pipeline import PipelineConfig
+from infra.config.tags import check_tags
 from infra.config.tiered_storage import TieredStorageConfig
 
 ACCOUNT = re.compile(r"^[0-9]{12}$")
@@ -55,7 +56,9 @@ class AppConfig(Section):
     region: str = "us-west-2"
     """AWS region."""
     tags: dict[str, str] = {}
-    """Extra tags on every resource (``project`` and ``environment`` are always added)."""
+    """Extra tags on every resource and stack (``project`` and ``environment`` are always added).
+    AWS's tag rules apply: keys of 1-128 and values of 1-256 letters, digits, spaces and
+    ``_ . : / = + - @``, no key starting with ``aws:``, at most 48 tags."""
     retain_stateful_resources: bool = False
     """Keep buckets, keys and log groups on destroy (prod). When false they are deleted and
     buckets are emptied first."""
@@ -84,6 +87,12 @@ class AppConfig(Section):
     @classmethod
     def _environment(cls, v: str) -> str:
         return environment_name(v)
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, v: dict[str, str]) -> dict[str, str]:
+        check_tags(v)
+        return v
 
     @field_validator("account")
     @classmethod
