@@ -81,3 +81,14 @@ def tag_rules() -> TagRules:
         value_chars=character_class(value["pattern"]),
         per_resource=min(shapes["TagList"]["max"], stack["Tags"]["max"]),
     )
+
+
+@cache
+def regions() -> dict[str, str]:
+    """Every region botocore knows -> its partition (aws, aws-cn, aws-us-gov, ...)."""
+    endpoints = Loader().load_data("endpoints")
+    return {
+        region: partition["partition"]
+        for partition in endpoints["partitions"]
+        for region in partition["regions"]
+    }

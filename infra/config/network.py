@@ -10,15 +10,21 @@ from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import aws_id, cidr, retention_days
 
-AZ_ID = re.compile(r"^([a-z]{2,4})([0-9])-az[0-9]+$")
+AZ_ID = re.compile(r"^([a-z]{2,6})([0-9])-az[0-9]+$")
 # The compass words of region names as they appear in AZ ids (us-west-2 -> usw2).
 _COMPASS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
             "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"}  # fmt: skip
+# The partition words of region names as AZ ids spell them: us-gov-west-1 -> usgw1,
+# us-iso-east-1 -> usie1, us-isob-east-1 -> usibe1 (AZ ids published for those regions). The
+# regions of the other partitions (aws-iso-e, aws-iso-f, aws-eusc) publish none: no prefix.
+_PARTITION_WORD = {"gov": "g", "iso": "i", "isob": "ib"}
 
 
 def az_id_prefix(region: str) -> str | None:
-    """``us-west-2`` -> ``usw2``; None when the region uses a word this table does not know."""
+    """``us-west-2`` -> ``usw2``; None when the region uses a word these tables do not know."""
     parts = region.split("-")
+    if len(parts) == 4 and parts[1] in _PARTITION_WORD:
+        parts = [parts[0] + _PARTITION_WORD[parts[1]], *parts[2:]]
     if len(parts) != 3 or parts[1] not in _COMPASS:
         return None
     return f"{parts[0]}{_COMPASS[parts[1]]}{parts[2]}"

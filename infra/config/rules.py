@@ -6,22 +6,21 @@ model validator of ``AppConfig``; the lock file is checked after them (``infra/c
 
 from __future__ import annotations
 
-import ipaddress
-
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig, creates_collector
-from infra.config.network import az_id_prefix
 from infra.config.operator_versions import ADDON_NAME
+from infra.config.rules_network import check_network
 from infra.instances import GPU_INSTANCES
 
 
 def check_rules(app: AppConfig) -> None:
     """Every cross-section rule, in the order a user fixes them: network and instance groups
     first, then the add-ons, the Kubernetes layer, the pipeline and observability."""
-    _check_network_and_groups(app)
+    check_network(app)
+    _check_groups(app)
     if app.existing_cluster is not None:
         _describe_existing_groups(app.hyperpod, app.existing_cluster)
     check_addons(app)
@@ -30,40 +29,8 @@ def check_rules(app: AppConfig) -> None:
     check_observability(app)
 
 
-def _check_network_and_groups(app: AppConfig) -> None:
-    """The HyperPod subnet and AZs in the region, apart from the VPC; the instance groups."""
-    prefix = az_id_prefix(app.region)
-    az_id = app.network.hyperpod_subnet.az_id
-    if prefix is not None and not az_id.startswith(prefix + "-"):
-        raise RuleViolation(
-            f"an AZ id of region {app.region} ({prefix}-az1, {prefix}-az2, ...)",
-            "pick an AZ id in the configured region",
-            field="network.hyperpod_subnet.az_id",
-            value=az_id,
-        )
-    for az in app.network.availability_zones:
-        if not az.startswith(app.region):
-            raise RuleViolation(
-                f"AZ names in {app.region} (e.g. {app.region}a)",
-                "list two AZ names of the configured region",
-                field="network.availability_zones",
-                value=list(app.network.availability_zones),
-            )
-    if app.network.availability_zones[0] == app.network.availability_zones[1]:
-        raise RuleViolation(
-            "two different AZ names (EKS needs subnets in two AZs)",
-            "list two different AZs",
-            field="network.availability_zones",
-            value=list(app.network.availability_zones),
-        )
-    hp = ipaddress.IPv4Network(app.network.hyperpod_subnet.cidr)
-    if hp.overlaps(ipaddress.IPv4Network(app.network.primary_cidr)):
-        raise RuleViolation(
-            f"a CIDR that does not overlap the VPC's primary CIDR ({app.network.primary_cidr})",
-            "use a separate range, e.g. 10.1.0.0/16",
-            field="network.hyperpod_subnet.cidr",
-            value=app.network.hyperpod_subnet.cidr,
-        )
+def _check_groups(app: AppConfig) -> None:
+    """The instance groups: two GPU nodes for a shared L2, two different names."""
     gpu = app.hyperpod.gpu_group
     if app.kvcache.curvine.enabled and gpu.instance_count < 2:
         raise RuleViolation(

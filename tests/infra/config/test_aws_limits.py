@@ -8,12 +8,17 @@ No double: botocore's data files are read from the installed package, as the app
 
 from __future__ import annotations
 
+from ipaddress import IPv4Network
+
 import pytest
 
-from infra.aws_models import character_class, tag_rules
+from infra.aws_models import character_class, regions, tag_rules
 from infra.config.errors import RuleViolation
+from infra.config.network import az_id_prefix
+from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
 from infra.config.yaml_source import DuplicateKey, unique_key_load
+from tests.infra.config.builders import refusal
 
 # --- YAML ---------------------------------------------------------------------------------------
 
@@ -28,6 +33,64 @@ def test_a_key_given_twice_in_a_list_item_is_refused_with_both_lines() -> None:
 def test_the_same_key_in_two_mappings_and_a_merge_override_are_accepted() -> None:
     text = "a: {x: 1}\nb: {x: 2}\nbase: &b {y: 1}\nc:\n  <<: *b\n  y: 2\n"
     assert unique_key_load(text)["c"] == {"y": 2}
+
+
+# --- VPC CIDR association (the VPC user guide's restrictions table) -----------------------------
+
+NET = IPv4Network
+# (primary, secondary, AWS refuses it)
+ASSOCIATIONS = [
+    ("10.192.0.0/16", "10.1.0.0/16", False),
+    ("10.192.0.0/16", "100.64.0.0/16", False),
+    ("10.192.0.0/16", "52.10.0.0/16", False),
+    ("10.192.0.0/16", "192.168.0.0/16", True),
+    ("10.192.0.0/16", "172.16.0.0/16", True),
+    ("10.192.0.0/16", "198.19.0.0/16", True),
+    ("10.1.0.0/16", "10.0.0.0/16", True),  # a VPC block in 10.0.0.0/15
+    ("10.2.0.0/16", "10.0.0.0/16", False),
+    ("172.20.0.0/16", "172.17.0.0/16", False),
+    ("172.20.0.0/16", "172.31.0.0/16", True),
+    ("172.20.0.0/16", "10.1.0.0/16", True),
+    ("192.168.0.0/20", "192.168.64.0/20", False),
+    ("192.168.0.0/20", "10.1.0.0/16", True),
+    ("52.10.0.0/16", "10.1.0.0/16", True),  # publicly routable primary
+    ("52.10.0.0/16", "100.64.0.0/16", False),
+    ("10.192.0.0/16", "169.254.0.0/16", True),
+]
+
+
+@pytest.mark.parametrize(("primary", "secondary", "refused"), ASSOCIATIONS)
+def test_a_secondary_cidr_is_refused_as_the_vpc_guide_says(
+    primary: str, secondary: str, refused: bool
+) -> None:
+    assert (association_refusal(NET(primary), NET(secondary)) is not None) is refused
+
+
+@pytest.mark.parametrize("primary", sorted({a[0] for a in ASSOCIATIONS}))
+def test_the_suggested_cidr_is_one_aws_accepts(primary: str) -> None:
+    example = _example(NET(primary), 16)
+    assert example is not None
+    assert association_refusal(NET(primary), example) is None
+    assert not example.overlaps(NET(primary))
+
+
+# --- AZ ids -----------------------------------------------------------------------------------
+
+
+def test_every_region_of_the_commercial_china_and_govcloud_partitions_has_an_az_id_prefix() -> None:
+    """A region added to botocore whose name uses a word the table lacks would skip the rule."""
+    checked = {r for r, p in regions().items() if p in ("aws", "aws-cn", "aws-us-gov")}
+    assert "us-west-2" in checked and "cn-north-1" in checked and "us-gov-west-1" in checked
+    assert {r for r in checked if az_id_prefix(r) is None} == set()
+
+
+AZ_IDS = [("usw2-az4", False), ("usw2-az", True), ("usw2-az1x", True), ("use1-az1", True)]
+
+
+@pytest.mark.parametrize(("az_id", "refused"), AZ_IDS)
+def test_an_az_id_is_the_regions_prefix_and_a_number(az_id: str, refused: bool) -> None:
+    line = refusal({"network.hyperpod_subnet.az_id": az_id})
+    assert (line is not None) is refused, line
 
 
 # --- tags ---------------------------------------------------------------------------------------

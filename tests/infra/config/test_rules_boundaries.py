@@ -90,7 +90,6 @@ def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: A
 
 NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
 RESERVED = 10
-
 # (rule, accepted at the boundary, refused just past it, field the refusal names)
 RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("evictor low < high",
@@ -180,10 +179,12 @@ def test_a_rule_accepts_its_boundary_and_refuses_the_value_past_it(
 
 @pytest.mark.parametrize(("region", "prefix"), [
     ("us-west-2", "usw2"), ("ap-southeast-1", "apse1"), ("eu-central-1", "euc1"),
-    ("us-gov-west-1", None), ("xx-moon-1", None), ("uswest2", None),
+    ("us-gov-west-1", "usgw1"), ("us-iso-east-1", "usie1"), ("us-isob-east-1", "usibe1"),
+    ("xx-moon-1", None), ("uswest2", None), ("us-isof-east-1", None),
 ])  # fmt: skip
-def test_the_az_id_rule_knows_a_region_by_its_compass_word(region: str, prefix: str | None) -> None:
-    """The AZ id rule applies only where the prefix is known (us-west-2 -> usw2-az1, ...)."""
+def test_the_az_id_rule_knows_a_region_by_its_words(region: str, prefix: str | None) -> None:
+    """The AZ id rule applies only where the prefix is known (us-west-2 -> usw2-az1,
+    us-gov-west-1 -> usgw1-az1, ...)."""
     assert az_id_prefix(region) == prefix
 
 
