@@ -28,6 +28,12 @@ def _shapes(service: str) -> dict[str, Any]:
     return shapes
 
 
+@cache
+def cluster_instance_types() -> tuple[str, ...]:
+    """``ClusterInstanceType``: the instance types a HyperPod instance group accepts."""
+    return tuple(_shapes("sagemaker")["ClusterInstanceType"]["enum"])
+
+
 @dataclass(frozen=True)
 class CharacterClass:
     """A regex class of Unicode general categories and literal characters, as the models write

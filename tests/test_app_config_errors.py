@@ -120,6 +120,14 @@ CASES: list[tuple[str, str, str, str, str]] = [
               network={"availability_zones": ["us-gov-west-1a", "us-gov-west-1b"],
                        "hyperpod_subnet": {"az_id": "usge1-az1", "cidr": "10.1.0.0/16"}}),
      "network.hyperpod_subnet.az_id", "an AZ id of region us-gov-west-1 (usgw1-az1"),
+    ("system instance type in a size HyperPod does not offer", "sys5x",
+     dev_with("sys5x", hyperpod={"system_group": {**GROUPS["system_group"],
+                                                  "instance_type": "ml.c5.5xlarge"}}),
+     "hyperpod.system_group.instance_type", "a HyperPod instance type (ClusterInstanceType"),
+    ("system instance type of a family HyperPod does not offer", "sysc7i",
+     dev_with("sysc7i", hyperpod={"system_group": {**GROUPS["system_group"],
+                                                   "instance_type": "ml.c7i.4xlarge"}}),
+     "hyperpod.system_group.instance_type", "none of family ml.c7i"),
 ]  # fmt: skip
 
 

@@ -3,20 +3,45 @@ existing one it attaches to."""
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from infra.aws_models import BOTOCORE, cluster_instance_types
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import aws_id
 from infra.instances import GPU_FAMILIES, GPU_INSTANCES
 
 HYPERPOD_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-INSTANCE_TYPE = re.compile(r"^ml\.[a-z][a-z0-9-]*\.[0-9]*x?large$")
 ARN = re.compile(r"^arn:aws[a-z-]*:")
 EBS_MIN_GIB, EBS_MAX_GIB = 100, 16384
+
+
+def cluster_instance_type(v: str) -> str:
+    """A type of the SageMaker API's ClusterInstanceType enum: HyperPod refuses any other at
+    CreateCluster, after the stacks before it are deployed."""
+    known = cluster_instance_types()
+    if v in known:
+        return v
+    if not v.startswith("ml."):
+        raise RuleViolation(
+            "a HyperPod instance type with the ml. prefix (ml.g6e.4xlarge)",
+            f"write ml.{v}" if f"ml.{v}" in known else "check the spelling",
+        )
+    family = v.rsplit(".", 1)[0]
+    same = [t for t in known if t.rsplit(".", 1)[0] == family]
+    families = sorted({t.rsplit(".", 1)[0] for t in known})
+    close = difflib.get_close_matches(v, same or known, n=1)
+    raise RuleViolation(
+        f"a HyperPod instance type (ClusterInstanceType of the SageMaker API in {BOTOCORE}): "
+        + (", ".join(same) if same else f"none of family {family}; the families: "
+           + ", ".join(families)),
+        (f"did you mean {close[0]}? " if close else "")
+        + "`hpkv preflight` then checks the type's quota in the account",
+    )  # fmt: skip
 
 
 class InstanceGroupConfig(Section):
@@ -48,12 +73,7 @@ class InstanceGroupConfig(Section):
     @field_validator("instance_type")
     @classmethod
     def _type(cls, v: str) -> str:
-        if not INSTANCE_TYPE.match(v):
-            raise RuleViolation(
-                "a HyperPod instance type with the ml. prefix (ml.g6e.4xlarge)",
-                f"write ml.{v}" if not v.startswith("ml.") else "check the spelling",
-            )
-        return v
+        return cluster_instance_type(v)
 
     @field_validator("ebs_volume_size_gib")
     @classmethod

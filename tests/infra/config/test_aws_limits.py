@@ -12,12 +12,14 @@ from ipaddress import IPv4Network
 
 import pytest
 
-from infra.aws_models import character_class, regions, tag_rules
+from infra.aws_models import character_class, cluster_instance_types, regions, tag_rules
 from infra.config.errors import RuleViolation
+from infra.config.hyperpod import cluster_instance_type
 from infra.config.network import az_id_prefix
 from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
 from infra.config.yaml_source import DuplicateKey, unique_key_load
+from infra.instances import GPU_INSTANCES
 from tests.infra.config.builders import refusal
 
 # --- YAML ---------------------------------------------------------------------------------------
@@ -117,3 +119,21 @@ def test_tags_aws_accepts_pass(tags: dict[str, str]) -> None:
 def test_tags_aws_refuses_are_refused(tags: dict[str, str]) -> None:
     with pytest.raises(RuleViolation):
         check_tags(tags)
+
+
+# --- HyperPod instance types --------------------------------------------------------------------
+
+
+def test_every_gpu_instance_the_app_describes_is_one_hyperpod_offers() -> None:
+    assert set(GPU_INSTANCES) <= set(cluster_instance_types())
+
+
+@pytest.mark.parametrize(("itype", "hint"), [("ml.g6e.5xlarge", "ml.g6e.4xlarge"),
+                                             ("g6e.4xlarge", "write ml.g6e.4xlarge"),
+                                             ("ml.zz9.large", "the families")])  # fmt: skip
+def test_an_instance_type_hyperpod_does_not_offer_is_refused_with_a_hint(
+    itype: str, hint: str
+) -> None:
+    with pytest.raises(RuleViolation) as refused:
+        cluster_instance_type(itype)
+    assert hint in f"{refused.value.allowed} {refused.value.fix}"
