@@ -128,6 +128,24 @@ CASES: list[tuple[str, str, str, str, str]] = [
      dev_with("sysc7i", hyperpod={"system_group": {**GROUPS["system_group"],
                                                    "instance_type": "ml.c7i.4xlarge"}}),
      "hyperpod.system_group.instance_type", "none of family ml.c7i"),
+    ("cluster ARN of another region", "arnregion",
+     existing_with("arnregion",
+                   hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/"
+                   "abcdef123456"),
+     "existing_cluster.hyperpod_cluster_arn", "an ARN of the environment's account 111122223333"),
+    ("cluster ARN of another account", "arnaccount",
+     existing_with("arnaccount",
+                   hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:444455556666:cluster/"
+                   "abcdef123456"),
+     "existing_cluster.hyperpod_cluster_arn", "an ARN of the environment's account 111122223333"),
+    ("OIDC provider of another region", "oidcregion",
+     existing_with("oidcregion",
+                   oidc_provider_arn="arn:aws:iam::111122223333:oidc-provider/oidc.eks."
+                   "eu-west-1.amazonaws.com/id/EXAMPLE"),
+     "existing_cluster.oidc_provider_arn", "for the cluster and the OIDC issuer, its region"),
+    ("kubectl role of another account", "rolacct",
+     existing_with("rolacct", kubectl_role_arn="arn:aws:iam::444455556666:role/kubectl"),
+     "existing_cluster.kubectl_role_arn", "an ARN of the environment's account 111122223333"),
 ]  # fmt: skip
 
 

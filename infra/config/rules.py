@@ -12,6 +12,7 @@ from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig, creates_collector
 from infra.config.operator_versions import ADDON_NAME
+from infra.config.rules_existing import check_existing_arns
 from infra.config.rules_network import check_network
 from infra.instances import GPU_INSTANCES
 
@@ -22,6 +23,7 @@ def check_rules(app: AppConfig) -> None:
     check_network(app)
     _check_groups(app)
     if app.existing_cluster is not None:
+        check_existing_arns(app, app.existing_cluster)
         _describe_existing_groups(app.hyperpod, app.existing_cluster)
     check_addons(app)
     check_kvcache(app)

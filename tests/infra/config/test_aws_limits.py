@@ -8,7 +8,9 @@ No double: botocore's data files are read from the installed package, as the app
 
 from __future__ import annotations
 
+import copy
 from ipaddress import IPv4Network
+from typing import Any
 
 import pytest
 
@@ -137,3 +139,39 @@ def test_an_instance_type_hyperpod_does_not_offer_is_refused_with_a_hint(
     with pytest.raises(RuleViolation) as refused:
         cluster_instance_type(itype)
     assert hint in f"{refused.value.allowed} {refused.value.fix}"
+
+
+# --- existing cluster ARNs ----------------------------------------------------------------------
+
+EXISTING_CLUSTER: dict[str, Any] = {
+    "eks_cluster_name": "team-eks",
+    "hyperpod_cluster_name": "team-hyperpod",
+    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/"
+    "oidc.eks.us-west-2.amazonaws.com/id/EXAMPLE",
+    "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl",
+}
+GROUPS = {
+    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
+    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
+}
+
+
+def existing(**arns: str) -> dict[str, Any]:
+    return {"account": "111122223333", "hyperpod": copy.deepcopy(GROUPS),
+            "existing_cluster": {**EXISTING_CLUSTER, **arns}}  # fmt: skip
+
+
+@pytest.mark.parametrize(("field", "arn"), [
+    ("hyperpod_cluster_arn", "arn:aws-cn:sagemaker:us-west-2:111122223333:cluster/abcdef123456"),
+    ("hyperpod_cluster_arn", "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"),
+    ("oidc_provider_arn", "arn:aws:iam::999988887777:oidc-provider/oidc.eks.us-west-2."
+     "amazonaws.com/id/EXAMPLE"),
+    ("kubectl_role_arn", "arn:aws:iam::999988887777:role/kubectl"),
+])  # fmt: skip
+def test_an_existing_cluster_arn_of_another_account_region_or_partition_is_refused(
+    field: str, arn: str
+) -> None:
+    assert refusal(existing()) is None
+    line = refusal(existing(**{field: arn}))
+    assert line is not None and f"existing_cluster.{field} = '{arn}'" in line, line
