@@ -21,6 +21,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.node_budget import CSI_REGISTRAR
 from k8s.common import (
     Workload,
     gpu_node_selector,
@@ -174,7 +175,13 @@ class CsiChart(cdk8s.Chart):
                 f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock",
                 "--v=2",
             ],
-            resources=resources(k8s, 20, 64, cpu_limit_millicores=200, memory_limit_mib=128),
+            resources=resources(
+                k8s,
+                CSI_REGISTRAR.cpu_millicores,
+                CSI_REGISTRAR.memory_mib,
+                cpu_limit_millicores=200,
+                memory_limit_mib=128,
+            ),
             volume_mounts=[
                 k8s.VolumeMount(name="plugin-dir", mount_path="/csi"),
                 k8s.VolumeMount(name="registration-dir", mount_path="/registration"),

@@ -15,6 +15,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.fsx_outputs import FsxVolume
+from infra.node_budget import L2_EVICTOR
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import curvine_volume_parameters, l2_namespaces
@@ -191,7 +192,13 @@ class L2VolumeChart(cdk8s.Chart):
             image_pull_policy="IfNotPresent",
             command=["/bin/sh", "-c", EVICT_SCRIPT],
             env=env,
-            resources=resources(k8s, 100, 128, cpu_limit_millicores=1000, memory_limit_mib=512),
+            resources=resources(
+                k8s,
+                L2_EVICTOR.cpu_millicores,
+                L2_EVICTOR.memory_mib,
+                cpu_limit_millicores=1000,
+                memory_limit_mib=512,
+            ),
             volume_mounts=[
                 k8s.VolumeMount(name="l2", mount_path=EVICT_MOUNT),
                 # sort(1) spills to /tmp on a long file list.

@@ -146,6 +146,11 @@ CASES: list[tuple[str, str, str, str, str]] = [
     ("kubectl role of another account", "rolacct",
      existing_with("rolacct", kubectl_role_arn="arn:aws:iam::444455556666:role/kubectl"),
      "existing_cluster.kubectl_role_arn", "an ARN of the environment's account 111122223333"),
+    ("replica memory beyond a node's allocatable", "bigmem",
+     endpoint_with("bigmem", memory_gib=100),
+     "kvcache.endpoints.0.memory_gib", "at most 83 GiB: one ml.g6e.4xlarge node has 127967 MiB"),
+    ("replica CPU beyond a node's allocatable", "bigcpu", endpoint_with("bigcpu", cpu=12),
+     "kvcache.endpoints.0.cpu", "at most 7 cores: one ml.g6e.4xlarge node has 15890m"),
 ]  # fmt: skip
 
 

@@ -12,6 +12,7 @@ from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig, creates_collector
 from infra.config.operator_versions import ADDON_NAME
+from infra.config.rules_budget import check_node_budget
 from infra.config.rules_existing import check_existing_arns
 from infra.config.rules_network import check_network
 from infra.instances import GPU_INSTANCES
@@ -348,6 +349,7 @@ def check_kvcache(app: AppConfig) -> None:
     for i, e in enumerate(kv.endpoints):
         _check_endpoint(app, i, e)
     _check_gpu_slots(app)
+    check_node_budget(app)
 
 
 def check_pipeline(app: AppConfig) -> None:

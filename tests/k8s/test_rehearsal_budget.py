@@ -1,12 +1,13 @@
 """Deploy rehearsal, per-node budget: what lands on one GPU node must fit its allocatable CPU and
-memory, in every shipped environment.
+memory, in every shipped environment; and the config rule that refuses a config where it does
+not (infra/config/rules_budget.py) counts exactly what the rendered objects request.
 
 Our objects are read from the real rendered output (every DaemonSet and CronJob whose
 nodeSelector matches the GPU group's labels); one vLLM replica is the rendered
 InferenceEndpointConfig's worker resources plus the operator's sidecars. What EKS and HyperPod run
-on every node, and the sidecars, are the tables below (no double: these are requests, summed).
-Allocatable comes from infra/instances.py (EC2 capacity minus the EKS AMI's kube-reserved and
-eviction threshold, cited there).
+on every node, and the sidecars, are the tables of infra/node_budget.py, which the config rule
+reads too (no double: these are requests, summed). Allocatable comes from infra/instances.py (EC2
+capacity minus the EKS AMI's kube-reserved and eviction threshold, cited there).
 """
 
 from __future__ import annotations
@@ -18,43 +19,13 @@ import pytest
 from infra.config import AppConfig, load_config
 from infra.config.hyperpod import InstanceGroupConfig
 from infra.instances import GPU_INSTANCES
+from infra.node_budget import NODE_DAEMONS, OPERATOR_SIDECARS, own_pieces
 from k8s.common import INSTANCE_GROUP_LABEL
 from tests.k8s.conftest import env_config
 
 CURVINE_ENVS = ("dev", "test", "prod")
 # fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
 ENVS = (*CURVINE_ENVS, "fsx", "tiers")
-
-# (cpu millicores, memory MiB) requested on every node by what EKS and HyperPod install.
-# "est." = upstream sets no request (or none we could confirm offline): a conservative estimate,
-# rounded up from the upstream charts' sidecar defaults.
-NODE_DAEMONS: dict[str, tuple[int, int, str]] = {
-    "aws-node (VPC CNI + network policy agent)": (
-        50,
-        256,
-        "cpu 25m per container: aws/amazon-vpc-cni-k8s charts/aws-vpc-cni values.yaml; memory est.",
-    ),
-    "kube-proxy": (100, 128, "cpu 100m: EKS kube-proxy add-on manifest; memory est."),
-    "eks-pod-identity-agent": (50, 128, "est."),
-    "ebs-csi-node (plugin, registrar, liveness probe)": (
-        30,
-        120,
-        "10m/40Mi per container: kubernetes-sigs/aws-ebs-csi-driver chart defaults",
-    ),
-    "s3-csi-node (Mountpoint, plus one mount Pod for the model bucket)": (200, 512, "est."),
-    "fsx-csi-node (plugin, registrar, liveness probe)": (100, 256, "est."),
-    "hyperpod health-monitoring-agent": (500, 512, "est."),
-    "nvidia-device-plugin": (50, 128, "est."),
-    "efa-device-plugin": (50, 128, "est."),
-    "ai-toolkit (Tiered Storage L1 daemon)": (500, 1024, "est.; its L1 memory is counted below"),
-}
-
-# The operator renders these next to the model container (fixtures/operator_pod.yaml); their
-# requests are not documented: placeholder estimates.
-OPERATOR_SIDECARS: dict[str, tuple[int, int]] = {
-    "reverse-proxy (est.)": (250, 256),
-    "otel-collector (est.)": (250, 256),
-}
 
 
 def cpu_m(v: Any) -> int:
@@ -104,16 +75,24 @@ def lands_on(spec: dict[str, Any], node_labels: dict[str, str]) -> bool:
     return bool(selector) and all(node_labels.get(k) == v for k, v in selector.items())
 
 
-def gpu_node_pieces(objs: list[dict[str, Any]], config: AppConfig) -> list[tuple[str, int, int]]:
-    """(what, cpu millicores, memory MiB) of everything that lands on one GPU node."""
+def own_rendered(objs: list[dict[str, Any]], config: AppConfig) -> list[tuple[str, int, int]]:
+    """(what, cpu millicores, memory MiB) of our objects that run on every GPU node."""
     gpu = config.hyperpod.gpu_group
-    pieces = [(f"{name} [{why}]", c, m) for name, (c, m, why) in NODE_DAEMONS.items()]
+    pieces = []
     for o in objs:
         if o["kind"] in ("DaemonSet", "CronJob") and lands_on(pod_spec(o), node_labels(gpu)):
             c, m = requests(pod_spec(o))
             pieces.append(
                 (f"{o['kind']} {o['metadata']['namespace']}/{o['metadata']['name']}", c, m)
             )
+    return pieces
+
+
+def gpu_node_pieces(objs: list[dict[str, Any]], config: AppConfig) -> list[tuple[str, int, int]]:
+    """(what, cpu millicores, memory MiB) of everything that lands on one GPU node."""
+    gpu = config.hyperpod.gpu_group
+    pieces = [(f"{name} [{why}]", c, m) for name, (c, m, why) in NODE_DAEMONS.items()]
+    pieces += own_rendered(objs, config)
     iec = next(o for o in objs if o["kind"] == "InferenceEndpointConfig")
     worker = iec["spec"]["worker"]["resources"]["requests"]
     pieces.append(
@@ -171,6 +150,26 @@ def test_one_gpu_node_fits_its_requests(
         assert not any("curvine" in n for n in names), names
     problems = overruns(rendered_envs[env], config)
     assert not problems, f"{env}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_config_rule_counts_what_the_rendered_gpu_node_objects_request(
+    rendered_envs: dict[str, list[dict[str, Any]]], env: str
+) -> None:
+    """A per-node object added, removed or resized in the charts without the rule knowing would
+    let the rule pass a config whose replica cannot be scheduled."""
+    config = env_config(env)
+    objs = rendered_envs[env]
+    rendered = sorted((c, m) for _, c, m in own_rendered(objs, config))
+    counted = sorted((p.cpu_millicores, p.memory_mib) for p in own_pieces(config))
+    assert rendered == counted, own_rendered(objs, config)
+    for iec in (o for o in objs if o["kind"] == "InferenceEndpointConfig"):
+        worker = iec["spec"]["worker"]["resources"]["requests"]
+        e = next(e for e in config.kvcache.endpoints if e.name == iec["metadata"]["name"])
+        assert (cpu_m(worker["cpu"]), mem_mib(worker["memory"])) == (
+            e.cpu * 1000,
+            e.memory_gib * 1024,
+        )
 
 
 def test_an_endpoint_too_large_for_the_node_fails_naming_it(

@@ -90,6 +90,8 @@ def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: A
 
 NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
 RESERVED = 10
+TIERED_STORAGE_OFF = {"tiered_storage.mode": "Disable", "kvcache.l2_backend": "none"}
+
 # (rule, accepted at the boundary, refused just past it, field the refusal names)
 RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("evictor low < high",
@@ -152,14 +154,22 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {"tiered_storage.instance_memory_allocation_percentage": 20},
      {"tiered_storage.instance_memory_allocation_percentage": 19},
      "tiered_storage.instance_memory_allocation_percentage"),
+    # Tiered Storage off: reserving 100 percent of the memory leaves no room for a replica.
     ("Tiered Storage to 100 percent",
-     {"tiered_storage.instance_memory_allocation_percentage": 100},
-     {"tiered_storage.instance_memory_allocation_percentage": 101},
+     {"tiered_storage.instance_memory_allocation_percentage": 100, **TIERED_STORAGE_OFF},
+     {"tiered_storage.instance_memory_allocation_percentage": 101, **TIERED_STORAGE_OFF},
      "tiered_storage.instance_memory_allocation_percentage"),
     ("replicas x TP fit the GPUs",
      {"kvcache.endpoints.0.replicas": 2, "kvcache.endpoints.0.rollout": "scale_down_first"},
      {"kvcache.endpoints.0.replicas": 3, "kvcache.endpoints.0.rollout": "scale_down_first"},
      "kvcache.endpoints.0.replicas"),
+    # dev on ml.g6e.4xlarge: 15890m allocatable, 8250m taken by the rest; 127967 MiB, 42398 MiB.
+    ("a replica's CPU fits one GPU node",
+     {"kvcache.endpoints.0.cpu": 7}, {"kvcache.endpoints.0.cpu": 8},
+     "kvcache.endpoints.0.cpu"),
+    ("a replica's memory fits one GPU node",
+     {"kvcache.endpoints.0.memory_gib": 83}, {"kvcache.endpoints.0.memory_gib": 84},
+     "kvcache.endpoints.0.memory_gib"),
     ("Curvine masters 1, 3 or 5",
      {"kvcache.curvine.master.replicas": 5},
      {"kvcache.curvine.master.replicas": 6},
