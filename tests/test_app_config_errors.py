@@ -78,6 +78,11 @@ CASES: list[tuple[str, str, str, str, str]] = [
      f"line {line_of('    ebs_volume_size_gib: 500') + 1}, column 5",
      "each key once in a mapping ('instance_count' is already at line "
      f"{line_of('    ebs_volume_size_gib: 500') - 1}"),
+    ("unquoted Kubernetes version", "unquoted",
+     DEV.replace("environment: dev", "environment: unquoted").replace('"1.34"', "1.30"),
+     "eks.kubernetes_version", "text, in quotes (unquoted, YAML reads a version such as 1.30"),
+    ("unknown key", "typo", dev_with("typo", eks={"endpoint_acess": "private"}),
+     "eks.endpoint_acess", "only the keys documented in docs/configuration.md"),
     ("tag key under aws:", "tagaws", dev_with("tagaws", tags={"aws:team": "ml"}),
      "tags", "a key that does not start with aws:"),
     ("empty tag value", "tagempty", dev_with("tagempty", tags={"team": ""}),
@@ -184,6 +189,32 @@ def test_synth_refuses_in_one_line_what_would_fail_at_deploy(
     said, _, fix = line.partition(": allowed: ")[2].partition("; fix: ")
     assert allowed in said and fix, line
     assert not (tmp_path / "cdk.out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(("field", "written", "text"), [
+    ("eks.kubernetes_version", "1.30", DEV.replace('"1.34"', "1.30")),
+    ("kvcache.kyverno.chart_version", "3.10",
+     DEV.replace("kvcache:\n", "kvcache:\n  kyverno:\n    chart_version: 3.10\n", 1)),
+])  # fmt: skip
+def test_an_unquoted_version_is_refused_with_the_value_quoted_as_written(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    field: str,
+    written: str,
+    text: str,
+) -> None:
+    """YAML reads 1.30 as the number 1.3: the fix shows the value as the file writes it."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "ver.yaml").write_text(text.replace("environment: dev", "environment: ver"))
+    done = run_app("ver", config_dir, tmp_path / "cdk.out", monkeypatch)
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: config/ver.yaml: {field} = "), line
+    assert (
+        "quote" in line.partition("; fix: ")[0] and f'"{written}"' in line.partition("; fix: ")[2]
+    )
 
 
 def test_an_environment_name_that_cannot_be_in_a_stack_name_is_refused_in_one_line(

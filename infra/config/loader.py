@@ -20,9 +20,10 @@ from infra.config.errors import ConfigError, RuleViolation
 from infra.config.locks import check_lock, read_lock
 from infra.config.model import ENVIRONMENT_ALLOWED, AppConfig, environment_name
 from infra.config.rules import check_rules
-from infra.config.yaml_source import DuplicateKey, unique_key_load
+from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+REFERENCE = "docs/configuration.md"
 
 
 def available_environments(config_dir: Path | None = None) -> list[str]:
@@ -46,7 +47,7 @@ def load_config(
         )  # fmt: skip
     text = path.read_text()
     raw = _read_yaml(source, text)
-    config = parse_config(raw, source, env)
+    config = parse_config(raw, source, env, text=text)
     try:
         # The environment's lock file, read once its config is valid.
         check_lock(config, read_lock(env, lock_dir))
@@ -112,10 +113,16 @@ def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
 
 
 def parse_config(
-    raw: dict[str, Any], source: str, env: str | None = None, *, lock: dict[str, Any] | None = None
+    raw: dict[str, Any],
+    source: str,
+    env: str | None = None,
+    *,
+    lock: dict[str, Any] | None = None,
+    text: str | None = None,
 ) -> AppConfig:
     """Validate a mapping, then the rules across sections, then ``lock`` (the environment's lock
-    file; None: nothing recorded); the first problem becomes a ``ConfigError``."""
+    file; None: nothing recorded); the first problem becomes a ``ConfigError``. ``text``: the
+    YAML the mapping was read from, to quote a value as it was written."""
     if env is not None and raw.get("environment", env) != env:
         raise ConfigError(
             source, "environment", raw.get("environment"), f"{env!r} (the file's name)",
@@ -125,7 +132,7 @@ def parse_config(
     try:
         config = AppConfig.model_validate(raw)
     except ValidationError as exc:
-        raise _first_error(exc, source) from None
+        raise _first_error(exc, source, text) from None
     try:
         check_rules(config)
         check_lock(config, lock)
@@ -134,7 +141,7 @@ def parse_config(
     return config
 
 
-def _first_error(exc: ValidationError, source: str) -> ConfigError:
+def _first_error(exc: ValidationError, source: str, text: str | None = None) -> ConfigError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"])
     value = err.get("input")
@@ -146,15 +153,31 @@ def _first_error(exc: ValidationError, source: str) -> ConfigError:
     kind = err["type"]
     if kind == "extra_forbidden":
         return ConfigError(
-            source, field, value, "only the keys documented in README.md (Configuration)",
+            source, field, value, f"only the keys documented in {REFERENCE}",
             "remove or rename the key (check for a typo)",
         )  # fmt: skip
     if kind == "missing":
         return ConfigError(source, field, None, "a value (required)", f"add {field} to {source}")
+    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+        return _unquoted_number(source, field, value, err["loc"], text)
     # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...);
     # every rule of this project raises RuleViolation, handled above.
     allowed = err["msg"].removeprefix("Input should be ")
     return ConfigError(source, field, value, allowed, f"change {field} in {source}")
+
+
+def _unquoted_number(
+    source: str, field: str, value: float, loc: tuple[int | str, ...], text: str | None
+) -> ConfigError:
+    """A number where text belongs: YAML reads an unquoted 1.30 as the number 1.3 (and 012 as
+    10), so the fix quotes the value as written in the file, which the number no longer shows."""
+    written = scalar_as_written(text, loc) if text is not None else None
+    leaf = loc[-1] if loc else field
+    return ConfigError(
+        source, field, value,
+        "text, in quotes (unquoted, YAML reads a version such as 1.30 as the number 1.3)",
+        f'write {leaf}: "{written if written is not None else value}" (quoted) in {source}',
+    )  # fmt: skip
 
 
 def _rule_error(cause: RuleViolation, source: str, raw: dict[str, Any]) -> ConfigError:

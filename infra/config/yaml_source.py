@@ -1,6 +1,7 @@
 """The YAML of a config file: read with PyYAML's safe loader, but a key given twice in one
 mapping is an error (PyYAML keeps the last one and drops the first without a word: a second
-``observability:`` block replaced the first)."""
+``observability:`` block replaced the first); and a scalar can be quoted as it was written
+(``1.30``, which the loaded value shows as ``1.3``)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,20 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def unique_key_load(text: str) -> Any:
     """``yaml.safe_load``, refusing a duplicate key (``DuplicateKey``) at any depth."""
     return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
+
+
+def scalar_as_written(text: str, loc: tuple[int | str, ...]) -> str | None:
+    """The scalar at ``loc`` (mapping keys and list indexes) as the file spells it, or None when
+    the path does not lead to a scalar."""
+    try:
+        node = yaml.compose(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError:
+        return None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            node = node.value[part] if part < len(node.value) else None
+        else:
+            return None
+    return node.value if isinstance(node, yaml.ScalarNode) else None

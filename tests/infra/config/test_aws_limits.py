@@ -20,7 +20,7 @@ from infra.config.hyperpod import cluster_instance_type
 from infra.config.network import az_id_prefix
 from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
-from infra.config.yaml_source import DuplicateKey, unique_key_load
+from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
 from infra.instances import GPU_INSTANCES
 from tests.infra.config.builders import refusal
 
@@ -37,6 +37,13 @@ def test_a_key_given_twice_in_a_list_item_is_refused_with_both_lines() -> None:
 def test_the_same_key_in_two_mappings_and_a_merge_override_are_accepted() -> None:
     text = "a: {x: 1}\nb: {x: 2}\nbase: &b {y: 1}\nc:\n  <<: *b\n  y: 2\n"
     assert unique_key_load(text)["c"] == {"y": 2}
+
+
+def test_a_scalar_is_quoted_as_the_file_writes_it() -> None:
+    text = "eks:\n  kubernetes_version: 1.30\nlist:\n  - v: 012\n"
+    assert scalar_as_written(text, ("eks", "kubernetes_version")) == "1.30"
+    assert scalar_as_written(text, ("list", 0, "v")) == "012"
+    assert scalar_as_written(text, ("eks", "missing")) is None
 
 
 # --- VPC CIDR association (the VPC user guide's restrictions table) -----------------------------

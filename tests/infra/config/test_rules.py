@@ -146,7 +146,7 @@ def test_ebs_volume_size_range(base: dict[str, Any], size: int) -> None:
 def test_unknown_key_is_a_typo(base: dict[str, Any]) -> None:
     assert error_for(base, "eks.endpoint_acess", "private") == (
         "config/dev.yaml: eks.endpoint_acess = 'private': allowed: only the keys documented in "
-        "README.md (Configuration); fix: remove or rename the key (check for a typo)"
+        "docs/configuration.md; fix: remove or rename the key (check for a typo)"
     )
 
 
