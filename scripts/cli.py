@@ -9,7 +9,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
@@ -33,7 +33,10 @@ from scripts.options import (
     EndpointOpt,
     EnvOpt,
     JsonOpt,
+    MaxTokensOpt,
     NamespaceOpt,
+    SeedOpt,
+    usage_failure,
 )
 
 # NODE_JS: verify, patch and recreate read the L2 rule from the chart code, report and dashboard
@@ -80,14 +83,22 @@ class _Commands(TyperGroup):
         STATE.json = False
         try:
             return super().invoke(ctx)
-        except (typer.Exit, TyperException, Abort):  # typer's own exits and usage errors
+        except TyperException as exc:  # a usage error (exit 2) ends in one line too
+            if getattr(exc, "exit_code", None) != Exit.USAGE:
+                raise
+            _end(usage_failure(exc, ctx.invoked_subcommand), ctx.invoked_subcommand)
+        except (typer.Exit, Abort):  # typer's own exits
             raise
         except Exception as exc:  # translated, or re-raised when not ours
             failure = describe_failure(exc)
             if failure is None:
                 raise
-            report_failure(failure, ctx.invoked_subcommand)
-            raise typer.Exit(failure.code) from None
+            _end(failure, ctx.invoked_subcommand)
+
+
+def _end(failure: CliError, command: str | None) -> NoReturn:
+    report_failure(failure, command)
+    raise typer.Exit(failure.code) from None
 
 
 app = typer.Typer(
@@ -115,19 +126,22 @@ def verify_command(
     direct: DirectOpt = False,
     context: ContextOpt = None,
     prompt_words: Annotated[
-        int, typer.Option(help="Prompt length (~tokens) of the L2 test.")
+        int, typer.Option(min=1, help="Prompt length (~tokens) of the L2 test.")
     ] = 1900,
-    max_tokens: Annotated[int, typer.Option(help="Tokens generated per request.")] = 4,
-    seed: Annotated[int | None, typer.Option(help="Prompt seed (default: new each run).")] = None,
+    max_tokens: MaxTokensOpt = 4,
+    seed: SeedOpt = None,
     min_hit_ratio: Annotated[
-        float, typer.Option(help="Pass when the 2nd Pod hits this share.")
+        float, typer.Option(min=0, max=1, help="Pass when the 2nd Pod hits this share.")
     ] = 0.5,
-    port: Annotated[int | None, typer.Option(help="Model port (default: the container's).")] = None,
+    port: Annotated[
+        int | None, typer.Option(min=1, max=65535, help="Model port (default: the container's).")
+    ] = None,
     wait_minutes: Annotated[
         float,
         typer.Option(
+            min=0,
             help="First wait up to this long for each of: Tiered Storage (InService, config "
-            "read back), the GPU nodes Ready, the endpoint's rollout; progress on stderr."
+            "read back), the GPU nodes Ready, the endpoint's rollout; progress on stderr.",
         ),
     ] = 0,
     chaos: Annotated[
@@ -178,8 +192,12 @@ def _confirm_chaos(env: str, endpoint: str | None) -> None:
 )
 def wait_tiered_storage_command(
     env: EnvOpt = "dev",
-    timeout_minutes: Annotated[float, typer.Option(help="Give up after this long.")] = 45,
-    interval_seconds: Annotated[float, typer.Option(help="Seconds between polls.")] = 30,
+    timeout_minutes: Annotated[
+        float, typer.Option(min=0, help="Give up after this long (0: check once).")
+    ] = 45,
+    interval_seconds: Annotated[
+        float, typer.Option(min=1, help="Seconds between polls (DescribeCluster).")
+    ] = 30,
     as_json: JsonOpt = False,
 ) -> None:
     """Follow the Tiered Storage update: poll DescribeCluster until the config reads back and
@@ -199,7 +217,7 @@ def patch_command(
         bool, typer.Option("--dry-run", help="Print the JSON Patch; change nothing.")
     ] = False,
     timeout_minutes: Annotated[
-        int, typer.Option(help="Wait at most this long for each rollout step.")
+        int, typer.Option(min=1, help="Wait at most this long for each rollout step.")
     ] = 15,
     as_json: JsonOpt = False,
     context: ContextOpt = None,
@@ -228,19 +246,22 @@ def size_command(
     ],
     env: EnvOpt = "dev",
     params: Annotated[
-        float | None, typer.Option(help="Parameter count (e.g. 7.6e9) instead of the estimate.")
+        float | None,
+        typer.Option(min=1, help="Parameter count (e.g. 7.6e9) instead of the estimate."),
     ] = None,
     instance_type: Annotated[
         str | None, typer.Option(help="GPU instance type (default: hyperpod.gpu_group).")
     ] = None,
     gpu_nodes: Annotated[
-        int | None, typer.Option(help="GPU nodes (default: hyperpod.gpu_group.instance_count).")
+        int | None,
+        typer.Option(min=1, help="GPU nodes (default: hyperpod.gpu_group.instance_count)."),
     ] = None,
     l2_worker_gib: Annotated[
         float | None,
         typer.Option(
+            min=0,
             help="Curvine capacity per worker in GiB "
-            "(default: kvcache.curvine.worker.capacity_gib)."
+            "(default: kvcache.curvine.worker.capacity_gib).",
         ),
     ] = None,
     weight_dtype: Annotated[
@@ -250,17 +271,19 @@ def size_command(
         str | None, typer.Option(help="KV cache dtype, e.g. fp8 (default: torch_dtype).")
     ] = None,
     gpu_memory_utilization: Annotated[
-        float, typer.Option(help="vLLM --gpu-memory-utilization.")
+        float, typer.Option(min=0.01, max=1, help="vLLM --gpu-memory-utilization.")
     ] = 0.9,
     prompt_tokens: Annotated[
         int | None,
         typer.Option(
-            help="Typical prompt length: one read-back verdict per tier and the L2 to use."
+            min=1, help="Typical prompt length: one read-back verdict per tier and the L2 to use."
         ),
     ] = None,
     prefill_tokens_per_s: Annotated[
         float | None,
-        typer.Option(help="Measured prefill rate of one replica (bench); default: an estimate."),
+        typer.Option(
+            min=1, help="Measured prefill rate of one replica (bench); default: an estimate."
+        ),
     ] = None,
     sessions: Annotated[
         int, typer.Option(min=1, help="Concurrent sessions whose KV should stay cached.")
@@ -310,7 +333,10 @@ def recreate_command(
     skip_verify: Annotated[bool, typer.Option(help="Do not run verify after the deploy.")] = False,
     direct: DirectOpt = False,
     wait_minutes: Annotated[
-        float, typer.Option(help="verify first waits this long for Tiered Storage, nodes, rollout.")
+        float,
+        typer.Option(
+            min=0, help="verify first waits this long for Tiered Storage, nodes, rollout."
+        ),
     ] = 30,
     as_json: JsonOpt = False,
 ) -> None:

@@ -17,8 +17,11 @@ from scripts.options import (
     EndpointOpt,
     EnvOpt,
     JsonOpt,
+    MaxTokensOpt,
     NamespaceOpt,
-    ints,
+    SeedOpt,
+    base_urls,
+    counts,
 )
 
 bench_app = typer.Typer(
@@ -35,7 +38,10 @@ def bench_command(
     env: EnvOpt = "dev",
     target: Annotated[
         list[str] | None,
-        typer.Option(help="Base URL (repeat: 1st cold, 2nd warm). Default: two endpoint Pods."),
+        typer.Option(
+            help="Base URL (repeat: 1st cold, 2nd warm). Default: two endpoint Pods.",
+            callback=base_urls,
+        ),
     ] = None,
     namespace: NamespaceOpt = None,
     endpoint: EndpointOpt = None,
@@ -45,17 +51,19 @@ def bench_command(
     lengths: Annotated[
         str, typer.Option(help="Prompt lengths in words (~tokens).")
     ] = "500,1000,1500,2000,2500,3000",
-    repeats: Annotated[int, typer.Option(help="Cold/warm pairs per length.")] = 3,
-    turns: Annotated[int, typer.Option(help="Turns of the multi-turn test (0 to skip).")] = 5,
-    turn_words: Annotated[int, typer.Option(help="Words added per turn.")] = 400,
+    repeats: Annotated[int, typer.Option(min=1, help="Cold/warm pairs per length.")] = 3,
+    turns: Annotated[
+        int, typer.Option(min=0, help="Turns of the multi-turn test (0 to skip).")
+    ] = 5,
+    turn_words: Annotated[int, typer.Option(min=1, help="Words added per turn.")] = 400,
     concurrency: Annotated[
         str, typer.Option(help="Concurrency levels, e.g. 1,4,8 (empty to skip).")
     ] = "",
     concurrency_words: Annotated[
-        int, typer.Option(help="Prompt words in the concurrency test.")
+        int, typer.Option(min=1, help="Prompt words in the concurrency test.")
     ] = 2000,
-    max_tokens: Annotated[int, typer.Option(help="Tokens generated per request.")] = 8,
-    seed: Annotated[int | None, typer.Option(help="Prompt seed (default: new each run).")] = None,
+    max_tokens: MaxTokensOpt = 8,
+    seed: SeedOpt = None,
     out_dir: Annotated[Path | None, typer.Option("--out", help="Results folder.")] = None,
     as_json: JsonOpt = False,
     direct: DirectOpt = False,
@@ -65,8 +73,9 @@ def bench_command(
     if ctx.invoked_subcommand is not None:
         return
     code = bench.run(
-        env, target, namespace, endpoint, model, ints(lengths), repeats, turns, turn_words,
-        ints(concurrency), concurrency_words, max_tokens, seed, out_dir, as_json, direct, context,
+        env, target, namespace, endpoint, model, counts(lengths, "--lengths"), repeats, turns,
+        turn_words, counts(concurrency, "--concurrency", empty_ok=True), concurrency_words,
+        max_tokens, seed, out_dir, as_json, direct, context,
     )  # fmt: skip
     raise typer.Exit(code)
 
@@ -102,23 +111,25 @@ def compare_command(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Report folder (default bench-results/...).")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Prompt seed (default: new each run).")] = None,
+    seed: SeedOpt = None,
     lengths: Annotated[
         str, typer.Option(help="Sweep lengths in words (default: bench.sweep_prompt_words).")
     ] = "",
-    repeats: Annotated[int | None, typer.Option(help="Cold/warm pairs per length.")] = None,
-    users: Annotated[int | None, typer.Option(help="Chat users (bench.chat.users).")] = None,
-    rounds: Annotated[int | None, typer.Option(help="Chat rounds per user.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Chat requests in flight.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(help="Tokens per sweep request.")] = None,
+    repeats: Annotated[int | None, typer.Option(min=1, help="Cold/warm pairs per length.")] = None,
+    users: Annotated[int | None, typer.Option(min=1, help="Chat users (bench.chat.users).")] = None,
+    rounds: Annotated[int | None, typer.Option(min=1, help="Chat rounds per user.")] = None,
+    concurrency: Annotated[int | None, typer.Option(min=1, help="Chat requests in flight.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per sweep request.")] = None,
     workloads: Annotated[
         str, typer.Option(help="Which to run: sweep,chat,cross-pod (default: all).")
     ] = "",
     settle_seconds: Annotated[
-        float, typer.Option(help="Wait between writing on one replica and reading on another.")
+        float,
+        typer.Option(min=0, help="Wait between writing on one replica and reading on another."),
     ] = Waits.settle_s,
     counters_wait_seconds: Annotated[
-        float, typer.Option(help="Wait before reading counters (LMCache publishes every 10 s).")
+        float,
+        typer.Option(min=0, help="Wait before reading counters (LMCache publishes every 10 s)."),
     ] = Waits.flush_s,
     note: Annotated[str, typer.Option(help="A line under the report's heading.")] = "",
     as_json: JsonOpt = False,
@@ -127,8 +138,8 @@ def compare_command(
 ) -> None:
     """The same workloads against one endpoint per KV-cache tier: a report folder (report.md,
     CSVs, PNGs) and each tier's verdicts against `bench` in config; exit 1 when one misses."""
-    given = Overrides(tuple(ints(lengths)) or None, repeats, users, rounds, concurrency,
-                      max_tokens, _workloads(workloads))  # fmt: skip
+    sweep = tuple(counts(lengths, "--lengths", empty_ok=True)) or None
+    given = Overrides(sweep, repeats, users, rounds, concurrency, max_tokens, _workloads(workloads))
     code = bench_compare.run(
         env, endpoint, target, out_dir, seed, given,
         Waits(settle_seconds, counters_wait_seconds), as_json, direct, context, note,

@@ -69,7 +69,12 @@ def run(
                 result.concurrency = run_concurrency(
                     send, targets, concurrency, concurrency_words, the_seed, _note(as_json)
                 )
-        except (StreamError, OSError) as exc:
+        except StreamError as exc:
+            # The URL it tried and why: e.g. a port-forward that ended, or a --target typo.
+            raise runtime.fail(
+                f"{exc}; check that vLLM answers there (--target, or the endpoint's Pods)"
+            ) from None
+        except OSError as exc:
             raise runtime.fail(f"{type(exc).__name__}: {exc}") from None
     files = write_results(result, folder)
     if as_json:

@@ -6,11 +6,12 @@ first server-sent event that carries generated text.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -37,12 +38,24 @@ def _connection(base_url: str, timeout: float) -> tuple[http.client.HTTPConnecti
     return conn, parts.path.rstrip("/")
 
 
+@contextlib.contextmanager
+def _naming(method: str, url: str) -> Iterator[None]:
+    """A connection that fails (refused, reset, timed out, no such host) names the URL it
+    tried: the socket's own error says only ``[Errno 111] Connection refused``."""
+    try:
+        yield
+    except (OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise StreamError(f"{method} {url}: {reason}") from exc
+
+
 def list_models(base_url: str, timeout: float = 30.0) -> list[str]:
     conn, path = _connection(base_url, timeout)
     try:
-        conn.request("GET", f"{path}/v1/models")
-        resp = conn.getresponse()
-        body = resp.read()
+        with _naming("GET", f"{base_url}/v1/models"):
+            conn.request("GET", f"{path}/v1/models")
+            resp = conn.getresponse()
+            body = resp.read()
         if resp.status != 200:
             raise StreamError(f"GET {base_url}/v1/models: HTTP {resp.status}")
         return [m["id"] for m in json.loads(body).get("data", [])]
@@ -71,23 +84,8 @@ def stream_completion(
     conn, path = _connection(base_url, timeout)
     start = time.perf_counter()
     try:
-        conn.connect()
-        if conn.sock is not None:
-            # Small SSE writes must not wait for Nagle/delayed-ACK (adds ~40 ms on Linux).
-            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn.request(
-            "POST",
-            f"{path}/v1/completions",
-            body=body,
-            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
-        )
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise StreamError(
-                f"POST {base_url}/v1/completions: HTTP {resp.status}: "
-                f"{resp.read(500).decode(errors='replace')}"
-            )
-        events = read_events(iter(resp.readline, b""), start)
+        with _naming("POST", f"{base_url}/v1/completions"):
+            events = _post(conn, path, body, base_url, start)
     finally:
         conn.close()
     if events.ttft_ms is None:
@@ -99,6 +97,28 @@ def stream_completion(
         prompt_tokens=events.usage.get("prompt_tokens"),
         completion_tokens=events.usage.get("completion_tokens"),
     )
+
+
+def _post(
+    conn: http.client.HTTPConnection, path: str, body: bytes, base_url: str, start: float
+) -> StreamEvents:
+    conn.connect()
+    if conn.sock is not None:
+        # Small SSE writes must not wait for Nagle/delayed-ACK (adds ~40 ms on Linux).
+        conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.request(
+        "POST",
+        f"{path}/v1/completions",
+        body=body,
+        headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+    )
+    resp = conn.getresponse()
+    if resp.status != 200:
+        raise StreamError(
+            f"POST {base_url}/v1/completions: HTTP {resp.status}: "
+            f"{resp.read(500).decode(errors='replace')}"
+        )
+    return read_events(iter(resp.readline, b""), start)
 
 
 @dataclass(frozen=True)
