@@ -57,6 +57,11 @@ def _compare(servers: Servers, out: Path, *args: str) -> Any:
     return CliRunner().invoke(app, argv)
 
 
+def _warm(tier: str) -> float:
+    """The injected delay of a repeated prompt on the other replica: whole chunks from L2."""
+    return expected_ms(tier, l2=WHOLE, cold=WORDS - WHOLE)
+
+
 def _rows(path: Path) -> list[dict[str, str]]:
     with path.open() as fh:
         return list(csv.DictReader(fh))
@@ -123,14 +128,20 @@ def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_on
     servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Curvine's warm prompt answers about 5.3x sooner than a cold one, Tiered Storage's about
-    11.4x (per-token delays in fleet.py): at 7x Curvine misses and the run exits 1."""
-    _config(monkeypatch, min_warm_speedup=7.0)
+    11.4x (per-token delays in fleet.py): at 6.5x Curvine misses and the run exits 1. Overhead
+    only lowers a speedup, and Tiered Storage stays above 6.5x with ``TOLERANCE_MS`` of it."""
+    cold, curvine_warm = expected_ms("curvine", cold=WORDS), _warm("curvine")
+    assert (
+        cold / (_warm("tieredstorage") + TOLERANCE_MS) > 6.5 > (cold + TOLERANCE_MS) / curvine_warm
+    )
+    _config(monkeypatch, min_warm_speedup=6.5)
     result = _compare(servers, tmp_path, "--workloads", "sweep", "--lengths", str(WORDS),
                       "--repeats", "3", "--seed", "12")  # fmt: skip
     assert result.exit_code == 1, result.output
     by_tier = {v["tier"]: v for v in json.loads(result.stdout)["verdicts"]}
     assert by_tier["curvine"]["status"] == "fail" and by_tier["tieredstorage"]["status"] == "pass"
-    assert by_tier["curvine"]["measured"] == pytest.approx(1000 / 188.992, rel=0.15)
+    measured = by_tier["curvine"]["measured"]
+    assert cold / (curvine_warm + TOLERANCE_MS) <= measured <= (cold + TOLERANCE_MS) / curvine_warm
     verdicts = _table((tmp_path / "report.md").read_text(), "Verdicts")
     assert verdicts["curvine"]["result"] == "**fail**"
     assert [r["status"] for r in _rows(tmp_path / "verdicts.csv")] == ["fail", "pass", "n/a"]
