@@ -12,8 +12,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 # per test); nothing here looks an AMI up.
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
-from tests import background
-from tests.synth_support import Synth, dev_config, existing_cluster_config, synth
+from infra.config import load_config
+from tests.support import background
+from tests.support.config import existing_cluster_config
+from tests.support.synth import Synth, synth
 
 SYNTH_TESTS = Path(__file__).parent / "stacks"
 
@@ -21,7 +23,7 @@ SYNTH_TESTS = Path(__file__).parent / "stacks"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "background(start=None): reads work done in a second process (tests/background.py); "
+        "background(start=None): reads work done in a second process (tests.support.background); "
         "run last, and start(), if given, is called once the test is collected",
     )
 
@@ -47,7 +49,7 @@ def pytest_sessionfinish() -> None:
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The default environment, with a fixture chart standing in for the HyperPod chart."""
-    result = synth(dev_config(), tmp_path_factory.mktemp("dev"))
+    result = synth(load_config("dev"), tmp_path_factory.mktemp("dev"))
     background.lint_soon(result.outdir, result.config.region)
     return result
 

@@ -26,7 +26,7 @@ import pytest
 from aws_cdk import cx_api
 
 from app import synth_messages
-from tests import background
+from tests.support import background
 
 ROOT = Path(__file__).resolve().parents[1]
 CDK = ROOT / "node_modules" / ".bin" / "cdk"

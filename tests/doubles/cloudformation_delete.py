@@ -5,7 +5,7 @@ an event naming the bucket. The buckets and their objects stay moto's.
 Also the DELETE_IN_PROGRESS moto never shows (it deletes at once): a stack named in
 ``deleting`` answers DescribeStacks with DELETE_IN_PROGRESS that many times, with a resource
 event to show meanwhile. Mixed into the teardown tests' World
-(tests/scripts/lib/teardown/world.py), whose botocore event hooks call these handlers.
+(tests/support/teardown_world.py), whose botocore event hooks call these handlers.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from infra.dashboards import alert_rules_yaml, rows
 from infra.tiers import LMCACHE_CHUNK_TOKENS
 from k8s.l2_volume import pool_bytes
 from k8s.observability import vllm_job
-from tests.infra.config.builders import BASE, SOURCE, with_overrides
-from tests.promtool import check_rules, expand, needs_promtool, run_rule_tests
+from tests.support.config import BASE, SOURCE, with_overrides
+from tests.support.promtool import check_rules, expand, needs_promtool, run_rule_tests
 
 pytestmark = needs_promtool
 

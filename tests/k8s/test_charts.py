@@ -7,7 +7,7 @@ import pytest
 from infra.config import parse_config
 from k8s.app import build_charts, manifests
 from scripts.lib.teardown.kubernetes import labelled
-from tests.infra.config.builders import BASE, SOURCE, with_overrides
+from tests.support.config import BASE, SOURCE, with_overrides
 
 
 def chart_names(overrides: dict[str, object]) -> list[str]:

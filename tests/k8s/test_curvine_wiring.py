@@ -25,9 +25,8 @@ from k8s.curvine import CONFIG_MAP, JOURNAL_PORT, MASTER, MASTER_WL, RPC_PORT, W
 from k8s.foundation import CURVINE_SC
 from k8s.observability import CURVINE_JOBS, scrape_config, scrape_targets
 from scripts.lib.teardown.kubernetes import labelled
-from tests.infra.config.builders import SOURCE, with_overrides
-from tests.k8s.conftest import env_config
-from tests.k8s.test_rehearsal_objects import _containers, _id, _templates
+from tests.support.config import SOURCE, env_config, with_overrides
+from tests.support.objects import containers_of, obj_id, pod_templates
 
 Obj = dict[str, Any]
 Cluster = tuple[AppConfig, list[Obj]]
@@ -388,7 +387,7 @@ IANA_SVC_NAME = re.compile(r"(?=.*[a-z])(?!.*--)[a-z0-9]([-a-z0-9]{0,13}[a-z0-9]
 
 
 def _all_containers(objs: list[Obj]) -> list[tuple[str, Obj]]:
-    return [(_id(o), c) for o, t in _templates(objs) for c in _containers(t)]
+    return [(obj_id(o), c) for o, t in pod_templates(objs) for c in containers_of(t)]
 
 
 def test_every_container_has_a_pull_policy_the_api_server_accepts(objs: list[Obj]) -> None:

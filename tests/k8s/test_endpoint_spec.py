@@ -15,7 +15,7 @@ from infra.config import AppConfig, parse_config
 from infra.config import operator_versions as ov
 from infra.config.kvcache import EndpointConfig
 from k8s.app import build_charts, manifests
-from tests.infra.config.builders import SOURCE, with_overrides
+from tests.support.config import SOURCE, with_overrides
 
 Obj = dict[str, Any]
 IEC = "InferenceEndpointConfig"

@@ -18,7 +18,7 @@ from k8s.app import build_charts
 from k8s.foundation import endpoint_namespaces
 from k8s.l2_volume import PVC
 from k8s.policy import POLICY
-from tests.k8s.conftest import DEPLOYED_FSX, FSX_VARIANT, fsx_config
+from tests.support.config import DEPLOYED_FSX, FSX_VARIANT, fsx_config
 
 Obj = dict[str, Any]
 CLAIM = f"fsx-l2-{DEPLOYED_FSX.file_system_id}"

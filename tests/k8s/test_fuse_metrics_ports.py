@@ -13,7 +13,7 @@ from infra.config import AppConfig, parse_config
 from k8s.app import build_charts, manifests
 from k8s.observability import scrape_targets
 from tests.doubles.curvine_csi import fuse_processes, provisioned_context
-from tests.infra.config.builders import SOURCE, with_overrides
+from tests.support.config import SOURCE, with_overrides
 
 Obj = dict[str, Any]
 Rendered = tuple[AppConfig, list[Obj]]

@@ -20,7 +20,7 @@ from k8s.common import PART_OF
 from k8s.csi import NODE
 from k8s.curvine import master_addrs
 from k8s.foundation import CURVINE_SC
-from tests.k8s.test_rehearsal_objects import Obj, _containers, _fail, _id, _selector, _templates
+from tests.support.objects import Obj, containers_of, fail_with, obj_id, pod_templates, selector_of
 
 FS_URL_PREFIX = "fs://"
 
@@ -33,13 +33,13 @@ def _selects(selector: dict[str, str], template: Obj) -> bool:
 def _pods(objs: list[Obj], ns: str, selector: dict[str, str]) -> list[Obj]:
     return [
         t
-        for o, t in _templates(objs)
+        for o, t in pod_templates(objs)
         if o["metadata"].get("namespace") == ns and _selects(selector, t)
     ]
 
 
 def _container_ports(templates: list[Obj]) -> list[Obj]:
-    return [p for t in templates for c in _containers(t) for p in c.get("ports", [])]
+    return [p for t in templates for c in containers_of(t) for p in c.get("ports", [])]
 
 
 def _env(values: list[Obj]) -> dict[str, Any]:
@@ -63,10 +63,10 @@ def test_each_service_port_is_the_container_port_of_the_same_name(objs: list[Obj
                 continue
             if sp["port"] != want or target not in (want, sp["name"]):
                 problems.append(
-                    f"{_id(svc)}: port {sp['name']} = {sp['port']} -> {target}, "
+                    f"{obj_id(svc)}: port {sp['name']} = {sp['port']} -> {target}, "
                     f"but the container's port {sp['name']} is {want}"
                 )
-    _fail(problems)
+    fail_with(problems)
 
 
 def test_every_metrics_service_scrapes_a_port_its_pods_listen_on(objs: list[Obj]) -> None:
@@ -86,16 +86,16 @@ def test_every_metrics_service_scrapes_a_port_its_pods_listen_on(objs: list[Obj]
         ports = {sp["port"] for sp in svc["spec"]["ports"]}
         if scrape not in ports or scrape not in listening:
             problems.append(
-                f"{_id(svc)}: scrapes {scrape}; Service ports {sorted(ports)}, "
+                f"{obj_id(svc)}: scrapes {scrape}; Service ports {sorted(ports)}, "
                 f"its Pods listen on {sorted(listening)}"
             )
-    _fail(problems)
+    fail_with(problems)
 
 
 def test_every_probe_checks_a_port_its_container_declares(objs: list[Obj]) -> None:
     problems = []
-    for o, t in _templates(objs):
-        for c in _containers(t):
+    for o, t in pod_templates(objs):
+        for c in containers_of(t):
             declared = {p["containerPort"] for p in c.get("ports", [])}
             declared |= {p["name"] for p in c.get("ports", []) if "name" in p}
             for kind in ("startupProbe", "readinessProbe", "livenessProbe"):
@@ -104,9 +104,9 @@ def test_every_probe_checks_a_port_its_container_declares(objs: list[Obj]) -> No
                     if action in probe and probe[action]["port"] not in declared:
                         port = probe[action]["port"]
                         problems.append(
-                            f"{_id(o)}/{c['name']}: {kind} checks {port}, not a declared port"
+                            f"{obj_id(o)}/{c['name']}: {kind} checks {port}, not a declared port"
                         )
-    _fail(problems)
+    fail_with(problems)
 
 
 def test_network_policies_open_the_ports_their_pods_listen_on(objs: list[Obj]) -> None:
@@ -123,9 +123,9 @@ def test_network_policies_open_the_ports_their_pods_listen_on(objs: list[Obj]) -
             for p in rule.get("ports", []):
                 if p["port"] not in listening:
                     problems.append(
-                        f"{_id(np)}: opens {p['port']}, its Pods listen on {sorted(listening)}"
+                        f"{obj_id(np)}: opens {p['port']}, its Pods listen on {sorted(listening)}"
                     )
-    _fail(problems)
+    fail_with(problems)
 
 
 def _endpoints(objs: list[Obj]) -> Iterator[Obj]:
@@ -147,9 +147,9 @@ def test_vllm_listens_on_the_endpoints_invocation_and_metrics_port(
     for iec in endpoints:
         worker = iec["spec"]["worker"]
         port = wanted[iec["metadata"]["name"]]
-        assert _arg(worker["args"], "--port") == str(port), _id(iec)
-        assert worker["modelInvocationPort"]["containerPort"] == port, _id(iec)
-        assert iec["spec"]["metrics"]["modelMetrics"]["port"] == port, _id(iec)
+        assert _arg(worker["args"], "--port") == str(port), obj_id(iec)
+        assert worker["modelInvocationPort"]["containerPort"] == port, obj_id(iec)
+        assert iec["spec"]["metrics"]["modelMetrics"]["port"] == port, obj_id(iec)
 
 
 # --- L2: one claim, one URL, one hash seed --------------------------------------------------------
@@ -191,7 +191,7 @@ def test_every_endpoint_pod_mounts_the_rwx_l2_claim_at_the_path_in_its_url(
         claim_names.add(claim)
         pvc = claims.get((ns, claim))
         assert pvc is not None, f"{ns}/{claim}: mounted by the policy but not rendered"
-        assert pvc["spec"]["accessModes"] == ["ReadWriteMany"], _id(pvc)
+        assert pvc["spec"]["accessModes"] == ["ReadWriteMany"], obj_id(pvc)
     assert len(claim_names) == 1, f"endpoints mount different L2 claims: {claim_names}"
 
 
@@ -207,7 +207,7 @@ def test_every_replica_gets_the_same_hash_seed_and_the_naive_serde(
         seeds.add(env["PYTHONHASHSEED"])
     for iec in _endpoints(objs):
         env = _env(iec["spec"]["worker"]["environmentVariables"])
-        assert env["LMCACHE_REMOTE_SERDE"] == "naive", _id(iec)
+        assert env["LMCACHE_REMOTE_SERDE"] == "naive", obj_id(iec)
         seeds.add(env["PYTHONHASHSEED"])
     assert len(seeds) == 1 and next(iter(seeds)).isdigit(), seeds
     everywhere = {
@@ -243,13 +243,13 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
     for cron in evictors:
         (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
         env = _env(container["env"])
-        assert int(env["HIGH"]) == pool * cv.evictor.high_water_percent // 100, _id(cron)
-        assert int(env["LOW"]) == pool * cv.evictor.low_water_percent // 100, _id(cron)
+        assert int(env["HIGH"]) == pool * cv.evictor.high_water_percent // 100, obj_id(cron)
+        assert int(env["LOW"]) == pool * cv.evictor.low_water_percent // 100, obj_id(cron)
         assert int(env["LOW"]) < int(env["HIGH"]) < pool
         (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == env["ROOT"]]
         volumes = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
         (vol,) = [v for v in volumes if v["name"] == mount["name"]]
-        assert vol["persistentVolumeClaim"]["claimName"] == "curvine-pvc", _id(cron)
+        assert vol["persistentVolumeClaim"]["claimName"] == "curvine-pvc", obj_id(cron)
 
 
 def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:
@@ -261,8 +261,8 @@ def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> N
         else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count
     )
     for pvc in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
-        assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", _id(pvc)
-        assert pvc["spec"]["storageClassName"] == "curvine-sc", _id(pvc)
+        assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", obj_id(pvc)
+        assert pvc["spec"]["storageClassName"] == "curvine-sc", obj_id(pvc)
 
 
 def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> None:
@@ -270,8 +270,8 @@ def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> N
     standard labels; every object and every Pod template carries all four."""
 
     problems = []
-    metas = [(_id(o), o["metadata"]) for o in objs]
-    metas += [(f"{_id(o)} Pod template", t["metadata"]) for o, t in _templates(objs)]
+    metas = [(obj_id(o), o["metadata"]) for o in objs]
+    metas += [(f"{obj_id(o)} Pod template", t["metadata"]) for o, t in pod_templates(objs)]
     for where, meta in metas:
         labels = meta.get("labels", {})
         expected = {"app.kubernetes.io/part-of": PART_OF, "app.kubernetes.io/managed-by": "cdk8s"}
@@ -279,7 +279,7 @@ def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> N
             labels.get(f"app.kubernetes.io/{k}") for k in ("name", "component")
         ):
             problems.append(f"{where}: labels {labels}")
-    _fail(problems)
+    fail_with(problems)
 
 
 def test_every_workload_has_a_selector(objs: list[Obj]) -> None:
@@ -287,12 +287,12 @@ def test_every_workload_has_a_selector(objs: list[Obj]) -> None:
     each selects its own Pods is test_rehearsal_objects' check."""
 
     problems = []
-    for o, _ in _templates(objs):
-        sel = _selector(o)
+    for o, _ in pod_templates(objs):
+        sel = selector_of(o)
         match = (sel or {}).get("matchLabels", {})
         if not match and o["kind"] != "CronJob":
-            problems.append(f"{_id(o)}: selector {sel}")
-    _fail(problems)
+            problems.append(f"{obj_id(o)}: selector {sel}")
+    fail_with(problems)
 
 
 def test_the_curvine_storage_class_passes_the_configs_fuse_settings(

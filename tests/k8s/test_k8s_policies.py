@@ -9,7 +9,7 @@ from infra.config import AppConfig, parse_config
 from infra.config.fields import image_is_pinned
 from k8s.app import build_charts, manifests
 from k8s.common import gpu_node_selector
-from tests.synth_support import QUICK_INSTALL_CLUSTER, _dev_raw
+from tests.support.config import QUICK_INSTALL_CLUSTER, env_raw
 
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
@@ -80,7 +80,7 @@ def test_an_installed_kyverno_keeps_its_own_namespace() -> None:
     no Namespace for Kyverno's: it is not ours. The ownership-aware apply would refuse to take it
     over, and were it ours a stack deletion would delete it with Kyverno inside."""
 
-    raw = _dev_raw()
+    raw = env_raw()
     raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)
     kv = raw.setdefault("kvcache", {})
     kv["kyverno"] = {**kv.get("kyverno", {}), "install": False}

@@ -17,14 +17,15 @@ from infra.config import AppConfig
 from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.endpoints import EndpointsChart
-from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
+from tests.support.config import env_config
+from tests.support.schemas import SCHEMAS, crd_schema, strict
 
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 # Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
 CUSTOM = {
     "kyverno.io/v1/ClusterPolicy": (SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml", "v1"),
 }
-# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+# fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
 ENVS = ("dev", "test", "prod", "fsx", "tiers")
 
 

@@ -22,7 +22,7 @@ from k8s.app import build_charts
 from k8s.common import k8s_for
 from k8s.kube_api import REFERENCE, KPlusApi, KubeApi
 from k8s.observability import ObservabilityChart
-from tests.k8s.conftest import env_fsx
+from tests.support.config import env_fsx
 
 REPO = Path(__file__).resolve().parents[2]
 PINNED = sorted({p.cdk8s_plus_module for p in SUPPORTED_KUBERNETES.values()})

@@ -9,21 +9,18 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.policy import RULE_NAME_MAX, rule_name
 from tests.doubles.kyverno_eval import apply_policy
+from tests.support.objects import OPERATOR_POD
 
 # The seed walkthrough's URL, spelled out so a change in the code cannot also change the check.
 L2_URL = "fs://localhost:0/mnt/curvine/l2cache/"
-
-POD = yaml.safe_load((Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +63,7 @@ def _model(pod: dict[str, Any]) -> dict[str, Any]:
 
 def _renamed(name: str, first: bool) -> dict[str, Any]:
     """The fixture with the model container renamed and moved (operator versions differ)."""
-    pod = copy.deepcopy(POD)
+    pod = copy.deepcopy(OPERATOR_POD)
     containers = pod["spec"]["containers"]
     model = containers.pop(0)
     model["name"] = name
@@ -118,7 +115,7 @@ def test_mutation_repoints_l2_and_mounts_the_pvc(
 
 def test_no_container_carries_the_url_means_no_change(policy: dict[str, Any]) -> None:
     """Without enableL2Cache the operator injects no LMCACHE_REMOTE_URL: nothing to repoint."""
-    pod = copy.deepcopy(POD)
+    pod = copy.deepcopy(OPERATOR_POD)
     model = _model(pod)
     model["env"] = [e for e in model["env"] if e["name"] != "LMCACHE_REMOTE_URL"]
     assert apply_policy(policy, pod, "CREATE") == pod
@@ -137,7 +134,7 @@ def test_policy_targets_no_container_by_name(policy: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("change", ["update", "other-namespace", "other-endpoint"])
 def test_mutation_leaves_other_requests_alone(policy: dict[str, Any], change: str) -> None:
-    pod = copy.deepcopy(POD)
+    pod = copy.deepcopy(OPERATOR_POD)
     op = "UPDATE" if change == "update" else "CREATE"
     if change == "other-namespace":
         pod["metadata"]["namespace"] = "default"
@@ -179,7 +176,7 @@ def operator_3_2_pod(iec: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[st
     variables gone (and any named in ``drop``), LMCACHE_EXTRA_CONFIG added."""
     own = {e["name"] for e in iec["spec"]["worker"]["environmentVariables"]}
     stripped = {n for n in own if n.startswith("LMCACHE_")} | set(drop)
-    pod = copy.deepcopy(POD)
+    pod = copy.deepcopy(OPERATOR_POD)
     model = _model(pod)
     model["env"] = [e for e in model["env"] if e["name"] not in stripped]
     model["env"].append({"name": "LMCACHE_EXTRA_CONFIG", "value": EXTRA_CONFIG_3_2})

@@ -27,7 +27,7 @@ from k8s.names import (
     fsx_claim,
 )
 from k8s.policy import rule
-from tests.k8s.conftest import DEPLOYED_FSX, FSX_VARIANT
+from tests.support.config import DEPLOYED_FSX, FSX_VARIANT
 
 REPO = Path(__file__).resolve().parents[2]
 

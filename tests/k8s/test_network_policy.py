@@ -13,7 +13,7 @@ import pytest
 from infra.config import load_config, parse_config
 from k8s.network_policy import COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS, collector_cidrs
 from tests.doubles.network_policy import CURVINE, allowed, kubelet_probe_passes
-from tests.synth_support import _dev_raw
+from tests.support.config import env_raw, existing_cluster
 
 Obj = dict[str, Any]
 
@@ -214,7 +214,7 @@ def test_the_policies_as_kubectl_lists_them(objs: list[Obj]) -> None:
 
 def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
 
-    raw = _dev_raw()
+    raw = env_raw()
     raw["observability"] = {
         **raw.get("observability", {}),
         "enabled": True,
@@ -222,11 +222,5 @@ def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
         "scraper_security_group_ids": ["sg-0123456789abcdef0"],
         "scraper_source_cidrs": ["10.1.0.0/24", "10.1.1.0/24"],
     }
-    raw["existing_cluster"] = {
-        "eks_cluster_name": "team-eks",
-        "hyperpod_cluster_name": "team-hyperpod",
-        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-        "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
-        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
-    }
+    raw["existing_cluster"] = existing_cluster()
     assert collector_cidrs(parse_config(raw, "x", "dev")) == ["10.1.0.0/24", "10.1.1.0/24"]

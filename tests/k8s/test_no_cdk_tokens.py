@@ -41,7 +41,7 @@ from scripts import cli
 from scripts.commands import dashboard
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
-from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
+from tests.support.config import DEPLOYED_FSX, fsx_config
 
 ENVS = ("dev", "test", "prod")
 

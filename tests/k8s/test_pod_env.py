@@ -14,7 +14,7 @@ import yaml
 
 from infra.config.kvcache import EndpointConfig
 from tests.doubles.kyverno_eval import apply_policy
-from tests.k8s.conftest import TIERS_VARIANT, env_config
+from tests.support.config import TIERS_VARIANT, env_config
 
 POD = yaml.safe_load((Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text())
 Obj = dict[str, Any]

@@ -9,22 +9,18 @@ fixtures/operator_pod.yaml (its sources are listed there).
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.doubles.kyverno_eval import apply_policy
 from tests.doubles.pod_security import violations
+from tests.support.objects import OPERATOR_POD
 
-# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+# fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
 ENVS = ("dev", "test", "prod", "fsx", "tiers")
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet", "ReplicaSet", "Job"}
-OPERATOR_POD = yaml.safe_load(
-    (Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text()
-)
 
 
 def pod_templates(objs: list[dict[str, Any]]) -> list[tuple[str, str, dict[str, Any]]]:

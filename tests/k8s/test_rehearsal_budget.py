@@ -21,10 +21,10 @@ from infra.config.hyperpod import InstanceGroupConfig
 from infra.instances import GPU_INSTANCES
 from infra.node_budget import NODE_DAEMONS, OPERATOR_SIDECARS, own_pieces
 from k8s.common import INSTANCE_GROUP_LABEL
-from tests.k8s.conftest import env_config
+from tests.support.config import env_config
 
 CURVINE_ENVS = ("dev", "test", "prod")
-# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+# fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
 ENVS = (*CURVINE_ENVS, "fsx", "tiers")
 
 

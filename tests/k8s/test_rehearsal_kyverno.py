@@ -48,15 +48,13 @@ from tests.doubles.kyverno_eval import (
     registered_webhooks,
     selects,
 )
-from tests.infra.config.builders import BASE, SOURCE, with_overrides
-from tests.k8s.conftest import SCHEMAS, crd_schema, env_config, strict
+from tests.support.config import BASE, SOURCE, env_config, with_overrides
+from tests.support.objects import OPERATOR_POD
+from tests.support.schemas import SCHEMAS, crd_schema, strict
 
 KYVERNO_CRD = SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml"
-# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+# fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
 ENVS = ("dev", "test", "prod", "fsx", "tiers")
-OPERATOR_POD = yaml.safe_load(
-    (Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text()
-)
 # Namespaces whose Pods must never wait on Kyverno: the cluster's, HyperPod's and the add-ons'.
 OTHER_NAMESPACES = (
     "aws-hyperpod",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
 from typing import Any
 
 import botocore.session
@@ -17,12 +16,19 @@ import yaml
 from infra.unresolved import unresolved_tokens
 from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.l2_volume import FSX_DRIVER
+from tests.support.objects import (
+    Obj,
+    containers_of,
+    fail_with,
+    named_objects,
+    obj_id,
+    pod_templates,
+    selector_of,
+)
 
 CURVINE_ENVS = ("dev", "test", "prod")
-# fsx, tiers: tests/k8s/conftest.py FSX_VARIANT, TIERS_VARIANT
+# fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
 ENVS = (*CURVINE_ENVS, "fsx", "tiers")
-WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet")
-Obj = dict[str, Any]
 
 # Objects our Pods reference that something other than these charts provides, and what does.
 PROVIDED_ELSEWHERE: dict[tuple[str, str], str] = {
@@ -32,55 +38,6 @@ PROVIDED_ELSEWHERE: dict[tuple[str, str], str] = {
     ("Namespace", "default"): "Kubernetes built-in namespace",
     ("Namespace", "kube-system"): "Kubernetes built-in namespace",
 }
-
-
-def _id(o: Obj) -> str:
-    ns = o["metadata"].get("namespace")
-    return f"{o['kind']} {ns + '/' if ns else ''}{o['metadata']['name']}"
-
-
-def _template(o: Obj) -> Obj | None:
-    if o["kind"] in WORKLOADS:
-        t: Obj = o["spec"]["template"]
-        return t
-    if o["kind"] == "CronJob":
-        t = o["spec"]["jobTemplate"]["spec"]["template"]
-        return t
-    return None
-
-
-def _templates(objs: list[Obj]) -> Iterator[tuple[Obj, Obj]]:
-    for o in objs:
-        t = _template(o)
-        if t is not None:
-            yield o, t
-
-
-def _selector(o: Obj) -> dict[str, Any] | None:
-    if o["kind"] == "CronJob":
-        sel: dict[str, Any] | None = o["spec"]["jobTemplate"]["spec"].get("selector")
-        return sel
-    sel = o["spec"].get("selector")
-    return sel
-
-
-def _containers(t: Obj) -> list[Obj]:
-    spec = t["spec"]
-    return [*spec.get("initContainers", []), *spec["containers"]]
-
-
-def _named(objs: list[Obj], kind: str) -> set[tuple[str, str]]:
-    """(namespace, name) of every rendered object of ``kind`` ('' for cluster-scoped)."""
-    return {
-        (o["metadata"].get("namespace", ""), o["metadata"]["name"])
-        for o in objs
-        if o["kind"] == kind
-    }
-
-
-def _fail(problems: list[str]) -> None:
-    if problems:
-        pytest.fail("\n".join(problems), pytrace=False)
 
 
 @pytest.fixture(params=ENVS)
@@ -99,26 +56,26 @@ def curvine_objs(request: pytest.FixtureRequest, rendered_envs: dict[str, list[O
 
 def selector_problems(objs: list[Obj]) -> list[str]:
     problems = []
-    for o, t in _templates(objs):
-        sel = _selector(o)
+    for o, t in pod_templates(objs):
+        sel = selector_of(o)
         if sel is None:
             if o["kind"] != "CronJob":
-                problems.append(f"{_id(o)}: has no selector")
+                problems.append(f"{obj_id(o)}: has no selector")
             continue
         if sel.get("matchExpressions"):
-            problems.append(f"{_id(o)}: matchExpressions are not checked here; use matchLabels")
+            problems.append(f"{obj_id(o)}: matchExpressions are not checked here; use matchLabels")
         want = sel.get("matchLabels", {})
         have = t.get("metadata", {}).get("labels", {})
         if not want or any(have.get(k) != v for k, v in want.items()):
             problems.append(
-                f"{_id(o)}: selector {want} does not match template labels {have} "
+                f"{obj_id(o)}: selector {want} does not match template labels {have} "
                 "(the API server refuses a workload whose selector does not select its template)"
             )
     return problems
 
 
 def test_every_workload_selector_matches_its_template(objs: list[Obj]) -> None:
-    _fail(selector_problems(objs))
+    fail_with(selector_problems(objs))
 
 
 def service_problems(objs: list[Obj]) -> list[str]:
@@ -127,31 +84,31 @@ def service_problems(objs: list[Obj]) -> list[str]:
         ns = svc["metadata"].get("namespace")
         sel = svc["spec"].get("selector", {})
         if not sel:
-            problems.append(f"{_id(svc)}: has no selector, so it selects no Pod")
+            problems.append(f"{obj_id(svc)}: has no selector, so it selects no Pod")
             continue
         selected = [
             t
-            for o, t in _templates(objs)
+            for o, t in pod_templates(objs)
             if o["metadata"].get("namespace") == ns
             and all(t.get("metadata", {}).get("labels", {}).get(k) == v for k, v in sel.items())
         ]
         if not selected:
-            problems.append(f"{_id(svc)}: selector {sel} selects no Pod template in {ns}")
+            problems.append(f"{obj_id(svc)}: selector {sel} selects no Pod template in {ns}")
             continue
-        ports = [p for t in selected for c in _containers(t) for p in c.get("ports", [])]
+        ports = [p for t in selected for c in containers_of(t) for p in c.get("ports", [])]
         for sp in svc["spec"]["ports"]:
             target = sp.get("targetPort", sp["port"])
             key = "name" if isinstance(target, str) else "containerPort"
             if not any(p.get(key) == target for p in ports):
                 problems.append(
-                    f"{_id(svc)}: targetPort {target!r} is not a container port of the Pods "
+                    f"{obj_id(svc)}: targetPort {target!r} is not a container port of the Pods "
                     "it selects"
                 )
     return problems
 
 
 def test_every_service_selects_a_pod_and_its_target_ports(objs: list[Obj]) -> None:
-    _fail(service_problems(objs))
+    fail_with(service_problems(objs))
 
 
 def test_statefulset_service_name_is_a_headless_service(objs: list[Obj]) -> None:
@@ -166,17 +123,17 @@ def test_statefulset_service_name_is_a_headless_service(objs: list[Obj]) -> None
         svc = services.get(key)
         if svc is None or svc["spec"].get("clusterIP") != "None":
             problems.append(
-                f"{_id(sts)}: serviceName {key[1]!r} does not name a headless Service "
+                f"{obj_id(sts)}: serviceName {key[1]!r} does not name a headless Service "
                 "(Pod DNS names would not resolve)"
             )
-    _fail(problems)
+    fail_with(problems)
 
 
 # --- references -------------------------------------------------------------------------------
 
 
 def _exists(objs: list[Obj], kind: str, ns: str, name: str) -> bool:
-    return (ns, name) in _named(objs, kind) or (kind, name) in PROVIDED_ELSEWHERE
+    return (ns, name) in named_objects(objs, kind) or (kind, name) in PROVIDED_ELSEWHERE
 
 
 def reference_problems(objs: list[Obj]) -> list[str]:
@@ -186,7 +143,7 @@ def reference_problems(objs: list[Obj]) -> list[str]:
         if not _exists(objs, kind, ns, name):
             where = f"{ns}/" if ns else ""
             problems.append(
-                f"{_id(o)}: {via} references {kind} {where}{name}, which is neither rendered "
+                f"{obj_id(o)}: {via} references {kind} {where}{name}, which is neither rendered "
                 "nor on PROVIDED_ELSEWHERE"
             )
 
@@ -194,7 +151,7 @@ def reference_problems(objs: list[Obj]) -> list[str]:
         ns = o["metadata"].get("namespace")
         if ns:
             need(o, "Namespace", "", ns, "metadata.namespace")
-    for o, t in _templates(objs):
+    for o, t in pod_templates(objs):
         ns = o["metadata"]["namespace"]
         spec = t["spec"]
         need(o, "ServiceAccount", ns, spec.get("serviceAccountName", "default"), "the Pod")
@@ -210,11 +167,11 @@ def reference_problems(objs: list[Obj]) -> list[str]:
             if "persistentVolumeClaim" in v:
                 claim = v["persistentVolumeClaim"]["claimName"]
                 need(o, "PersistentVolumeClaim", ns, claim, f"volume {v['name']}")
-        for c in _containers(t):
+        for c in containers_of(t):
             for m in c.get("volumeMounts", []):
                 if m["name"] not in volumes:
                     problems.append(
-                        f"{_id(o)}: container {c['name']} mounts volume {m['name']}, "
+                        f"{obj_id(o)}: container {c['name']} mounts volume {m['name']}, "
                         "which is neither a volume nor a volumeClaimTemplate"
                     )
             for e in c.get("env", []):
@@ -253,7 +210,7 @@ def reference_problems(objs: list[Obj]) -> list[str]:
 
 
 def test_every_reference_resolves(objs: list[Obj]) -> None:
-    _fail(reference_problems(objs))
+    fail_with(reference_problems(objs))
 
 
 # --- invariants -----------------------------------------------------------------------------------
@@ -285,25 +242,25 @@ def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
     ]
     assert mounted and claims
     for c in claims:
-        assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{_id(c)}: must be ReadWriteMany"
+        assert c["spec"]["accessModes"] == ["ReadWriteMany"], f"{obj_id(c)}: must be ReadWriteMany"
 
 
 def test_worker_data_is_the_nvme_host_path_where_the_toml_points(curvine_objs: list[Obj]) -> None:
     ds = _one(curvine_objs, "DaemonSet", "curvine-worker")
     spec = ds["spec"]["template"]["spec"]
     (vol,) = [v for v in spec["volumes"] if "hostPath" in v]
-    assert vol["hostPath"]["path"] == "/opt/dlami/nvme/curvine-data", _id(ds)
+    assert vol["hostPath"]["path"] == "/opt/dlami/nvme/curvine-data", obj_id(ds)
     (mount,) = [m for m in spec["containers"][0]["volumeMounts"] if m["name"] == vol["name"]]
     (data_dir,) = _toml(curvine_objs)["worker"]["data_dir"]
     assert data_dir.split("]", 1)[1] == mount["mountPath"], (
-        f"{_id(ds)}: data_dir {data_dir} is not where the NVMe is mounted ({mount['mountPath']})"
+        f"{obj_id(ds)}: data_dir {data_dir} is not where the NVMe is mounted ({mount['mountPath']})"
     )
 
 
 def test_master_claims_are_retained(curvine_objs: list[Obj]) -> None:
     sts = _one(curvine_objs, "StatefulSet", "curvine-master")
     policy = sts["spec"]["persistentVolumeClaimRetentionPolicy"]
-    assert policy == {"whenDeleted": "Retain", "whenScaled": "Retain"}, _id(sts)
+    assert policy == {"whenDeleted": "Retain", "whenScaled": "Retain"}, obj_id(sts)
 
 
 def test_ebs_storage_class_encrypts(objs: list[Obj]) -> None:
@@ -312,9 +269,9 @@ def test_ebs_storage_class_encrypts(objs: list[Obj]) -> None:
 
 def test_only_the_csi_node_plugin_is_privileged(curvine_objs: list[Obj]) -> None:
     privileged = {
-        f"{_id(o)}/{c['name']}"
-        for o, t in _templates(curvine_objs)
-        for c in _containers(t)
+        f"{obj_id(o)}/{c['name']}"
+        for o, t in pod_templates(curvine_objs)
+        for c in containers_of(t)
         if c.get("securityContext", {}).get("privileged")
     }
     assert privileged == {"DaemonSet curvine/curvine-csi-node/csi-plugin"}
@@ -336,8 +293,8 @@ def test_each_port_agrees_across_container_service_and_toml(curvine_objs: list[O
         assert client["port"] == toml["master"]["rpc_port"]
     ports = {
         (o["metadata"]["name"], p["name"]): p["containerPort"]
-        for o, t in _templates(curvine_objs)
-        for c in _containers(t)
+        for o, t in pod_templates(curvine_objs)
+        for c in containers_of(t)
         for p in c.get("ports", [])
     }
     problems = [
@@ -352,10 +309,12 @@ def test_each_port_agrees_across_container_service_and_toml(curvine_objs: list[O
     ):
         for sp in svc["spec"]["ports"]:
             if sp.get("targetPort", sp["port"]) != sp["port"]:
-                problems.append(f"{_id(svc)}: port {sp['port']} != targetPort {sp['targetPort']}")
+                problems.append(
+                    f"{obj_id(svc)}: port {sp['port']} != targetPort {sp['targetPort']}"
+                )
             if sp["port"] not in set(expected.values()):
-                problems.append(f"{_id(svc)}: port {sp['port']} is not a port of the TOML")
-    _fail(problems)
+                problems.append(f"{obj_id(svc)}: port {sp['port']} is not a port of the TOML")
+    fail_with(problems)
 
 
 # --- placement and hardening ----------------------------------------------------------------------
@@ -368,20 +327,20 @@ NEEDS_API = {"curvine-csi-controller", "curvine-csi-node"}
 def test_gpu_and_system_workloads_select_their_instance_group(
     objs: list[Obj], rendered_envs: dict[str, list[Obj]]
 ) -> None:
-    for o, t in _templates(objs):
+    for o, t in pod_templates(objs):
         name = o["metadata"]["name"]
         group = t["spec"].get("nodeSelector", {}).get(INSTANCE_GROUP_LABEL)
         if name in GPU:
-            assert group == "gpu", f"{_id(o)}: must run on the GPU instance group"
+            assert group == "gpu", f"{obj_id(o)}: must run on the GPU instance group"
         if name in SYSTEM:
-            assert group == "system", f"{_id(o)}: must stay off the GPU nodes (system group)"
-    assert {o["metadata"]["name"] for o, _ in _templates(objs)} <= GPU | SYSTEM
+            assert group == "system", f"{obj_id(o)}: must stay off the GPU nodes (system group)"
+    assert {o["metadata"]["name"] for o, _ in pod_templates(objs)} <= GPU | SYSTEM
 
 
 def test_unprivileged_containers_are_hardened(objs: list[Obj]) -> None:
     problems = []
-    for o, t in _templates(objs):
-        for c in _containers(t):
+    for o, t in pod_templates(objs):
+        for c in containers_of(t):
             sc = c.get("securityContext", {})
             if sc.get("privileged"):
                 continue
@@ -393,11 +352,11 @@ def test_unprivileged_containers_are_hardened(objs: list[Obj]) -> None:
                 == "RuntimeDefault",
                 "readOnlyRootFilesystem": sc.get("readOnlyRootFilesystem") is True,
             }
-            problems += [f"{_id(o)}/{c['name']}: lacks {k}" for k, ok in wants.items() if not ok]
+            problems += [f"{obj_id(o)}/{c['name']}: lacks {k}" for k, ok in wants.items() if not ok]
         token = t["spec"].get("automountServiceAccountToken")
         if o["metadata"]["name"] not in NEEDS_API and token is not False:
-            problems.append(f"{_id(o)}: does not call the API but mounts a token")
-    _fail(problems)
+            problems.append(f"{obj_id(o)}: does not call the API but mounts a token")
+    fail_with(problems)
 
 
 # --- every value resolved ----------------------------------------------------------------------

@@ -25,8 +25,8 @@ from k8s.l2_volume import FSX_DRIVER
 from k8s.render import render_config
 from tests.doubles.immutable import identity, refused_changes, update_refusals
 from tests.doubles.kyverno_eval import apply_policy
-from tests.k8s.conftest import DEPLOYED_FSX, fsx_config
-from tests.k8s.test_rehearsal_admission import OPERATOR_POD
+from tests.support.config import DEPLOYED_FSX, fsx_config
+from tests.support.objects import OPERATOR_POD
 
 Obj = dict[str, Any]
 REPLACED_FSX = FsxVolume(

@@ -14,7 +14,7 @@ from k8s.app import build_charts
 from k8s.render import CHART_FILE, KYVERNO_VALUES, LOCK_DIR, kubectl_steps, render, render_config
 from scripts.commands import dashboard
 from scripts.lib.errors import Exit
-from tests.k8s.conftest import env_config, env_fsx
+from tests.support.config import env_config, env_fsx
 
 
 @pytest.fixture(autouse=True)

@@ -11,12 +11,11 @@ import json
 from typing import Any
 
 import pytest
-import yaml
 
 from infra import versions
 from infra.config import parse_config
-from infra.config.loader import CONFIG_DIR
-from tests.synth_support import Synth, synth
+from tests.support.config import env_raw
+from tests.support.synth import Synth, synth
 
 ADDON_KEYS = {
     "vpc-cni": "vpc_cni",
@@ -27,7 +26,7 @@ ADDON_KEYS = {
 
 
 def dev_raw(minor: str) -> dict[str, Any]:
-    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw = env_raw()
     raw["eks"]["kubernetes_version"] = minor
     return raw
 

@@ -24,11 +24,10 @@ from infra.cdk_context import new_app
 from infra.config import parse_config
 from infra.constructs.addons.inference_operator import execution_role_name
 from stacks.addons_stack import AddonsStack
-from tests.synth_support import EXISTING_GROUPS
+from tests.support.config import EXISTING_GROUPS, existing_cluster
 
-OIDC_ARN = "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123"
-ISSUER = "oidc.eks.us-west-2.amazonaws.com/id/ABCDEF0123"
-HP_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"
+CLUSTER = existing_cluster()
+ISSUER = CLUSTER["oidc_provider_arn"].split(":oidc-provider/")[1]
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +35,7 @@ def resources() -> dict[str, dict[str, Any]]:
     config = parse_config(
         {
             "account": "111122223333",
-            "existing_cluster": {
-                "eks_cluster_name": "shared",
-                "hyperpod_cluster_name": "shared-hp",
-                "hyperpod_cluster_arn": HP_ARN,
-                "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl",
-                "oidc_provider_arn": OIDC_ARN,
-            },
+            "existing_cluster": CLUSTER,
             "hyperpod": EXISTING_GROUPS,
             "addons": {
                 "cert_manager": {"mode": "adopt"},
@@ -82,7 +75,7 @@ def test_create_on_existing_cluster_fails_rather_than_overwrites(resources: Any)
     s3 = addon(resources, "aws-mountpoint-s3-csi-driver")
     assert s3 is not None
     assert s3["Properties"]["ResolveConflicts"] == "NONE"
-    assert s3["Properties"]["ClusterName"] == "shared"
+    assert s3["Properties"]["ClusterName"] == CLUSTER["eks_cluster_name"]
     assert "DeletionPolicy" not in s3
 
 

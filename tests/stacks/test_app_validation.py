@@ -10,10 +10,11 @@ from aws_cdk import Stack
 from aws_cdk import aws_s3 as s3
 
 from infra.cdk_context import new_app
+from infra.config import load_config
 from infra.nag import enable_checks
 from infra.validation import templates_in
-from tests import background
-from tests.synth_support import Synth, dev_config, synth
+from tests.support import background
+from tests.support.synth import Synth, synth
 
 # Stateful resources: a changed logical ID makes CloudFormation replace (and lose) them.
 PINNED_LOGICAL_IDS = {
@@ -88,7 +89,7 @@ def test_cfn_lint_is_the_only_template_validator(dev: Synth) -> None:
 
 
 def test_synth_is_deterministic(dev: Synth, tmp_path: Path) -> None:
-    again = synth(dev_config(), tmp_path / "again")
+    again = synth(load_config("dev"), tmp_path / "again")
     for template in templates_in(dev.outdir):
         assert (again.outdir / template.name).read_text() == template.read_text(), template.name
 

@@ -18,7 +18,7 @@ from aws_cdk import App, Stack
 
 from infra.constructs.hyperpod import chart_values
 from tests.doubles.chart_fallbacks import Fallback, unavoided
-from tests.synth_support import FIXTURE_CHART, Synth
+from tests.support.synth import FIXTURE_CHART, Synth
 
 HMA_HELPERS = FIXTURE_CHART / "charts" / "health-monitoring-agent" / "templates" / "_helpers.tpl"
 

@@ -13,7 +13,7 @@ from infra.constructs.kubernetes_layer import L2_PROVIDERS, L2_VOLUME
 from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
 from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
 # against 32.7, 1.200): stacks holding stateful resources (network, eks, hyperpod) stay as they

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from scripts.lib.environment import stack_names
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 MODES = ("dev", "existing")
 

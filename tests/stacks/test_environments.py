@@ -15,8 +15,8 @@ from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 from infra.config import load_config
 from infra.validation import templates_in
 from k8s.render import render
-from tests import background
-from tests.synth_support import Synth, synth
+from tests.support import background
+from tests.support.synth import Synth, synth
 
 ENVIRONMENTS = ["test", "prod"]
 # Properties that give a resource a fixed physical name (a retained one would collide on

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 
 def statements(dev: Synth) -> dict[str, dict[str, Any]]:

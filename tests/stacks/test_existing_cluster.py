@@ -12,16 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.synth_support import (
+from tests.support.config import (
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_OPERATOR_CONFIGURATION,
     QUICK_INSTALL_PRIVATE,
     QUICK_INSTALL_S3_ROLE,
-    Synth,
     all_skip_config,
     quick_install_private_config,
-    synth,
 )
+from tests.support.synth import Synth, synth
 
 HANDLER_DESCRIPTION = "onEvent handler for EKS kubectl resource provider"
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
-from infra.config import parse_config
+from infra.config import load_config, parse_config
 from infra.deps import NEEDS_METADATA
-from tests.synth_support import Synth, dev_config, synth
+from tests.support.synth import Synth, synth
 
 
 def only(resources: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -341,7 +341,9 @@ def test_lifecycle_script_keeps_nvme_for_curvine(repo_root: Any) -> None:
 
 def test_missing_chart_warns_and_is_left_out(tmp_path_factory: pytest.TempPathFactory) -> None:
     result = synth(
-        dev_config(), tmp_path_factory.mktemp("nochart"), chart_dir=tmp_path_factory.mktemp("empty")
+        load_config("dev"),
+        tmp_path_factory.mktemp("nochart"),
+        chart_dir=tmp_path_factory.mktemp("empty"),
     )
     resources = result.template_json("hyperpod")["Resources"]
     assert not [v for v in resources.values() if v["Type"] == "Custom::AWSCDK-EKS-HelmChart"]

@@ -13,9 +13,9 @@ import pytest
 from infra.config import parse_config
 from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT
 from infra.validation import templates_in
-from tests import background
-from tests.k8s.conftest import FSX_KVCACHE
-from tests.synth_support import EXISTING_GROUPS, Synth, _dev_raw, synth
+from tests.support import background
+from tests.support.config import EXISTING_GROUPS, env_raw, existing_cluster, fsx_config
+from tests.support.synth import Synth, synth
 
 EXISTING_FSX = {
     "hyperpod_subnet_id": "subnet-0aaaa1111bbbb2222",
@@ -26,29 +26,19 @@ EXISTING_FSX = {
 
 @pytest.fixture(scope="session")
 def created(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    raw = _dev_raw()
-    raw["kvcache"] = {**raw["kvcache"], **FSX_KVCACHE}
-    config = parse_config(raw, "config/dev.yaml (fsx variant)", "dev")
-    result = synth(config, tmp_path_factory.mktemp("fsx-created"))
+    result = synth(fsx_config(), tmp_path_factory.mktemp("fsx-created"))
     background.lint_soon(result.outdir, result.config.region)
     return result
 
 
 @pytest.fixture(scope="session")
 def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    raw = _dev_raw()
+    raw = env_raw()
     raw["retain_stateful_resources"] = True
     raw["hyperpod"] = EXISTING_GROUPS
     raw["kvcache"] = {**raw["kvcache"], "l2_backend": "fsx_lustre",
                       "l2_backend_switch_confirmed": True, "fsx": EXISTING_FSX}  # fmt: skip
-    raw["existing_cluster"] = {
-        "eks_cluster_name": "team-eks",
-        "hyperpod_cluster_name": "team-hyperpod",
-        "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-        "kubectl_role_arn": "arn:aws:iam::111122223333:role/team-kubectl",
-        "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
-        "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
-    }
+    raw["existing_cluster"] = existing_cluster()
     config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
     result = synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
     background.lint_soon(result.outdir, result.config.region)

@@ -15,7 +15,7 @@ from aws_cdk import aws_eks_v2 as eks
 from infra.config.addons import FsxCsiConfig
 from infra.constructs.addons.storage_addons import FsxCsiDriverAddon
 from infra.nag import enable_checks, managed_policy_finding, wildcard_finding
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 GATED_POLICY = "AmazonSageMakerHyperPodGatedModelAccess"
 

@@ -18,8 +18,9 @@ from infra.config.model import topic_name
 from infra.constructs.observability import Observability
 from infra.dashboards import alert_rules_yaml
 from k8s.observability import scrape_config
-from tests.promtool import check_rules, needs_promtool
-from tests.synth_support import Synth, existing_cluster_config
+from tests.support.config import existing_cluster_config
+from tests.support.promtool import check_rules, needs_promtool
+from tests.support.synth import Synth
 
 SUFFIX = "observability"
 
@@ -116,7 +117,10 @@ def test_a_customer_managed_workspace_is_encrypted_with_the_stacks_key() -> None
     raw["observability"]["workspace_encryption"] = "customer_managed"
     config = parse_config(raw, "config/dev.yaml (customer managed workspace)", "dev")
     stack = Stack(new_app(), "Obs", env=Environment(account=config.account, region=config.region))
-    cluster_arn = "arn:aws:eks:us-west-2:111122223333:cluster/team-eks"
+    assert config.existing_cluster is not None
+    cluster_arn = (
+        f"arn:aws:eks:us-west-2:111122223333:cluster/{config.existing_cluster.eks_cluster_name}"
+    )
     Observability(
         stack, "Observability", config=config, cluster_arn=cluster_arn, subnet_ids=[],
         security_group_ids=[],

@@ -28,27 +28,15 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     stamped,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube, Provisioner
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
-    CRD,
-    NS,
-    SC,
-    FakeTime,
-    ns,
-    sc,
-)
-from tests.synth_support import (
-    QUICK_INSTALL_CLUSTER,
-    QUICK_INSTALL_PRIVATE,
-    Synth,
-    _dev_raw,
-    synth,
-)
+from tests.support.config import QUICK_INSTALL_CLUSTER, QUICK_INSTALL_PRIVATE, env_raw
+from tests.support.owned_manifest import CRD, NS, SC, FakeTime, ns, sc
+from tests.support.synth import Synth, synth
 
 KUBECTL_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 
 
 def reuse_raw() -> dict[str, Any]:
-    raw = _dev_raw()
+    raw = env_raw()
     raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
     raw["addons"] = {k: {"mode": "skip"} for k in
                      ("cert_manager", "s3_csi", "fsx_csi", "metrics_server",

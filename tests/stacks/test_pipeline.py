@@ -8,17 +8,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from aws_cdk import Environment
 
 from infra.cdk_context import new_app
 from infra.config import load_config, parse_config
-from infra.config.loader import CONFIG_DIR
 from infra.constructs.pipeline import ENVIRONMENT_STACKS
 from infra.nag import enable_checks
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
 from stacks.pipeline_stack import PipelineStack
+from tests.support.config import env_raw
 
 CONNECTION = (
     "arn:aws:codeconnections:us-west-2:111122223333:connection/12345678-1234-1234-1234-123456789012"
@@ -26,7 +25,7 @@ CONNECTION = (
 
 
 def prod_with_pipeline(**pipeline: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "prod.yaml").read_text())
+    raw = env_raw("prod")
     raw["pipeline"] = {
         "enabled": True,
         "connection_arn": CONNECTION,

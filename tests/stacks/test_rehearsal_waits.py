@@ -18,7 +18,7 @@ import pytest
 from aws_cdk import CfnElement
 
 from infra.custom_resources.node_gate.construct import RESOURCE_TYPE as GATE_TYPE
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"

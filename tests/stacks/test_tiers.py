@@ -14,9 +14,9 @@ import pytest
 from infra.config import parse_config
 from infra.validation import templates_in
 from tests import background
-from tests.k8s.conftest import TIERS_ENDPOINTS, tiers_config
 from tests.stacks.test_deploy_layout import TIERED, logical_id, needs_of
-from tests.synth_support import Synth, _dev_raw, synth
+from tests.support.config import TIERS_ENDPOINTS, env_raw, tiers_config
+from tests.support.synth import Synth, synth
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -32,7 +32,7 @@ def tiers(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def unshared(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """dev with an endpoint on tieredstorage and one without L2: no Curvine, FSx or Kyverno."""
-    raw = _dev_raw()
+    raw = env_raw()
     (base,) = raw["kvcache"]["endpoints"]
     raw["kvcache"]["endpoints"] = [
         {**base, "replicas": 1, "l2_backend": "tieredstorage"},

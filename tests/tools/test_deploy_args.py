@@ -11,19 +11,8 @@ import pytest
 import yaml
 
 from infra.config import parse_config
+from tests.support.config import EXISTING_GROUPS, QUICK_INSTALL_CLUSTER
 from tools.deploy_args import IMPORT_EXISTING, deploy_args, main
-
-QUICK_INSTALL_CLUSTER = {
-    "eks_cluster_name": "hyperpod-cluster-eks",
-    "hyperpod_cluster_name": "hyperpod-cluster",
-    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/qi0123456789",
-    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
-    "amazonaws.com/id/QI",
-}
-QUICK_INSTALL_GROUPS = {
-    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
-    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
-}
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,7 +22,7 @@ def _raw(addons: dict[str, object]) -> dict[str, object]:
         "environment": "qi",
         "account": "111122223333",
         "existing_cluster": dict(QUICK_INSTALL_CLUSTER),
-        "hyperpod": QUICK_INSTALL_GROUPS,
+        "hyperpod": EXISTING_GROUPS,
         "addons": addons,
     }
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import background
+from tests.support import background
 from tools.validate_templates import main, shares
 
 BUCKET = {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": "kvcache-logs-111122223333"}}
@@ -55,7 +55,7 @@ def test_each_template_is_linted_once_in_groups_of_about_equal_size(tmp_path: Pa
 
 
 def test_the_suites_background_lint_reports_each_templates_own_errors(tmp_path: Path) -> None:
-    """tests/background.py lints a whole assembly in one run; each template gets its errors."""
+    """The suite's background lint runs once over an assembly; each template gets its errors."""
     misspelt = {"Type": "AWS::S3::Bucket", "Properties": {"BucketNme": "kvcache-logs"}}
     write_assembly(tmp_path, {"good": {"Logs": BUCKET}, "bad": {"Logs": misspelt}})
     assert background.lint_errors(tmp_path / "good.template.json", "us-west-2") == []

@@ -11,20 +11,7 @@ from typing import Any
 import pytest
 
 from infra.config import ConfigError, parse_config
-
-EXISTING = {
-    "eks_cluster_name": "shared",
-    "hyperpod_cluster_name": "shared-hp",
-    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345",
-    "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl",
-    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
-    "amazonaws.com/id/ABCDEF",
-}
-# Existing-cluster mode needs the groups written out (infra/config/rules.py).
-EXISTING_GROUPS = {
-    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
-    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
-}
+from tests.support.config import EXISTING_GROUPS, existing_cluster
 
 
 def parse(addons: dict[str, Any], **extra: Any) -> Any:
@@ -71,7 +58,7 @@ def test_adopt_needs_an_existing_cluster() -> None:
 def test_adopt_and_skip_on_an_existing_cluster() -> None:
     cfg = parse(
         {"cert_manager": {"mode": "adopt"}, "metrics_server": {"mode": "skip"}},
-        existing_cluster=EXISTING,
+        existing_cluster=existing_cluster(),
         hyperpod=EXISTING_GROUPS,
     )
     assert cfg.addons.cert_manager.managed

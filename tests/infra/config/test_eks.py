@@ -7,18 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from infra import versions
 from infra.config import AppConfig, parse_config
 from infra.config import eks as eks_config
 from infra.config.eks import EksAddonVersions
 from infra.config.errors import ConfigError
-from infra.config.loader import CONFIG_DIR
+from tests.support.config import env_raw
 
 
 def dev_raw(minor: str, **addons: str) -> dict[str, Any]:
-    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw = env_raw()
     raw["eks"]["kubernetes_version"] = minor
     if addons:
         raw["eks"]["addons"] = addons

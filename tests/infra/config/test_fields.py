@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from infra.config import ConfigError, parse_config
 from infra.config.fields import image_is_pinned
 from infra.config.fsx import FsxLustreConfig
-from tests.infra.config.builders import SOURCE, refusal, with_overrides
+from tests.support.config import SOURCE, refusal, with_overrides
 
 ADDON_LATEST = (
     "allowed: a pinned EKS add-on version like v1.18.2-eksbuild.2 (never latest); fix: run "

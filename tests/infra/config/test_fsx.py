@@ -9,21 +9,11 @@ import pytest
 
 from infra.config import ConfigError, parse_config
 from infra.config.locks import lock_of
+from tests.support.config import EXISTING_GROUPS, existing_cluster
 
 # parse_config checks a lock only when given one: the lock tests pass theirs.
 BASE: dict[str, Any] = {"account": "111122223333", "environment": "dev"}
 FSX: dict[str, Any] = {"l2_backend": "fsx_lustre"}
-EXISTING = {
-    "eks_cluster_name": "team-eks",
-    "hyperpod_cluster_name": "team-hyperpod",
-    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
-    "amazonaws.com/id/EXAMPLE",
-}
-GROUPS = {
-    "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
-    "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
-}
 PLACEMENT = {
     "hyperpod_subnet_id": "subnet-0aaaa1111bbbb2222",
     "vpc_id": "vpc-0aaaa1111bbbb2222",
@@ -83,11 +73,11 @@ def test_bucket_is_a_bare_name() -> None:
 
 
 def test_existing_cluster_needs_the_placement_ids() -> None:
-    text = _fail(FSX, existing_cluster=EXISTING, hyperpod=GROUPS)
+    text = _fail(FSX, existing_cluster=existing_cluster(), hyperpod=EXISTING_GROUPS)
     assert "kvcache.fsx.hyperpod_subnet_id = (missing)" in text and "describe-cluster" in text
     cfg = parse_config(
-        {**BASE, "kvcache": {**FSX, "fsx": PLACEMENT}, "existing_cluster": EXISTING,
-         "hyperpod": GROUPS}, "x",
+        {**BASE, "kvcache": {**FSX, "fsx": PLACEMENT}, "existing_cluster": existing_cluster(),
+         "hyperpod": EXISTING_GROUPS}, "x",
     )  # fmt: skip
     assert cfg.kvcache.fsx.hyperpod_subnet_id == PLACEMENT["hyperpod_subnet_id"]
 

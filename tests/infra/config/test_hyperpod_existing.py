@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from infra.config import ConfigError, parse_config
-from tests.synth_support import (
+from tests.support.config import (
     EXISTING_GROUPS,
     QUICK_INSTALL_CLUSTER,
     QUICK_INSTALL_PRIVATE,
     QUICK_INSTALL_S3_ROLE,
-    _dev_raw,
+    env_raw,
 )
 
 SOURCE = "config/dev.yaml"
@@ -31,7 +31,7 @@ def _parse(raw: dict[str, Any]) -> str | None:
 def _existing(groups: dict[str, Any] = EXISTING_GROUPS, **cluster: Any) -> dict[str, Any]:
     """dev on a Quick Install cluster with a private endpoint; ``groups`` replaces both
     instance groups of dev.yaml."""
-    raw = _dev_raw()
+    raw = env_raw()
     raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE, **cluster}
     hyperpod = {k: v for k, v in raw["hyperpod"].items()
                 if k not in ("gpu_group", "system_group")}  # fmt: skip

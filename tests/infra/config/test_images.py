@@ -9,7 +9,7 @@ import json
 import pytest
 
 from infra.config.kvcache import EndpointConfig
-from tests.infra.config.builders import SOURCE, refusal
+from tests.support.config import SOURCE, refusal
 
 OLD = "lmcache/vllm-openai:v0.3.9"
 FIELD = "kvcache.endpoints.0.image"

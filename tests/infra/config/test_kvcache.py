@@ -9,7 +9,7 @@ import pytest
 
 from infra.config import ConfigError, RuleViolation, parse_config
 from infra.config.locks import check_lock, lock_of
-from tests.infra.config.builders import with_overrides
+from tests.support.config import with_overrides
 
 # parse_config checks a lock only when given one: the lock test passes its own.
 BASE: dict[str, Any] = {"account": "111122223333", "environment": "dev"}

@@ -17,7 +17,7 @@ import yaml
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR, _yaml_error
 from infra.config.model import topic_name
-from tests.infra.config.builders import BASE, SOURCE, with_overrides
+from tests.support.config import BASE, SOURCE, with_overrides
 
 # --- environments --------------------------------------------------------------------------------
 

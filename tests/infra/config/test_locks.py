@@ -16,7 +16,7 @@ import yaml
 
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.locks import lock_of
-from tests.infra.config.builders import BASE, SOURCE, refusal, with_overrides
+from tests.support.config import BASE, SOURCE, refusal, with_overrides
 
 ENDPOINT = "inference/qwen3-8b"  # the endpoint of config/dev.yaml
 FSX = {"kvcache.l2_backend": "fsx_lustre"}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from infra.config import parse_config
-from tests.infra.config.builders import SOURCE, refusal, with_overrides
+from tests.support.config import SOURCE, refusal, with_overrides
 
 FIELD = "kvcache.endpoints.0.memory_gib"
 

@@ -9,6 +9,7 @@ import yaml
 
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
+from tests.support.config import existing_cluster
 
 
 def _dev(**observability: Any) -> dict[str, Any]:
@@ -40,12 +41,7 @@ def test_invalid_values_fail_with_one_line(values: dict[str, Any], field: str) -
     assert "\n" not in text and f"observability.{field}" in text
 
 
-EXISTING = {
-    "eks_cluster_name": "team-eks", "hyperpod_cluster_name": "team-hyperpod",
-    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-    "kubectl_role_arn": "arn:aws:iam::111122223333:role/k",
-    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/x",
-}  # fmt: skip
+EXISTING = existing_cluster()
 SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
 
 

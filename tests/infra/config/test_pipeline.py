@@ -9,7 +9,7 @@ import yaml
 
 from infra.config import ConfigError, parse_config
 from infra.config.loader import CONFIG_DIR
-from tests.infra.config.builders import SOURCE, refusal
+from tests.support.config import SOURCE, refusal
 
 CONNECTION = (
     "arn:aws:codeconnections:us-west-2:111122223333:connection/0f3d8e2a-5b6c-4d7e-8f90-a1b2c3d4e5f6"

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from infra.config import AppConfig
 from infra.config.network import az_id_prefix
 from infra.instances import GPU_INSTANCES
-from tests.infra.config.builders import BASE, SOURCE, refusal
+from tests.support.config import BASE, SOURCE, refusal
 
 # Fields whose bound another rule also constrains: the partner is moved out of the way.
 COMPANIONS: dict[str, dict[str, Any]] = {

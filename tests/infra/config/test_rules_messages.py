@@ -15,7 +15,7 @@ import pytest
 from infra.config import parse_config
 from infra.instances import GPU_INSTANCES
 from k8s.policy import l2_url
-from tests.infra.config.builders import BASE, SOURCE, refusal, with_overrides
+from tests.support.config import BASE, SOURCE, existing_cluster, refusal, with_overrides
 
 # --- where L2 is mounted in the vLLM container ---------------------------------------------------
 
@@ -51,13 +51,7 @@ PLACEMENT = {
     "vpc_id": "vpc-0aaaa1111bbbb2222",
     "client_security_group_id": "sg-0eeee5555ffff6666",
 }
-EXISTING_CLUSTER = {
-    "eks_cluster_name": "team-eks",
-    "hyperpod_cluster_name": "team-hyperpod",
-    "hyperpod_cluster_arn": "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
-    "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
-    "amazonaws.com/id/EXAMPLE",
-}
+EXISTING_CLUSTER = existing_cluster()
 
 
 @pytest.mark.parametrize("key", list(PLACEMENT))

@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from scripts.cli import app
-from tests.scripts.conftest import FIXTURES
+from tests.support.endpoint_objects import FIXTURES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

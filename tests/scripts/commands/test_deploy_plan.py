@@ -13,7 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from scripts.cli import app
-from tests.scripts.lib.test_deploy_plan import _write
+from tests.support.assembly import write_assembly
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -21,7 +21,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def _assembly(tmp_path: Path) -> Path:
     topic = {"Type": "AWS::SNS::Topic"}
     stacks = {"base": ([], {"A": topic}), "top": (["base"], {"B": topic})}
-    return _write(tmp_path / "cdk.out", stacks)
+    return write_assembly(tmp_path / "cdk.out", stacks)
 
 
 def test_it_prints_deploy_and_destroy_times_and_draws_the_chart(tmp_path: Path) -> None:

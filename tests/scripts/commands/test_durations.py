@@ -22,7 +22,7 @@ from scripts import cli
 from scripts.lib import runtime
 from scripts.lib.clients import Clients
 from scripts.lib.environment import stack_names
-from tests.scripts.conftest import make_cfg
+from tests.support.config import make_cfg
 
 CFG = make_cfg(environment="test")
 STACKS = stack_names(CFG)  # teardown order, the order durations reads them in

@@ -17,10 +17,8 @@ from scripts import cli
 from scripts.lib import runtime
 from scripts.lib.patch import compute_patch
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import (
-    recorded_cfg,
-)
-from tests.scripts.lib.patch_support import CFG, SETTINGS, _no_aws, _seed
+from tests.support.endpoint_objects import recorded_cfg
+from tests.support.patch import CFG, SETTINGS, _no_aws, _seed
 
 
 def test_dry_run_cli_prints_ops_and_changes_nothing(

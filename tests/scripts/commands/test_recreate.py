@@ -1,7 +1,7 @@
 """`hpkv recreate`: teardown, then the deploy, then verify, each phase reported with its time; a
 failed phase ends it.
 
-Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+Doubles: moto and FakeKube, as in ``World`` (tests/support/teardown_world.py); where a test
 needs more it says so. The deploy runner is replaced (``runtime.DEPLOY``)."""
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ from scripts.lib import runtime
 from scripts.lib.environment import stack_names
 from scripts.lib.progress import Reporter, fmt_duration
 from scripts.lib.teardown.plan import plan_teardown
-from tests.scripts.lib.progress_support import FakeClock
-from tests.scripts.lib.teardown.world import (
-    FAST,
-    World,
-)
+from tests.support.progress import FakeClock
+from tests.support.teardown_world import FAST, World
 
 
 def test_recreate_runs_teardown_then_deploy(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,7 +16,7 @@ from scripts.cli import app
 from scripts.commands import report
 from scripts.lib.errors import Exit
 from tests.doubles.fake_prometheus import FakePrometheus
-from tests.scripts.conftest import FIXTURES
+from tests.support.endpoint_objects import FIXTURES
 
 SAMPLES = FIXTURES / "observability_samples.json"
 

@@ -15,8 +15,8 @@ from scripts.lib import runtime
 from scripts.lib.sizing import (
     GIB,
 )
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.sizing_support import QWEN2_7B_CONFIG
+from tests.support.config import make_cfg
+from tests.support.sizing import QWEN2_7B_CONFIG
 
 runner = CliRunner()
 

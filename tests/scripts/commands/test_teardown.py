@@ -1,7 +1,7 @@
 """`hpkv teardown`: the dry run as one JSON object, and a production environment refused without
 --allow-prod.
 
-Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+Doubles: moto and FakeKube, as in ``World`` (tests/support/teardown_world.py); where a test
 needs more it says so."""
 
 from __future__ import annotations
@@ -14,11 +14,8 @@ from typer.testing import CliRunner
 from scripts import cli
 from scripts.lib import runtime
 from scripts.lib.environment import stack_names
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.teardown.world import (
-    ENV,
-    World,
-)
+from tests.support.config import make_cfg
+from tests.support.teardown_world import ENV, World
 
 
 def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,7 @@ waiting for the nodes and the rollout first.
 
 Doubles: botocore's Stubber for SageMaker DescribeCluster and the EKS add-ons, FakeKube for the
 cluster, two local OpenAI-compatible servers (FakeVllm) for the cross-Pod test
-(tests/scripts/lib/verify/support.py)."""
+(tests/support/verify.py)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,8 @@ from typer.testing import CliRunner
 from scripts import cli
 from scripts.lib import runtime
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import (
-    DEPLOYMENTS,
-)
-from tests.scripts.lib.verify.support import (
+from tests.support.endpoint_objects import DEPLOYMENTS
+from tests.support.verify import (
     CFG,
     ENABLED,
     _clients,

@@ -3,7 +3,7 @@ one JSON object.
 
 Doubles: botocore's Stubber for SageMaker DescribeCluster and the EKS add-ons, FakeKube for the
 cluster, two local OpenAI-compatible servers (FakeVllm) for the cross-Pod test
-(tests/scripts/lib/verify/support.py)."""
+(tests/support/verify.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,7 @@ from typer.testing import CliRunner
 from scripts import cli
 from scripts.lib import runtime
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.lib.verify.support import (
-    CFG,
-    ENABLED,
-    _clients,
-    _cluster,
-    _fake_progress,
-    _stubbed_aws,
-)
+from tests.support.verify import CFG, ENABLED, _clients, _cluster, _fake_progress, _stubbed_aws
 
 
 def test_wait_tiered_storage_follows_describe_cluster(

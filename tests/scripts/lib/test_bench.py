@@ -22,7 +22,7 @@ from scripts.lib.bench import (
     write_results,
 )
 from tests.doubles.fake_vllm import FakeVllm
-from tests.scripts.lib.bench_support import COLD_S, WARM_S, _server_interval_ms
+from tests.support.bench import COLD_S, WARM_S, server_interval_ms
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -42,9 +42,9 @@ def test_sweep_turns_concurrency_and_files(tmp_path: Path) -> None:
     # Cold requests went to the cold server and warm ones, byte-identical, to the warm server.
     assert cold_prompts == warm_prompts and len(set(cold_prompts)) == 6
     for row, timing in zip(result.sweep, cold_timings, strict=True):
-        assert row.cold_ttft_ms >= _server_interval_ms(timing, "first_token_sent")
+        assert row.cold_ttft_ms >= server_interval_ms(timing, "first_token_sent")
     for row, timing in zip(result.sweep, warm_timings, strict=True):
-        assert row.warm_ttft_ms >= _server_interval_ms(timing, "first_token_sent")
+        assert row.warm_ttft_ms >= server_interval_ms(timing, "first_token_sent")
     # The summary is the median over the three repeats of each length.
     for n in ("500", "1000"):
         rows = [r for r in result.sweep if r.prompt_words == int(n)]

@@ -25,7 +25,8 @@ from scripts.lib.deploy_plan import (
     measured_rows,
     report,
 )
-from tests.synth_support import Synth
+from tests.support.assembly import write_assembly
+from tests.support.synth import Synth
 
 DURATIONS_TABLE = Durations.load()
 DURATIONS = Durations(
@@ -34,22 +35,6 @@ DURATIONS = Durations(
     types={"Slow": {"create": 10.0, "delete": 4.0}},
     overrides=[{"type": "Slow", "property": "Name", "equals": "slower", "create": 20, "delete": 5}],
 )
-
-
-def _write(outdir: Path, stacks: dict[str, tuple[list[str], dict[str, Any]]]) -> Path:
-    """stacks: name -> (stack dependencies, template Resources)."""
-    outdir.mkdir(parents=True, exist_ok=True)
-    artifacts: dict[str, Any] = {}
-    for name, (deps, resources) in stacks.items():
-        (outdir / f"{name}.template.json").write_text(json.dumps({"Resources": resources}))
-        artifacts[name] = {
-            "type": "aws:cloudformation:stack",
-            "dependencies": [*deps, f"{name}.assets"],
-            "properties": {"templateFile": f"{name}.template.json"},
-        }
-        artifacts[f"{name}.assets"] = {"type": "cdk:asset-manifest"}
-    (outdir / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
-    return outdir
 
 
 @pytest.fixture
@@ -64,7 +49,7 @@ def two_stacks(tmp_path: Path) -> Path:
         "T": {"Type": "Fast", "Properties": {"X": {"Fn::ImportValue": "base:A"}}},
         "U": {"Type": "Fast", "DependsOn": "T"},
     }
-    out = _write(tmp_path / "out", {"base": ([], base), "top": (["base"], top)})
+    out = write_assembly(tmp_path / "out", {"base": ([], base), "top": (["base"], top)})
     template = json.loads((out / "base.template.json").read_text())
     template["Outputs"] = {"A": {"Value": {"Ref": "A"}, "Export": {"Name": "base:A"}}}
     (out / "base.template.json").write_text(json.dumps(template))
@@ -105,13 +90,15 @@ def test_deletion_runs_the_graph_backwards(two_stacks: Path) -> None:
 
 
 def test_overrides_pick_one_resource_of_a_type(tmp_path: Path) -> None:
-    out = _write(tmp_path, {"s": ([], {"X": {"Type": "Slow", "Properties": {"Name": "slower"}}})})
+    out = write_assembly(
+        tmp_path, {"s": ([], {"X": {"Type": "Slow", "Properties": {"Name": "slower"}}})}
+    )
     assert as_deployed(load_assembly(out), DURATIONS).minutes == 21.0
 
 
 def test_a_cycle_is_reported_by_name(tmp_path: Path) -> None:
     cyclic = {"A": {"Type": "Fast", "DependsOn": "B"}, "B": {"Type": "Fast", "DependsOn": "A"}}
-    out = _write(tmp_path, {"s": ([], cyclic)})
+    out = write_assembly(tmp_path, {"s": ([], cyclic)})
     with pytest.raises(ValueError, match="dependency cycle through s/"):
         floor(load_assembly(out), DURATIONS)
 

@@ -9,10 +9,8 @@ import pytest
 
 from infra.stack_layout import STACK_DEPENDENCIES
 from scripts.lib.environment import NETWORK_SUFFIX, is_prod, network_stack, stack_names
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.teardown.world import (
-    env_cfg,
-)
+from tests.support.config import make_cfg
+from tests.support.teardown_world import env_cfg
 
 
 @pytest.mark.parametrize(

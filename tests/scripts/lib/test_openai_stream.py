@@ -15,7 +15,7 @@ import json
 from scripts.lib.openai_stream import read_events, stream_completion
 from scripts.lib.prompts import make_prompt
 from tests.doubles.fake_vllm import FakeVllm
-from tests.scripts.lib.bench_support import COLD_S, _server_interval_ms
+from tests.support.bench import COLD_S, server_interval_ms
 
 
 def test_ttft_spans_the_servers_prefill() -> None:
@@ -29,10 +29,10 @@ def test_ttft_spans_the_servers_prefill() -> None:
         timings = server.timings
     assert len(timings) == len(results)
     for result, timing in zip(results, timings, strict=True):
-        prefill_ms = _server_interval_ms(timing, "first_token_sent")
+        prefill_ms = server_interval_ms(timing, "first_token_sent")
         assert prefill_ms >= COLD_S * 1000  # the server honoured the injected delay
         assert result.ttft_ms >= prefill_ms, (result, timing)
-        assert result.total_ms >= _server_interval_ms(timing, "last_token_sent"), (result, timing)
+        assert result.total_ms >= server_interval_ms(timing, "last_token_sent"), (result, timing)
         assert result.ttft_ms <= result.total_ms
 
 

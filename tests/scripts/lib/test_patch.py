@@ -16,12 +16,9 @@ from scripts.lib.errors import OperationError
 from scripts.lib.patch import compute_patch, run_patch
 from tests.doubles.fake_kube import FakeKube, json_patch
 from tests.doubles.kyverno_eval import apply_policy
-from tests.scripts.conftest import (
-    DEPLOYMENTS,
-    OPERATOR,
-)
-from tests.scripts.lib.patch_support import CFG, REF, SETTINGS, _seed
-from tests.scripts.lib.progress_support import FakeClock, plain
+from tests.support.endpoint_objects import DEPLOYMENTS, OPERATOR
+from tests.support.patch import CFG, REF, SETTINGS, _seed
+from tests.support.progress import FakeClock, plain
 
 URL = "fs://localhost:0/mnt/curvine/l2cache/"
 MOUNT = {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "vllm-kvcache"}

@@ -12,7 +12,7 @@ import pytest
 
 from scripts.lib.errors import OperationError
 from scripts.lib.progress import CI_VARIABLES, Reporter, Steps, fmt_duration, wait_for
-from tests.scripts.lib.progress_support import FakeClock, plain
+from tests.support.progress import FakeClock, plain
 
 
 def states(*items: tuple[bool, str]) -> Any:

@@ -18,7 +18,7 @@ from scripts.lib.sizing import (
     load_model_config,
     size_model,
 )
-from tests.scripts.lib.sizing_support import QWEN2_7B_CONFIG, SMALL
+from tests.support.sizing import QWEN2_7B_CONFIG, SMALL
 
 
 def test_qwen2_7b_matches_the_seed() -> None:

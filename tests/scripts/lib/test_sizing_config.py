@@ -17,7 +17,7 @@ from scripts.lib.sizing import (
     kv_bytes_per_token,
     load_model_config,
 )
-from tests.scripts.lib.sizing_support import SMALL
+from tests.support.sizing import SMALL
 
 HF = "pass a Hugging Face config.json"
 MAX = "expected a whole number from 0 to 10,000,000"

@@ -7,7 +7,7 @@ from typing import Any
 
 from infra.custom_resources.node_gate.construct import RESOURCE_TYPE
 from infra.deps import NEEDS_METADATA
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster11759092"
 

@@ -38,7 +38,7 @@ from infra.custom_resources.tiered_storage.construct import (
     bundle,
 )
 from infra.nag import enable_checks
-from tests.synth_support import Synth as SynthResult
+from tests.support.synth import Synth as SynthResult
 
 EXISTING_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"
 ENV = cdk.Environment(account="111122223333", region="us-west-2")

@@ -16,7 +16,7 @@ import json
 import boto3
 import yaml
 
-from tests.scripts.lib.preflight.existing_support import (
+from tests.support.preflight_existing import (
     OPERATOR_CONFIG,
     REGION,
     S3_ROLE,

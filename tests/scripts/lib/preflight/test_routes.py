@@ -19,7 +19,7 @@ from infra.config import AppConfig
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
 from scripts.lib.preflight.routes import check_kubectl_routes
-from tests.scripts.lib.preflight.existing_support import (
+from tests.support.preflight_existing import (
     ACCOUNT,
     REGION,
     _addons,

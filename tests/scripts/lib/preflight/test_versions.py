@@ -5,7 +5,7 @@ Doubles: moto for STS and EC2 instance-type offerings (by AZ id); botocore's Stu
 Quotas (moto 5.2 has no ListServiceQuotas) and for EKS DescribeCluster, DescribeClusterVersions
 and DescribeAddonVersions (moto 5.2.5 implements neither version API: it answers 404 "Not yet
 implemented", pinned by the moto tests); a fake tool runner for kubectl/helm/node
-(tests/scripts/lib/preflight/support.py)."""
+(tests/support/preflight.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from scripts.lib.preflight.versions import (
     check_kubernetes_minor,
     check_tools,
 )
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.preflight.support import (
+from tests.support.config import make_cfg
+from tests.support.preflight import (
     ADDON,
     MOTO_ACCOUNT,
     REGION,

@@ -1,7 +1,7 @@
 """A whole teardown: only this environment and exactly its plan is deleted, in order (Kubernetes
 objects, stacks wave by wave, leftovers), a re-run after a failure, and the waits it reports.
 
-Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+Doubles: moto and FakeKube, as in ``World`` (tests/support/teardown_world.py); where a test
 needs more it says so."""
 
 from __future__ import annotations
@@ -19,15 +19,9 @@ from scripts.lib.teardown.execute import execute_teardown
 from scripts.lib.teardown.model import Timeouts
 from scripts.lib.teardown.plan import plan_teardown
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import IECS
-from tests.scripts.lib.progress_support import FakeClock, plain
-from tests.scripts.lib.teardown.world import (
-    FAST,
-    NEIGHBOURS,
-    PREFIX,
-    REGION,
-    World,
-)
+from tests.support.endpoint_objects import IECS
+from tests.support.progress import FakeClock, plain
+from tests.support.teardown_world import FAST, NEIGHBOURS, PREFIX, REGION, World
 
 
 def _deleted(world: World) -> set[str]:

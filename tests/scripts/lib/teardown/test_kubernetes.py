@@ -2,7 +2,7 @@
 owns (labels and owner mark), the waits for their load balancers and volumes, and what a
 Kubernetes failure says.
 
-Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+Doubles: moto and FakeKube, as in ``World`` (tests/support/teardown_world.py); where a test
 needs more it says so."""
 
 from __future__ import annotations
@@ -26,19 +26,19 @@ from scripts.lib.teardown.kubernetes import (
 from scripts.lib.teardown.model import Item
 from scripts.lib.teardown.plan import plan_teardown
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import IECS, make_cfg
-from tests.scripts.lib.preflight.existing_support import GROUPS
-from tests.scripts.lib.teardown.world import (
+from tests.support.config import QUICK_INSTALL_CLUSTER, make_cfg
+from tests.support.endpoint_objects import IECS
+from tests.support.preflight_existing import GROUPS
+from tests.support.teardown_world import (
     ENV,
     FAST,
     OWNED,
     PREFIX,
     REGION,
     World,
-    _stubbed,
     env_cfg,
+    stubbed_client,
 )
-from tests.synth_support import QUICK_INSTALL_CLUSTER
 
 
 @pytest.mark.parametrize("labels", [{}, {"app.kubernetes.io/managed-by": "cdk8s"}])
@@ -202,7 +202,7 @@ def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> No
     """Stubber (exact requests): ELBv2's DescribeTags takes at most 20 ARNs, so 41 load
     balancers take three calls, each ARN in exactly one; only the cluster's are kept, once."""
 
-    elb = _stubbed("elbv2")
+    elb = stubbed_client("elbv2")
     arns = [f"arn:aws:elasticloadbalancing:{REGION}:111122223333:loadbalancer/net/lb{n}/{n}"
             for n in range(41)]  # fmt: skip
     ours = {0, 20, 40}
@@ -257,7 +257,7 @@ def test_the_kubernetes_plan_is_exactly_our_objects_in_every_configured_namespac
 def test_whether_the_eks_cluster_exists_is_read_from_its_error_code() -> None:
     """Stubber: ResourceNotFoundException means no cluster; any other error stops teardown."""
 
-    eks = _stubbed("eks")
+    eks = stubbed_client("eks")
     clients = Clients(REGION, aws_factory=lambda service: eks)
     with Stubber(eks) as stub:
         stub.add_client_error("describe_cluster", "ResourceNotFoundException", "No cluster found")

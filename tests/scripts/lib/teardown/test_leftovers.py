@@ -31,17 +31,9 @@ from scripts.lib.teardown.leftovers import (
     vpc_leftovers,
 )
 from scripts.lib.teardown.model import Item
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.progress_support import FakeClock, plain
-from tests.scripts.lib.teardown.world import (
-    ENV,
-    FAST,
-    PREFIX,
-    REGION,
-    World,
-    _stubbed,
-    env_cfg,
-)
+from tests.support.config import make_cfg
+from tests.support.progress import FakeClock, plain
+from tests.support.teardown_world import ENV, FAST, PREFIX, REGION, World, env_cfg, stubbed_client
 
 
 def test_a_rerun_after_the_stacks_are_gone_reads_the_last_deleted_stack(world: World) -> None:
@@ -238,7 +230,7 @@ def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
     """Stubber: two VPCs carry this environment's tags (one left by an earlier deploy);
     Lambda's ENIs in both count, found by type or by description, nothing else."""
 
-    ec2 = _stubbed("ec2")
+    ec2 = stubbed_client("ec2")
     by_type = {"NetworkInterfaceId": "eni-1", "InterfaceType": "lambda", "Status": "in-use"}
     by_description = {"NetworkInterfaceId": "eni-2", "Status": "available",
                       "Description": "AWS Lambda VPC ENI-kvcache-Provider"}  # fmt: skip
@@ -259,7 +251,7 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
     """Stubber: the available ENIs after an in-use one are still deleted, one Lambda deleted
     first (not found) is passed over, and the wait says which ENIs hold it, on the reporter."""
 
-    ec2 = _stubbed("ec2")
+    ec2 = stubbed_client("ec2")
     vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
     listed = [("eni-1", "in-use"), ("eni-2", "in-use"), ("eni-3", "available"),
               ("eni-4", "available")]  # fmt: skip
@@ -294,7 +286,7 @@ def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
     """Stubber: the sweep's wait for a GuardDuty security group reports on the caller's
     reporter, with the sweep's own timeout."""
 
-    ec2 = _stubbed("ec2")
+    ec2 = stubbed_client("ec2")
     reporter, out = plain(FakeClock())
     with Stubber(ec2) as stub:
         stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
@@ -316,7 +308,7 @@ def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
     ignores; these are the filters that keep the sweep to this VPC's available ENIs and
     GuardDuty's security group."""
 
-    ec2 = _stubbed("ec2")
+    ec2 = stubbed_client("ec2")
     in_vpc = {"Name": "vpc-id", "Values": ["vpc-1"]}
     with Stubber(ec2) as stub:
         stub.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-1"}]})
@@ -337,7 +329,7 @@ def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
     """Stubber: ListStacks keeps deleted stacks; per name, the one deleted last (by
     DeletionTime, else CreationTime; the first of a tie) is the one whose log groups count."""
 
-    cfn = _stubbed("cloudformation")
+    cfn = stubbed_client("cloudformation")
     a, b, live = (f"{PREFIX}-{suffix}" for suffix in ("kvcache", "addons", "network"))
 
     def summary(name: str, id_: str, status: str, created: str, deleted: str = "") -> Any:
@@ -364,7 +356,7 @@ def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
 
 def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
 
-    cfn = _stubbed("cloudformation")
+    cfn = stubbed_client("cloudformation")
     child = "arn:aws:cloudformation:us-west-2:111122223333:stack/child/1"
 
     def resource(logical: str, kind: str, physical: str = "") -> dict[str, Any]:
@@ -397,7 +389,7 @@ def test_account_leftovers_name_hyperpods_log_group_and_each_volume_once() -> No
 
     cfg = make_cfg(environment=ENV, eks={"cluster_name": "kv-eks"},
                    hyperpod={"cluster_name": "kv-hp"})  # fmt: skip
-    cfn, logs, ec2 = _stubbed("cloudformation"), _stubbed("logs"), _stubbed("ec2")
+    cfn, logs, ec2 = stubbed_client("cloudformation"), stubbed_client("logs"), stubbed_client("ec2")
     clients = Clients(REGION, aws_factory=lambda s: {"cloudformation": cfn, "logs": logs,
                                                      "ec2": ec2}[s])  # fmt: skip
     hyperpod = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123"

@@ -1,7 +1,7 @@
 """What a teardown dry run lists: every item of this environment, where each leftover is and why it
 waits, and why a phase is skipped; nothing is deleted.
 
-Doubles: moto and FakeKube, as in ``World`` (tests/scripts/lib/teardown/world.py); where a test
+Doubles: moto and FakeKube, as in ``World`` (tests/support/teardown_world.py); where a test
 needs more it says so."""
 
 from __future__ import annotations
@@ -12,10 +12,7 @@ from scripts.lib.clients import Clients
 from scripts.lib.environment import stack_names
 from scripts.lib.teardown.model import Item
 from scripts.lib.teardown.plan import plan_teardown
-from tests.scripts.lib.teardown.world import (
-    REGION,
-    World,
-)
+from tests.support.teardown_world import REGION, World
 
 
 def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:

@@ -31,13 +31,7 @@ from scripts.lib.teardown.stacks import (
     not_empty_buckets,
     stack_status,
 )
-from tests.scripts.lib.teardown.world import (
-    FAST,
-    PREFIX,
-    REGION,
-    World,
-    _stubbed,
-)
+from tests.support.teardown_world import FAST, PREFIX, REGION, World, stubbed_client
 
 
 def test_the_stacks_of_one_wave_are_deleted_side_by_side(world: World) -> None:
@@ -169,7 +163,7 @@ def test_a_delete_failure_names_only_what_failed_in_this_attempt() -> None:
         _event(6, "Old", bucket, "DELETE_FAILED", "an earlier attempt"),
         _event(7, "s", stack_type, "DELETE_IN_PROGRESS", "User Initiated"),
     ]
-    cfn = _stubbed("cloudformation")
+    cfn = stubbed_client("cloudformation")
     stack_id = events[0]["StackId"]
     with Stubber(cfn) as stub:
         stub.add_response("describe_stack_events", {"StackEvents": events},
@@ -208,7 +202,7 @@ def test_a_delete_failure_reads_whatever_cloudformation_gave() -> None:
 def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> None:
     """DeleteObjects answers 200 with per-key Errors (no exception): emptying must not report
     the bucket empty, but say how many objects stayed and why, with one example."""
-    s3 = _stubbed("s3")
+    s3 = stubbed_client("s3")
     versions = {"Versions": [{"Key": "k1", "VersionId": "v1"}, {"Key": "k2", "VersionId": "v2"}]}
     keys = [{"Key": "k1", "VersionId": "v1"}, {"Key": "k2", "VersionId": "v2"}]
     errors = [
@@ -282,7 +276,7 @@ def test_late_buckets_are_emptied_only_when_named_and_all_ours() -> None:
     """Stubber: a failure naming no bucket is not retried; every bucket it names is emptied
     when each is a resource of the stack, and none when any is not; the messages name all."""
 
-    cfn, s3 = _stubbed("cloudformation"), _stubbed("s3")
+    cfn, s3 = stubbed_client("cloudformation"), stubbed_client("s3")
     clients = Clients(
         REGION, aws_factory=lambda service: {"cloudformation": cfn, "s3": s3}[service]
     )
@@ -333,7 +327,7 @@ def test_a_stack_read_fails_with_the_error_even_without_a_message() -> None:
         stack_status(Clients(REGION, aws_factory=lambda service: Throttled()), "s")
     with pytest.raises(ClientError, match="Throttling"):
         _stack(Throttled(), "s")
-    cfn = _stubbed("cloudformation")
+    cfn = stubbed_client("cloudformation")
     with Stubber(cfn) as stub:
         stub.add_response("describe_stacks", {"Stacks": []})
         stub.add_response("describe_stacks", {"Stacks": []})

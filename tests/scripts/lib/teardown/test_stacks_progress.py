@@ -18,7 +18,7 @@ from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
 from scripts.lib.teardown.model import Timeouts
 from scripts.lib.teardown.stacks import _delete_stack
-from tests.scripts.lib.progress_support import FakeClock, plain
+from tests.support.progress import FakeClock, plain
 
 STACK = "hyperpod-kvcache-test-hyperpod"
 STACK_ID = f"arn:aws:cloudformation:us-west-2:111122223333:stack/{STACK}/abc"

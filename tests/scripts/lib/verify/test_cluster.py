@@ -3,7 +3,7 @@ message, and on FSx the claim checked is the one named after the deployed file s
 
 Doubles: botocore's Stubber for SageMaker DescribeCluster and the EKS add-ons, FakeKube for the
 cluster, two local OpenAI-compatible servers (FakeVllm) for the cross-Pod test
-(tests/scripts/lib/verify/support.py)."""
+(tests/support/verify.py)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,9 @@ from infra.config import AppConfig
 from infra.fsx_outputs import kvcache_stack_name
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import (
-    RECORDED_ENDPOINT,
-    make_cfg,
-    recorded_endpoint,
-)
-from tests.scripts.lib.verify.support import (
+from tests.support.config import make_cfg
+from tests.support.endpoint_objects import RECORDED_ENDPOINT, recorded_endpoint
+from tests.support.verify import (
     CFG,
     CURVINE_PODS,
     REF,

@@ -14,9 +14,7 @@ from infra.dashboards import Queries
 from scripts.lib.report import PromClient
 from scripts.lib.verify.metrics import check_metrics
 from tests.doubles.fake_prometheus import FakePrometheus
-from tests.scripts.conftest import (
-    make_cfg,
-)
+from tests.support.config import make_cfg
 
 
 def _prom(instant: dict[str, float]) -> Any:

@@ -4,7 +4,7 @@ model container is called.
 
 Doubles: botocore's Stubber for SageMaker DescribeCluster and the EKS add-ons, FakeKube for the
 cluster, two local OpenAI-compatible servers (FakeVllm) for the cross-Pod test
-(tests/scripts/lib/verify/support.py)."""
+(tests/support/verify.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,8 @@ from k8s.policy import rule
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
 from tests.doubles.kyverno_eval import apply_policy
-from tests.scripts.conftest import (
-    PODS,
-)
-from tests.scripts.lib.verify.support import (
-    CFG,
-    REF,
-    _clients,
-    _seed_cluster,
-    _stubbed_aws,
-)
+from tests.support.endpoint_objects import PODS
+from tests.support.verify import CFG, REF, _clients, _seed_cluster, _stubbed_aws
 
 
 def test_a_renamed_model_container_is_still_checked(kube: FakeKube) -> None:

@@ -4,7 +4,7 @@ nothing fails.
 
 Doubles: botocore's Stubber for SageMaker DescribeCluster and the EKS add-ons, FakeKube for the
 cluster, two local OpenAI-compatible servers (FakeVllm) for the cross-Pod test
-(tests/scripts/lib/verify/support.py)."""
+(tests/support/verify.py)."""
 
 from __future__ import annotations
 
@@ -15,16 +15,9 @@ import pytest
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
 from tests.doubles.fake_vllm import FakeVllm
-from tests.scripts.conftest import PODS
-from tests.scripts.lib.test_lmcache_logs import MISS, SEED_HIT, SEED_RETRIEVE, SEED_STORE
-from tests.scripts.lib.verify.support import (
-    CFG,
-    REF,
-    MapTransport,
-    _clients,
-    _seed_cluster,
-    _stubbed_aws,
-)
+from tests.support.endpoint_objects import PODS
+from tests.support.lmcache_logs import MISS, SEED_HIT, SEED_RETRIEVE, SEED_STORE
+from tests.support.verify import CFG, REF, MapTransport, _clients, _seed_cluster, _stubbed_aws
 
 
 @pytest.fixture

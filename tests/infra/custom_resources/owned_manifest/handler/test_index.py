@@ -28,15 +28,7 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     OwnershipError,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
-    KYVERNO_CRD,
-    NS,
-    OWNER,
-    event,
-    logged,
-    ns,
-    owners_cluster,
-)
+from tests.support.owned_manifest import KYVERNO_CRD, NS, OWNER, event, logged, ns, owners_cluster
 
 
 def test_on_event_lifecycle(kube: ApplyFakeKube, cluster: Cluster) -> None:

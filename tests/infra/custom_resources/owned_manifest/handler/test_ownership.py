@@ -24,7 +24,7 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     delete,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube, Received
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
+from tests.support.owned_manifest import (
     CRD,
     KYVERNO_CRD,
     NS,

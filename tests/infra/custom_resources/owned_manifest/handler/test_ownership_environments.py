@@ -23,14 +23,7 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     stamped,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
-    NS,
-    OWNER,
-    cm,
-    event,
-    ns,
-    pvc,
-)
+from tests.support.owned_manifest import NS, OWNER, cm, event, ns, pvc
 
 PROD = "hyperpod-kvcache-prod"
 PVCS = f"{NS}/inference/persistentvolumeclaims"

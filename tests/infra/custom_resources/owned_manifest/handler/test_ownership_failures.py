@@ -22,12 +22,7 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     delete,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
-    NS,
-    OWNER,
-    cm,
-    ns,
-)
+from tests.support.owned_manifest import NS, OWNER, cm, ns
 
 
 def test_delete_does_not_fail_when_the_api_refuses(kube: ApplyFakeKube, cluster: Cluster) -> None:

@@ -20,14 +20,7 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     delete,
 )
 from tests.doubles.ownership_fake_kube import PVS, ApplyFakeKube, Provisioner
-from tests.infra.custom_resources.owned_manifest.handler.objects import (
-    OWNER,
-    FakeTime,
-    event,
-    logged,
-    ns,
-    pvc,
-)
+from tests.support.owned_manifest import OWNER, FakeTime, event, logged, ns, pvc
 
 VOLUME = f"{PVS}/pvc-inference-curvine-pvc"
 

@@ -23,7 +23,7 @@ from tests.doubles.tiered_storage_events import (
     event,
     properties,
 )
-from tests.infra.custom_resources.tiered_storage.handler.stubbed import (
+from tests.support.tiered_storage import (
     KEEP_ID,
     expect_describe,
     expect_update,

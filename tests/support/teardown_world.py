@@ -17,15 +17,12 @@ ENIs."""
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import boto3
-import pytest
 from botocore.exceptions import ClientError
-from moto import mock_aws
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.ec2.models import ec2_backends
 
@@ -35,20 +32,12 @@ from scripts.lib.errors import OperationError
 from scripts.lib.teardown.model import Timeouts
 from tests.doubles.cloudformation_delete import DeleteFailedStacks
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import IECS, endpoint_config, make_cfg
+from tests.support.config import make_cfg
+from tests.support.endpoint_objects import IECS, endpoint_config
+from tests.support.stack_templates import BUCKETS_TEMPLATE, TEMPLATE, function_template
 
 REGION = "us-west-2"
 FAST = Timeouts(endpoint_s=10, pvc_s=10, stack_s=30, sweep_s=10, lambda_eni_s=10, interval_s=0.05)
-TEMPLATE = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
-# Like infra/constructs/buckets.py SecureBucket: a bucket and its server-access-log bucket.
-BUCKETS_TEMPLATE = json.dumps(
-    {
-        "Resources": {
-            "Bucket": {"Type": "AWS::S3::Bucket"},
-            "AccessLogs": {"Type": "AWS::S3::Bucket"},
-        }
-    }
-)
 OWNED = {"app.kubernetes.io/managed-by": "cdk8s", "app.kubernetes.io/part-of": "hyperpod-kvcache"}
 ENV = "test"
 PREFIX = f"hyperpod-kvcache-{ENV}"
@@ -62,31 +51,6 @@ def env_cfg(environment: str = ENV) -> Any:
         eks={"cluster_name": f"hyperpod-kvcache-{environment}"},
         hyperpod={"cluster_name": f"hyperpod-kvcache-{environment}"},
         kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "default", "replicas": 1}]},
-    )
-
-
-def function_template(role_arn: str) -> str:
-    """A stack with a Lambda function (its log group appears outside CloudFormation) and a
-    retained log group (CloudFormation leaves it behind), like the CDK provider stacks."""
-    return json.dumps(
-        {
-            "Resources": {
-                "Fn": {
-                    "Type": "AWS::Lambda::Function",
-                    "Properties": {
-                        "Runtime": "python3.12",
-                        "Handler": "index.handler",
-                        "Role": role_arn,
-                        "Code": {"ZipFile": "def handler(event, context): pass"},
-                    },
-                },
-                "Logs": {
-                    "Type": "AWS::Logs::LogGroup",
-                    "DeletionPolicy": "Retain",
-                    "UpdateReplacePolicy": "Retain",
-                },
-            }
-        }
     )
 
 
@@ -421,15 +385,6 @@ class World(DeleteFailedStacks):
         ]
 
 
-def _stubbed(service: str) -> Any:
+def stubbed_client(service: str) -> Any:
     return boto3.client(service, region_name="us-west-2", aws_access_key_id="testing",
                         aws_secret_access_key="testing")  # fmt: skip
-
-
-@pytest.fixture
-def world(kube: FakeKube) -> Iterator[World]:
-    """This environment and its neighbours in moto and FakeKube."""
-    with mock_aws():
-        w = World(kube)
-        w.build()
-        yield w

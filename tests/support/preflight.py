@@ -4,7 +4,7 @@ Doubles: moto for STS and EC2 instance-type offerings (by AZ id); botocore's Stu
 Quotas (moto 5.2 has no ListServiceQuotas) and for EKS DescribeCluster, DescribeClusterVersions and
 DescribeAddonVersions (moto 5.2.5 implements neither version API: it answers 404 "Not yet
 implemented", pinned by the moto tests); a fake tool runner for kubectl/helm/node
-(tests/scripts/lib/preflight/support.py)."""
+(tests/support/preflight.py)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
 from scripts.lib.preflight.run import run_preflight
 from scripts.lib.preflight.versions import ADDON_NAMES
-from tests.scripts.conftest import make_cfg
-from tests.scripts.lib.preflight.support import STANDARD, _tools, cluster_versions
+from tests.support.config import QUICK_INSTALL_CLUSTER, make_cfg
+from tests.support.preflight import STANDARD, _tools, cluster_versions
 
 REGION = "us-west-2"
 ACCOUNT = "123456789012"  # moto's
@@ -53,8 +53,7 @@ INSTALLED = {
 
 def _cfg(oidc_arn: str, **extra: Any) -> AppConfig:
     existing = {
-        "eks_cluster_name": "hyperpod-cluster-eks",
-        "hyperpod_cluster_name": "hyperpod-cluster",
+        **QUICK_INSTALL_CLUSTER,
         "hyperpod_cluster_arn": HP_ARN,
         "oidc_provider_arn": oidc_arn,
         **extra.pop("existing", {}),

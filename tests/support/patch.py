@@ -7,7 +7,7 @@ from typing import Any
 from scripts.lib.clients import Clients
 from scripts.lib.l2_rule import l2_settings
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import (
+from tests.support.endpoint_objects import (
     DEPLOYMENTS,
     IECS,
     OPERATOR,

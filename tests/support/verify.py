@@ -23,7 +23,7 @@ from scripts.lib.l2_rule import l2_settings
 from scripts.lib.patch import compute_patch
 from scripts.lib.progress import Reporter
 from tests.doubles.fake_kube import FakeKube, json_patch
-from tests.scripts.conftest import (
+from tests.support.endpoint_objects import (
     DEPLOYMENTS,
     IECS,
     PODS,
@@ -32,7 +32,7 @@ from tests.scripts.conftest import (
     recorded_deployment,
     recorded_endpoint,
 )
-from tests.scripts.lib.progress_support import FakeClock
+from tests.support.progress import FakeClock
 
 # The stubs below answer for clusters named hyperpod-kvcache (the config's default names).
 CFG = recorded_cfg()

@@ -5,5 +5,5 @@ from __future__ import annotations
 COLD_S, WARM_S = 0.060, 0.015
 
 
-def _server_interval_ms(timing: dict[str, float], end: str) -> float:
+def server_interval_ms(timing: dict[str, float], end: str) -> float:
     return (timing[end] - timing["received"]) * 1000
