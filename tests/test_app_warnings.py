@@ -10,13 +10,14 @@ import io
 from pathlib import Path
 
 import pytest
-from aws_cdk import Annotations, App, Stack, cx_api
+from aws_cdk import Annotations, Stack, cx_api
 
 from app import report, synth_messages
+from infra.cdk_context import new_app
 
 
 def assembly_with_warning(outdir: Path) -> cx_api.CloudAssembly:
-    app = App(outdir=str(outdir))
+    app = new_app(str(outdir))  # as app.py makes it: the warnings-only validator off
     stack = Stack(app, "demo")
     Annotations.of(stack).add_warning_v2("demo:chart-missing", "chart not found; run make chart")
     Annotations.of(stack).add_warning_v2("demo:acknowledged", "nobody needs to see this")

@@ -14,11 +14,7 @@ default). Asset hashes are not normalised: they must match, and they do.
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +22,12 @@ import pytest
 from aws_cdk import cx_api
 
 from app import synth_messages
-from tests.support import background
-
-ROOT = Path(__file__).resolve().parents[1]
-CDK = ROOT / "node_modules" / ".bin" / "cdk"
-PYTHON = ROOT / ".venv" / "bin" / "python"
+from tests.support import cdk_cli
 
 pytestmark = pytest.mark.skipif(
-    not CDK.exists(), reason="node_modules/.bin/cdk is not installed: run `npm ci` (make test does)"
+    not cdk_cli.CDK.exists(),
+    reason="node_modules/.bin/cdk is not installed: run `npm ci` (make test does)",
 )
-
-
-def no_credentials_env(home: Path) -> dict[str, str]:
-    home.mkdir()
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(home),
-        "AWS_EC2_METADATA_DISABLED": "true",
-        "AWS_CONFIG_FILE": str(home / "no-such-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-such-credentials"),
-        "CDK_DISABLE_CLI_TELEMETRY": "true",
-        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
 
 
 def normalised(template: dict[str, Any]) -> dict[str, Any]:
@@ -74,46 +53,12 @@ def templates(outdir: Path) -> dict[str, dict[str, Any]]:
     }
 
 
-def _synth_both(workdir: str) -> dict[str, Any]:
-    """The CLI synth and the direct synth, side by side (run in the background process)."""
-    tmp = Path(workdir)
-    env = no_credentials_env(tmp / "home")
-    cli_out, direct_out = tmp / "cli", tmp / "direct"
-    python = str(PYTHON) if PYTHON.exists() else sys.executable
-    # cdk.json's "app" runs .venv/bin/python: no activated virtualenv is needed.
-    cli = subprocess.Popen(
-        [str(CDK), "synth", "-c", "env=dev", "--output", str(cli_out), "--quiet", "--no-notices"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    direct = subprocess.run(
-        [python, "app.py", "-c", "env=dev", "--outdir", str(direct_out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    cli_stdout, cli_stderr = cli.communicate(timeout=600)
-    return {
-        "cli": (cli.returncode, cli_stdout + cli_stderr),
-        "direct": (direct.returncode, direct.stderr),
-    }
-
-
-_WORKDIR: list[str] = []
-
-
-def _start() -> None:
-    """Called when the test is collected: the synths run while the rest of the suite does."""
-    if CDK.exists() and not _WORKDIR:
-        _WORKDIR.append(tempfile.mkdtemp(prefix="cdk-cli-"))
-        background.submit(("cdk-cli",), _synth_both, _WORKDIR[0])
-
-
-@pytest.mark.background(start=_start)
-def test_cdk_cli_synth_matches_direct_synth_without_credentials() -> None:
-    _start()
-    workdir = Path(_WORKDIR[0])
+@pytest.mark.background
+def test_cdk_cli_synth_matches_direct_synth_without_credentials(cdk_cli_workdir: Path) -> None:
     try:
-        _compare(workdir, background.result(("cdk-cli",), _synth_both, str(workdir)))
+        _compare(cdk_cli_workdir, cdk_cli.result(cdk_cli_workdir))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        shutil.rmtree(cdk_cli_workdir, ignore_errors=True)
 
 
 def _compare(workdir: Path, ran: dict[str, Any]) -> None:

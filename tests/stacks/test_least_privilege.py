@@ -12,6 +12,7 @@ import pytest
 from aws_cdk import App, CfnElement, Stack
 from aws_cdk import aws_eks_v2 as eks
 
+from infra.cdk_context import new_app
 from infra.config.addons import FsxCsiConfig
 from infra.constructs.addons.storage_addons import FsxCsiDriverAddon
 from infra.nag import enable_checks, managed_policy_finding, wildcard_finding
@@ -65,7 +66,7 @@ def test_gated_model_role_trusts_only_the_endpoint_namespaces(dev: Synth) -> Non
 
 
 def _fsx(dynamic: bool, outdir: Path) -> tuple[App, FsxCsiDriverAddon]:
-    app = App(outdir=str(outdir))
+    app = new_app(str(outdir))  # as app.py makes it: the warnings-only validator off
     stack = Stack(app, "Fsx", env={"account": "111122223333", "region": "us-west-2"})
     cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="c")
     addon = FsxCsiDriverAddon(

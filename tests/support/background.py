@@ -1,15 +1,16 @@
 """Slow checks that read only files on disk, run in a second process while the suite goes on.
 
-cfn-lint over one synthesized environment takes 5-8 s and the CDK CLI's synth about 15 s; on a
-2-core machine they can run beside the tests that follow instead of in front of them. A synth
-fixture hands its templates over as soon as they are written (``lint_soon``); the tests that read
-the answers carry the ``background`` marker, which tests/conftest.py moves to the end of the
-session, so by the time they ask, the answer is usually there. Run alone, a test submits its own
-work and waits: the result is the same, only the overlap is lost.
+cfn-lint over one synthesized environment takes 5-8 s; on a 2-core machine it can run beside the
+tests that follow instead of in front of them. A synth fixture hands its templates over as soon as
+they are written (``lint_soon``); the tests that read the answers carry the ``background`` marker,
+which tests/conftest.py moves to the end of the session, so by the time they ask, the answer is
+usually there. Run alone, a test submits its own work and waits: the result is the same, only the
+overlap is lost.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -51,9 +52,25 @@ def shutdown() -> None:
     _futures.clear()
 
 
+# Templates (by content and region) this process found clean: a variant of an environment
+# shares most of its templates with it (the FSx variant of dev all but two), linted once.
+_clean: set[tuple[str, str]] = set()
+
+
 def _lint_errors(outdir: str, region: str) -> dict[str, list[str]]:
-    found = lint_templates(templates_in(Path(outdir)), [region])
-    return {template.name: [str(m) for m in errors_only(m)] for template, m in found.items()}
+    found: dict[str, list[str]] = {}
+    todo: dict[Path, tuple[str, str]] = {}
+    for template in templates_in(Path(outdir)):
+        key = (hashlib.sha256(template.read_bytes()).hexdigest(), region)
+        if key in _clean:
+            found[template.name] = []
+        else:
+            todo[template] = key
+    for template, matches in lint_templates(list(todo), [region]).items():
+        found[template.name] = [str(m) for m in errors_only(matches)]
+        if not found[template.name]:
+            _clean.add(todo[template])
+    return found
 
 
 def lint_soon(outdir: Path, region: str) -> None:

@@ -12,9 +12,10 @@ from typing import Any
 
 import boto3
 import pytest
-from aws_cdk import App, CfnResource, Stack
+from aws_cdk import CfnResource, Stack
 from botocore.stub import Stubber
 
+from infra.cdk_context import new_app
 from infra.deps import NEEDS_METADATA, needs
 from scripts.lib.deploy_plan import (
     Durations,
@@ -104,7 +105,7 @@ def test_a_cycle_is_reported_by_name(tmp_path: Path) -> None:
 
 
 def test_needs_across_stacks_is_recorded_for_the_model(tmp_path: Path) -> None:
-    app = App(outdir=str(tmp_path))
+    app = new_app(str(tmp_path))  # as app.py makes it: the warnings-only validator off
     first, second = Stack(app, "first"), Stack(app, "second")
     gate = CfnResource(first, "Gate", type="Custom::Gate")
     CfnResource(first, "Other", type="Custom::Other")
