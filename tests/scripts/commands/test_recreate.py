@@ -17,6 +17,7 @@ from scripts.lib import runtime
 from scripts.lib.environment import stack_names
 from scripts.lib.progress import Reporter, fmt_duration
 from scripts.lib.teardown.plan import plan_teardown
+from tests.support.logs import assert_lines_say, line_saying
 from tests.support.progress import FakeClock
 from tests.support.teardown_world import FAST, World
 
@@ -70,17 +71,15 @@ def test_recreate_reports_its_phases_with_timings(
     assert torn_down <= data["phases"][0]["seconds"] < torn_down + 1
     assert data["phases"][1]["seconds"] == 1500
     assert any(s.endswith(": deleted") for s in data["teardown"]["steps"])
-    assert "stack hyperpod-kvcache-test-kvcache: deleted" in result.stderr
+    line_saying(result.stderr, "stack hyperpod-kvcache-test-kvcache", "deleted")
     # The phases on stderr, in order, each with its time.
-    phases = [
-        line.split(" ", 1)[1] for line in result.stderr.splitlines() if " recreate dev: " in line
-    ]
-    assert phases == [
-        "recreate dev: teardown started",
-        f"recreate dev: teardown done after {fmt_duration(torn_down)}",
-        "recreate dev: deploy started",
-        "recreate dev: deploy done after 25m00s",
-    ]
+    assert_lines_say(
+        [line for line in result.stderr.splitlines() if "recreate dev" in line],
+        ["teardown", "started"],
+        ["teardown", "done", fmt_duration(torn_down)],
+        ["deploy", "started"],
+        ["deploy", "done", "25m00s"],
+    )
 
     failed = CliRunner().invoke(cli.app, ["recreate", "--yes", "--skip-verify", "--json"])
     assert failed.exit_code == 4

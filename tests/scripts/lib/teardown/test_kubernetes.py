@@ -28,6 +28,7 @@ from scripts.lib.teardown.plan import plan_teardown
 from tests.doubles.fake_kube import FakeKube
 from tests.support.config import QUICK_INSTALL_CLUSTER, make_cfg
 from tests.support.endpoint_objects import IECS
+from tests.support.logs import assert_lines_say
 from tests.support.preflight_existing import GROUPS
 from tests.support.teardown_world import (
     ENV,
@@ -49,11 +50,17 @@ def test_a_configured_endpoint_without_our_labels_stays(
     world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = labels
     plan = plan_teardown(world.clients, world.cfg)
     assert "default/vllm-kvcache" not in {i.id for i in plan.kubernetes}
-    assert plan.notes == [
-        "InferenceEndpointConfig default/vllm-kvcache lacks our ownership labels "
-        "(app.kubernetes.io/managed-by=cdk8s,app.kubernetes.io/part-of=hyperpod-kvcache): "
-        "left in place; delete it with kubectl if it is yours"
-    ]
+    # Which object, the labels it lacks, that it stays, and how to delete it if it is ours.
+    assert_lines_say(
+        plan.notes,
+        [
+            "InferenceEndpointConfig default/vllm-kvcache",
+            "app.kubernetes.io/managed-by=cdk8s",
+            "app.kubernetes.io/part-of=hyperpod-kvcache",
+            "left in place",
+            "kubectl",
+        ],
+    )
 
 
 PROD_MARK = {"hyperpod-kvcache/owner": "hyperpod-kvcache-prod"}
@@ -89,13 +96,12 @@ def test_teardown_leaves_the_same_named_objects_another_environment_marked(
     world.plain("elbv2").delete_load_balancer(LoadBalancerArn=world.lb)
     plan = plan_teardown(world.clients, cfg)
     assert plan.kubernetes == []
-    assert plan.notes == [
-        "InferenceEndpointConfig default/vllm-kvcache is marked "
-        "hyperpod-kvcache/owner=hyperpod-kvcache-prod, another environment's: left in place; "
-        "delete it with kubectl if it is yours",
-        "PersistentVolumeClaim default/curvine-pvc is marked "
-        "hyperpod-kvcache/owner=hyperpod-kvcache-prod, another environment's: left in place",
-    ]
+    prod = "hyperpod-kvcache/owner=hyperpod-kvcache-prod"
+    assert_lines_say(
+        plan.notes,
+        ["InferenceEndpointConfig default/vllm-kvcache", prod, "left in place", "kubectl"],
+        ["PersistentVolumeClaim default/curvine-pvc", prod, "left in place"],
+    )
     execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
     assert world.kube.writes("DELETE") == []
     assert world.kube.get(f"{IECS}/vllm-kvcache") and world.kube.get(PVC)
@@ -108,10 +114,10 @@ def test_on_an_existing_cluster_teardown_deletes_only_what_carries_our_mark(worl
     mark(world, f"{IECS}/vllm-kvcache", {"hyperpod-kvcache/owner": PREFIX})
     plan = plan_teardown(world.clients, cfg)
     assert [i.id for i in plan.kubernetes] == ["default/vllm-kvcache"]
-    assert plan.notes == [
-        "PersistentVolumeClaim default/curvine-pvc has no hyperpod-kvcache/owner mark, so this "
-        "environment did not create it: left in place"
-    ]
+    assert_lines_say(
+        plan.notes,
+        ["PersistentVolumeClaim default/curvine-pvc", "hyperpod-kvcache/owner", "left in place"],
+    )
     execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
     assert world.kube.get(f"{IECS}/vllm-kvcache") is None and world.kube.get(PVC)
 

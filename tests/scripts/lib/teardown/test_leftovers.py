@@ -32,6 +32,7 @@ from scripts.lib.teardown.leftovers import (
 )
 from scripts.lib.teardown.model import Item
 from tests.support.config import make_cfg
+from tests.support.logs import assert_lines_say
 from tests.support.progress import FakeClock, plain
 from tests.support.teardown_world import ENV, FAST, PREFIX, REGION, World, env_cfg, stubbed_client
 
@@ -92,11 +93,11 @@ def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
         items = [Item("available ENI", "eni-1"), Item("EBS volume", "vol-1")]
         _sweep(clients, items, FAST, steps.append, False)
         stub.assert_no_pending_responses()
-    assert steps == [
-        "available ENI eni-1: not allowed to delete (UnauthorizedOperation); "
-        "left to CloudFormation",
-        "deleted EBS volume vol-1",
-    ]
+    assert_lines_say(
+        steps,
+        ["available ENI", "eni-1", "UnauthorizedOperation", "left to CloudFormation"],
+        ["deleted", "EBS volume", "vol-1"],
+    )
     with Stubber(ec2) as stub, pytest.raises(Exception, match="UnauthorizedOperation"):
         stub.add_client_error("delete_volume", "UnauthorizedOperation", "not authorized")
         _sweep(clients, [Item("EBS volume", "vol-1")], FAST, steps.append, False)
@@ -145,10 +146,11 @@ def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
         clients = Clients(REGION, aws_factory=lambda service: ec2)
         _release_lambda_enis(clients, env_cfg(), FAST, steps.append, False)
         stub.assert_no_pending_responses()
-    assert steps == [
-        "Lambda ENI eni-1: not allowed to delete (UnauthorizedOperation); left to CloudFormation",
-        f"Lambda ENIs in {PREFIX}-network's VPC: 1 in use: eni-2; waiting for Lambda to free them",
-    ]
+    assert_lines_say(
+        steps,
+        ["Lambda ENI", "eni-1", "UnauthorizedOperation", "left to CloudFormation"],
+        ["Lambda ENIs", f"{PREFIX}-network", "1 in use", "eni-2", "waiting"],
+    )
 
 
 def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
@@ -175,8 +177,12 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
         items = [Item(kind, id_) for kind, id_, *_ in gone] + [Item("log group", "/aws/x")]
         _sweep(clients, items, FAST, steps.append, False)
         ec2_stub.assert_no_pending_responses()
-    assert steps == [f"{kind} {id_}: already gone" for kind, id_, *_ in gone[:3]] + [
-        "log group /aws/x: already gone", "EBS volume vol-1: already gone"]  # fmt: skip
+    assert_lines_say(
+        steps,
+        *[[kind, id_, "already gone"] for kind, id_, *_ in gone[:3]],
+        ["log group", "/aws/x", "already gone"],
+        ["EBS volume", "vol-1", "already gone"],
+    )
 
     steps.clear()
     with Stubber(ec2) as stub:
@@ -186,7 +192,7 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
         stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
         _sweep(clients, [Item("GuardDuty security group", "sg-1")], FAST, steps.append, False)
         stub.assert_no_pending_responses()
-    assert steps == ["deleted GuardDuty security group sg-1"]
+    assert_lines_say(steps, ["deleted", "GuardDuty security group", "sg-1"])
 
 
 def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> None:
@@ -216,10 +222,11 @@ def test_an_endpoint_deletion_is_read_from_its_answer_not_only_its_errors() -> N
         with pytest.raises(ClientError) as refused:
             _sweep(clients, endpoint, FAST, steps.append, False)
         stub.assert_no_pending_responses()
-    assert steps == [
-        "deleted GuardDuty VPC endpoint vpce-1",
-        "GuardDuty VPC endpoint vpce-1: already gone",
-    ]
+    assert_lines_say(
+        steps,
+        ["deleted", "GuardDuty VPC endpoint", "vpce-1"],
+        ["GuardDuty VPC endpoint", "vpce-1", "already gone"],
+    )
     assert str(refused.value) == (
         "An error occurred (OperationNotPermitted) when calling the DeleteVpcEndpoints operation: "
         "owned by GuardDuty"
@@ -271,15 +278,17 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
         timeouts = dataclasses.replace(FAST, lambda_eni_s=7)
         _release_lambda_enis(clients, env_cfg(), timeouts, steps.append, reporter)
         stub.assert_no_pending_responses()
-    assert steps == [
-        "deleted Lambda ENI eni-4",
-        f"Lambda ENIs in {PREFIX}-network's VPC: 2 in use: eni-1, eni-2; "
-        "waiting for Lambda to free them",
-    ]
-    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
-        "waiting for Lambda network interfaces to be freed (up to 7s)",
-        "Lambda network interfaces to be freed: done after 0s",
-    ]
+    assert_lines_say(
+        steps,
+        ["deleted", "Lambda ENI", "eni-4"],
+        ["Lambda ENIs", f"{PREFIX}-network", "2 in use", "eni-1, eni-2", "waiting"],
+    )
+    # The wait on the reporter: what it waits for, with its own timeout, and when it ended.
+    assert_lines_say(
+        out.getvalue(),
+        ["waiting", "Lambda network interfaces", "7s"],
+        ["Lambda network interfaces", "done"],
+    )
 
 
 def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
@@ -297,10 +306,9 @@ def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
         _sweep(clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None,
                reporter)  # fmt: skip
         stub.assert_no_pending_responses()
-    assert [line.split(" ", 1)[1] for line in out.getvalue().splitlines()] == [
-        "waiting for security group sg-1 to be free (up to 7s)",
-        "security group sg-1 to be free: done after 0s",
-    ]
+    assert_lines_say(
+        out.getvalue(), ["waiting", "security group sg-1", "7s"], ["security group sg-1", "done"]
+    )
 
 
 def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:

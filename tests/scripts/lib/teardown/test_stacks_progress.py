@@ -18,6 +18,7 @@ from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
 from scripts.lib.teardown.model import Timeouts
 from scripts.lib.teardown.stacks import _delete_stack
+from tests.support.logs import assert_lines_say, line_saying
 from tests.support.progress import FakeClock, plain
 
 STACK = "hyperpod-kvcache-test-hyperpod"
@@ -88,15 +89,11 @@ def test_stack_deletion_shows_status_and_latest_event(cfn: Any) -> None:
     rep, stream = plain(fake)
     steps: list[str] = []
     _delete_stack(_clients(cfn), STACK, Timeouts(stack_s=5400, interval_s=15), steps.append, rep)
+    # While it waits: the stack, its status and its latest event; then how long it took.
     text = stream.getvalue()
-    assert f"stack {STACK} to delete: DELETE_IN_PROGRESS; latest: Cluster DELETE_IN_PROGRESS" in (
-        text
-    )
-    assert f"stack {STACK} to delete: done after 15s" in text
-    assert steps == [
-        f"stack {STACK}: delete requested (was CREATE_COMPLETE)",
-        f"stack {STACK}: deleted",
-    ]
+    line_saying(text, STACK, "DELETE_IN_PROGRESS", "latest", "Cluster")
+    line_saying(text, STACK, "done", "15s")
+    assert_lines_say(steps, [STACK, "delete requested", "CREATE_COMPLETE"], [STACK, "deleted"])
 
 
 def test_delete_failed_names_the_resource_and_its_reason(cfn: Any) -> None:
@@ -135,4 +132,4 @@ def test_a_stack_already_gone_is_skipped(cfn: Any) -> None:
     )
     steps: list[str] = []
     _delete_stack(_clients(cfn), STACK, Timeouts(), steps.append, False)
-    assert steps == [f"stack {STACK}: not found, skipped"]
+    assert_lines_say(steps, [STACK, "not found", "skipped"])

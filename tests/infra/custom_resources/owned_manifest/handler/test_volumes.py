@@ -20,9 +20,11 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     delete,
 )
 from tests.doubles.ownership_fake_kube import PVS, ApplyFakeKube, Provisioner
+from tests.support.logs import assert_lines_say
 from tests.support.owned_manifest import OWNER, FakeTime, event, logged, ns, pvc
 
-VOLUME = f"{PVS}/pvc-inference-curvine-pvc"
+PV_NAME = "pvc-inference-curvine-pvc"
+VOLUME = f"{PVS}/{PV_NAME}"
 
 
 def test_delete_returns_once_the_claims_volume_is_deleted(
@@ -68,11 +70,12 @@ def test_a_volume_whose_provisioner_is_gone_is_logged_and_left_after_the_wait(
         "PhysicalResourceId": "p"
     }
     assert list(provisioner.volumes()) == [VOLUME] and sum(clock.slept) == 60
-    assert logged(caplog)[-1] == (
-        logging.INFO,
-        "PersistentVolume pvc-inference-curvine-pvc of claim inference/curvine-pvc is still "
-        "there after 60s: its provisioner has not deleted it; check `kubectl get pv "
-        "pvc-inference-curvine-pvc` and the CSI controller's log (left in place)",
+    # The line names the volume and its claim, how long it waited, and where to look.
+    level, line = logged(caplog)[-1]
+    assert level == logging.INFO
+    assert_lines_say(
+        [line],
+        [PV_NAME, "inference/curvine-pvc", "60s", f"kubectl get pv {PV_NAME}", "left in place"],
     )
 
 

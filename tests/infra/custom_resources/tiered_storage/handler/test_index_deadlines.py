@@ -25,6 +25,7 @@ from tests.doubles.tiered_storage_events import (
     event,
     properties,
 )
+from tests.support.logs import assert_lines_say
 from tests.support.tiered_storage import (
     KEEP_ID,
     NOW,
@@ -175,17 +176,16 @@ def test_each_request_and_each_step_is_logged(
     is_complete(client, started(update, result))
     delete = event("Delete", properties(), "made-up")
     on_event(client, delete)
-    summary = {k: update[k] for k in ("LogicalResourceId", "PhysicalResourceId",
-                                      "ResourceProperties")}  # fmt: skip
-    deleted = {k: delete[k] for k in summary}
-    assert [r.getMessage() for r in caplog.records] == [
-        f"Update {summary}",
-        f"{CLUSTER}: UpdateCluster: ConflictException: Cluster is being updated",
-        f"{CLUSTER}: DescribeCluster: ThrottlingException: Rate exceeded; trying again on the "
-        "next poll",
-        f"Delete {deleted}",
-        "Delete: nothing to restore for 'made-up'",
-    ]
+    # Each request with the fields that identify it, then each step: the cluster, the call, the
+    # service's code and message, and what happens next.
+    assert_lines_say(
+        [r.getMessage() for r in caplog.records],
+        ["Update", update["LogicalResourceId"], KEEP_ID, CLUSTER],
+        [CLUSTER, "UpdateCluster", "ConflictException", "Cluster is being updated"],
+        [CLUSTER, "DescribeCluster", "ThrottlingException", "Rate exceeded", "next poll"],
+        ["Delete", delete["LogicalResourceId"], "made-up"],
+        ["Delete", "nothing to restore", "made-up"],
+    )
 
 
 def test_a_throttled_describe_on_create_fails_saying_nothing_changed(
