@@ -158,11 +158,6 @@ REPO_PATH = re.compile(
 )
 
 
-# Made by the move of the shared test support into its own folder, which lands beside this
-# check: checked like any other path once it exists.
-PENDING_PATHS = {"tests/support/"}
-
-
 @pytest.mark.parametrize("page", PAGES[:1] + PAGES[2:], ids=lambda p: p.name)
 def test_every_repository_path_a_page_names_exists(page: Path) -> None:
     """A path in a code span (`infra/stack_layout.py`, `tests/k8s/test_rehearsal_*.py`) exists;
@@ -170,7 +165,7 @@ def test_every_repository_path_a_page_names_exists(page: Path) -> None:
     missing = []
     for raw in REPO_PATH.findall(page.read_text()):
         path = raw.split("::")[0].rstrip(".,:;")
-        if "<" in path or (path in PENDING_PATHS and not (ROOT / path).exists()):
+        if "<" in path:
             continue
         if not (list(ROOT.glob(path)) if "*" in path else (ROOT / path).exists()):
             missing.append(raw)

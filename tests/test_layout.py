@@ -1,6 +1,7 @@
 """The shape of the code base, so it stays easy to find one's way in: no module over 500 lines,
-no import cycle among the project's own packages, and every function-local import of a project
-module says why it is late.
+no import cycle among the project's own packages, every function-local import of a project
+module says why it is late, and test modules share code only through tests/support/ and
+tests/doubles/.
 
 The checks read the sources with ``ast`` and ``tokenize`` (nothing is imported), so they run on
 any tree: the project's, and the small crafted trees below that prove each check can fail.
@@ -25,6 +26,9 @@ SOURCE_ROOTS = ("infra", "stacks", "k8s", "scripts", "tools", "app.py")
 ALL_ROOTS = (*SOURCE_ROOTS, "tests")
 # Generated from CRDs by cdk8s import: as long as the schemas they come from.
 EXCEPTED = ("k8s/imports",)
+# What a test module may import from the tests: shared support and doubles. Importing another
+# test module (or a conftest) ties two unrelated files together and collects its tests twice.
+TEST_SHARED = ("tests.support", "tests.doubles")
 
 
 def python_files(root: Path, roots: tuple[str, ...] = ALL_ROOTS) -> list[Path]:
@@ -177,6 +181,18 @@ def unexplained_late_imports(root: Path, files: list[Path]) -> list[str]:
     return found
 
 
+def imports_of_test_modules(root: Path) -> list[str]:
+    """``module -> imported`` for each import, in the tests, of a module outside TEST_SHARED."""
+    graph = import_graph(root, python_files(root, ("tests",)))
+    shared = tuple(f"{name}." for name in TEST_SHARED)
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        for target in sorted(targets)
+        if target != "tests" and target not in TEST_SHARED and not target.startswith(shared)
+    ]
+
+
 # --- the project ---------------------------------------------------------------------------
 
 
@@ -195,6 +211,14 @@ def test_every_late_import_of_a_project_module_says_why() -> None:
     assert not late, (
         "import these at the top, or say on the line (or the one above) why they are late:\n"
         + "\n".join(late)
+    )
+
+
+def test_test_modules_import_only_the_shared_test_support() -> None:
+    found = imports_of_test_modules(REPO)
+    assert not found, (
+        "move what these share to tests/support/ (helpers) or tests/doubles/ (fakes):\n"
+        + "\n".join(found)
     )
 
 
@@ -293,4 +317,23 @@ def test_a_late_project_import_without_a_reason_is_reported(tmp_path: Path) -> N
     assert unexplained_late_imports(root, python_files(root)) == [
         "tests/test_x.py:2: from infra.a import A",
         "tests/test_x.py:16: from infra.a import A",
+    ]
+
+
+def test_a_test_module_importing_another_is_reported(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "tests/__init__.py": "",
+            "tests/support/config.py": "from tests.doubles.kube import Kube\nCFG = 1\n",
+            "tests/doubles/__init__.py": "",
+            "tests/doubles/kube.py": "Kube = 1\n",
+            "tests/k8s/conftest.py": "from tests.support.config import CFG\nX = 1\n",
+            "tests/k8s/test_a.py": "from tests.k8s.conftest import X\nfrom tests import support\n",
+            "tests/k8s/test_b.py": "from tests.k8s import test_a\nfrom tests.doubles import kube\n",
+        },
+    )
+    assert imports_of_test_modules(root) == [
+        "tests.k8s.test_a -> tests.k8s.conftest",
+        "tests.k8s.test_b -> tests.k8s.test_a",
     ]

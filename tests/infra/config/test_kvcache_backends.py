@@ -10,7 +10,7 @@ import pytest
 
 from infra.config import parse_config
 from infra.config.kvcache import L2_BACKENDS
-from tests.infra.config.builders import BASE, SOURCE, refusal, with_overrides
+from tests.support.config import BASE, SOURCE, refusal, with_overrides
 
 ENDPOINT = BASE["kvcache"]["endpoints"][0]  # inference/qwen3-8b of config/dev.yaml
 
