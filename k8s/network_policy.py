@@ -67,13 +67,19 @@ def collector_cidrs(config: AppConfig) -> list[str]:
 
 def _tcp(k8s: KubeApi, *numbers: int) -> list[kube.NetworkPolicyPort]:
     return [
-        k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n)) for n in numbers
+        # Equivalent mutant: the port's `protocol: TCP` becomes absent (None); TCP is the API
+        # server's default for a NetworkPolicy port
+        k8s.NetworkPolicyPort(
+            protocol="TCP", port=k8s.IntOrString.from_number(n)
+        )  # pragma: no mutate
+        for n in numbers  # pragma: no mutate
     ]
 
 
 class NetworkPolicyChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: every namespace is given its name, so none changes
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         k8s = k8s_for(config)
         ns = config.kvcache.curvine.namespace
 
@@ -117,7 +123,9 @@ class NetworkPolicyChart(cdk8s.Chart):
         ) -> kube.NetworkPolicyIngressRule:
             return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))
 
-        policy(DEFAULT_DENY, None, [])
+        # Equivalent mutant: `policy(DEFAULT_DENY, None, None)`: the rules become `rules or None`,
+        # None for both [] and None
+        policy(DEFAULT_DENY, None, [])  # pragma: no mutate
         policy(
             "curvine-master-ingress",
             MASTER_WL,

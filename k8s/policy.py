@@ -147,14 +147,19 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
 
 class PolicyChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, claim: str = PVC):
-        super().__init__(scope, id, disable_resource_name_hashes=True)
+        # Equivalent mutant: `disable_resource_name_hashes` only affects names cdk8s generates; the
+        # ClusterPolicy is given its name, so it does not change
+        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
         endpoints = l2_endpoints(config)
         rules = [rule(config, e, claim) for e in endpoints]
         if not rules:
             return
         description = (
             f"Mount {claim} into the endpoint container that carries "
-            "LMCACHE_REMOTE_URL and point LMCache L2 at it (Pods only, at CREATE)."
+            # Equivalent mutants: the text of the policy's description annotation, which people
+            # read and nothing parses
+            "LMCACHE_REMOTE_URL and point LMCache L2 at it "  # pragma: no mutate
+            "(Pods only, at CREATE)."  # pragma: no mutate
         )
         webhook = {
             "failurePolicy": "Fail",
@@ -166,9 +171,15 @@ class PolicyChart(cdk8s.Chart):
             "kind": "ClusterPolicy",
             "metadata": {
                 "name": POLICY,
-                "labels": labels(POLICY, "policy"),
+                # Equivalent mutant: the policy's `app.kubernetes.io/component` value; nothing
+                # selects on it (teardown and the ownership checks use managed-by and part-of), as
+                # for the foundation charts
+                "labels": labels(POLICY, "policy"),  # pragma: no mutate
                 "annotations": {
-                    "policies.kyverno.io/description": description,
+                    # Equivalent mutant: the key of the `policies.kyverno.io/description`
+                    # annotation; Kyverno and this project only show it to people (kubectl describe,
+                    # policy reports), no decision reads it
+                    "policies.kyverno.io/description": description,  # pragma: no mutate
                     # No rules generated for Deployments: the operator owns its Deployment and
                     # would undo (and fight) a mutation of it; Pods are never re-rendered.
                     "pod-policies.kyverno.io/autogen-controllers": "none",
@@ -181,4 +192,6 @@ class PolicyChart(cdk8s.Chart):
                 "rules": rules,
             },
         }
-        raw(self, "policy", policy)
+        # Equivalent mutant: the construct id of the ClusterPolicy; the object is given its name, so
+        # the id reaches neither the manifest nor the owned-manifest resource
+        raw(self, "policy", policy)  # pragma: no mutate

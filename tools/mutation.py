@@ -3,9 +3,9 @@
 Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) once over the modules asked for,
 each selected by a mutant-name glob, so mutmut's stats run and its clean run happen once and each
 mutant runs only the tests that reached its function (tests/mutation/plugin.py credits the
-session fixtures that render and synthesize). Then prints killed / (tested - equivalent) per
-module, with the seconds its mutants' test runs took. Mutants listed in
-tests/mutation/equivalent.md (``- `<mutant name>`: reason``) count as neither killed nor tested.
+session fixtures that render and synthesize). Then prints killed / tested per module, with the
+seconds its mutants' test runs took. A mutant that cannot change behaviour is not generated at
+all: its line carries ``# pragma: no mutate`` with the reason in a comment above.
 
 ``--resume`` carries on from the last results: a kill stands (tests are only ever added), every
 other mutant of a module runs again, and a module whose source changed since runs in full.
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import time
@@ -24,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.md"
 MUTANTS = ROOT / "mutants"
 TARGET = 85.0
 # The modules scored, smallest test cost first. Each is a mutant-name glob prefix.
@@ -56,14 +54,6 @@ KILLED = {1, 3, 24, -24, 36, 152, 255, 37}  # killed, pytest error, timeouts, ty
 NOT_TESTED = {None, 34}  # not checked, skipped
 
 
-def equivalent() -> dict[str, str]:
-    """Mutant name -> why it cannot change behaviour."""
-    if not EQUIVALENT.exists():
-        return {}
-    found = re.findall(r"^- `([^`]+)`: (.+)$", EQUIVALENT.read_text(), flags=re.M)
-    return dict(found)
-
-
 def _meta(module: str) -> dict[str, Any]:
     meta = MUTANTS / (module.replace(".", "/") + ".py.meta")
     data: dict[str, Any] = json.loads(meta.read_text()) if meta.exists() else {}
@@ -80,12 +70,10 @@ def seconds(module: str) -> float:
     return float(sum(_meta(module).get("durations_by_key", {}).values()))
 
 
-def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
+def score(module: str) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
-    for name, code in results(module).items():
-        if name in skip:
-            counts["equivalent"] += 1
-        elif code in NOT_TESTED:
+    for code in results(module).values():
+        if code in NOT_TESTED:
             counts["not run"] += 1
         elif code in KILLED:
             counts["killed"] += 1
@@ -96,11 +84,11 @@ def score(module: str, skip: dict[str, str]) -> tuple[str, Counter[str]]:
     tested = counts["killed"] + counts["survived"] + counts["no tests"]
     line = f"{module:45s} {counts['killed']:5d}/{tested:<5d}"
     line += f" {100 * counts['killed'] / tested:6.1f}%" if tested else "   n/a "
-    line += f"  equivalent {counts['equivalent']}, not run {counts['not run']}"
+    line += f"  not run {counts['not run']}"
     return line, counts
 
 
-def to_run(module: str, resume: bool, skip: dict[str, str]) -> list[str]:
+def to_run(module: str, resume: bool) -> list[str]:
     """mutmut's mutant arguments for this module: all of it, or with ``resume`` only what is not
     yet killed. mutmut regenerates a module whose source is not older than its mutants (and
     then resets its results), so such a module runs in full."""
@@ -109,8 +97,7 @@ def to_run(module: str, resume: bool, skip: dict[str, str]) -> list[str]:
     mutated = MUTANTS / source.relative_to(ROOT)
     if not resume or not mutated.exists() or source.stat().st_mtime >= mutated.stat().st_mtime:
         return everything
-    return [name for name, code in results(module).items()
-            if code not in KILLED and name not in skip]  # fmt: skip
+    return [name for name, code in results(module).items() if code not in KILLED]
 
 
 def run_mutmut(names: list[str], max_children: int) -> int:
@@ -139,16 +126,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="print the last results")
     parser.add_argument("--resume", action="store_true", help="rerun only what is not killed")
     args = parser.parse_args(argv)
-    skip = equivalent()
     start = time.monotonic()
-    names = [name for module in args.modules for name in to_run(module, args.resume, skip)]
+    names = [name for module in args.modules for name in to_run(module, args.resume)]
     if not args.report_only and names:
         code = run_mutmut(names, args.max_children)
         if code:
             return code
     below = []
     for module in args.modules:
-        line, counts = score(module, skip)
+        line, counts = score(module)
         tested = counts["killed"] + counts["survived"] + counts["no tests"]
         if tested and 100 * counts["killed"] / tested < TARGET:
             below.append(module)

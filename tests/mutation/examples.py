@@ -53,10 +53,8 @@ EXAMPLES: tuple[Example, ...] = (
             '"app.kubernetes.io/name": "curvine-worker-v2"})',
             (f"{OBJ}::test_every_workload_selector_matches_its_template",)),
     Example("headless Service's journal port set to the RPC port", "k8s/curvine.py",
-            'k8s.ServicePort(name="journal", port=JOURNAL_PORT,\n'
-            "                                       target_port=port(k8s, JOURNAL_PORT))",
-            'k8s.ServicePort(name="journal", port=RPC_PORT,\n'
-            "                                       target_port=port(k8s, RPC_PORT))",
+            "port=JOURNAL_PORT,\n                        target_port=port(k8s, JOURNAL_PORT),",
+            "port=RPC_PORT,\n                        target_port=port(k8s, RPC_PORT),",
             (f"{K8S}::test_each_service_port_is_the_container_port_of_the_same_name",)),
     Example("FUSE metrics port changed, metrics Service kept the old one", "k8s/curvine.py",
             'FUSE_CONTAINER_PORTS = {"fuse-metrics": FUSE_WEB_PORT,',
@@ -64,7 +62,7 @@ EXAMPLES: tuple[Example, ...] = (
             (f"{K8S}::test_every_metrics_service_scrapes_a_port_its_pods_listen_on",
              f"{OBJ}::test_each_port_agrees_across_container_service_and_toml")),
     Example("vLLM --port changed, IEC invocation port kept", "k8s/endpoints.py",
-            '"--port", str(e.container_port)', '"--port", "8080"',
+            '"--port",\n        str(e.container_port),', '"--port",\n        "8080",',
             (f"{K8S}::test_vllm_listens_on_the_endpoints_invocation_and_metrics_port",)),
     Example("master claims retention Retain -> Delete", "k8s/curvine.py",
             'when_deleted="Retain"', 'when_deleted="Delete"',

@@ -31,21 +31,21 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return source
 
 
-def test_resume_reruns_all_but_the_kills_and_the_equivalents(tree: Path) -> None:
-    skip = {"pkg.mod.x_f__mutmut_5": "same output"}
-    assert mutation.to_run("pkg.mod", resume=True, skip=skip) == [
+def test_resume_reruns_all_but_the_kills(tree: Path) -> None:
+    assert mutation.to_run("pkg.mod", resume=True) == [
         "pkg.mod.x_f__mutmut_2", "pkg.mod.x_f__mutmut_3", "pkg.mod.x_f__mutmut_4",
+        "pkg.mod.x_f__mutmut_5",
     ]  # fmt: skip
 
 
 def test_a_full_run_or_a_changed_source_reruns_the_whole_module(tree: Path) -> None:
-    assert mutation.to_run("pkg.mod", resume=False, skip={}) == ["pkg.mod.*"]
+    assert mutation.to_run("pkg.mod", resume=False) == ["pkg.mod.*"]
     os.utime(tree)  # edited after its mutants were made: mutmut regenerates it
-    assert mutation.to_run("pkg.mod", resume=True, skip={}) == ["pkg.mod.*"]
+    assert mutation.to_run("pkg.mod", resume=True) == ["pkg.mod.*"]
 
 
 def test_a_module_never_mutated_runs_in_full(tree: Path) -> None:
-    assert mutation.to_run("pkg.other", resume=True, skip={}) == ["pkg.other.*"]
+    assert mutation.to_run("pkg.other", resume=True) == ["pkg.other.*"]
 
 
 def test_a_failed_mutmut_run_is_reported_with_its_output_and_exit_code(
@@ -64,3 +64,38 @@ def test_a_failed_mutmut_run_is_reported_with_its_output_and_exit_code(
     err = capsys.readouterr().err
     assert "Failed to run clean test" in err and "FAILED tests/k8s/test_x.py::test_y" in err
     assert "mutmut run failed (exit 1); full output: mutants/mutmut-run.log" in err
+
+
+PRAGMA = "# pragma: no mutate"
+REASON = "# Equivalent mutant"
+# A pragma may sit on the closing line of a call whose reason is written above the call.
+REASON_REACH = 15
+
+
+def pragmas_without_reason(root: Path, paths: list[str]) -> list[str]:
+    """``path:line`` of each ``# pragma: no mutate`` with no "Equivalent mutant" comment within
+    REASON_REACH lines above it: a mutant left out of the score must say why it cannot change
+    behaviour."""
+    found = []
+    for top in paths:
+        for path in sorted((root / top).rglob("*.py")):
+            lines = path.read_text().splitlines()
+            for i, line in enumerate(lines):
+                above = lines[max(0, i - REASON_REACH) : i]
+                if PRAGMA in line and not any(REASON in a for a in above):
+                    found.append(f"{path.relative_to(root)}:{i + 1}")
+    return found
+
+
+def test_every_line_left_unmutated_says_why() -> None:
+    assert pragmas_without_reason(mutation.ROOT, ["k8s", "infra", "scripts"]) == []
+
+
+def test_a_pragma_without_its_reason_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "mod.py").write_text(
+        "# Equivalent mutant: the default is never read\n"
+        'x = d.get("a", "")  # pragma: no mutate\n' + "\n" * REASON_REACH
+        + 'y = d.get("b", "")  # pragma: no mutate\n'
+    )  # fmt: skip
+    assert pragmas_without_reason(tmp_path, ["pkg"]) == ["pkg/mod.py:18"]

@@ -60,7 +60,9 @@ def is_complete(
     except RetryLater as e:
         log.info("%s: %s; trying again on the next poll", cluster, e)
         last = f"{e} (a transient error; retried on every poll)"
-        ready = False
+        # Equivalent mutant: after a transient error `ready` becomes None instead of False; it is
+        # only read by `if ready:`, where both are false
+        ready = False  # pragma: no mutate
     else:
         log.info("%s: %s", cluster, state)
         last = str(state)

