@@ -4,6 +4,9 @@ ENV ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# make test and make bench run the suite on two workers; a module's tests, and the modules sharing
+# a synthesized or rendered environment, stay on one worker (tests/conftest.py: GROUPS).
+TEST_WORKERS ?= -n 2 --dist loadgroup
 # The operations CLI, installed into .venv by `make install` (the project's [project.scripts]).
 HPKV := $(VENV)/bin/hpkv
 OUT := cdk.out
@@ -56,9 +59,9 @@ synth: install
 validate: install
 	$(PY) -m tools.validate_templates $(OUT)
 
-## test: the whole test suite (installs the pinned CDK CLI: one test runs its synth)
+## test: the whole test suite on two workers (installs the pinned CDK CLI: one test runs its synth)
 test: install node_modules/.installed
-	$(PY) -m pytest
+	$(PY) -m pytest $(TEST_WORKERS)
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
@@ -125,10 +128,13 @@ teardown: install
 deploy-plan: install
 	$(HPKV) deploy-plan --out $(OUT) --png $(OUT)/deploy-plan.png
 
-## bench: synth time and peak memory against a bare one-VPC app; TTFT measurement accuracy
-bench: install
+## bench: synth time and peak memory against a bare one-VPC app; TTFT accuracy; test suite time
+bench: install node_modules/.installed
 	$(PY) -m tools.bench.synth_bench --env $(ENV)
 	$(PY) -m tools.bench.ttft_accuracy
+	@start=$$(date +%s); $(PY) -m pytest -q -p no:cacheprovider $(TEST_WORKERS) >/dev/null; \
+	code=$$?; echo "test suite (pytest $(TEST_WORKERS)): $$(( $$(date +%s) - start )) s wall, exit $$code"; \
+	exit $$code
 
 ## dashboard: Grafana dashboard JSON and alert rules of config/$(ENV).yaml into dist/$(ENV)/
 dashboard: install
