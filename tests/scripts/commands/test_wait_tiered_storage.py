@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from scripts import cli
 from scripts.lib import runtime
 from tests.doubles.fake_kube import FakeKube
+from tests.support.logs import line_saying
 from tests.support.verify import CFG, ENABLED, _clients, _cluster, _fake_progress, _stubbed_aws
 
 
@@ -32,10 +33,11 @@ def test_wait_tiered_storage_follows_describe_cluster(
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["seconds"] == 60  # two 30 s polls of fake time
     assert data["state"].startswith("InService; Mode=Enable 20%")
+    # Progress on stderr: the cluster, each state it passed through with its mode, then done.
     lines = result.stderr.splitlines()
-    assert "Tiered Storage on hyperpod-kvcache: InService; Mode=None None%" in lines[1]
-    assert "Tiered Storage on hyperpod-kvcache: Updating; Mode=Enable 20%" in lines[2]
-    assert lines[-1].endswith("Tiered Storage on hyperpod-kvcache: done after 1m00s")
+    line_saying(lines[1], "hyperpod-kvcache", "InService", "None")
+    line_saying(lines[2], "hyperpod-kvcache", "Updating", "Enable", "20%")
+    line_saying(lines[-1], "hyperpod-kvcache", "done", "1m00s")
 
 
 def test_wait_tiered_storage_times_out_in_one_json_object(

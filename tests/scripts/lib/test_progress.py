@@ -12,6 +12,7 @@ import pytest
 
 from scripts.lib.errors import OperationError
 from scripts.lib.progress import CI_VARIABLES, Reporter, Steps, fmt_duration, wait_for
+from tests.support.logs import assert_lines_say
 from tests.support.progress import FakeClock, plain
 
 
@@ -32,14 +33,18 @@ def test_plain_lines_are_timestamped_and_steady() -> None:
     lines = stream.getvalue().splitlines()
     assert waited == 80
     assert fake.slept == [10] * 8  # the fake clock paced it: nothing really slept
-    assert lines == [
-        "2027-01-15T08:00:00Z waiting for the cluster (up to 10m00s)",
-        "2027-01-15T08:00:00Z the cluster: CREATING (0s elapsed)",  # first state
-        "2027-01-15T08:00:30Z the cluster: CREATING (30s elapsed)",  # steady: every 30 s
-        "2027-01-15T08:01:00Z the cluster: CREATING (1m00s elapsed)",
-        "2027-01-15T08:01:10Z the cluster: UPDATING (1m10s elapsed)",  # a change shows at once
-        "2027-01-15T08:01:20Z the cluster: done after 1m20s",
-    ]
+    # Each line starts with its UTC time and names what it waits for: the limit first, then the
+    # first state, the same state every 30 s, a change at once, and the time it took.
+    assert_lines_say(
+        lines,
+        ["2027-01-15T08:00:00Z", "the cluster", "10m00s"],
+        ["2027-01-15T08:00:00Z", "the cluster", "CREATING", "0s"],
+        ["2027-01-15T08:00:30Z", "the cluster", "CREATING", "30s"],
+        ["2027-01-15T08:01:00Z", "the cluster", "CREATING", "1m00s"],
+        ["2027-01-15T08:01:10Z", "the cluster", "UPDATING", "1m10s"],
+        ["2027-01-15T08:01:20Z", "the cluster", "done", "1m20s"],
+    )
+    assert all(line.startswith("2027-01-15T") for line in lines)
 
 
 def test_a_bool_check_still_reports_elapsed_time() -> None:
