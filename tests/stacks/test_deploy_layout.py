@@ -4,16 +4,11 @@ deploy-time model's figures for it (scripts/lib/deploy_plan.py with deploy_durat
 from __future__ import annotations
 
 import json
-from typing import Any
-
-from aws_cdk import CfnResource, Stack
-from constructs import IConstruct
 
 from infra.constructs.kubernetes_layer import L2_PROVIDERS, L2_VOLUME
-from infra.deps import NEEDS_METADATA
 from infra.stack_layout import deletion_waves, dependencies
 from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
-from tests.support.synth import Synth
+from tests.support.synth import TIERED, Synth, logical_id, needs_of
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
 # against 32.7, 1.200): stacks holding stateful resources (network, eks, hyperpod) stay as they
@@ -21,11 +16,6 @@ from tests.support.synth import Synth
 # docs/deploy-time.md.
 MAX_DEPLOY_RATIO = 1.12
 MAX_DESTROY_RATIO = 1.21
-TIERED = "Custom::HyperPodTieredStorage"
-
-
-def needs_of(resource: dict[str, Any]) -> set[str]:
-    return {n["logicalId"] for n in resource.get("Metadata", {}).get(NEEDS_METADATA, [])}
 
 
 def manifest_dependencies(result: Synth) -> dict[str, set[str]]:
@@ -49,11 +39,6 @@ def closure(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return {name: reach(name) for name in graph}
 
 
-def logical_id(construct: IConstruct) -> str:
-    resource = next(c for c in construct.node.find_all() if isinstance(c, CfnResource))
-    return str(Stack.of(resource).resolve(resource.logical_id))
-
-
 def test_endpoints_wait_for_operator_tiered_storage_and_l2_objects(dev: Synth) -> None:
     (endpoint,) = dev.resources("endpoints", "Custom::AWSCDK-EKS-KubernetesResource").values()
     operator = next(
@@ -73,9 +58,9 @@ def test_nothing_but_the_endpoints_waits_for_tiered_storage(dev: Synth) -> None:
     assert [s for s, deps in stacks.items() if "tiered-storage" in deps] == ["endpoints"]
     (tiered,) = dev.resources("tiered-storage", TIERED)
     for path in dev.outdir.glob("*.template.json"):
-        for logical_id, body in json.loads(path.read_text())["Resources"].items():
+        for resource_id, body in json.loads(path.read_text())["Resources"].items():
             if tiered in needs_of(body):
-                assert path.name.endswith("-endpoints.template.json"), (path.name, logical_id)
+                assert path.name.endswith("-endpoints.template.json"), (path.name, resource_id)
 
 
 def test_stack_dependencies_are_the_layout_table(dev: Synth) -> None:

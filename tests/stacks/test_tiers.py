@@ -13,10 +13,9 @@ import pytest
 
 from infra.config import parse_config
 from infra.validation import templates_in
-from tests import background
-from tests.stacks.test_deploy_layout import TIERED, logical_id, needs_of
+from tests.support import background
 from tests.support.config import TIERS_ENDPOINTS, env_raw, tiers_config
-from tests.support.synth import Synth, synth
+from tests.support.synth import TIERED, Synth, logical_id, needs_of, synth
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"

@@ -7,10 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aws_cdk import CfnResource, Stack
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 from infra.cdk_context import new_app
 from infra.config import AppConfig
+from infra.deps import NEEDS_METADATA
 from infra.nag import enable_checks
 from stacks.composition import EnvironmentStacks, compose
 
@@ -43,3 +46,18 @@ def synth(config: AppConfig, outdir: Path, chart_dir: Path | None = FIXTURE_CHAR
     enable_checks(app)
     app.synth()
     return Synth(config=config, outdir=outdir, stacks=stacks)
+
+
+# What the layout tests read off a synthesized resource.
+TIERED = "Custom::HyperPodTieredStorage"
+
+
+def needs_of(resource: dict[str, Any]) -> set[str]:
+    """The logical IDs a resource's ``needs`` metadata names (infra/deps.py)."""
+    return {n["logicalId"] for n in resource.get("Metadata", {}).get(NEEDS_METADATA, [])}
+
+
+def logical_id(construct: IConstruct) -> str:
+    """The logical ID of the first CloudFormation resource under ``construct``."""
+    resource = next(c for c in construct.node.find_all() if isinstance(c, CfnResource))
+    return str(Stack.of(resource).resolve(resource.logical_id))
