@@ -34,6 +34,7 @@ CDK_CLI_TEST = "test_cdk_cli_synth_matches_direct_synth_without_credentials"
 GROUPS = {
     "synth": {"dev", "existing"},
     "render": {"rendered", "rendered_files", "rendered_envs"},
+    "pipeline": {"pipeline"},
 }
 cdk_cli_selected = pytest.StashKey[bool]()
 

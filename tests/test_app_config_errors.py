@@ -21,7 +21,7 @@ import yaml
 
 import app
 from infra.config import loader
-from tests.infra.config.builders import BASE
+from tests.support.config import BASE
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = (ROOT / "config" / "dev.yaml").read_text()

@@ -27,8 +27,8 @@ from infra.tiers import (
     tier_of,
     tier_shares,
 )
-from tests.infra.config.builders import SOURCE, with_overrides
-from tests.promtool import needs_promtool, run_rule_tests
+from tests.support.config import SOURCE, with_overrides
+from tests.support.promtool import needs_promtool, run_rule_tests
 
 BPT = 147456  # observability.kv_bytes_per_token's default (Qwen3-8B, bf16)
 # One second of traffic on an endpoint (the series below rise 60 times as much a minute):

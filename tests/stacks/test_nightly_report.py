@@ -4,7 +4,7 @@ environment's alert topic; its role may write that bucket prefix and publish tha
 
 The buildspec's post_build commands run here in bash against a stand-in ``aws`` on PATH that
 records its arguments: what CodeBuild would run after a passing and after a failing build
-phase. The synthesized template comes from test_pipeline's fixture (CDK, cdk-nag on)."""
+phase. The synthesized template comes from the stack tests' `pipeline` fixture (CDK, cdk-nag on)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 
 from infra.config import load_config
 from infra.constructs.pipeline import ALERT_TOPIC, REPORT_BUCKET, REPORT_DIR, REPORT_PREFIX
-from tests.stacks.test_pipeline import _nightly_statements, pipeline  # noqa: F401 (a fixture)
+from tests.support.pipeline import nightly_statements
 
 TOPIC = "arn:aws:sns:us-west-2:111122223333:hyperpod-kvcache-test-kvcache-alerts"
 
@@ -45,7 +45,7 @@ def _artifacts_bucket(template: dict[str, Any]) -> str:
 
 
 def test_the_nightly_run_recreates_then_verifies_then_compares_the_tiers(
-    pipeline: dict[str, Any],  # noqa: F811
+    pipeline: dict[str, Any],
 ) -> None:
     build = _phases(pipeline["template"])["build"]
     runs = [c for c in build if "-m scripts" in c]
@@ -58,10 +58,10 @@ def test_the_nightly_run_recreates_then_verifies_then_compares_the_tiers(
 
 
 def test_the_nightly_role_writes_only_the_report_prefix_and_publishes_only_the_alert_topic(
-    pipeline: dict[str, Any],  # noqa: F811
+    pipeline: dict[str, Any],
 ) -> None:
     template = pipeline["template"]
-    by_sid = _nightly_statements(template)
+    by_sid = nightly_statements(template)
     put = by_sid["PublishNightlyReport"]
     assert put["Action"] == "s3:PutObject"
     bucket = _artifacts_bucket(template)
@@ -110,7 +110,7 @@ def _post_build(template: dict[str, Any], tmp_path: Path, succeeding: str,
 
 @pytest.mark.parametrize("succeeding", ["1", "0"])
 def test_the_report_is_published_after_every_run_and_a_failed_one_notifies(
-    pipeline: dict[str, Any],  # noqa: F811
+    pipeline: dict[str, Any],
     tmp_path: Path,
     succeeding: str,
 ) -> None:
@@ -129,7 +129,7 @@ def test_the_report_is_published_after_every_run_and_a_failed_one_notifies(
 
 
 def test_a_run_that_failed_before_bench_compare_still_notifies(
-    pipeline: dict[str, Any],  # noqa: F811
+    pipeline: dict[str, Any],
     tmp_path: Path,
 ) -> None:
     calls = _post_build(pipeline["template"], tmp_path, "0", report=False)

@@ -7,57 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from aws_cdk import Environment
 
 from infra.cdk_context import new_app
 from infra.config import load_config, parse_config
 from infra.constructs.pipeline import ENVIRONMENT_STACKS
-from infra.nag import enable_checks
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
 from stacks.pipeline_stack import PipelineStack
-from tests.support.config import env_raw
-
-CONNECTION = (
-    "arn:aws:codeconnections:us-west-2:111122223333:connection/12345678-1234-1234-1234-123456789012"
-)
-
-
-def prod_with_pipeline(**pipeline: Any) -> dict[str, Any]:
-    raw = env_raw("prod")
-    raw["pipeline"] = {
-        "enabled": True,
-        "connection_arn": CONNECTION,
-        "repository": "example-org/hyperpod-kvcache",
-        **pipeline,
-    }
-    return raw
-
-
-@pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    config = parse_config(
-        prod_with_pipeline(
-            nightly_recreate=True,
-            github_actions={"deploy_role_name": "hyperpod-kvcache-github-deploy"},
-        ),
-        "config/prod.yaml",
-        "prod",
-    )
-    outdir = tmp_path_factory.mktemp("pipeline")
-    app = new_app(str(outdir))
-    PipelineStack(
-        app,
-        "hyperpod-kvcache-pipeline",
-        config=config,
-        test_config=load_config("test"),
-        env=Environment(account=config.account, region=config.region),
-    )
-    enable_checks(app)  # raises on any unacknowledged cdk-nag finding
-    app.synth()
-    path = outdir / "hyperpod-kvcache-pipeline.template.json"
-    return {"path": path, "template": json.loads(path.read_text()), "outdir": outdir}
+from tests.support.pipeline import nightly_statements, prod_with_pipeline
 
 
 def stages(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -176,19 +134,6 @@ def test_no_schedule_unless_enabled(tmp_path: Path) -> None:
     assert stack.delivery.nightly is None
 
 
-def _nightly_statements(template: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    policies = [
-        r["Properties"]["PolicyDocument"]["Statement"]
-        for r in template["Resources"].values()
-        if r["Type"] == "AWS::IAM::Policy"
-        and any(
-            s.get("Sid") == "SweepLogGroups" for s in r["Properties"]["PolicyDocument"]["Statement"]
-        )
-    ]
-    assert len(policies) == 1
-    return {s.get("Sid", ""): s for s in policies[0]}
-
-
 def _resources(statement: dict[str, Any]) -> list[str]:
     res = statement["Resource"]
     return [json.dumps(r) for r in (res if isinstance(res, list) else [res])]
@@ -197,7 +142,7 @@ def _resources(statement: dict[str, Any]) -> list[str]:
 def test_nightly_role_deletes_only_the_test_environment(pipeline: dict[str, Any]) -> None:
     assert ENVIRONMENT_STACKS == STACK_SUFFIXES
     test = load_config("test")
-    by_sid = _nightly_statements(pipeline["template"])
+    by_sid = nightly_statements(pipeline["template"])
     stacks = " ".join(_resources(by_sid["DeleteEnvironmentStacks"]))
     for suffix in STACK_SUFFIXES:
         assert f"stack/{test.stack_prefix}-{suffix}/*" in stacks
@@ -220,7 +165,7 @@ def test_nightly_role_deletes_network_leftovers_only_by_tag(pipeline: dict[str, 
     """Every EC2 delete is conditioned; GuardDuty's endpoint and security group by the tag
     GuardDuty puts on them; no network-interface delete at all (ENIs carry no tags, and the VPC
     id changes with every recreate)."""
-    by_sid = _nightly_statements(pipeline["template"])
+    by_sid = nightly_statements(pipeline["template"])
     deletes = [
         s for s in by_sid.values() if "ec2:Delete" in json.dumps(s.get("Action"))
     ]  # fmt: skip

@@ -22,7 +22,7 @@ from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
 from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
 from infra.instances import GPU_INSTANCES
-from tests.infra.config.builders import refusal
+from tests.support.config import refusal
 
 # --- YAML ---------------------------------------------------------------------------------------
 

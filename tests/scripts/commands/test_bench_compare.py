@@ -1,7 +1,7 @@
 """`hpkv bench compare` end to end against fake model servers (tests/doubles/fake_vllm.py with
 tests/doubles/fake_tiers.py): two replicas per tier, Curvine and Tiered Storage each sharing an
 L2 directory between theirs, each tier answering after the per-token delays it injects
-(tests/scripts/lib/bench_compare/fleet.py), and exporting vLLM's and LMCache's counters.
+(tests/support/bench_fleet.py), and exporting vLLM's and LMCache's counters.
 
 What is exact: the tier shares (counted tokens), the verdicts, and report.md against the CSVs
 it is built from. What depends on the machine: how long after the injected delay a first token
@@ -26,7 +26,7 @@ from scripts.cli import app
 from scripts.lib import runtime
 from scripts.lib.bench_compare.stats import percentile
 from tests.doubles.fake_vllm import FakeVllm
-from tests.scripts.lib.bench_compare.fleet import expected_ms, fleet, target_args
+from tests.support.bench_fleet import expected_ms, fleet, target_args
 
 TOLERANCE_MS = 60.0
 WORDS = 2500  # bench.speedup_prompt_words and cross_pod_prompt_words (the defaults)

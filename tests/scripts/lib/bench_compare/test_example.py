@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from scripts.lib.bench_compare.report import ms, pct, times
-from tests.scripts.lib.bench_compare.example import render
-from tests.scripts.lib.bench_compare.fleet import COLD, expected_ms
+from tests.support.bench_example import render
+from tests.support.bench_fleet import COLD, expected_ms
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "example-report"
 TOLERANCE_MS = 60.0

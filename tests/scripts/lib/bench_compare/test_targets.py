@@ -13,8 +13,9 @@ import pytest
 from scripts.lib.bench_compare.targets import endpoints_to_compare, open_endpoint, parse_target
 from scripts.lib.errors import CliError, OperationError
 from tests.doubles.fake_kube import FakeKube
-from tests.scripts.conftest import PODS, make_cfg, recorded_cfg
-from tests.scripts.lib.verify.support import MapTransport, _clients, _seed_cluster
+from tests.support.config import make_cfg
+from tests.support.endpoint_objects import PODS, recorded_cfg
+from tests.support.verify import MapTransport, _clients, _seed_cluster
 
 URLS = {"vllm-kvcache-7d9f-1": "http://a:1", "vllm-kvcache-7d9f-2": "http://b:2"}
 

@@ -25,9 +25,10 @@ from scripts.lib.verify.chaos import DURING_LOSS, L2_BACK, POD_REPLACED, ChaosOp
 from tests.doubles.fake_kube import FakeKube
 from tests.doubles.fake_tiers import TierSpec
 from tests.doubles.fake_vllm import FakeVllm
-from tests.scripts.conftest import PODS, make_cfg, recorded_cfg
-from tests.scripts.lib.progress_support import FakeClock
-from tests.scripts.lib.verify.support import (
+from tests.support.config import make_cfg
+from tests.support.endpoint_objects import PODS, recorded_cfg
+from tests.support.progress import FakeClock
+from tests.support.verify import (
     CURVINE_PODS,
     MapTransport,
     _clients,

@@ -2,7 +2,7 @@
 ``fleet.py`` (two replicas per tier, per-token delays injected per tier), so the committed
 example shows what a report looks like, not how a cluster performs.
 
-    .venv/bin/python -m tests.scripts.lib.bench_compare.example docs/example-report
+    .venv/bin/python -m tests.support.bench_example docs/example-report
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scripts.lib.bench_compare import report
 from scripts.lib.bench_compare.run import Comparison, Overrides
 from scripts.lib.bench_compare.targets import TierTarget
 from scripts.lib.bench_compare.workloads import Waits
-from tests.scripts.lib.bench_compare.fleet import COLD, L0, L1, L2, fleet
+from tests.support.bench_fleet import COLD, L0, L1, L2, fleet
 
 SEED = 7
 # Fewer lengths and a shorter chat than bench's defaults: the example renders in about half a
@@ -28,7 +28,7 @@ NOTE = (
     f"injected per-token delays: recomputed {COLD} ms, GPU {L0} ms, CPU {L1} ms, Curvine "
     f"{L2['curvine']} ms, Tiered Storage {L2['tieredstorage']} ms. It shows how to read a "
     "report; its figures measure no cluster. Regenerate: .venv/bin/python -m "
-    "tests.scripts.lib.bench_compare.example docs/example-report"
+    "tests.support.bench_example docs/example-report"
 )
 
 
