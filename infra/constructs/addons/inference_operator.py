@@ -6,15 +6,13 @@ import hashlib
 from collections.abc import Sequence
 
 from aws_cdk import Aws, CfnElement, CfnJson, Stack
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.cluster_types import AnyCluster
 from infra.config.addons import InferenceOperatorConfig
-from infra.constructs.addons.alb_controller_policy import (
-    ALB_WILDCARD_FINDINGS,
-    alb_controller_statements,
-)
+from infra.constructs.addons.alb_controller_policy import alb_controller_statements
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.irsa import STS_AUDIENCE, irsa_role
 from infra.constructs.addons.service_accounts import (
@@ -24,7 +22,13 @@ from infra.constructs.addons.service_accounts import (
     gated_model_download,
 )
 from infra.constructs.buckets import SecureBucket
-from infra.nag import acknowledge_findings, managed_policy_finding, ref, wildcard_finding
+from infra.nag import (
+    acknowledge_findings,
+    finding_name,
+    managed_policy_finding,
+    ref,
+    wildcard_finding,
+)
 
 # The add-on rejects an execution role whose name does not start with this, and the AWS-managed
 # AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on
@@ -33,8 +37,8 @@ EXECUTION_ROLE_PREFIX = "SageMakerHyperPodInference"
 ROLE_NAME_MAX = 64
 ALB_WILDCARD_REASON = (
     "Load balancers, listeners, target groups and security groups are created at runtime with "
-    "generated names; changes are limited by the elbv2.k8s.aws/cluster tag where the API "
-    "supports it, and Describe calls have no resource-level permissions."
+    "generated names; changes are limited by the elbv2.k8s.aws/cluster tag (the node security "
+    "groups by the cluster's VPC), and Describe calls have no resource-level permissions."
 )
 
 
@@ -74,6 +78,12 @@ def gated_model_principal(
     return iam.CompositePrincipal(web, sagemaker)
 
 
+def _vpc_id(cluster: AnyCluster, existing_vpc_id: str | None) -> str | None:
+    """The cluster's VPC: the created cluster's, or the one an existing cluster's config names
+    (an imported cluster has a VPC only when it was given one)."""
+    return cluster.vpc.vpc_id if isinstance(cluster, eks.Cluster) else existing_vpc_id
+
+
 class InferenceOperatorAddon(EksAddon):
     ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
 
@@ -90,6 +100,7 @@ class InferenceOperatorAddon(EksAddon):
         execution_role_unique_name: str,
         retain_stateful_resources: bool,
         endpoint_namespaces: Sequence[str] = (),
+        existing_vpc_id: str | None = None,
     ) -> None:
         if settings.adopted:
             # The installed operator keeps its execution role, TLS bucket and ALB/KEDA roles:
@@ -170,11 +181,19 @@ class InferenceOperatorAddon(EksAddon):
                 service_account=ALB_CONTROLLER,
                 description="AWS Load Balancer Controller installed by the inference add-on",
             )
-            for statement in alb_controller_statements():
+            statements = alb_controller_statements(
+                Stack.of(self.alb_role), _vpc_id(cluster, existing_vpc_id)
+            )
+            for statement in statements:
                 self.alb_role.add_to_policy(statement)
+            wildcards = {
+                finding_name(self.alb_role, r)
+                for s in statements
+                for r in s.resources
+                if "*" in finding_name(self.alb_role, r)
+            }
             acknowledge_findings(
-                self.alb_role,
-                {wildcard_finding(r): ALB_WILDCARD_REASON for r in ALB_WILDCARD_FINDINGS},
+                self.alb_role, {wildcard_finding(r): ALB_WILDCARD_REASON for r in wildcards}
             )
             config["alb"] = {
                 "enabled": True,

@@ -62,6 +62,7 @@ def _inference_operator(config: AppConfig) -> dict[str, Any]:
         "execution_role_unique_name": f"{config.stack_prefix}-{config.region}",
         "retain_stateful_resources": config.retain_stateful_resources,
         "endpoint_namespaces": [ep.namespace for ep in config.kvcache.endpoints],
+        "existing_vpc_id": config.existing_cluster.vpc_id if config.existing_cluster else None,
     }
 
 
