@@ -127,6 +127,10 @@ class HyperPodExecutionRole(Construct):
         sg_arn = arn(
             service="ec2", resource="security-group", resource_name=security_group.security_group_id
         )
+        # ENI changes only in the HyperPod subnet: HyperPod attaches the nodes' interfaces there
+        # and the VPC CNI adds Pod interfaces beside them (no custom networking), so no other
+        # interface of the account may be modified, detached or deleted with this role.
+        in_subnet = {"ArnEquals": {"ec2:Subnet": subnet_arn}}
         statements = [
             # The VPC CNI on the nodes attaches ENIs in the HyperPod subnet with the cluster SG.
             iam.PolicyStatement(
@@ -135,15 +139,17 @@ class HyperPodExecutionRole(Construct):
                 resources=[eni_arn, subnet_arn, sg_arn],
             ),
             # Attach/Detach authorize on the instance as well as on the ENI (AWS's reference
-            # HyperPod EKS role grants instance/* too).
+            # HyperPod EKS role grants instance/* too); the ENI side is the subnet-scoped one below.
             iam.PolicyStatement(
                 sid="AttachEnisToNodes",
                 actions=["ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface"],
-                resources=[eni_arn, instance_arn],
+                resources=[instance_arn],
             ),
             iam.PolicyStatement(
-                sid="ManageEnis",
+                sid="ManageEnisInHyperPodSubnet",
                 actions=[
+                    "ec2:AttachNetworkInterface",
+                    "ec2:DetachNetworkInterface",
                     "ec2:AssignPrivateIpAddresses",
                     "ec2:UnassignPrivateIpAddresses",
                     "ec2:DeleteNetworkInterface",
@@ -152,10 +158,22 @@ class HyperPodExecutionRole(Construct):
                     "ec2:DeleteNetworkInterfacePermission",
                 ],
                 resources=[eni_arn],
+                conditions=in_subnet,
             ),
-            # The VPC CNI also tags ENIs it did not create (the node's primary ENI), so tagging is
-            # not limited to CreateNetworkInterface; ENIs of this account and Region only.
-            iam.PolicyStatement(sid="TagEnis", actions=["ec2:CreateTags"], resources=[eni_arn]),
+            # The VPC CNI tags the ENIs it creates, and the node's primary ENI it did not create:
+            # on creation, or an existing ENI of the HyperPod subnet.
+            iam.PolicyStatement(
+                sid="TagNewEnis",
+                actions=["ec2:CreateTags"],
+                resources=[eni_arn],
+                conditions={"StringEquals": {"ec2:CreateAction": "CreateNetworkInterface"}},
+            ),
+            iam.PolicyStatement(
+                sid="TagEnisInHyperPodSubnet",
+                actions=["ec2:CreateTags"],
+                resources=[eni_arn],
+                conditions=in_subnet,
+            ),
             # Describe calls cannot be scoped to resources (IAM does not support it).
             iam.PolicyStatement(
                 sid="DescribeNetwork",
@@ -209,7 +227,8 @@ class HyperPodExecutionRole(Construct):
             ("Resource::*", "ec2 Describe*, ecr:GetAuthorizationToken and eks-auth: no resources."),
             (
                 f"Resource::{finding_name(self, eni_arn)}",
-                "ENI ids are created at run time by the VPC CNI.",
+                "ENI ids are created at run time by HyperPod and the VPC CNI; changes are "
+                "limited to the HyperPod subnet by condition.",
             ),
             (
                 f"Resource::{finding_name(self, instance_arn)}",
