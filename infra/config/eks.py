@@ -19,6 +19,7 @@ from infra.versions import (
 )
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
+ANY_ADDRESS = "0.0.0.0/0"
 
 
 class EksAddonVersions(Section):
@@ -60,13 +61,34 @@ class EksConfig(Section):
     """Kubernetes minor; selects the kubectl layer and cdk8s-plus package (infra/versions.py)."""
     endpoint_access: Literal["public_and_private", "private"] = "public_and_private"
     """API endpoint access. ``private`` needs a deploy host inside the VPC (or VPN)."""
-    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
-    """CIDRs allowed to reach the public endpoint (ignored when private)."""
+    public_access_cidrs: tuple[str, ...] = ()
+    """CIDRs that may reach the public API endpoint (ignored when ``private``): the networks
+    that run ``cdk deploy``, kubectl and the operations CLI. Required in prod while the endpoint
+    is public; left empty elsewhere, the endpoint accepts any address (0.0.0.0/0) and the synth
+    warns. The kubectl handler reaches the API from the VPC's private subnets either way."""
     admin_principal_arns: tuple[str, ...] = ()
     """IAM role/user ARNs (humans and the CI role) given cluster-admin through access entries."""
+    bootstrap_creator_admin: bool | None = None
+    """Give the principal that creates the cluster (CloudFormation's deploy role) cluster-admin.
+    Null: only while ``admin_principal_arns`` is empty (someone must administer the cluster).
+    EKS applies it only when it creates the cluster: for a cluster that exists, write the value
+    it was created with (``python -m scripts preflight`` compares), or CloudFormation tries to
+    replace the cluster. Clusters created before this setting existed have it true."""
     log_retention_days: int = 30
     """Retention of the control-plane log group, in days."""
     addons: EksAddonVersions = EksAddonVersions()
+
+    @property
+    def creator_admin(self) -> bool:
+        """Whether the cluster's creator gets a cluster-admin access entry."""
+        if self.bootstrap_creator_admin is not None:
+            return self.bootstrap_creator_admin
+        return not self.admin_principal_arns
+
+    @property
+    def public_cidrs(self) -> tuple[str, ...]:
+        """What the public endpoint admits: the configured CIDRs, or any address."""
+        return self.public_access_cidrs or (ANY_ADDRESS,)
 
     @field_validator("cluster_name")
     @classmethod

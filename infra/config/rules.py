@@ -23,6 +23,7 @@ def check_rules(app: AppConfig) -> None:
     first, then the add-ons, the Kubernetes layer, the pipeline and observability."""
     check_network(app)
     _check_groups(app)
+    check_eks_endpoint(app)
     if app.existing_cluster is not None:
         check_existing_arns(app, app.existing_cluster)
         _describe_existing_groups(app.hyperpod, app.existing_cluster)
@@ -30,6 +31,28 @@ def check_rules(app: AppConfig) -> None:
     check_kvcache(app)
     check_pipeline(app)
     check_observability(app)
+
+
+PROD = "prod"
+
+
+def check_eks_endpoint(app: AppConfig) -> None:
+    """A public API endpoint in prod admits only the networks the config names."""
+    eks = app.eks
+    if (
+        app.existing_cluster is None
+        and app.environment == PROD
+        and eks.endpoint_access == "public_and_private"
+        and not eks.public_access_cidrs
+    ):
+        raise RuleViolation(
+            "the CIDRs that may reach the public API endpoint (e.g. [203.0.113.0/24]), required "
+            "in prod while eks.endpoint_access is public_and_private",
+            "list the networks that deploy and run kubectl in eks.public_access_cidrs, or set "
+            "eks.endpoint_access to private",
+            field="eks.public_access_cidrs",
+            value=[],
+        )
 
 
 def _check_groups(app: AppConfig) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Annotations, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_kms as kms
@@ -74,8 +74,14 @@ class EksControlPlane(Construct):
         endpoint_access = (
             eks.EndpointAccess.PRIVATE
             if private
-            else eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.public_access_cidrs)
+            else eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*config.public_cidrs)
         )
+        if not private and not config.public_access_cidrs:
+            Annotations.of(self).add_warning_v2(
+                "hyperpod-kvcache:eks-endpoint-open",
+                "eks.public_access_cidrs is not set: the EKS API endpoint accepts connections "
+                "from any address (0.0.0.0/0); list the networks that deploy and run kubectl",
+            )
         self.cluster = eks.Cluster(
             self,
             "Cluster",
@@ -84,7 +90,8 @@ class EksControlPlane(Construct):
             default_capacity=0,
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             bootstrap_self_managed_addons=False,
-            bootstrap_cluster_creator_admin_permissions=True,
+            # The deploy role keeps cluster-admin only while no admin principal is configured.
+            bootstrap_cluster_creator_admin_permissions=config.creator_admin,
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnets=control_plane_subnets)],
             security_group=security_group,

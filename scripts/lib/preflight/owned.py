@@ -138,28 +138,56 @@ def check_offerings(clients: Clients, cfg: AppConfig) -> list[Check]:
     return checks
 
 
-def check_cluster_minor(clients: Clients, cfg: AppConfig) -> tuple[Check, str]:
-    """The kubectl layer is pinned to config's minor; a live cluster must run the same one."""
+def check_live_cluster(clients: Clients, cfg: AppConfig) -> tuple[list[Check], str]:
+    """The kubectl layer's minor and the creator's admin access against the live cluster (one
+    DescribeCluster), and the minor the later rows check."""
     layer_minor = cfg.eks.kubernetes_version
     eks_name, _ = cluster_names(cfg)
     try:
-        live = clients.aws("eks").describe_cluster(name=eks_name)["cluster"]["version"]
+        live = clients.aws("eks").describe_cluster(name=eks_name)["cluster"]
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
-            return Check(
-                "kubectl layer minor", "pass", f"{layer_minor}; cluster {eks_name} not created yet"
-            ), layer_minor
-        return Check(
-            "kubectl layer minor", "warn", str(exc), "grant eks:DescribeCluster"
-        ), layer_minor
+            return [
+                Check(MINOR, "pass", f"{layer_minor}; cluster {eks_name} not created yet"),
+                Check(CREATOR, "pass", f"cluster {eks_name} not created yet: "
+                      f"{str(cfg.eks.creator_admin).lower()} at creation"),
+            ], layer_minor  # fmt: skip
+        return [Check(MINOR, "warn", str(exc), "grant eks:DescribeCluster")], layer_minor
+    return [_minor(cfg, eks_name, live["version"]), _creator_admin(cfg, eks_name, live)], live[
+        "version"
+    ]
+
+
+MINOR, CREATOR = "kubectl layer minor", "creator admin"
+
+
+def _minor(cfg: AppConfig, eks_name: str, live: str) -> Check:
+    """The kubectl layer is pinned to config's minor; a live cluster must run the same one."""
+    layer_minor = cfg.eks.kubernetes_version
     if live == layer_minor:
-        return Check("kubectl layer minor", "pass", f"layer {layer_minor} = cluster {live}"), live
-    return (
-        Check(
-            "kubectl layer minor",
-            "fail",
-            f"layer {layer_minor} but cluster {eks_name} runs {live}",
-            f'set eks.kubernetes_version to "{live}" (or upgrade the cluster)',
-        ),
-        live,
+        return Check(MINOR, "pass", f"layer {layer_minor} = cluster {live}")
+    return Check(
+        MINOR,
+        "fail",
+        f"layer {layer_minor} but cluster {eks_name} runs {live}",
+        f'set eks.kubernetes_version to "{live}" (or upgrade the cluster)',
+    )
+
+
+def _creator_admin(cfg: AppConfig, eks_name: str, live: dict[str, object]) -> Check:
+    """EKS gives the creating principal cluster-admin only when it creates the cluster; a
+    config that disagrees with the live cluster would make CloudFormation replace it."""
+    access = live.get("accessConfig")
+    created = (
+        access.get("bootstrapClusterCreatorAdminPermissions") if isinstance(access, dict) else None
+    )
+    want = cfg.eks.creator_admin
+    if created is None or created == want:
+        return Check(CREATOR, "pass", f"{str(want).lower()} (cluster {eks_name})")
+    return Check(
+        CREATOR,
+        "fail",
+        f"cluster {eks_name} was created with {str(created).lower()}, config gives "
+        f"{str(want).lower()}: CloudFormation would replace the cluster",
+        f"set eks.bootstrap_creator_admin: {str(created).lower()}",
     )

@@ -18,7 +18,7 @@ from scripts.lib.preflight.existing import (
 )
 from scripts.lib.preflight.owned import (
     _identity,
-    check_cluster_minor,
+    check_live_cluster,
     check_offerings,
     check_quotas,
     instance_demand,
@@ -43,7 +43,7 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
         stages += [
             f"{t} in {cfg.network.hyperpod_subnet.az_id}" for t in sorted(instance_demand(cfg))
         ]
-        stages.append("kubectl layer minor")
+        stages += ["kubectl layer minor", "creator admin"]
         stages.append(f"Kubernetes {cfg.eks.kubernetes_version}")
         checks += [Check(stage, "skip", reason) for stage in stages]
         return checks + check_tools(run, cfg.eks.kubernetes_version)
@@ -51,8 +51,8 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
         return run_existing_preflight(clients, cfg, run, identity)
     checks += check_quotas(clients, cfg)
     checks += check_offerings(clients, cfg)
-    minor_check, cluster_minor = check_cluster_minor(clients, cfg)
-    checks.append(minor_check)
+    cluster_checks, cluster_minor = check_live_cluster(clients, cfg)
+    checks += cluster_checks
     checks.append(check_kubernetes_minor(clients, cluster_minor))
     checks += check_addon_versions(clients, cfg, cluster_minor)
     checks += check_tools(run, cluster_minor)

@@ -64,3 +64,42 @@ def test_minor_without_a_table_is_refused_in_one_line(monkeypatch: pytest.Monkey
     assert "\n" not in message
     assert message.startswith("config/dev.yaml: eks.kubernetes_version = '1.33': allowed: ")
     assert "CORE_ADDON_VERSIONS" in message
+
+
+NET = "203.0.113.0/24"
+
+
+def _prod(**eks: Any) -> dict[str, Any]:
+    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw["environment"] = "prod"
+    raw["eks"].pop("public_access_cidrs", None)
+    raw["eks"].update(eks)
+    return raw
+
+
+def test_prod_refuses_a_public_endpoint_without_the_networks_it_admits() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config(_prod(endpoint_access="public_and_private"), "config/prod.yaml", "prod")
+    assert str(err.value) == (
+        "config/prod.yaml: eks.public_access_cidrs = []: allowed: the CIDRs that may reach the "
+        "public API endpoint (e.g. [203.0.113.0/24]), required in prod while "
+        "eks.endpoint_access is public_and_private; fix: list the networks that deploy and run "
+        "kubectl in eks.public_access_cidrs, or set eks.endpoint_access to private"
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "eks"),
+    [
+        ("prod", {"endpoint_access": "public_and_private", "public_access_cidrs": [NET]}),
+        ("prod", {"endpoint_access": "private"}),
+        ("dev", {"endpoint_access": "public_and_private"}),  # open, with a synth warning
+    ],
+)  # fmt: skip
+def test_the_public_cidrs_are_required_only_for_a_public_prod_endpoint(
+    env: str, eks: dict[str, Any]
+) -> None:
+    raw = {**_prod(**eks), "environment": env}
+    assert (
+        parse_config(raw, f"config/{env}.yaml", env).eks.endpoint_access == eks["endpoint_access"]
+    )
