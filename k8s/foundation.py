@@ -6,6 +6,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from k8s.admission import endpoint_admission
 from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
 from k8s.kube_api import KubeApi
@@ -75,6 +76,9 @@ class NamespacesChart(cdk8s.Chart):
                     },  # pragma: no mutate
                 ),
             )
+        # What privileged enforcement leaves open there, the policy closes: baseline plus the
+        # operator's one host path (k8s/admission.py).
+        endpoint_admission(self, kplus.k8s, endpoint_namespaces(config))
 
 
 class StorageChart(cdk8s.Chart):

@@ -18,6 +18,8 @@ KINDS: dict[str, tuple[str, bool]] = {
     "ClusterPolicy": ("clusterpolicies", False),
     "CustomResourceDefinition": ("customresourcedefinitions", False),
     "PersistentVolume": ("persistentvolumes", False),
+    "ValidatingAdmissionPolicy": ("validatingadmissionpolicies", False),
+    "ValidatingAdmissionPolicyBinding": ("validatingadmissionpolicybindings", False),
     "ConfigMap": ("configmaps", True),
     "Secret": ("secrets", True),
     "Service": ("services", True),
