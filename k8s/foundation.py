@@ -11,6 +11,7 @@ from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
 from k8s.kube_api import KubeApi
 from k8s.names import CURVINE_SC
+from k8s.network_policy import endpoint_network_policies
 
 PSA = "pod-security.kubernetes.io"
 CURVINE_FS_PATH = "/l2cache"
@@ -79,6 +80,7 @@ class NamespacesChart(cdk8s.Chart):
         # What privileged enforcement leaves open there, the policy closes: baseline plus the
         # operator's one host path (k8s/admission.py).
         endpoint_admission(self, kplus.k8s, endpoint_namespaces(config))
+        endpoint_network_policies(self, kplus.k8s, config)
 
 
 class StorageChart(cdk8s.Chart):

@@ -1,5 +1,6 @@
 """NetworkPolicies of the Curvine namespace: deny all ingress, then admit Curvine's RPC from
-Curvine's own Pods and its metrics from the collector.
+Curvine's own Pods and its metrics from the collector. The endpoint namespaces' policy is at the
+end (``endpoint_network_policies``).
 
 Who talks to Curvine, from what we render: masters to masters (journal), workers to masters,
 the CSI controller to masters (``curvine-cli fs mkdir``), and the CSI node plugin, whose embedded
@@ -27,6 +28,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from k8s.admission import NAME_LABEL
 from k8s.common import Workload, k8s_for, labels, meta
 from k8s.csi import NODE_WL
 from k8s.curvine import (
@@ -147,4 +149,66 @@ class NetworkPolicyChart(cdk8s.Chart):
             "curvine-fuse-metrics-ingress",
             NODE_WL,
             [rule(collector, fuse_web_port(config.kvcache.curvine))],
+        )
+
+
+# The inference operator's namespace: its controller (the chart's manager Deployment in
+# ``<shortPrefix>-system``, sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/
+# inference-operator, values.yaml shortPrefix ``hyperpod-inference``).
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+ENDPOINT_INGRESS = "endpoint-ingress"
+
+
+def endpoint_source_cidrs(config: AppConfig) -> list[str]:
+    """Addresses the endpoint Pods must accept traffic from, outside the Pod network: the ALB's
+    targets and the AMP collector sit in the VPC's subnets, and the kubelet's probes leave a
+    HyperPod node from any of its addresses in the HyperPod subnet."""
+    net = config.network
+    return sorted({net.primary_cidr, net.hyperpod_subnet.cidr, *collector_cidrs(config)})
+
+
+def endpoint_network_policies(scope: Construct, k8s: KubeApi, config: AppConfig) -> None:
+    """One ingress policy per endpoint namespace of a cluster the app creates (on an existing
+    cluster the config does not know the networks its nodes and load balancers use).
+
+    Admitted, on every port: the namespace's own Pods (the operator renders the endpoint's Pods
+    there); the operator's namespace (its controller; the operator's chart does not publish
+    where it runs the router, nor the port its load balancer and reverse-proxy sidecar use, so
+    no port is narrowed); the in-cluster collector; and ``endpoint_source_cidrs``. Refused:
+    every other address (peered VPCs, VPNs, transit gateways) and, where the engine tells Pods
+    from addresses, the Pods of any other namespace. The VPC CNI's agent matches a Pod by its
+    address, which the HyperPod subnet contains: there the policy keeps out non-VPC sources.
+    """
+    if config.existing_cluster is not None:
+        return
+    namespaces = sorted({e.namespace for e in config.kvcache.endpoints})
+    peers = [
+        k8s.NetworkPolicyPeer(pod_selector=k8s.LabelSelector()),
+        k8s.NetworkPolicyPeer(
+            namespace_selector=k8s.LabelSelector(match_labels={NAME_LABEL: OPERATOR_NAMESPACE})
+        ),
+        k8s.NetworkPolicyPeer(
+            namespace_selector=k8s.LabelSelector(match_labels=COLLECTOR_NAMESPACE_LABELS),
+            pod_selector=k8s.LabelSelector(match_labels=COLLECTOR_POD_LABELS),
+        ),
+        *(
+            k8s.NetworkPolicyPeer(ip_block=k8s.IpBlock(cidr=c))
+            for c in endpoint_source_cidrs(config)
+        ),
+    ]
+    for ns in namespaces:
+        k8s.KubeNetworkPolicy(
+            scope,
+            f"{ns}-{ENDPOINT_INGRESS}",
+            metadata=meta(
+                k8s,
+                ENDPOINT_INGRESS,
+                namespace=ns,
+                labels=labels(ENDPOINT_INGRESS, "network-policy"),
+            ),
+            spec=k8s.NetworkPolicySpec(
+                pod_selector=k8s.LabelSelector(),
+                policy_types=["Ingress"],
+                ingress=[k8s.NetworkPolicyIngressRule(from_=peers)],
+            ),
         )

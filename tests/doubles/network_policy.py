@@ -1,5 +1,5 @@
-"""Kubernetes NetworkPolicy ingress, as far as the Curvine namespace's policies use it, and the
-VPC CNI's network policy agent's view of the kubelet's probes.
+"""Kubernetes NetworkPolicy ingress, as far as the Curvine and endpoint namespaces' policies use
+it, and the VPC CNI's network policy agent's view of the kubelet's probes.
 
 Ingress semantics (kubernetes.io/docs/concepts/services-networking/network-policies/): policies
 select Pods by label; a Pod selected by no policy admits everything, a Pod selected by any admits
@@ -29,14 +29,16 @@ def allowed(
     src_ns_labels: dict[str, str],
     src_pod: dict[str, str],
     src_ip: str | None = None,
+    namespace: str = CURVINE,
 ) -> bool:
     """May a Pod labelled ``src_pod`` in ``src_ns`` (or, with ``src_ip``, a client outside the
-    Pod network at that address) open TCP ``port`` on a Curvine Pod labelled ``target``?"""
+    Pod network at that address) open TCP ``port`` on a Pod labelled ``target`` in
+    ``namespace`` (Curvine's unless named)?"""
     policies = [
         o
         for o in objs
         if o["kind"] == "NetworkPolicy"
-        and o["metadata"]["namespace"] == CURVINE
+        and o["metadata"]["namespace"] == namespace
         and _matches(o["spec"]["podSelector"], target)
     ]
     if not policies:
@@ -56,7 +58,7 @@ def allowed(
                 if "namespaceSelector" in peer:
                     ns_ok = _matches(peer["namespaceSelector"], src_ns_labels)
                 else:
-                    ns_ok = src_ns == CURVINE
+                    ns_ok = src_ns == namespace
                 if ns_ok and _matches(peer.get("podSelector"), src_pod):
                     return True
     return False

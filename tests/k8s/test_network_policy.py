@@ -6,14 +6,22 @@ which Curvine port."""
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.config import load_config, parse_config
-from k8s.network_policy import COLLECTOR_NAMESPACE_LABELS, COLLECTOR_POD_LABELS, collector_cidrs
+from k8s.admission import NAME_LABEL
+from k8s.app import build_charts
+from k8s.network_policy import (
+    COLLECTOR_NAMESPACE_LABELS,
+    COLLECTOR_POD_LABELS,
+    OPERATOR_NAMESPACE,
+    collector_cidrs,
+)
 from tests.doubles.network_policy import CURVINE, allowed, kubelet_probe_passes
-from tests.support.config import env_raw, existing_cluster
+from tests.support.config import env_raw, existing_cluster, existing_cluster_config
 
 Obj = dict[str, Any]
 
@@ -185,7 +193,11 @@ def test_the_policies_as_kubectl_lists_them(objs: list[Obj]) -> None:
     """Names are what `kubectl get networkpolicy` shows and what a re-apply replaces (a renamed
     policy would be a second one); every peer names a selector (the API refuses an empty peer),
     every port is TCP."""
-    policies = {o["metadata"]["name"]: o for o in objs if o["kind"] == "NetworkPolicy"}
+    policies = {
+        o["metadata"]["name"]: o
+        for o in objs
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == CURVINE
+    }
     assert set(policies) == {
         "curvine-default-deny-ingress",
         "curvine-master-ingress",
@@ -224,3 +236,67 @@ def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
     }
     raw["existing_cluster"] = existing_cluster()
     assert collector_cidrs(parse_config(raw, "x", "dev")) == ["10.1.0.0/24", "10.1.1.0/24"]
+
+
+ENDPOINT_NS = "inference"
+ENDPOINT_POD = {"app": "qwen3-8b"}  # the operator's Pod labels (tests/k8s/fixtures)
+
+
+def _endpoint_allowed(objs: list[Obj], port: int, **src: Any) -> bool:
+    return allowed(
+        objs,
+        ENDPOINT_POD,
+        port,
+        src.get("ns", ""),
+        {NAME_LABEL: src["ns"], **src.get("ns_labels", {})} if "ns" in src else {},
+        src.get("pod", {}),
+        src_ip=src.get("ip"),
+        namespace=ENDPOINT_NS,
+    )
+
+
+@pytest.mark.parametrize("env", ["dev", "test", "prod"])
+def test_endpoint_pods_take_the_router_the_operator_the_alb_and_the_collector(
+    rendered_envs: dict[str, list[Obj]], env: str
+) -> None:
+    """The router and the endpoint's other Pods (its namespace), the operator's controller (its
+    namespace), the ALB's targets and the AMP collector (VPC addresses) and the kubelet's probes
+    from any HyperPod node address reach the endpoint Pods, on any port: the load balancer's
+    target port (the reverse-proxy sidecar) is not published by the operator."""
+    objs, config = rendered_envs[env], load_config(env)
+    endpoint = next(e for e in config.kvcache.endpoints if e.namespace == ENDPOINT_NS)
+    vpc = str(next(ipaddress.IPv4Network(config.network.primary_cidr).hosts()))
+    node_secondary = str(list(ipaddress.IPv4Network(config.network.hyperpod_subnet.cidr))[200])
+    for port in (endpoint.container_port, endpoint.metrics_port, 8080):
+        assert _endpoint_allowed(objs, port, ns=ENDPOINT_NS, pod={"app": "router"})
+        assert _endpoint_allowed(objs, port, ns=OPERATOR_NAMESPACE, pod={"control-plane": "x"})
+        assert _endpoint_allowed(
+            objs, port, ns="monitoring", ns_labels=COLLECTOR_NAMESPACE_LABELS,
+            pod=COLLECTOR_POD_LABELS,
+        )  # fmt: skip
+        assert _endpoint_allowed(objs, port, ip=vpc)
+        assert _endpoint_allowed(objs, port, ip=node_secondary)
+
+
+@pytest.mark.parametrize("env", ["dev", "test", "prod"])
+def test_endpoint_pods_refuse_other_namespaces_and_addresses_outside_the_vpc(
+    rendered_envs: dict[str, list[Obj]], env: str
+) -> None:
+    objs, config = rendered_envs[env], load_config(env)
+    port = config.kvcache.endpoints[0].container_port
+    for ns in ("default", CURVINE, "kyverno"):
+        assert not _endpoint_allowed(objs, port, ns=ns, pod={"app": "anything"}), ns
+    for outside in ("192.168.10.5", "172.31.0.9", "203.0.113.7"):
+        assert not _endpoint_allowed(objs, port, ip=outside), outside
+
+
+def test_an_existing_cluster_gets_no_endpoint_policy(tmp_path: Path) -> None:
+    """Its nodes' and load balancers' networks are not in the config: a policy built on the
+    config's CIDRs could cut the kubelet's probes and the load balancer off."""
+    config = existing_cluster_config()
+    objs = [o for c in build_charts(config).ordered for o in c[1].to_json()]
+    assert not [
+        o
+        for o in objs
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "endpoint-ingress"
+    ]
