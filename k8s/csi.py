@@ -354,10 +354,10 @@ class CsiChart(cdk8s.Chart):
                 rule("", ["events"], ["create", "patch"]),
             ],
         )
-        # Mount state is kept in Secrets/ConfigMaps of the Curvine namespace only.
-        role(
-            NODE,
-            [
-                rule("", ["secrets", "configmaps"], [*read, "create", "update", "patch", "delete"]),
-            ],
-        )
+        # The embedded mount mode keeps each node's mount state in one Secret of the plugin's
+        # namespace, curvine-csi-mount-<node>: it gets it, creates it when absent and updates it,
+        # nothing else (CurvineIO/curvine v0.3.2-alpha, curvine-csi/pkg/csi/k8s_client.go
+        # GetSecret, CreateOrUpdateSecret, UpdateSecretData, called from mount_state.go;
+        # DeleteSecret is never called). The name holds the node's, unknown here, so the grant
+        # cannot name it. ConfigMaps are the standalone mode's (standalone_manager.go): none.
+        role(NODE, [rule("", ["secrets"], ["get", "create", "update"])])

@@ -10,8 +10,8 @@ Sources of the needs:
   ``attachRequired: false``), and the Pod/ReplicaSet reads that only capacity ownership uses;
 - the Curvine plugin in the controller and on the nodes: CurvineIO/curvine-helm (commit
   adeb662) ``curvine-csi/templates/clusterrole.yaml``, without the Pod create/delete of the
-  standalone mount mode (this chart mounts in the plugin: ``MOUNT_MODE=embedded``) and with the
-  Secrets and ConfigMaps of the mount state kept to the Curvine namespace;
+  standalone mount mode (this chart mounts in the plugin: ``MOUNT_MODE=embedded``) and with only
+  the verbs the embedded mode uses on its mount-state Secret, in the Curvine namespace;
 - node-driver-registrar talks to the kubelet's socket only: no API access.
 """
 
@@ -46,9 +46,10 @@ CONTROLLER_NEEDS: dict[tuple[str, str, str], set[str]] = {
 NODE_NEEDS: dict[tuple[str, str, str], set[str]] = {
     (CLUSTER, "", "persistentvolumes"): READ,
     (CLUSTER, "", "events"): {"create", "patch"},
-    # The embedded mount mode keeps its mount state in the Curvine namespace.
-    ("curvine", "", "secrets"): READ | {"create", "update", "patch", "delete"},
-    ("curvine", "", "configmaps"): READ | {"create", "update", "patch", "delete"},
+    # The embedded mount mode reads, creates and updates its node's mount-state Secret
+    # (curvine-csi v0.3.2-alpha pkg/csi/k8s_client.go, mount_state.go): no list, watch, patch or
+    # delete, and no ConfigMaps (the standalone mode's).
+    ("curvine", "", "secrets"): {"get", "create", "update"},
 }
 
 
