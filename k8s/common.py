@@ -159,6 +159,24 @@ def hardened(k8s: KubeApi) -> kube.SecurityContext:
     )
 
 
+# An unprivileged UID and group for the Pods whose image runs as root (no USER) but needs
+# nothing of root: above 10000, so it matches no account of a host or an image.
+NON_ROOT_ID = 65532
+
+
+def non_root(k8s: KubeApi) -> kube.PodSecurityContext:
+    """Pod security context of a root-by-default image that needs no root: every container as
+    ``NON_ROOT_ID``, and the Pod's volumes group-owned by it (a volume written by an earlier
+    root run is regrouped once, when its root directory's group differs)."""
+    return k8s.PodSecurityContext(
+        run_as_non_root=True,
+        run_as_user=NON_ROOT_ID,
+        run_as_group=NON_ROOT_ID,
+        fs_group=NON_ROOT_ID,
+        fs_group_change_policy="OnRootMismatch",
+    )
+
+
 def meta(
     k8s: KubeApi,
     name: str,

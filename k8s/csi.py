@@ -30,6 +30,7 @@ from k8s.common import (
     kplus_for,
     labels,
     meta,
+    non_root,
     resources,
     system_node_selector,
 )
@@ -185,6 +186,9 @@ class CsiChart(cdk8s.Chart):
                         service_account_name=CONTROLLER,
                         # The provisioner and the plugin (PV lookups) call the Kubernetes API.
                         automount_service_account_token=True,
+                        # Neither needs root (RPC to the masters, API calls, /tmp): both run as
+                        # one unprivileged user, which also owns the socket they share.
+                        security_context=non_root(k8s),
                         priority_class_name="system-cluster-critical",
                         # On the system group, off the GPU nodes.
                         node_selector=system_node_selector(config),

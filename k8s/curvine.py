@@ -18,6 +18,7 @@ from k8s.common import (
     labels,
     master_storage_class,
     meta,
+    non_root,
     port,
     resources,
     system_node_selector,
@@ -383,6 +384,9 @@ class CurvineChart(cdk8s.Chart):
                         termination_grace_period_seconds=60,
                         # Masters do not call the Kubernetes API.
                         automount_service_account_token=False,
+                        # The image runs as root (no USER) but a master writes only its two
+                        # volumes and emptyDirs: it runs unprivileged, owning them by fsGroup.
+                        security_context=non_root(k8s),
                         # On the system group: a master must not take a GPU node's room.
                         node_selector=system_node_selector(config),
                         containers=[container],

@@ -80,6 +80,7 @@ class KubeApi(Protocol):
     PersistentVolumeSpec: type[kube.PersistentVolumeSpec]
     PodAffinityTerm: type[kube.PodAffinityTerm]
     PodAntiAffinity: type[kube.PodAntiAffinity]
+    PodSecurityContext: type[kube.PodSecurityContext]
     PodSpec: type[kube.PodSpec]
     PodTemplateSpec: type[kube.PodTemplateSpec]
     PolicyRule: type[kube.PolicyRule]
