@@ -111,7 +111,7 @@ class CurvineConfig(Section):
     )
     """Node driver registrar sidecar of the node plugin."""
     namespace: str = "curvine"
-    """Namespace of Curvine: the only namespace labelled Pod Security ``privileged``."""
+    """Namespace of Curvine (Pod Security ``privileged``: the CSI node plugin mounts FUSE)."""
     master: CurvineMasterConfig = CurvineMasterConfig()
     worker: CurvineWorkerConfig = CurvineWorkerConfig()
     fuse: CurvineFuseConfig = CurvineFuseConfig()

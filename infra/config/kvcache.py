@@ -96,7 +96,7 @@ class EndpointConfig(Section):
     name: str = "qwen3-8b"
     """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory."""
     namespace: str = "inference"
-    """Namespace of the endpoint (created with Pod Security ``baseline``), its PVC and Pods."""
+    """Namespace of the endpoint, its PVC and Pods (docs/kubernetes-layer.md: what it admits)."""
     model: ModelConfig = ModelConfig()
     instance_type: str | None = None
     """GPU instance type of the endpoint; default: hyperpod.gpu_group.instance_type."""
