@@ -41,4 +41,9 @@ def test_parity_with_the_reference_role(dev: Synth) -> None:
     attach = by_sid["AttachEnisToNodes"]
     assert set(attach["Action"]) == {"ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface"}
     assert ":instance/*" in json.dumps(attach["Resource"])
-    assert "Condition" not in by_sid["TagEnis"]
+    # The VPC CNI also tags ENIs it did not create (the node's primary one): tagging an existing
+    # ENI is not limited to CreateNetworkInterface, only to the HyperPod subnet.
+    tag_existing = by_sid["TagEnisInHyperPodSubnet"]
+    assert tag_existing["Action"] == "ec2:CreateTags"
+    assert set(tag_existing["Condition"]) == {"ArnEquals"}
+    assert set(tag_existing["Condition"]["ArnEquals"]) == {"ec2:Subnet"}
