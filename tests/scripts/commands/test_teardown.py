@@ -27,7 +27,11 @@ def test_cli_dry_run_json_and_prod_refusal(world: World, monkeypatch: pytest.Mon
     assert data["dry_run"] is True and len(data["stacks"]) == len(stack_names(world.cfg))
     assert world.timeline == []
 
-    monkeypatch.setattr(runtime, "load_config", lambda env: make_cfg(environment="prod"))
+    monkeypatch.setattr(
+        runtime,
+        "load_config",
+        lambda env: make_cfg(environment="prod", eks={"endpoint_access": "private"}),
+    )
     refused = CliRunner().invoke(cli.app, ["teardown", "--env", "prod", "--yes"])
     assert refused.exit_code == 3 and "--allow-prod" in refused.output
     assert world.timeline == []
