@@ -35,7 +35,11 @@ def test_without_a_shared_l2_there_is_no_l2_claim_and_no_l2_policy(backend: str)
     overrides = {"kvcache.endpoints.0.l2_backend": backend}
     assert chart_names(overrides) == ["00-namespaces", "10-storage", "60-endpoints"]
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
-    namespaces = [o["metadata"]["name"] for o in manifests(build_charts(config))["00-namespaces"]]
+    namespaces = [
+        o["metadata"]["name"]
+        for o in manifests(build_charts(config))["00-namespaces"]
+        if o["kind"] == "Namespace"
+    ]
     assert namespaces == ["inference"]
 
 
