@@ -21,7 +21,8 @@ from infra.versions import SUPPORTED_KUBERNETES
 from k8s.admission import NAME_LABEL, TOOLKIT_CACHE
 from tests.doubles.cel import evaluate_policy
 from tests.doubles.pod_security import violations
-from tests.k8s.test_rehearsal_admission import OPERATOR_POD, operator_pods, pod_templates
+from tests.support.admission import operator_pods, pod_templates
+from tests.support.objects import OPERATOR_POD
 
 Obj = dict[str, Any]
 ENVS = ("dev", "test", "prod", "fsx")

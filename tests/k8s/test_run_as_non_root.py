@@ -17,7 +17,9 @@ import pytest
 
 from k8s.common import NON_ROOT_ID
 from tests.doubles.pod_security import violations
-from tests.k8s.test_rehearsal_admission import ENVS, pod_templates
+from tests.support.admission import pod_templates
+
+ENVS = ("dev", "test", "prod", "fsx", "tiers")  # fsx, tiers: tests/support/config.py
 
 ROOT_BY_DESIGN = {
     "DaemonSet curvine/curvine-worker",

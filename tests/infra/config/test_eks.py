@@ -70,7 +70,7 @@ NET = "203.0.113.0/24"
 
 
 def _prod(**eks: Any) -> dict[str, Any]:
-    raw: dict[str, Any] = yaml.safe_load((CONFIG_DIR / "dev.yaml").read_text())
+    raw = env_raw("dev")
     raw["environment"] = "prod"
     raw["eks"].pop("public_access_cidrs", None)
     raw["eks"].update(eks)

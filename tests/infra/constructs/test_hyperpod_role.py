@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.doubles.iam_eval import Request, allows, policy_statements
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 EC2 = "arn:aws:ec2:us-west-2:111122223333"
 HYPERPOD_SUBNET = f"{EC2}:subnet/subnet-0hyperpod"

@@ -23,7 +23,7 @@ from infra.constructs.addons.alb_controller_policy import (
     narrowings,
 )
 from tests.doubles.iam_eval import Request, allows, covers, policy_statements
-from tests.synth_support import Synth
+from tests.support.synth import Synth
 
 UPSTREAM_FILE = Path(__file__).parents[3] / "fixtures" / "alb-controller" / "iam_policy.json"
 UPSTREAM_SHA256 = "16f232c9d9f79366fe949c4550ad517a202380058a9e48d45a4e215044a20a6a"

@@ -15,7 +15,7 @@ from botocore.stub import Stubber
 
 from scripts.lib.clients import Clients
 from scripts.lib.preflight.owned import check_live_cluster
-from tests.scripts.conftest import make_cfg
+from tests.support.config import make_cfg
 
 ADMIN = "arn:aws:iam::111122223333:role/Admin"
 
