@@ -284,7 +284,7 @@ def _l2_rules(config: AppConfig) -> list[dict[str, Any]]:
         "labels": {"severity": "warning"},
         "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
                         "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
-                        "L2 claim's mount (python -m scripts verify)"},
+                        "L2 claim's mount (hpkv verify)"},
     }] if low else []  # fmt: skip
     return [*near_zero, {
         "alert": "KvCacheL2ReadsFailing",

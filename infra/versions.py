@@ -51,7 +51,7 @@ SUPPORTED_KUBERNETES: dict[str, KubernetesPins] = {
 # AWS's own HyperPod EKS reference deployment in awslabs/awsome-distributed-ai (slinky-slurm)
 # runs 1.34. 1.33 left EKS standard support on 2026-07-29, 1.34 on 2026-12-02: both are billed at
 # the extended-support rate now, and 1.35 (standard support until 2027-03-27) is not documented
-# for HyperPod. `python -m scripts preflight` reads the minor's support status from EKS.
+# for HyperPod. `hpkv preflight` reads the minor's support status from EKS.
 DEFAULT_KUBERNETES_VERSION = "1.34"
 
 

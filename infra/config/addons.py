@@ -1,7 +1,7 @@
 """EKS add-ons installed after the HyperPod nodes exist, and the inference operator's settings.
 
 Versions are pinned per add-on (``aws eks describe-addon-versions --addon-name <name>
---kubernetes-version <minor>`` lists what exists; ``python -m scripts preflight`` checks them
+--kubernetes-version <minor>`` lists what exists; ``hpkv preflight`` checks them
 against the account). README.md (Platform add-ons) says where each default comes from.
 """
 
@@ -56,7 +56,7 @@ class AddonSettings(Section):
     (``make deploy`` passes ``--import-existing-resources``; kept on destroy): no IAM role,
     bucket or pod identity association is created for it, and its version, service-account role
     and configuration come from ``version``, ``adopted_role_arn`` and ``adopted_configuration``
-    (``python -m scripts preflight`` prints them). ``adopt``/``skip`` need ``existing_cluster``."""
+    (``hpkv preflight`` prints them). ``adopt``/``skip`` need ``existing_cluster``."""
     version: str = "v0.0.0-eksbuild.0"
     """Pinned EKS add-on version (``vX.Y.Z-eksbuild.N``); with ``adopt`` the installed one."""
     adopted_role_arn: str | None = None

@@ -72,7 +72,7 @@ class EksConfig(Section):
     """Give the principal that creates the cluster (CloudFormation's deploy role) cluster-admin.
     Null: only while ``admin_principal_arns`` is empty (someone must administer the cluster).
     EKS applies it only when it creates the cluster: for a cluster that exists, write the value
-    it was created with (``python -m scripts preflight`` compares), or CloudFormation tries to
+    it was created with (``hpkv preflight`` compares), or CloudFormation tries to
     replace the cluster. Clusters created before this setting existed have it true."""
     log_retention_days: int = 30
     """Retention of the control-plane log group, in days."""

@@ -168,7 +168,7 @@ class ExistingClusterConfig(Section):
     both on destroy. When set, the role is used as it is: it must trust lambda.amazonaws.com,
     allow eks:DescribeCluster on the cluster and CloudWatch Logs writes (plus
     AWSLambdaVPCAccessExecutionRole with ``kubectl_subnet_ids``), and already hold an access
-    entry with AmazonEKSClusterAdminPolicy (``python -m scripts preflight`` checks it)."""
+    entry with AmazonEKSClusterAdminPolicy (``hpkv preflight`` checks it)."""
     oidc_provider_arn: str
     """IAM OIDC provider of the EKS cluster (the add-ons' IRSA roles trust it)."""
     vpc_id: str | None = None
@@ -177,7 +177,7 @@ class ExistingClusterConfig(Section):
     """Private subnets for the kubectl and owned-manifest handlers (and their Provider framework
     functions) when the cluster's API endpoint is private; they must reach the EKS, Lambda and S3
     APIs (a NAT gateway, or VPC endpoints) and, to install Kyverno, the internet
-    (``python -m scripts preflight`` checks the routes). Empty: the endpoint must be public."""
+    (``hpkv preflight`` checks the routes). Empty: the endpoint must be public."""
     kubectl_security_group_id: str | None = None
     """Security group of the kubectl handler (with ``kubectl_subnet_ids``); the cluster security
     group must allow HTTPS from it."""

@@ -33,7 +33,7 @@ def az_id_prefix(region: str) -> str | None:
 class HyperPodSubnetConfig(Section):
     az_id: str = "usw2-az2"
     """AZ *id* (``usw2-az2`` form, the same physical zone in every account) of the HyperPod subnet.
-    Pick one where your G6e capacity is (``python -m scripts preflight`` checks the offering)."""
+    Pick one where your G6e capacity is (``hpkv preflight`` checks the offering)."""
     cidr: str = "10.1.0.0/16"
     """Secondary VPC CIDR block that becomes the HyperPod subnet (HyperPod uses one IP per Pod)."""
 

@@ -50,7 +50,7 @@ class PipelineConfig(Section):
     test_environment: str = "test"
     """Environment deployed and verified before the manual approval."""
     verify_test_environment: bool = True
-    """Run ``python -m scripts verify`` against the test environment after it deploys."""
+    """Run ``hpkv verify`` against the test environment after it deploys."""
     nightly_recreate: bool = False
     """Tear the test environment down and recreate it on a schedule, so drift and recreate
     failures show up before a release."""

@@ -82,7 +82,7 @@ def _describe_existing_groups(hyperpod: HyperPodConfig, existing: ExistingCluste
     every node with its instance group's name), its type sizes the endpoint and its count the L2
     pool, and a wrong default would select no node while CloudFormation still succeeds. So both
     groups must be written out (a group given needs name, instance_type and instance_count);
-    ``python -m scripts preflight`` compares them with DescribeCluster."""
+    ``hpkv preflight`` compares them with DescribeCluster."""
     for group in ("gpu_group", "system_group"):
         if group in hyperpod.model_fields_set:
             continue
@@ -92,7 +92,7 @@ def _describe_existing_groups(hyperpod: HyperPodConfig, existing: ExistingCluste
             f"cluster's {kind} instance group (the defaults describe a cluster this app creates)",
             f"run `aws sagemaker describe-cluster --cluster-name "
             f"{existing.hyperpod_cluster_name} --query 'InstanceGroups[].[InstanceGroupName,"
-            f"InstanceType,CurrentCount]'` (or `python -m scripts preflight`) and write "
+            f"InstanceType,CurrentCount]'` (or `hpkv preflight`) and write "
             f"hyperpod.{group}",
             field=f"hyperpod.{group}.name",
             # Equivalent mutant: drops `value=None` from the RuleViolation; None is that argument's
@@ -130,7 +130,7 @@ def check_addons(app: AppConfig) -> None:
         raise RuleViolation(
             "the installed add-on's configurationValues (it always has some: its execution role "
             "and TLS bucket); without them an update would reset the owner's operator",
-            "run `python -m scripts preflight --env <env>` and paste the adopted_configuration "
+            "run `hpkv preflight --env <env>` and paste the adopted_configuration "
             "it prints, or set addons.inference_operator.mode to skip",
             field="addons.inference_operator.adopted_configuration",
             # Equivalent mutant: drops `value=None` from the RuleViolation of a missing adopted

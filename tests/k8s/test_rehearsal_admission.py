@@ -49,7 +49,7 @@ def test_every_pod_is_admitted_by_its_namespace_pod_security(
     assert not problems, f"{env}:\n" + "\n".join(problems)
 
 
-def test_the_model_needs_what_defect_4_refused() -> None:
+def test_the_operator_pod_model_is_refused_by_baseline_for_its_host_path() -> None:
     """The operator Pod model is what baseline refuses: it must fail there, or the check above
     proves nothing."""
     got = violations(OPERATOR_POD["spec"], "baseline")

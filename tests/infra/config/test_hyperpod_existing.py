@@ -55,7 +55,7 @@ def test_each_group_must_be_written_out_for_an_existing_cluster(
         f"instance_type and instance_count of the existing cluster's {kind} instance group (the "
         "defaults describe a cluster this app creates); fix: run `aws sagemaker describe-cluster "
         "--cluster-name hyperpod-cluster --query 'InstanceGroups[].[InstanceGroupName,"
-        "InstanceType,CurrentCount]'` (or `python -m scripts preflight`) and write "
+        "InstanceType,CurrentCount]'` (or `hpkv preflight`) and write "
         f"hyperpod.{missing}"
     )
 

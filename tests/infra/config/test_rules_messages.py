@@ -150,7 +150,7 @@ def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -
     assert refusal(overrides) == (
         f"{SOURCE}: {OPERATOR}.adopted_configuration = (missing): allowed: the installed add-on's "
         "configurationValues (it always has some: its execution role and TLS bucket); without "
-        "them an update would reset the owner's operator; fix: run `python -m scripts preflight "
+        "them an update would reset the owner's operator; fix: run `hpkv preflight "
         "--env <env>` and paste the adopted_configuration it prints, or set "
         f"{OPERATOR}.mode to skip"
     )
