@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 
@@ -20,6 +21,13 @@ from infra.versions import (
 
 EKS_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$")
 ANY_ADDRESS = "0.0.0.0/0"
+# Sources the public endpoint never sees: the internet reaches it from public addresses only, and
+# EKS refuses reserved blocks in publicAccessCidrs.
+NOT_PUBLIC = tuple(
+    ipaddress.IPv4Network(n)
+    for n in ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+              "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3")
+)  # fmt: skip
 
 
 class EksAddonVersions(Section):
@@ -62,8 +70,9 @@ class EksConfig(Section):
     endpoint_access: Literal["public_and_private", "private"] = "public_and_private"
     """API endpoint access. ``private`` needs a deploy host inside the VPC (or VPN)."""
     public_access_cidrs: tuple[str, ...] = ()
-    """CIDRs that may reach the public API endpoint (ignored when ``private``): the networks
-    that run ``cdk deploy``, kubectl and the operations CLI. Required in prod while the endpoint
+    """CIDRs that may reach the public API endpoint (ignored when ``private``): the public
+    (egress) addresses of the networks that run ``cdk deploy``, kubectl and the operations CLI;
+    private and reserved ranges are refused. Required in prod while the endpoint
     is public; left empty elsewhere, the endpoint accepts any address (0.0.0.0/0) and the synth
     warns. The kubectl handler reaches the API from the VPC's private subnets either way."""
     admin_principal_arns: tuple[str, ...] = ()
@@ -161,6 +170,17 @@ class EksConfig(Section):
     def _public_cidrs(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for block in v:
             cidr(block, "eks.public_access_cidrs", 0, 32)
+            net = ipaddress.IPv4Network(block)
+            hit = next((n for n in NOT_PUBLIC if block != ANY_ADDRESS and net.overlaps(n)), None)
+            if hit is not None:
+                raise RuleViolation(
+                    f"public IPv4 networks (not {hit}: a private or reserved range never reaches "
+                    "the public endpoint, and EKS refuses it)",
+                    "list the public egress addresses (NAT, VPN) of the networks that run kubectl; "
+                    "inside the VPC the private endpoint serves",
+                    field="eks.public_access_cidrs",
+                    value=block,
+                )
         return v
 
     @field_validator("log_retention_days")

@@ -103,3 +103,21 @@ def test_the_public_cidrs_are_required_only_for_a_public_prod_endpoint(
     assert (
         parse_config(raw, f"config/{env}.yaml", env).eks.endpoint_access == eks["endpoint_access"]
     )
+
+
+@pytest.mark.parametrize("block", ["10.20.0.0/16", "192.168.1.0/24", "100.64.0.0/10", "8.0.0.0/5"])
+def test_a_private_or_reserved_public_cidr_is_refused_in_one_line(block: str) -> None:
+    """A client reaches the public endpoint from its public address: a private block (a VPN's
+    inside range, say) would admit nobody, and EKS refuses reserved blocks in publicAccessCidrs."""
+    raw = _prod(endpoint_access="public_and_private", public_access_cidrs=[NET, block])
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "config/prod.yaml", "prod")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"config/prod.yaml: eks.public_access_cidrs = '{block}': allowed: ")
+    assert "fix: " in message
+
+
+def test_any_address_stays_the_explicit_open_setting() -> None:
+    raw = _prod(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
+    assert parse_config(raw, "config/prod.yaml", "prod").eks.public_cidrs == ("0.0.0.0/0",)
