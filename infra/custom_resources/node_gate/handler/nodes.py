@@ -86,11 +86,7 @@ def inspect_command(cluster: str) -> str:
 
 def read_state(client: Any, cluster: str) -> ClusterState:
     """DescribeCluster + every page of ListClusterNodes, folded per instance group."""
-    # Equivalent mutant: passes None as _call's `client`; _call never reads that parameter (it calls
-    # the bound method it is given), so the same request is made
-    desc = _call(
-        client, "DescribeCluster", cluster, client.describe_cluster, ClusterName=cluster
-    )  # pragma: no mutate
+    desc = _call("DescribeCluster", cluster, client.describe_cluster, ClusterName=cluster)
     status = str(desc.get("ClusterStatus", "Unknown"))
     if status in FAILED_CLUSTER_STATES:
         reason = desc.get("FailureMessage") or "no FailureMessage"
@@ -108,11 +104,7 @@ def read_state(client: Any, cluster: str) -> ClusterState:
         kwargs: dict[str, Any] = {"ClusterName": cluster, "MaxResults": PAGE_SIZE}
         if token:
             kwargs["NextToken"] = token
-        # Equivalent mutant: the ListClusterNodes call: _call never reads that parameter (it calls
-        # the bound method it is given), so the same request is made
-        page = _call(
-            client, "ListClusterNodes", cluster, client.list_cluster_nodes, **kwargs
-        )  # pragma: no mutate
+        page = _call("ListClusterNodes", cluster, client.list_cluster_nodes, **kwargs)
         for node in page.get("ClusterNodeSummaries", []):
             group = str(node.get("InstanceGroupName", "?"))
             state = str((node.get("InstanceStatus") or {}).get("Status", "Unknown"))
@@ -138,7 +130,7 @@ def read_state(client: Any, cluster: str) -> ClusterState:
     return ClusterState(name=cluster, status=status, groups=groups)
 
 
-def _call(client: Any, op: str, cluster: str, method: Any, **kwargs: Any) -> dict[str, Any]:
+def _call(op: str, cluster: str, method: Any, **kwargs: Any) -> dict[str, Any]:
     try:
         result: dict[str, Any] = method(**kwargs)
         return result
