@@ -70,6 +70,11 @@ def unaccepted(findings: list[dict[str, Any]], skips: list[Skip]) -> list[dict[s
     return [f for f in findings if not any(s.covers(f) for s in skips)]
 
 
+def unused(skips: list[Skip], findings: list[dict[str, Any]]) -> list[Skip]:
+    """Entries no finding of this run needs: stale, or needed only by another environment."""
+    return [s for s in skips if not any(s.covers(f) for f in findings)]
+
+
 def unknown_ids(skips: list[Skip], known: set[str]) -> list[str]:
     return sorted({s.id for s in skips} - known)
 
@@ -120,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f['check_name']}")
     accepted = len(findings) - len(left)
     print(f"checkov: {len(left)} findings to fix, {accepted} accepted in {SKIPS_FILE.name}")
+    for skip in unused(skips, findings):
+        where = f" for {', '.join(skip.resources)}" if skip.resources else ""
+        print(f"note: {SKIPS_FILE.name} accepts {skip.id}{where} but nothing in this run fails it: "
+              "remove the entry unless another environment needs it")  # fmt: skip
     return 1 if left else 0
 
 

@@ -17,6 +17,7 @@ from tools.run_checkov import (
     main,
     unaccepted,
     unknown_ids,
+    unused,
 )
 
 
@@ -50,6 +51,15 @@ def test_findings_not_covered_are_left() -> None:
         ("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34"),
         ("CKV_AWS_21", "AWS::S3::Bucket.TlsAccessLogsAB12"),
     ]
+
+
+def test_an_entry_no_finding_needs_is_reported_as_unused() -> None:
+    logs = Skip("CKV_AWS_18", "the access-log buckets: logging them to themselves loops",
+                ("AWS::S3::Bucket.*AccessLogs*",))  # fmt: skip
+    lambdas = Skip("CKV_AWS_115", "handlers run only during a deploy, no reserved concurrency")
+    findings = [finding("CKV_AWS_18", "AWS::S3::Bucket.TlsAccessLogsAB12"),
+                finding("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34")]  # fmt: skip
+    assert unused([logs, lambdas], findings) == [lambdas]
 
 
 @pytest.mark.parametrize(
