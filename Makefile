@@ -69,12 +69,16 @@ docs: install
 	$(PY) -m tools.config_schema
 	$(PY) -m tools.kubectl_steps
 
-## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing)
+# What a synth reads: checkov must not judge output older than any of it.
+SYNTH_INPUTS := app.py cdk.json infra stacks k8s config
+
+## lint: ruff, mypy, and checkov over cdk.out and dist/$(ENV) (synthesized first if missing or stale)
 lint: install .venv-checkov/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	test -f $(OUT)/manifest.json -a -d dist/$(ENV) || $(MAKE) --no-print-directory synth
+	test -f $(OUT)/manifest.json -a -d dist/$(ENV) -a -z "$$(find $(SYNTH_INPUTS) -type f -not -path "*/__pycache__/*" \
+		-newer $(OUT)/manifest.json -print -quit)" || $(MAKE) --no-print-directory synth
 	$(PY) -m tools.run_checkov --checkov .venv-checkov/bin/checkov --cfn $(OUT) --k8s dist/$(ENV)
 
 # checkov pins older boto3/packaging/networkx than requirements.txt: it gets its own virtualenv.

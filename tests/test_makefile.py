@@ -61,3 +61,45 @@ def test_install_puts_the_project_and_hpkv_in_the_venv(tmp_path: Path) -> None:
     printed = _make("-n", "-W", "pyproject.toml", f"VENV={venv}", f"{venv}/.installed").stdout
     assert f"{venv}/bin/python -m pip install" in printed
     assert "--no-deps -e ." in printed
+
+
+def _lint(tmp_path: Path, manifest_age_s: float) -> list[str]:
+    """`make lint` with tools that record their arguments, over a cdk.out whose manifest is
+    ``manifest_age_s`` older than the newest file a synth reads; the commands that ran."""
+    venv = _venv(tmp_path, 0)
+    log = tmp_path / "ran"
+    for tool in ("python", "ruff", "mypy"):
+        script = venv / "bin" / tool
+        script.write_text(f'#!/bin/sh\necho "{tool} $*" >> "{log}"\n')
+        script.chmod(0o755)
+    out = tmp_path / "cdk.out"
+    out.mkdir()
+    inputs = [ROOT / "app.py", ROOT / "cdk.json"] + [
+        p for d in ("infra", "stacks", "k8s", "config") for p in (ROOT / d).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    ]  # fmt: skip
+    newest = max(p.stat().st_mtime for p in inputs)
+    (out / "manifest.json").touch()
+    os.utime(out / "manifest.json", (newest - manifest_age_s, newest - manifest_age_s))
+    env = f"lint-check-{os.getpid()}"
+    (ROOT / "dist" / env).mkdir(parents=True)
+    try:
+        proc = _make("lint", "-o", ".venv-checkov/.installed", f"VENV={venv}", f"OUT={out}",
+                     f"ENV={env}")  # fmt: skip
+    finally:
+        (ROOT / "dist" / env).rmdir()
+    assert proc.returncode == 0, proc.stderr
+    return log.read_text().splitlines()
+
+
+def test_lint_synthesizes_again_when_the_code_is_newer_than_cdk_out(tmp_path: Path) -> None:
+    """checkov must judge what the code renders today, not what an older synth left behind."""
+    ran = _lint(tmp_path, manifest_age_s=60)
+    assert any("tools.validate_templates" in line for line in ran), ran
+    assert "tools.run_checkov" in ran[-1]
+
+
+def test_lint_reuses_a_synth_newer_than_the_code(tmp_path: Path) -> None:
+    ran = _lint(tmp_path, manifest_age_s=-60)
+    assert not any("tools.validate_templates" in line for line in ran), ran
+    assert "tools.run_checkov" in ran[-1]
