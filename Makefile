@@ -26,7 +26,8 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	manifests preflight verify teardown bench deploy-plan dashboard mutation logical-ids clean
+	manifests preflight verify teardown bench deploy-plan deploy-durations dashboard mutation \
+	logical-ids clean
 
 ## help: list the targets with one line each
 help:
@@ -130,7 +131,11 @@ teardown: install
 
 ## deploy-plan: modelled duration of cdk deploy/destroy --all from cdk.out (make synth first)
 deploy-plan: install
-	$(HPKV) deploy-plan --out $(OUT) --png $(OUT)/deploy-plan.png
+	$(PY) -m tools.deploy_time plan --out $(OUT) --png $(OUT)/deploy-plan.png
+
+## deploy-durations: measured minutes of a deployed environment's resources beside the model's
+deploy-durations: install
+	$(PY) -m tools.deploy_time measured --env $(ENV) --cdk-out $(OUT)
 
 ## bench: synth time and peak memory against a bare one-VPC app; TTFT accuracy; test suite time
 bench: install node_modules/.installed
@@ -144,7 +149,7 @@ bench: install node_modules/.installed
 dashboard: install
 	$(HPKV) dashboard --env $(ENV)
 
-## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=k8s.l2_volume ...)
+## mutation: mutation score per module (mutmut; not part of `make test`; MODULES=infra.config.kvcache ...)
 mutation: install
 	$(PY) -m tools.mutation $(MODULES)
 

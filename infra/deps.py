@@ -4,7 +4,7 @@
 cannot make a resource wait for a resource of another stack, so the template no longer says which
 resource needed which. ``needs`` adds the dependency and records the provider's resources in the
 consumer's resource metadata (``NEEDS_METADATA``, defined in the CDK-free infra/stack_layout.py),
-where the deploy-time model (scripts/lib/deploy_plan.py) reads them.
+where the deploy-time model (tools/deploy_time/model.py) reads them.
 """
 
 from __future__ import annotations

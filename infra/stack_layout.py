@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 # Resource metadata naming the resources of other stacks a resource waits for (infra.deps.needs
-# writes it, scripts/lib/deploy_plan.py reads it).
+# writes it, tools/deploy_time/model.py reads it).
 NEEDS_METADATA = "hyperpod-kvcache:needs"
 
 # suffix -> the suffixes it depends on (deploy order: a stack after everything it lists)

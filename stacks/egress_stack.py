@@ -2,7 +2,8 @@
 
 Beside the EKS stack, after the network stack: the control plane is created while the NAT
 gateways are, and the HyperPod stack (nodes, the kubectl handler in the private subnets) waits
-for both. Not part of an existing VPC or an existing cluster (docs/deploy-time.md).
+for both. Not part of an existing VPC or an existing cluster
+(docs/architecture.md#deploy-time).
 """
 
 from __future__ import annotations

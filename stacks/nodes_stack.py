@@ -43,11 +43,6 @@ class NodesStack(Stack):
         super().__init__(scope, id, **kwargs)
         created = hyperpod_cluster is not None
         # Instances join after the cluster is InService (Continuous provisioning): wait for them.
-        # The custom resource here is "NodesReadyGate", not the "NodesReady/Resource" of earlier
-        # releases: CloudFormation refuses to change a custom resource's ServiceToken, so moving
-        # the Provider to the HyperPod stack replaces the resource. Harmless: Create polls nodes
-        # that are already up and returns, Delete of the old one does nothing
-        # (docs/deploy-time.md).
         self.nodes_ready = NodeReadinessGate(
             self,
             "NodesReadyGate",

@@ -194,9 +194,7 @@ class Egress(Construct):
                 subnet_id=subnet.subnet_id,
                 allocation_id=eip.attr_allocation_id,
             )
-            # The tags ec2.Vpc gave them when they were the network stack's, so that moving a
-            # deployed environment's gateways here with a stack refactor is property for property
-            # (docs/deploy-time.md).
+            # Tagged as ec2.Vpc tags the NAT gateways of its public subnets.
             for resource in (eip, nat):
                 Tags.of(resource).add("Name", subnet.node.path)
                 Tags.of(resource).add(PUBLIC_ELB_TAG, "1")

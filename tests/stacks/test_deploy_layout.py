@@ -1,19 +1,20 @@
 """The stack layout as synthesized (shared ``dev`` synth): who waits for whom, and the
-deploy-time model's figures for it (scripts/lib/deploy_plan.py with deploy_durations.yaml)."""
+deploy-time model's figures for it (tools/deploy_time/model.py with durations.yaml)."""
 
 from __future__ import annotations
 
 import json
 
-from infra.constructs.kubernetes_layer import L2_PROVIDERS, L2_VOLUME
+from infra.constructs.kubernetes_layer import L2_PROVIDERS
 from infra.stack_layout import deletion_waves, dependencies
-from scripts.lib.deploy_plan import Durations, as_deployed, floor, load_assembly
+from k8s.app import L2_VOLUME
 from tests.support.synth import TIERED, Synth, logical_id, needs_of
+from tools.deploy_time.model import Durations, as_deployed, floor, load_assembly
 
 # Reached with this layout (dev: deploy 57.0 against a floor of 51.2 min, 1.113; destroy 39.2
 # against 32.7, 1.200): stacks holding stateful resources (network, eks, hyperpod) stay as they
 # are, so their hand-offs cost a stack overhead each; what is left and why is in
-# docs/deploy-time.md.
+# docs/architecture.md (Deploy time).
 MAX_DEPLOY_RATIO = 1.12
 MAX_DESTROY_RATIO = 1.21
 

@@ -73,8 +73,7 @@ def test_nat_gateways_and_private_default_routes_are_the_egress_stacks(dev: Synt
     assert len(routes) == 3
     assert all(r["Properties"]["DestinationCidrBlock"] == "0.0.0.0/0" for r in routes)
     assert all(r["Properties"]["NatGatewayId"]["Ref"] in nats for r in routes)
-    # Tagged as ec2.Vpc tagged them in the network stack, so a stack refactor that moves a
-    # deployed environment's gateways here changes no property (docs/deploy-time.md).
+    # Tagged as ec2.Vpc tags the NAT gateways of its public subnets.
     public = f"{dev.config.stack_prefix}-network/Network/Vpc/publicSubnet1"
     for type_ in ("AWS::EC2::NatGateway", "AWS::EC2::EIP"):
         (first, *_) = dev.resources("egress", type_).values()

@@ -5,7 +5,7 @@ Resources come from the synthesized templates, their dependencies from ``Depends
 stack's exports and outputs), and
 from the ``hyperpod-kvcache:needs`` metadata that ``infra.deps.needs`` writes where one resource
 waits for a resource of another stack without referencing it (CloudFormation cannot express that;
-CDK turns it into a stack dependency). Durations come from one table, deploy_durations.yaml.
+CDK turns it into a stack dependency). Durations come from one table, durations.yaml.
 
 Two schedules are computed for each direction:
 - *as deployed*: what the CDK CLI does (`--concurrency` high enough): a stack starts when every
@@ -29,7 +29,7 @@ import yaml
 
 from infra.stack_layout import NEEDS_METADATA
 
-DURATIONS_FILE = Path(__file__).with_name("deploy_durations.yaml")
+DURATIONS_FILE = Path(__file__).with_name("durations.yaml")
 _SUB_REF = re.compile(r"\$\{([A-Za-z0-9]+)(?:\.[A-Za-z0-9.]+)?\}")
 
 ResourceKey = tuple[str, str]  # (stack name, logical id)

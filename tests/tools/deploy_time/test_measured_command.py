@@ -1,5 +1,5 @@
-"""`durations`: measured create/delete minutes of the deployed stacks beside the assumed ones,
-through the CLI entry.
+"""`python -m tools.deploy_time measured`: measured create/delete minutes of the deployed stacks
+beside the assumed ones.
 
 Double: botocore's Stubber for CloudFormation DescribeStackEvents, not moto: moto creates and
 deletes every resource in the same instant, so its events carry no durations to measure; the
@@ -15,14 +15,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
-from rich.console import Console
-from typer.testing import CliRunner
 
-from scripts import cli
-from scripts.lib import runtime
-from scripts.lib.clients import Clients
 from scripts.lib.environment import stack_names
 from tests.support.config import make_cfg
+from tools.deploy_time.__main__ import measured
 
 CFG = make_cfg(environment="test")
 STACKS = stack_names(CFG)  # teardown order, the order durations reads them in
@@ -48,7 +44,7 @@ def _events(stack: str, *rows: tuple[str, str, int, str]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def cfn(monkeypatch: pytest.MonkeyPatch) -> Any:
+def cfn() -> Any:
     client = boto3.client("cloudformation", region_name="us-west-2")
     stub = Stubber(client)
     operator = ("InferenceAddon", "AWS::EKS::Addon", "CREATE")
@@ -76,8 +72,6 @@ def cfn(monkeypatch: pytest.MonkeyPatch) -> Any:
         events = {ADDONS: addons, HYPERPOD: hyperpod}.get(stack, {"StackEvents": []})
         stub.add_response("describe_stack_events", events, {"StackName": stack})
     stub.activate()
-    monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: Clients("us-west-2", lambda s: client))
-    monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     yield client
     stub.assert_no_pending_responses()
 
@@ -105,11 +99,11 @@ def _cdk_out(tmp: Path) -> Path:
     return tmp
 
 
-def test_durations_json_with_the_overrides_of_cdk_out(cfn: Any, tmp_path: Path) -> None:
-    args = ["durations", "--env", "test", "--json", "--cdk-out", str(_cdk_out(tmp_path))]
-    result = CliRunner().invoke(cli.app, args)
-    assert result.exit_code == 0, result.output
-    data = json.loads(result.stdout)
+def test_durations_json_with_the_overrides_of_cdk_out(
+    cfn: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert measured(CFG, _cdk_out(tmp_path), True, cfn) == 0
+    data = json.loads(capsys.readouterr().out)
     rows = {(r["stack"], r["logical_id"], r["phase"]): r for r in data["rows"]}
     assert set(rows) == {
         (ADDONS, "InferenceAddon", "create"),
@@ -130,12 +124,10 @@ def test_durations_json_with_the_overrides_of_cdk_out(cfn: Any, tmp_path: Path) 
 
 
 def test_durations_table_without_cdk_out_uses_the_type_values(
-    cfn: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cfn: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(runtime, "out", Console(width=200))  # one row per line
-    result = CliRunner().invoke(cli.app, ["durations", "--env", "test", "--cdk-out", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    (line,) = [x for x in result.stdout.splitlines() if "InferenceAddon" in x]
-    cells = [c.strip() for c in line.strip("│ ").split("│")]
-    assert cells[3:] == ["create", "1.5", "7.0", "4.67"]  # no cdk.out: the type's 1.5
-    assert f"note: stack {KVCACHE} does not exist" in result.stdout
+    assert measured(CFG, tmp_path, False, cfn) == 0
+    out = capsys.readouterr().out
+    (line,) = [x for x in out.splitlines() if "InferenceAddon" in x]
+    assert line.split("\t")[3:] == ["create", "1.5", "7.0", "4.67"]  # no cdk.out: the type's 1.5
+    assert f"note: stack {KVCACHE} does not exist" in out

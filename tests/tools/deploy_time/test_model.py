@@ -17,7 +17,9 @@ from botocore.stub import Stubber
 
 from infra.cdk_context import new_app
 from infra.deps import NEEDS_METADATA, needs
-from scripts.lib.deploy_plan import (
+from tests.support.assembly import write_assembly
+from tests.support.synth import Synth
+from tools.deploy_time.model import (
     Durations,
     as_deployed,
     floor,
@@ -26,8 +28,6 @@ from scripts.lib.deploy_plan import (
     measured_rows,
     report,
 )
-from tests.support.assembly import write_assembly
-from tests.support.synth import Synth
 
 DURATIONS_TABLE = Durations.load()
 DURATIONS = Durations(

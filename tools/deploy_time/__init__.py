@@ -1,0 +1,1 @@
+"""The deploy-time model of the stacks (``make deploy-plan``, ``make deploy-durations``)."""
