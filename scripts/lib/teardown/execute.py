@@ -27,13 +27,12 @@ from scripts.lib.teardown.stacks import _delete_wave
 
 
 def execute_teardown(
-    # Equivalent mutant: the default of `show`; the only caller (scripts/commands/teardown.py)
-    # always passes it
     clients: Clients,
     cfg: AppConfig,
     log: Log,
     timeouts: Timeouts | None = None,
-    show: Show = True,  # pragma: no mutate
+    *,
+    show: Show,
 ) -> None:
     t = timeouts or Timeouts()
     try:
@@ -50,10 +49,7 @@ def execute_teardown(
                 _sweep(clients, vpc_leftovers(clients, cfg), t, log, show)
             _delete_wave(clients, wave, t, log, show)
         leftovers = vpc_leftovers(clients, cfg) + account_leftovers(clients, cfg, log_groups)
-        # Equivalent mutant: the last sweep gets no timeouts; only a GuardDuty security group's wait
-        # reads them, and after the network stack is gone its VPC (and so every security group in
-        # it) is gone, so the last sweep never holds one
-        _sweep(clients, leftovers, t, log, show)  # pragma: no mutate
+        _sweep(clients, leftovers, t, log, show)
     except ClientError as exc:
         raise OperationError(
             f"AWS: {exc}; fix and re-run teardown (finished steps are skipped)"

@@ -104,11 +104,7 @@ def _curvine_pvcs(clients: Clients, cfg: AppConfig) -> tuple[list[Item], list[st
     items: list[Item] = []
     notes: list[str] = []
     for ns in sorted({ep.namespace for ep in cfg.kvcache.endpoints}):
-        # Equivalent mutant: drops the owner label selector from the PVC list; owned() checks the
-        # same two labels on every PVC listed, so the same PVCs are kept
-        pvcs = core.list_namespaced_persistent_volume_claim(
-            ns, label_selector=owner_selector()
-        )  # pragma: no mutate
+        pvcs = core.list_namespaced_persistent_volume_claim(ns, label_selector=owner_selector())
         for p in pvcs.items:
             if p.spec.storage_class_name != CURVINE_SC:
                 continue
@@ -169,9 +165,7 @@ def _delete_endpoints(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, s
     custom = clients.custom()
     endpoints = list_endpoints(clients, cfg)
     for item in endpoints:
-        # Equivalent mutant: the id is "<namespace>/<name>" and neither part can hold "/"
-        # (Kubernetes names are DNS labels or subdomains), so every split gives the same two parts
-        ns, name = item.id.split("/", 1)  # pragma: no mutate
+        ns, name = item.id.split("/", 1)
         try:
             custom.delete_namespaced_custom_object(IEC_GROUP, IEC_VERSION, ns, IEC_PLURAL, name)
             log(f"deleted InferenceEndpointConfig {item.id}")
@@ -200,9 +194,7 @@ def _delete_pvcs(clients: Clients, cfg: AppConfig, t: Timeouts, log: Log, show: 
     core = clients.core()
     pvcs = list_curvine_pvcs(clients, cfg)
     for item in pvcs:
-        # Equivalent mutant: the id is "<namespace>/<name>" and neither part can hold "/"
-        # (Kubernetes names are DNS labels or subdomains), so every split gives the same two parts
-        ns, name = item.id.split("/", 1)  # pragma: no mutate
+        ns, name = item.id.split("/", 1)
         try:
             core.delete_namespaced_persistent_volume_claim(name, ns)
             log(f"deleted PVC {item.id}")

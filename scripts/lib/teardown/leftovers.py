@@ -35,12 +35,7 @@ def vpc_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
     for vpc in environment_vpcs(clients, cfg):
         vpc_filter = [{"Name": "vpc-id", "Values": [vpc]}]
         for ep in ec2.describe_vpc_endpoints(Filters=vpc_filter)["VpcEndpoints"]:
-            # Equivalent mutant: the State default "" becomes None; DescribeVpcEndpoints returns a
-            # State for every endpoint, so the default is never read
-            if (
-                "guardduty-data" in ep["ServiceName"]
-                and ep.get("State", "").lower() != "deleted"  # pragma: no mutate
-            ):  # pragma: no mutate
+            if "guardduty-data" in ep["ServiceName"] and ep["State"].lower() != "deleted":
                 items.append(Item("GuardDuty VPC endpoint", ep["VpcEndpointId"], vpc))
         enis = ec2.describe_network_interfaces(
             Filters=[*vpc_filter, {"Name": "status", "Values": ["available"]}]
@@ -57,11 +52,7 @@ def vpc_leftovers(clients: Clients, cfg: AppConfig) -> list[Item]:
 
 
 def is_lambda_eni(eni: dict[str, Any]) -> bool:
-    # Equivalent mutant: the Description default "" becomes "XXXX"; neither starts with "AWS Lambda
-    # VPC ENI"
-    return eni.get("InterfaceType") == "lambda" or (
-        eni.get("Description") or ""  # pragma: no mutate
-    ).startswith(  # pragma: no mutate
+    return eni.get("InterfaceType") == "lambda" or (eni.get("Description") or "").startswith(
         LAMBDA_ENI_DESCRIPTION
     )
 
@@ -95,12 +86,9 @@ def stack_ids(clients: Clients, cfg: AppConfig) -> list[str]:
             if s["StackStatus"] != "DELETE_COMPLETE":
                 live.append(s["StackId"])
                 continue
-            when = s.get("DeletionTime") or s.get("CreationTime")
+            when = s.get("DeletionTime") or s["CreationTime"]
             prev = deleted.get(s["StackName"])
-            # Equivalent mutant: tests the earlier stack's id instead of its time for being set;
-            # ListStacks returns a CreationTime in every summary, so the time is never empty, like
-            # the id
-            if prev is None or (when and prev[0] and when > prev[0]):  # pragma: no mutate
+            if prev is None or when > prev[0]:
                 deleted[s["StackName"]] = (when, s["StackId"])
     return live + [stack_id for _, stack_id in deleted.values()]
 
@@ -128,17 +116,12 @@ def log_group_names(resources: list[dict[str, Any]], hyperpod_name: str) -> set[
         if kind == "AWS::Logs::LogGroup":
             names.add(pid)
         elif kind == "AWS::Lambda::Function":
-            # Equivalent mutant: a Lambda function's id is its name or its ARN; splitting on every
-            # ":" instead of the last one leaves the same last part
-            names.add(f"/aws/lambda/{pid.rsplit(':', 1)[-1]}")  # pragma: no mutate
+            names.add(f"/aws/lambda/{pid.rsplit(':', 1)[-1]}")
         elif kind == "AWS::EKS::Cluster":
             names.add(f"/aws/eks/{pid}/cluster")
         elif kind == "AWS::SageMaker::Cluster" and ":cluster/" in pid:
             # HyperPod writes to /aws/sagemaker/Clusters/<name>/<id>; the id ends the ARN.
-            # Equivalent mutant: a HyperPod cluster ARN
-            # (arn:aws:sagemaker:<region>:<account>:cluster/<id>) has one "/", so every split on it
-            # leaves the id last
-            cluster_id = pid.rsplit("/", 1)[-1]  # pragma: no mutate
+            cluster_id = pid.rsplit("/", 1)[-1]
             names.add(f"/aws/sagemaker/Clusters/{hyperpod_name}/{cluster_id}")
     return names
 
@@ -211,15 +194,10 @@ def _release_lambda_enis(
                     raise
                 denied.add(eni_id)
                 log(f"Lambda ENI {eni_id}: not allowed to delete ({code}); left to CloudFormation")
-        # Equivalent mutant: changes the state text returned with done=True ("0 in use: " for "none
-        # in use"); wait_for never shows the state of a finished check, and the first check's state
-        # is logged only when not done
         return (
             not busy,
-            f"{len(busy)} in use: {', '.join(busy)}"
-            if busy
-            else "none in use",  # pragma: no mutate
-        )  # pragma: no mutate
+            f"{len(busy)} in use: {', '.join(busy)}" if busy else "none in use",
+        )
 
     done, state = delete_available()
     if not done:

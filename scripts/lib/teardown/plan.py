@@ -28,9 +28,7 @@ def plan_teardown(clients: Clients, cfg: AppConfig) -> Plan:
             endpoints, notes = _endpoints(clients, cfg)
             pvcs, more = _curvine_pvcs(clients, cfg)
             plan.kubernetes = endpoints + pvcs
-            # Equivalent mutant: `plan.notes += notes` becomes `=`; the plan's notes are still empty
-            # at that point, so both give the same list
-            plan.notes += notes + more  # pragma: no mutate
+            plan.notes = notes + more
         except (ApiException, OSError) as exc:
             plan.notes.append(
                 f"Kubernetes API not reachable ({exc}); its objects go with the stacks"

@@ -22,9 +22,7 @@ def stack_status(clients: Clients, name: str) -> str | None:
     try:
         stacks = clients.aws("cloudformation").describe_stacks(StackName=name)["Stacks"]
     except ClientError as exc:
-        # Equivalent mutant: the Message default "" becomes "XXXX"; neither holds "does not exist",
-        # so an error without a Message is raised either way
-        if "does not exist" in exc.response["Error"].get("Message", ""):  # pragma: no mutate
+        if "does not exist" in exc.response["Error"].get("Message", ""):
             return None
         raise
     status = stacks[0]["StackStatus"] if stacks else None
@@ -36,9 +34,7 @@ def _stack(cfn: Any, ref: str) -> dict[str, Any] | None:
     try:
         stacks = cfn.describe_stacks(StackName=ref)["Stacks"]
     except ClientError as exc:
-        # Equivalent mutant: neither holds "does not exist", so an error without a Message is raised
-        # either way
-        if "does not exist" in exc.response["Error"].get("Message", ""):  # pragma: no mutate
+        if "does not exist" in exc.response["Error"].get("Message", ""):
             return None
         raise
     return stacks[0] if stacks else None
@@ -98,9 +94,7 @@ def not_empty_buckets(events: list[dict[str, Any]]) -> list[str]:
     minutes late: one can land after the auto-delete custom resource emptied the bucket)."""
     found = []
     for e in events:
-        # Equivalent mutant: the reason default "" becomes "XXXX"; neither holds "not empty" or
-        # "BucketNotEmpty"
-        reason = e.get("ResourceStatusReason") or ""  # pragma: no mutate
+        reason = e.get("ResourceStatusReason") or ""
         if (
             e.get("ResourceStatus") == "DELETE_FAILED"
             and e.get("ResourceType") == "AWS::S3::Bucket"
@@ -169,23 +163,19 @@ def _empty_late_buckets(clients: Clients, name: str, failed: DeleteFailed, log: 
     return True
 
 
-# Equivalent mutant: the default of `show`; the only caller (_delete_wave) always passes it
 def _delete_stack(
     clients: Clients,
     name: str,
     t: Timeouts,
     log: Log,
-    show: Show = False,  # pragma: no mutate
-) -> None:  # pragma: no mutate
+    show: Show,
+) -> None:
     """DeleteStack, then poll until it is gone, showing the status and the latest event. A
     deletion that fails on a bucket that is not empty (a late access-log delivery) empties that
     bucket (only a resource of this stack) and is retried once."""
     cfn = clients.aws("cloudformation")
     stack = _stack(cfn, name)
-    # Equivalent mutant: the stack is read by name here, and DescribeStacks by name fails with "does
-    # not exist" once a stack is deleted: it never answers DELETE_COMPLETE, which _stack already
-    # maps to None
-    if stack is None or stack["StackStatus"] == "DELETE_COMPLETE":  # pragma: no mutate
+    if stack is None:  # by name, a deleted stack "does not exist"
         log(f"stack {name}: not found, skipped")
         return
     stack_id = stack["StackId"]  # by id, the stack still answers once it is deleted
@@ -193,16 +183,14 @@ def _delete_stack(
     def gone() -> tuple[bool, str]:
         now = _stack(cfn, stack_id)
         if now is None or now["StackStatus"] == "DELETE_COMPLETE":
-            # Equivalent mutant: changes the state returned with done=True; wait_for never shows the
-            # state of a finished check
-            return True, "DELETE_COMPLETE"  # pragma: no mutate
+            return True, "DELETE_COMPLETE"
         if now["StackStatus"] == "DELETE_FAILED":
             raise DeleteFailed(name, now, _events_of_this_delete(cfn, stack_id))
         events = _events_of_this_delete(cfn, stack_id)
         latest = next(
             (e for e in events if e.get("ResourceType") != "AWS::CloudFormation::Stack"), None
         )
-        return False, now["StackStatus"] + (  # pragma: no mutate
+        return False, now["StackStatus"] + (
             f"; latest: {_describe_event(latest)}" if latest else ""
         )
 
@@ -225,9 +213,7 @@ def _delete_wave(clients: Clients, names: list[str], t: Timeouts, log: Log, show
     if len(names) == 1:
         _delete_stack(clients, names[0], t, log, show)
         return
-    # Equivalent mutant: ThreadPoolExecutor's default size (at least 5: min(32, CPUs + 4)) is more
-    # than the largest wave (3 stacks), so every stack of a wave still deletes side by side
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:  # pragma: no mutate
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
         futures = [pool.submit(_delete_stack, clients, name, t, log, show) for name in names]
     for future in futures:
         future.result()

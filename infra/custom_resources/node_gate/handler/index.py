@@ -38,11 +38,12 @@ def on_event(
 ) -> dict[str, Any]:
     started = time.time() if now is None else now
     kind = event["RequestType"]
-    props = event.get("ResourceProperties", {})
+    # CloudFormation sends ResourceProperties with every request, PhysicalResourceId with Delete.
+    props = event["ResourceProperties"]
     log.info("%s %s", kind, props)
     if kind == "Delete":
         # Nothing was created: the gate only reads. Answer with the id it was given.
-        return {"PhysicalResourceId": str(event.get("PhysicalResourceId", "")), STARTED_AT: started}
+        return {"PhysicalResourceId": event["PhysicalResourceId"], STARTED_AT: started}
     cluster = _cluster(props)
     return {"PhysicalResourceId": f"nodes-ready:{cluster}", STARTED_AT: started}
 
@@ -54,22 +55,19 @@ def is_complete(
         return {"IsComplete": True}
     client = sagemaker_client() if client is None else client
     now = time.time() if now is None else now
-    cluster = _cluster(event.get("ResourceProperties", {}))
+    cluster = _cluster(event["ResourceProperties"])
     try:
         state = read_state(client, cluster)
     except RetryLater as e:
         log.info("%s: %s; trying again on the next poll", cluster, e)
         last = f"{e} (a transient error; retried on every poll)"
-        # Equivalent mutant: after a transient error `ready` becomes None instead of False; it is
-        # only read by `if ready:`, where both are false
-        ready = False  # pragma: no mutate
     else:
         log.info("%s: %s", cluster, state)
+        if state.ready:
+            return {"IsComplete": True}
         last = str(state)
-        ready = state.ready
-    if ready:
-        return {"IsComplete": True}
-    elapsed = now - float(event.get(STARTED_AT, now))
+    # on_event's answer, with STARTED_AT, is merged into every is_complete event.
+    elapsed = now - float(event[STARTED_AT])
     if elapsed >= deadline_seconds():
         raise GateError(
             f"Timed out after {elapsed / 60:.0f} minutes waiting for the nodes of HyperPod "

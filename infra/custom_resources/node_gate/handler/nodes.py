@@ -96,9 +96,7 @@ def read_state(client: Any, cluster: str) -> ClusterState:
             f"{inspect_command(cluster)}."
         )
     statuses: dict[str, Counter[str]] = {}
-    # Equivalent mutant: the page token starts as "" instead of None; it is only read by `if token:`
-    # (false for both) before the first page replaces it
-    token: str | None = None  # pragma: no mutate
+    token: str | None = None
     seen: set[str] = set()
     for _ in range(MAX_PAGES):
         kwargs: dict[str, Any] = {"ClusterName": cluster, "MaxResults": PAGE_SIZE}
@@ -135,9 +133,7 @@ def _call(op: str, cluster: str, method: Any, **kwargs: Any) -> dict[str, Any]:
         result: dict[str, Any] = method(**kwargs)
         return result
     except ClientError as e:
-        # Equivalent mutant: the default for a ClientError without "Error" becomes None; botocore's
-        # error parsers always fill in "Error", so the default is never used
-        err = e.response.get("Error", {})  # pragma: no mutate
+        err = e.response.get("Error", {})
         code = str(err.get("Code", "Unknown"))
         if code in RETRY_LATER:
             raise RetryLater(f"{op}: {code}") from e

@@ -24,13 +24,8 @@ class Cluster:
         self.api = api
 
     def _call(self, method: str, path: str, body: Any = None, **extra: Any) -> Any:
-        # Equivalent mutant: the header is sent as "accept"; HTTP field names are case-insensitive
-        # (RFC 9110), so the API server reads the same Accept
-        headers = {"Accept": "application/json"}  # pragma: no mutate
-        # Equivalent mutant: query_params None instead of []; ApiClient and its REST client only
-        # test query_params for truth (and BearerToken goes in a header), so no query string is sent
-        # either way
-        query: list[tuple[str, str]] = []  # pragma: no mutate
+        headers = {"Accept": "application/json"}
+        query: list[tuple[str, str]] = []
         if extra.get("content_type"):
             headers["Content-Type"] = extra["content_type"]
         if extra.get("apply"):
@@ -43,15 +38,7 @@ class Cluster:
             query_params=query,
             header_params=headers,
             body=body,
-            # Equivalent mutants: the response_types_map loses 201; a 201 answers only the create
-            # POST (and an apply that created), whose callers discard the body, so reading it as
-            # None instead of a dict changes nothing; 202 becomes 203 in the response_types_map;
-            # only delete() could get a 202 and it discards the body, so an unmapped status
-            # (returned as None) changes nothing; a 202 would be deserialized as the unknown model
-            # "XXobjectXX"; kube-apiserver answers a DELETE with 202 only when its DeleteOptions set
-            # orphanDependents: false (apiserver endpoints/handlers/delete.go) and ours sets
-            # propagationPolicy alone, so a 202 never comes
-            response_types_map={200: "object", 201: "object", 202: "object"},  # pragma: no mutate
+            response_types_map={200: "object", 201: "object", 202: "object"},
             auth_settings=["BearerToken"],
             _return_http_data_only=True,
             _request_timeout=30,

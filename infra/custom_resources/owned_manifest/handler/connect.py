@@ -26,45 +26,24 @@ class ClusterGone(Exception):
 
 
 def token(session: Any, cluster_name: str, region: str) -> str:
-    # Equivalent mutant: the STS client is made with region_name=None (the session's region, or the
-    # global endpoint without one) instead of the token's region; token() only reads the client's
-    # service_model.service_id ("STS"), which no region changes, and the signer is given the region
-    # itself
-    sts = session.client("sts", region_name=region)  # pragma: no mutate
+    sts = session.client("sts", region_name=region)
     signer = RequestSigner(
         sts.meta.service_model.service_id, region, "sts", "v4",
         session.get_credentials(), session.events,
     )  # fmt: skip
     url = signer.generate_presigned_url(
         {
-            # Equivalent mutant: method "get" instead of "GET"; the presigned URL does not carry the
-            # method and SigV4's canonical request upper-cases it (botocore auth.canonical_request),
-            # so the signature and URL are the same
-            "method": "GET",  # pragma: no mutate
+            "method": "GET",
             "url": f"https://sts.{region}.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15",
             "body": {},
-            # Equivalent mutant: the signed header is named "X-K8S-AWS-ID"; SigV4 lower-cases header
-            # names in the canonical request and SignedHeaders, so the URL is the same (and HTTP
-            # field names are case-insensitive, RFC 9110, for the header the verifier adds)
-            "headers": {"x-k8s-aws-id": cluster_name},  # pragma: no mutate
+            "headers": {"x-k8s-aws-id": cluster_name},
             "context": {},
         },
-        # Equivalent mutant: generate_presigned_url gets region_name=None; RequestSigner.sign then
-        # uses the region the signer was built with, the same region, so the URL is the same
-        region_name=region,  # pragma: no mutate
+        region_name=region,
         expires_in=TOKEN_SECONDS,
-        # Equivalent mutant: operation_name None instead of ""; botocore only uses it to name the
-        # choose-signer and before-sign events, and it registers handlers for no STS operation but
-        # AssumeRoleWithSAML and AssumeRoleWithWebIdentity, so neither name reaches one and the URL
-        # is the same
-        operation_name="",  # pragma: no mutate
+        operation_name="",
     )
-    # Equivalent mutant: strips "X" as well as "=" from the end of the base64; the URL's last byte
-    # is a lower-case hex digit of X-Amz-Signature (botocore appends it last), and the last base64
-    # character of such a byte is never "X" whatever the length, so nothing more is stripped
-    return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip(
-        "="  # pragma: no mutate
-    )  # pragma: no mutate
+    return TOKEN_PREFIX + base64.urlsafe_b64encode(url.encode()).decode().rstrip("=")
 
 
 def api_client(session: Any, cluster_name: str) -> ApiClient:
@@ -73,19 +52,10 @@ def api_client(session: Any, cluster_name: str) -> ApiClient:
     try:
         cluster = eks.describe_cluster(name=cluster_name)["cluster"]
     except ClientError as e:
-        # Equivalent mutant: the default for a ClientError without "Error" becomes None; botocore's
-        # error parsers always fill in "Error", so the default is never used
-        if (
-            e.response.get("Error", {}).get("Code")  # pragma: no mutate
-            == "ResourceNotFoundException"  # pragma: no mutate
-        ):  # pragma: no mutate
+        if e.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
             raise ClusterGone(f"EKS cluster {cluster_name} does not exist in {region}") from e
         raise
-    # Equivalent mutants: the CA file loses its ".crt" suffix; the kubernetes client hands
-    # ssl_ca_cert to ssl as a path and nothing reads the name; delete=None instead of False;
-    # NamedTemporaryFile only tests its truthiness, so the file is kept either way; mode "w+b" (the
-    # default) instead of "wb"; the file is only written and closed, never read through this handle
-    ca = tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False)  # noqa: SIM115  # pragma: no mutate
+    ca = tempfile.NamedTemporaryFile("wb", suffix=".crt", delete=False)  # noqa: SIM115
     with ca:
         ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
     conf = Configuration()

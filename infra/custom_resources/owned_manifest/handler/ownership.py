@@ -60,10 +60,7 @@ def owner_of(obj: Mapping[str, Any] | None) -> str | None:
 def stamped(obj: Mapping[str, Any], owner: str) -> dict[str, Any]:
     """A copy of ``obj`` carrying our owner annotation."""
     out = json.loads(json.dumps(obj))
-    # Equivalent mutant: the default for an object without metadata becomes None; apply() reads
-    # every object's Ref first, which fails unless metadata has a name, so stamped never sees one
-    # without metadata
-    meta = out.setdefault("metadata", {})  # pragma: no mutate
+    meta = out.setdefault("metadata", {})
     meta["annotations"] = {**(meta.get("annotations") or {}), OWNER_ANNOTATION: owner}
     return out
 
@@ -133,9 +130,7 @@ def apply(
     found = check(cluster, owner, [*refs, *extra], present=present, absent=absent, hints=hints)
     done: list[str] = []
     created: list[Ref] = []
-    # Equivalent mutant: zip(strict=None); refs is built from objects one for one just above, so the
-    # lengths always match and strict never fires
-    for ref, obj in zip(refs, objects, strict=True):  # pragma: no mutate
+    for ref, obj in zip(refs, objects, strict=True):
         verb = "update" if found[ref] is not None else "create"
         try:
             if found[ref] is not None:
@@ -188,14 +183,9 @@ def _undo(cluster: Cluster, created: Sequence[Ref]) -> str:
 
 def _reason(e: ApiException) -> str:
     try:
-        # Equivalent mutant: an empty body is parsed as "XX{}XX" instead of "{}"; that fails
-        # json.loads (ValueError, caught) and leaves message None, as "{}" does, so the reason is
-        # used either way
-        message = json.loads(e.body or "{}").get("message")  # pragma: no mutate
+        message = json.loads(e.body or "{}").get("message")
     except (ValueError, AttributeError):
-        # Equivalent mutant: an unreadable body leaves message "" instead of None; both are falsy,
-        # so the reason is used either way
-        message = None  # pragma: no mutate
+        message = None
     return str(message or e.reason or "").replace("\n", " ")
 
 

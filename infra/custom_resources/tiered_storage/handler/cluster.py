@@ -67,9 +67,7 @@ def aws_failure(op: str, cluster: str, error: ClientError) -> HandlerError:
 
 
 def _code(error: ClientError) -> str:
-    # Equivalent mutant: both are neither ResourceNotFound nor in RETRY_LATER, which is all _code's
-    # callers ask
-    return str(error.response.get("Error", {}).get("Code", ""))  # pragma: no mutate
+    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 def describe(client: Any, cluster: str) -> dict[str, Any] | None:

@@ -37,9 +37,9 @@ def on_event(
     kind = event["RequestType"]
     log.info("%s %s", kind, _summary(event))
     if kind == "Delete":
-        # Equivalent mutant: the Delete's PhysicalResourceId default "" becomes None; CloudFormation
-        # sends the id with every Delete, and decode returns None for "None" as for ""
-        physical_id = str(event.get("PhysicalResourceId", ""))  # pragma: no mutate
+        # CloudFormation sends the physical id with every Delete and Update, the properties
+        # with every Create and Update, and the logical id always.
+        physical_id = event["PhysicalResourceId"]
         record = decode(physical_id)
         if record is None or record.restore_to is None:
             log.info("Delete: nothing to restore for %r", physical_id)
@@ -49,18 +49,9 @@ def on_event(
         # Delete must answer with the id it was given.
         return {"PhysicalResourceId": physical_id, STARTED_AT: started}
 
-    # Equivalent mutant: the ResourceProperties default {} becomes None; CloudFormation sends the
-    # properties (with the ServiceToken) on every Create and Update
-    request = parse_properties(event.get("ResourceProperties", {}))  # pragma: no mutate
+    request = parse_properties(event["ResourceProperties"])
     require_tiered_storage_api(client)
-    # Equivalent mutants: reads the PhysicalResourceId on a Create too; a Create request carries
-    # none, so the default "" is read, as without the mutation; the Update's PhysicalResourceId
-    # default "" becomes None; CloudFormation sends the id with every Update; a Create's previous id
-    # "" becomes "XXXX"; decode returns None for both (no tiered-storage: prefix), so the cluster is
-    # described and a new id made either way
-    physical_id = (
-        str(event.get("PhysicalResourceId", "")) if kind == "Update" else ""  # pragma: no mutate
-    )  # pragma: no mutate
+    physical_id = event["PhysicalResourceId"] if kind == "Update" else ""
     old = decode(physical_id)
     desc = None
     if old is None or old.cluster_name != request.cluster_name:
@@ -71,12 +62,7 @@ def on_event(
             desc.get("TieredStorageConfig"),
             restore=request.restore_on_delete,
         )
-    # Equivalent mutants: passes deleting=None for False; _step and converge only test it for truth;
-    # passes no event to _step on Create and Update; _step reads the event only to word a failed
-    # Delete's hint
-    _step(
-        client, request.cluster_name, request.desired, deleting=False, event=event, desc=desc
-    )  # pragma: no mutate
+    _step(client, request.cluster_name, request.desired, deleting=False, event=event, desc=desc)
     return {"PhysicalResourceId": physical_id, STARTED_AT: started}
 
 
@@ -86,26 +72,17 @@ def is_complete(
     client = sagemaker_client() if client is None else client
     now = time.time() if now is None else now
     if event["RequestType"] == "Delete":
-        # Equivalent mutant: the PhysicalResourceId default "" becomes None; CloudFormation sends
-        # the id with every Delete, and decode returns None for "None" as for "" (no tiered-storage:
-        # prefix)
-        record = decode(str(event.get("PhysicalResourceId", "")))  # pragma: no mutate
+        record = decode(event["PhysicalResourceId"])
         if record is None or record.restore_to is None:
             return {"IsComplete": True}
         cluster, target, deleting = record.cluster_name, record.restore_to, True
     else:
-        # Equivalent mutant: the ResourceProperties default {} becomes None; CloudFormation sends
-        # ResourceProperties (at least ServiceToken) with every Create and Update, so the default is
-        # never used
-        request = parse_properties(event.get("ResourceProperties", {}))  # pragma: no mutate
+        request = parse_properties(event["ResourceProperties"])
         cluster, target, deleting = request.cluster_name, request.desired, False
     step = _step(client, cluster, target, deleting=deleting, event=event)
     if step.done:
         return {"IsComplete": True}
-    # Equivalent mutant: the STARTED_AT default (now) becomes None; the Provider merges on_event's
-    # answer, which always carries STARTED_AT, into every is_complete event, so the default is never
-    # used
-    elapsed = now - float(event.get(STARTED_AT, now))  # pragma: no mutate
+    elapsed = now - float(event[STARTED_AT])
     if elapsed >= deadline_seconds():
         message = (
             f"Timed out after {elapsed / 60:.0f} minutes waiting for Tiered Storage {target} on "
@@ -135,9 +112,7 @@ def _step(
     try:
         step = converge(client, cluster, target, deleting=deleting, desc=desc)
     except RetryLater as e:
-        # Equivalent mutant: a step to retry gets done=None for False; its only reader (`if
-        # step.done`) tests it for truth
-        step = Step(False, f"{e}; trying again on the next poll")  # pragma: no mutate
+        step = Step(False, f"{e}; trying again on the next poll")
     except HandlerError as e:
         if deleting:
             raise _delete_hint(e, event, target) from e
@@ -157,9 +132,7 @@ def _describe_or_fail(client: Any, cluster: str) -> dict[str, Any]:
 
 
 def _delete_hint(error: HandlerError, event: dict[str, Any], target: TieredStorage) -> HandlerError:
-    # Equivalent mutant: CloudFormation sends LogicalResourceId with every request, so the default
-    # is never used
-    logical_id = event.get("LogicalResourceId", "<logical id>")  # pragma: no mutate
+    logical_id = event["LogicalResourceId"]
     return HandlerError(
         f"{error} Tiered Storage was not restored to {target}. To finish the delete without "
         f"restoring, retry it with `--retain-resources {logical_id}` and set the config by hand "

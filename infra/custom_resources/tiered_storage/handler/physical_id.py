@@ -55,11 +55,9 @@ def encode(cluster_name: str, before: Mapping[str, Any] | None, *, restore: bool
     return f"{PREFIX}:{cluster_name}:restore:{'Enable' if mode == 'Enable' else 'Disable'}"
 
 
-def decode(physical_id: str | None) -> Record | None:
+def decode(physical_id: str) -> Record | None:
     """The record in an id this handler wrote; None for any other id (nothing was applied)."""
-    # Equivalent mutant: a missing id is matched as "XXXX" instead of ""; neither matches the id
-    # pattern (it needs the tiered-storage: prefix), so decode still returns None
-    m = _ID.match(physical_id or "")  # pragma: no mutate
+    m = _ID.match(physical_id)
     if not m:
         return None
     if m["keep"]:

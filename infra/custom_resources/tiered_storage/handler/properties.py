@@ -78,12 +78,7 @@ def parse_properties(props: Mapping[str, Any]) -> Request:
     return Request(
         cluster_name=name,
         desired=TieredStorage(mode, percentage if mode == "Enable" else None),
-        # Equivalent mutant: the default "false" becomes "FALSE"; parse_bool lower-cases before
-        # comparing, so a missing RestoreOnDelete still reads false
-        restore_on_delete=parse_bool(
-            props.get("RestoreOnDelete", "false"),  # pragma: no mutate
-            "RestoreOnDelete",  # pragma: no mutate
-        ),  # pragma: no mutate
+        restore_on_delete=parse_bool(props.get("RestoreOnDelete", "false"), "RestoreOnDelete"),
         instance_groups_hash=str(props.get("InstanceGroupsHash", "")),
     )
 

@@ -182,7 +182,7 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
 
     world.kube.after_write.append(finalizer)
     world.kube.after_read.append(finalizer)
-    execute_teardown(world.clients, world.cfg, lambda _: None, timeouts, reporter)
+    execute_teardown(world.clients, world.cfg, lambda _: None, timeouts, show=reporter)
     lines = [re.sub(r" \(\S+ elapsed\)$| after \S+$", "", line.split(" ", 1)[1])
              for line in out.getvalue().splitlines()]  # fmt: skip
     eks = world.cfg.eks.cluster_name

@@ -46,12 +46,12 @@ def test_each_before_state_has_one_id_and_decodes_to_what_delete_restores(
 
 
 @pytest.mark.parametrize("foreign", [
-    None, "", CREATE_FAILED_MARKER, "tiered-storage:c-1", "tiered-storage:c_1:keep",
+    "", CREATE_FAILED_MARKER, "tiered-storage:c-1", "tiered-storage:c_1:keep",
     "tiered-storage:c-1:restore:Enable@1234", "tiered-storage:c-1:restore:enable",
     "x-tiered-storage:c-1:keep", "tiered-storage:c-1:keep:extra", "other:c-1:keep",
     "tiered-storage:" + "c" * 64 + ":keep",
 ])  # fmt: skip
-def test_an_id_the_handler_did_not_write_means_nothing_was_applied(foreign: str | None) -> None:
+def test_an_id_the_handler_did_not_write_means_nothing_was_applied(foreign: str) -> None:
     assert decode(foreign) is None
 
 
