@@ -10,9 +10,9 @@ from aws_cdk import Environment, IStackSynthesizer, Stack
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.constructs.kubernetes_layer import ENDPOINTS_MANIFEST
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.tagging import tag_everything
+from k8s.app import ENDPOINTS, L2_POLICY, L2_VOLUME
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
 from stacks.eks_stack import EksStack
@@ -178,7 +178,7 @@ def compose(
         config=config,
         cluster=hyperpod.eks_cluster,
         network=network.network if network else None,
-        skip=frozenset({ENDPOINTS_MANIFEST}),
+        skip=frozenset({ENDPOINTS}),
         nodes_ready=nodes.ready,
         description="HyperPod KV cache: Curvine or the FSx file system, the L2 volume and "
         "Kyverno with its policy",
@@ -186,14 +186,14 @@ def compose(
     )
     # The endpoint CRD comes from the operator add-on (or the cluster's owner, when skipped);
     # Tiered Storage and the L2 objects must be in place before the first Pod.
-    l2 = [kvcache.manifests[n] for n in ("40-l2-volume", "50-l2-policy") if n in kvcache.manifests]
+    l2 = [kvcache.manifests[n] for n in (L2_VOLUME, L2_POLICY) if n in kvcache.manifests]
     operator = addons.platform.addons.get("inference_operator") if addons else None
     endpoints = EndpointsStack(
         app,
         f"{prefix}-endpoints",
         config=config,
         cluster=hyperpod.eks_cluster,
-        chart=kvcache.charts.endpoints,
+        chart=kvcache.charts[ENDPOINTS],
         after=[
             *([operator.resource] if operator is not None else []),
             tiered_storage.tiered_storage.resource,

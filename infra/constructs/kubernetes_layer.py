@@ -28,18 +28,25 @@ from infra.constructs.network import Network
 from infra.constructs.owned_layer import absent_checks, hints_for, present_checks
 from infra.custom_resources.owned_manifest.construct import OwnedManifests
 from infra.deps import needs
-from k8s.app import Charts, build_charts
+from k8s.app import (
+    CURVINE,
+    CURVINE_CSI,
+    CURVINE_NETWORK_POLICY,
+    ENDPOINTS,
+    L2_POLICY,
+    L2_VOLUME,
+    NAMESPACES,
+    STORAGE,
+    Charts,
+    build_charts,
+)
 from k8s.kyverno import RELEASE as KYVERNO_RELEASE
 from k8s.kyverno import kyverno_values
 from k8s.policy import KYVERNO_REPOSITORY
 
-NAMESPACES = "00-namespaces"
-L2_POLICY = "50-l2-policy"
-ENDPOINTS_MANIFEST = "60-endpoints"
 # What deletes the L2 claims' volumes: the class, Curvine (the directory behind a volume), its
 # network policies (the CSI controller's RPC to the masters) and the CSI driver (the provisioner).
-L2_PROVIDERS = ("10-storage", "20-curvine", "25-curvine-network-policy", "30-curvine-csi")
-L2_VOLUME = "40-l2-volume"
+L2_PROVIDERS = (STORAGE, CURVINE, CURVINE_NETWORK_POLICY, CURVINE_CSI)
 
 
 def chart_manifest(
@@ -86,7 +93,7 @@ class KubernetesLayer(Construct):
     ) -> None:
         super().__init__(scope, id)
         self.l2_file_system: FsxLustreL2 | None = None
-        if config.kvcache.uses("fsx_lustre"):
+        if "fsx_lustre" in config.kvcache.l2_backends:
             self.l2_file_system = l2_file_system(self, config, network)
         fsx = self.l2_file_system.volume if self.l2_file_system else None
         # The charts as deployed: the FSx values are CDK tokens here (never written to dist/).
@@ -187,7 +194,7 @@ class EndpointsManifest(Construct):
         super().__init__(scope, id)
         objects = [dict(o) for o in chart.to_json()]
         self.manifest = chart_manifest(
-            self, ENDPOINTS_MANIFEST, objects, cluster=cluster, owned=owned,
+            self, ENDPOINTS, objects, cluster=cluster, owned=owned,
             hints=hints_for(config),
         )  # fmt: skip
         needs(self.manifest, *after)
