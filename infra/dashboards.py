@@ -19,20 +19,17 @@ from typing import Any
 import yaml
 
 from infra.config import AppConfig
-from infra.config.kvcache import EndpointConfig
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, L2Backend
+from infra.config.model import l2_pool_bytes
 from infra.tiers import (
-    FS_TIERS,
     L0_HITS,
     L2_LABELS,
     LOADED,
     PROMISED,
     QUERIED,
-    Tier,
     l2_tokens_expr,
-    tier_of,
 )
-from k8s.l2_volume import pool_bytes
-from k8s.observability import vllm_job
+from k8s.names import vllm_job
 
 RATE = "5m"
 WORKER = 'job="curvine-worker"'
@@ -78,14 +75,10 @@ class Queries:
     def rate(self, metric: str) -> str:
         return f"sum(rate({metric}{{{self.sel}}}[{self.window}]))"
 
-    @property
-    def tier(self) -> Tier:
-        return tier_of(self.config, self.endpoint)
-
     def l2_hit_tokens(self) -> str | None:
         """L2 tokens per second, or None on an endpoint without L2."""
         bpt = self.config.observability.kv_bytes_per_token
-        return l2_tokens_expr(self.rate, self.tier, bpt)
+        return l2_tokens_expr(self.rate, self.endpoint.l2_backend, bpt)
 
     def l0_hit_rate(self) -> str:
         return f"{self.rate(L0_HITS)} / {self.rate(QUERIED)}"
@@ -116,7 +109,7 @@ class Queries:
 
 
 def l2_used_percent(config: AppConfig) -> str:
-    return f"100 * sum(fs_used{{{WORKER}}}) / {pool_bytes(config)}"
+    return f"100 * sum(fs_used{{{WORKER}}}) / {l2_pool_bytes(config, 'curvine')}"
 
 
 def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
@@ -127,7 +120,7 @@ def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
         Target(q.l1_hit_rate(), "L1 CPU"),
     )
     if (l2 := q.l2_hit_rate()) is not None:
-        hits += (Target(l2, L2_LABELS[q.tier]),)
+        hits += (Target(l2, L2_LABELS[q.endpoint.l2_backend]),)
     failed = config.observability.l2_failed_load_ratio
     return Row(
         title=f"{e.namespace}/{e.name} ({e.routing_strategy})",
@@ -184,7 +177,7 @@ def curvine_row(config: AppConfig) -> Row:
 
 def rows(config: AppConfig) -> list[Row]:
     out = [endpoint_row(config, e) for e in config.kvcache.endpoints]
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         out.append(curvine_row(config))
     return out
 
@@ -239,13 +232,13 @@ def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _l2_jobs(config: AppConfig) -> dict[Tier, list[str]]:
-    """The scrape jobs of the endpoints with an L2, per tier: an endpoint without L2 reads
+def _l2_jobs(config: AppConfig) -> dict[L2Backend, list[str]]:
+    """The scrape jobs of the endpoints with an L2, per L2 backend: an endpoint without L2 reads
     nothing from one by design."""
-    jobs: dict[Tier, list[str]] = {}
+    jobs: dict[L2Backend, list[str]] = {}
     for e in config.kvcache.endpoints:
-        if (tier := tier_of(config, e)) != "none":
-            jobs.setdefault(tier, []).append(vllm_job(e.namespace, e.name))
+        if e.l2_backend != "none":
+            jobs.setdefault(e.l2_backend, []).append(vllm_job(e.namespace, e.name))
     return jobs
 
 
@@ -264,12 +257,12 @@ def _l2_rules(config: AppConfig) -> list[dict[str, Any]]:
     low = []
     # The near-zero alert watches endpoints on a shared mount (curvine, fsx_lustre) only: its
     # hint is about the mount, and Tiered Storage's reads are counted by bytes.
-    for tier, names in ((t, n) for t, n in jobs.items() if t in FS_TIERS):
+    for backend, names in ((b, n) for b, n in jobs.items() if b in MOUNTED_L2_BACKENDS):
 
         def rate(metric: str, sel: str = _job_selector(names)) -> str:
             return f"{by} (rate({metric}{sel}[15m]))"
 
-        l2 = l2_tokens_expr(rate, tier, obs.kv_bytes_per_token)
+        l2 = l2_tokens_expr(rate, backend, obs.kv_bytes_per_token)
         low.append(f"({l2} / {rate(QUERIED)} < {obs.l2_hit_rate_floor}"
                    f" and {rate('vllm:request_success_total')} > 0)")  # fmt: skip
     every = _job_selector([name for names in jobs.values() for name in names])
@@ -314,7 +307,7 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
         },
     ]  # fmt: skip
     rules += _l2_rules(config)
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         rules += [
             {
                 "alert": "KvCacheL2AboveHighWater",

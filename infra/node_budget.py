@@ -71,7 +71,7 @@ def own_pieces(app: AppConfig) -> list[Piece]:
     """This app's per-node workloads on a GPU node, as the charts render them."""
     kv = app.kvcache
     pieces = []
-    if kv.curvine.enabled:
+    if "curvine" in kv.l2_backends:
         w, fuse = kv.curvine.worker, kv.curvine.fuse
         pieces.append(Piece("DaemonSet curvine-worker", w.cpu_millicores, w.memory_mib))
         pieces.append(
@@ -81,10 +81,10 @@ def own_pieces(app: AppConfig) -> list[Piece]:
                 fuse.memory_request_mib + CSI_REGISTRAR.memory_mib,
             )
         )
-    if kv.shared_store is not None:
+    if kv.mounted_l2_backend is not None:
         # One evictor per namespace whose endpoints mount the shared L2 (k8s.foundation's
         # l2_namespaces, which the L2 volume chart places them by).
-        for ns in sorted({e.namespace for e in kv.mounted_endpoints}):
+        for ns in sorted({e.namespace for e in kv.mounted_l2_endpoints}):
             pieces.append(
                 Piece(f"CronJob {ns} L2 evictor", L2_EVICTOR.cpu_millicores, L2_EVICTOR.memory_mib)
             )

@@ -1,5 +1,5 @@
-"""Which store serves an endpoint's L2, and how each tier's share of the prompt tokens is read
-from vLLM's and LMCache's counters: one definition for the dashboards, the alerts, ``hpkv
+"""How each tier's share of the prompt tokens (L0, L1, the endpoint's L2 backend) is read from
+vLLM's and LMCache's counters: one definition for the dashboards, the alerts, ``hpkv
 report`` (PromQL, ``l2_tokens_expr``) and ``hpkv bench compare`` (counter deltas scraped from a
 Pod's /metrics, ``tier_shares``).
 
@@ -23,16 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
-from infra.config import AppConfig
-from infra.config.kvcache import EndpointConfig
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, L2Backend
 
-Tier = Literal["curvine", "fsx_lustre", "tieredstorage", "none"]
-TIERS: tuple[Tier, ...] = ("curvine", "fsx_lustre", "tieredstorage", "none")
-# LMCache's fs:// connector on a shared mount: one read request per chunk (no batched get).
-FS_TIERS: tuple[Tier, ...] = ("curvine", "fsx_lustre")
-L2_LABELS: dict[Tier, str] = {
+L2_LABELS: dict[L2Backend, str] = {
     "curvine": "L2 Curvine",
     "fsx_lustre": "L2 FSx for Lustre",
     "tieredstorage": "L2 Tiered Storage",
@@ -59,26 +53,21 @@ LMCACHE_CHUNK_TOKENS = 256
 HYPERPOD_READ_COUNTED = 2
 
 
-def tier_of(config: AppConfig, endpoint: EndpointConfig) -> Tier:
-    """The store behind ``endpoint``'s L2: its own ``l2_backend``, which the config's loader
-    resolves from ``kvcache.l2_backend`` when the endpoint leaves it null. The one place that
-    reads it (``config`` stays for callers that hold an endpoint of another config)."""
-    del config  # the endpoint's resolved value is the whole answer
-    return endpoint.backend
-
-
-def l2_tokens(reads: float, read_bytes: float, tier: Tier, kv_bytes_per_token: int) -> float:
+def l2_tokens(
+    reads: float, read_bytes: float, l2_backend: L2Backend, kv_bytes_per_token: int
+) -> float:
     """Tokens read from L2, from the read counters' increase (``reads`` requests,
-    ``read_bytes`` bytes) on an endpoint of ``tier``."""
-    if tier in FS_TIERS:
+    ``read_bytes`` bytes) on an endpoint of ``l2_backend``. LMCache's fs:// connector on a
+    mounted backend makes one read request per chunk (no batched get)."""
+    if l2_backend in MOUNTED_L2_BACKENDS:
         return reads * LMCACHE_CHUNK_TOKENS
-    if tier == "tieredstorage":
+    if l2_backend == "tieredstorage":
         return read_bytes / (HYPERPOD_READ_COUNTED * kv_bytes_per_token)
     return 0.0
 
 
 def l2_hit_share(
-    deltas: Mapping[str, float], prompt_tokens: int, tier: Tier, kv_bytes_per_token: int
+    deltas: Mapping[str, float], prompt_tokens: int, l2_backend: L2Backend, kv_bytes_per_token: int
 ) -> float | None:
     """Share of a repeated prompt's whole chunks (LMCache stores whole 256-token chunks; the
     tail is recomputed) one Pod read from L2 while serving it, from that Pod's counters'
@@ -87,17 +76,19 @@ def l2_hit_share(
     whole = prompt_tokens // LMCACHE_CHUNK_TOKENS * LMCACHE_CHUNK_TOKENS
     if LOADED not in deltas or whole == 0:
         return None
-    read = l2_tokens(deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0), tier,
+    read = l2_tokens(deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0), l2_backend,
                      kv_bytes_per_token)  # fmt: skip
     return min(1.0, min(read, deltas[LOADED]) / whole)
 
 
-def l2_tokens_expr(rate: Callable[[str], str], tier: Tier, kv_bytes_per_token: int) -> str | None:
+def l2_tokens_expr(
+    rate: Callable[[str], str], l2_backend: L2Backend, kv_bytes_per_token: int
+) -> str | None:
     """``l2_tokens`` in PromQL over ``rate(metric)`` expressions; None for an endpoint without
     L2 (it reads nothing from one by design)."""
-    if tier in FS_TIERS:
+    if l2_backend in MOUNTED_L2_BACKENDS:
         return f"({rate(L2_READS)} * {LMCACHE_CHUNK_TOKENS})"
-    if tier == "tieredstorage":
+    if l2_backend == "tieredstorage":
         return f"({rate(L2_READ_BYTES)} / {HYPERPOD_READ_COUNTED * kv_bytes_per_token})"
     return None
 
@@ -116,16 +107,18 @@ class TierShares:
     load_shortfall: float | None
 
 
-def tier_shares(deltas: Mapping[str, float], tier: Tier, kv_bytes_per_token: int) -> TierShares:
+def tier_shares(
+    deltas: Mapping[str, float], l2_backend: L2Backend, kv_bytes_per_token: int
+) -> TierShares:
     """``deltas``: each of ``COUNTERS``' increase over the run (absent counts as 0)."""
     d = {name: float(deltas.get(name, 0.0)) for name in COUNTERS}
     queried, promised = d[QUERIED], d[PROMISED]
     shortfall = (promised - d[LOADED]) / promised if promised > 0 else None
     if queried <= 0:
         return TierShares(0.0, None, None, None, None, shortfall)
-    l2_tok = l2_tokens(d[L2_READS], d[L2_READ_BYTES], tier, kv_bytes_per_token)
+    l2_tok = l2_tokens(d[L2_READS], d[L2_READ_BYTES], l2_backend, kv_bytes_per_token)
     l2_tok = min(l2_tok, d[LOADED])  # the estimate never exceeds what LMCache loaded
     l0, lmcache = d[L0_HITS] / queried, d[LOADED] / queried
-    l2 = None if tier == "none" else l2_tok / queried
+    l2 = None if l2_backend == "none" else l2_tok / queried
     l1 = lmcache - (l2 or 0.0)
     return TierShares(queried, l0, l1, l2, max(0.0, 1.0 - l0 - lmcache), shortfall)

@@ -7,10 +7,10 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from k8s.admission import endpoint_admission
-from k8s.common import EBS_SC, k8s_for, kplus_for, labels, meta
+from k8s.common import EBS_SC, k8s_for, kplus_for, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
 from k8s.kube_api import KubeApi
-from k8s.names import CURVINE_SC
+from k8s.names import CURVINE_SC, labels
 from k8s.network_policy import endpoint_network_policies
 
 PSA = "pod-security.kubernetes.io"
@@ -36,14 +36,12 @@ def endpoint_namespaces(config: AppConfig) -> list[str]:
 def l2_namespaces(config: AppConfig) -> list[str]:
     """The namespaces whose endpoints mount the shared L2 (curvine or fsx_lustre): each gets the
     L2 claim and its evictor; a tieredstorage or none endpoint mounts nothing."""
-    return sorted({e.namespace for e in config.kvcache.mounted_endpoints})
+    return sorted({e.namespace for e in config.kvcache.mounted_l2_endpoints})
 
 
 class NamespacesChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: `disable_resource_name_hashes` only affects names cdk8s generates;
-        # every namespace is given its name, so none changes
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         kplus = kplus_for(config)
         kv = config.kvcache
         # An installed Kyverno (kyverno.install false) keeps its own namespace; without the L2
@@ -55,7 +53,7 @@ class NamespacesChart(cdk8s.Chart):
         # every hostPath volume, so the ReplicaSet could create no Pod. Only privileged admits
         # hostPath; warn and audit stay at restricted so anything else shows.
         levels.update({ns: "privileged" for ns in endpoint_namespaces(config)})
-        if kv.curvine.enabled:
+        if "curvine" in kv.l2_backends:
             # The CSI node plugin mounts FUSE with Bidirectional propagation and the workers
             # write the host NVMe.
             levels[kv.curvine.namespace] = "privileged"
@@ -66,15 +64,11 @@ class NamespacesChart(cdk8s.Chart):
                 self,
                 ns,
                 metadata=cdk8s.ApiObjectMetadata(
-                    # Equivalent mutant: the Namespaces' `app.kubernetes.io/component` label becomes
-                    # "XXnamespaceXX"; nothing selects on a Namespace's or StorageClass's component
-                    # (teardown and the ownership checks select on managed-by and part-of, no policy
-                    # or selector names it) and the labelling invariant only asks that it be set
                     name=ns,
                     labels={
-                        **labels(ns, "namespace"),  # pragma: no mutate
+                        **labels(ns, "namespace"),
                         **psa_labels(level, warns[ns]),
-                    },  # pragma: no mutate
+                    },
                 ),
             )
         # What privileged enforcement leaves open there, the policy closes: baseline plus the
@@ -87,50 +81,35 @@ class StorageChart(cdk8s.Chart):
     """StorageClasses (typed L1: cdk8s-plus has no StorageClass construct)."""
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: every namespace is given its name, so none changes
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         k8s = k8s_for(config)
         if config.kvcache.curvine.master.storage_class is None:
             self._ebs(k8s)
-        cv = config.kvcache.curvine
-        if not cv.enabled:
+        if "curvine" not in config.kvcache.l2_backends:
             return
         k8s.KubeStorageClass(
             self,
             CURVINE_SC,
-            # Equivalent mutant: curvine-sc's component label ("XXstorageXX"): nothing selects on a
-            # Namespace's or StorageClass's component (teardown and the ownership checks select on
-            # managed-by and part-of, no policy or selector names it) and the labelling invariant
-            # only asks that it be set
             metadata=meta(
                 k8s,
                 CURVINE_SC,
-                labels=labels(CURVINE_SC, "storage"),  # pragma: no mutate
-            ),  # pragma: no mutate
+                labels=labels(CURVINE_SC, "storage"),
+            ),
             provisioner="curvine",
             parameters=curvine_volume_parameters(config),
-            # Equivalent mutant: curvine-sc's `volumeBindingMode: Immediate` becomes absent (None);
-            # Immediate is the API server's default, so the stored class is the same
-            volume_binding_mode="Immediate",  # pragma: no mutate
-            # Equivalent mutant: curvine-sc's `reclaimPolicy: Delete` becomes absent (None); Delete
-            # is the API server's default for a StorageClass, so the stored class is the same
-            reclaim_policy="Delete",  # pragma: no mutate
+            volume_binding_mode="Immediate",
+            reclaim_policy="Delete",
         )
 
     def _ebs(self, k8s: KubeApi) -> None:
         k8s.KubeStorageClass(
             self,
             EBS_SC,
-            # Equivalent mutant: ebs-sc's component label ("XXstorageXX"): nothing selects on a
-            # Namespace's or StorageClass's component (teardown and the ownership checks select on
-            # managed-by and part-of, no policy or selector names it) and the labelling invariant
-            # only asks that it be set
-            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),  # pragma: no mutate
+            metadata=meta(k8s, EBS_SC, labels=labels(EBS_SC, "storage")),
             provisioner="ebs.csi.aws.com",
             parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
             volume_binding_mode="WaitForFirstConsumer",
-            # Equivalent mutant: ebs-sc (`reclaimPolicy` None: the API server's default Delete)
-            reclaim_policy="Delete",  # pragma: no mutate
+            reclaim_policy="Delete",
             allow_volume_expansion=True,
         )
 

@@ -14,13 +14,14 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.model import l2_pool_bytes
 from infra.fsx_outputs import FsxVolume
 from infra.node_budget import L2_EVICTOR
-from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, labels, meta, resources
+from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import curvine_volume_parameters, l2_namespaces
 from k8s.kube_api import KubeApi
-from k8s.names import CURVINE_SC, FSX_L2, PVC, fsx_claim
+from k8s.names import CURVINE_SC, FSX_L2, PVC, fsx_claim, labels
 
 STATIC_PV = "curvine-l2-static"
 EVICTOR = "curvine-l2-evictor"
@@ -56,7 +57,7 @@ def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:
 
 def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
     """The claim the L2 policy mounts in every endpoint namespace."""
-    if not config.kvcache.uses("fsx_lustre"):
+    if "fsx_lustre" not in config.kvcache.l2_backends:
         return PVC
     if fsx is None:
         # No placeholder: a PersistentVolume naming no real file system is accepted by the API
@@ -65,27 +66,13 @@ def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
     return fsx_claim(fsx)
 
 
-def pool_bytes(config: AppConfig) -> int:
-    """Capacity of the L2 pool: every GPU node's worker capacity (Curvine), or the file
-    system's capacity (FSx for Lustre)."""
-    if config.kvcache.uses("fsx_lustre"):
-        return config.kvcache.fsx.storage_capacity_gib * 2**30
-    return (
-        config.kvcache.curvine.worker.capacity_gib
-        * config.hyperpod.gpu_group.instance_count
-        * 2**30
-    )
-
-
 class L2VolumeChart(cdk8s.Chart):
     def __init__(
         self, scope: Construct, id: str, *, config: AppConfig, fsx: FsxVolume | None = None
     ):
-        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every L2 object
-        # sets `metadata.name` itself and cdk8s hashes only names it generates
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         claim = l2_claim(config, fsx)  # refuses FSx without its file system
-        if config.kvcache.uses("fsx_lustre"):
+        if "fsx_lustre" in config.kvcache.l2_backends:
             assert fsx is not None
             self._fsx(config, fsx)
             return
@@ -96,13 +83,8 @@ class L2VolumeChart(cdk8s.Chart):
         if static.enabled:
             k8s.KubePersistentVolume(
                 self,
-                # Equivalent mutant: the static PersistentVolume's construct id becomes
-                # "XXstatic-pvXX"; its name is explicit, so the id never reaches the output
-                "static-pv",  # pragma: no mutate
-                # Equivalent mutant: the static PersistentVolume's `app.kubernetes.io/component`
-                # label becomes "XXl2XX"; the claim binds it by `volumeName` and teardown reads the
-                # owner labels (managed-by, part-of), not the component
-                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),  # pragma: no mutate
+                "static-pv",
+                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": k8s.Quantity.from_string(f"{static.size_gib}Gi")},
                     access_modes=["ReadWriteMany"],
@@ -120,27 +102,17 @@ class L2VolumeChart(cdk8s.Chart):
                     ),
                 ),
             )
-        # Equivalent mutants: `max(2, ...)` instead of `max(1, ...)` for the claim size in GiB; the
-        # pool is at least 10 GiB (`worker.capacity_gib >= 10`, at least one GPU node), so both give
-        # the pool size; `/` instead of `//` for the claim size; the Curvine pool is a whole number
-        # of GiB (capacity_gib x nodes x 2**30), so the quotient is a whole float and cdk8s.Size
-        # renders it as the same "<n>Gi"
-        size = (
-            static.size_gib
-            if static.enabled
-            else max(1, pool_bytes(config) // 2**30)  # pragma: no mutate
-        )  # pragma: no mutate
+        pool_gib = l2_pool_bytes(config, "curvine") // 2**30
+        size = static.size_gib if static.enabled else pool_gib
         for ns in l2_namespaces(config):
             kplus.PersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
-                # Equivalent mutant: the claims' component label ("XXl2XX"): Pods mount a claim by
-                # name
                 metadata=cdk8s.ApiObjectMetadata(
                     name=PVC,
                     namespace=ns,
-                    labels=labels(PVC, "l2"),  # pragma: no mutate
-                ),  # pragma: no mutate
+                    labels=labels(PVC, "l2"),
+                ),
                 access_modes=[kplus.PersistentVolumeAccessMode.READ_WRITE_MANY],
                 storage=cdk8s.Size.gibibytes(size),
                 storage_class_name=CURVINE_SC,
@@ -150,7 +122,7 @@ class L2VolumeChart(cdk8s.Chart):
                 if static.enabled
                 else None,
             )
-            self._evictor(config, k8s, ns, claim)
+            self._evictor(config, k8s, ns, claim, EVICTOR, l2_pool_bytes(config, "curvine"))
 
     def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
         """Per endpoint namespace: a static PV on the file system, pre-bound to its claim."""
@@ -164,15 +136,10 @@ class L2VolumeChart(cdk8s.Chart):
             k8s.KubePersistentVolume(
                 self,
                 f"{ns}-pv",
-                # Equivalent mutant: the FSx PersistentVolume ("XXl2XX"): the claim binds it by
-                # `volumeName` and teardown reads the owner labels (managed-by, part-of), not the
-                # component
-                metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),  # pragma: no mutate
+                metadata=meta(k8s, pv, labels=labels(FSX_L2, "l2")),
                 spec=k8s.PersistentVolumeSpec(
                     capacity={"storage": size},
-                    # Equivalent mutant: Filesystem is the API server's default, so the stored
-                    # object is the same
-                    volume_mode="Filesystem",  # pragma: no mutate
+                    volume_mode="Filesystem",
                     access_modes=["ReadWriteMany"],
                     mount_options=list(FSX_MOUNT_OPTIONS),
                     # Retain: CloudFormation owns the file system; deleting a claim must never
@@ -191,14 +158,12 @@ class L2VolumeChart(cdk8s.Chart):
             k8s.KubePersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
-                # Equivalent mutant: the FSx claims ("XXl2XX"): the claims' component label
-                # ("XXl2XX"): Pods mount a claim by name
                 metadata=meta(
                     k8s,
                     claim,
                     namespace=ns,
-                    labels=labels(FSX_L2, "l2"),  # pragma: no mutate
-                ),  # pragma: no mutate
+                    labels=labels(FSX_L2, "l2"),
+                ),
                 spec=k8s.PersistentVolumeClaimSpec(
                     access_modes=["ReadWriteMany"],
                     storage_class_name="",
@@ -206,14 +171,14 @@ class L2VolumeChart(cdk8s.Chart):
                     resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
                 ),
             )
-            self._evictor(config, k8s, ns, claim, name=FSX_EVICTOR)
+            self._evictor(config, k8s, ns, claim, FSX_EVICTOR, l2_pool_bytes(config, "fsx_lustre"))
 
     def _evictor(
-        self, config: AppConfig, k8s: KubeApi, ns: str, claim: str, name: str = EVICTOR
+        self, config: AppConfig, k8s: KubeApi, ns: str, claim: str, name: str, pool: int
     ) -> None:
+        """Keeps the claim's directory between the evictor's water marks of ``pool`` bytes."""
         cv = config.kvcache.curvine
         ev = cv.evictor
-        pool = pool_bytes(config)
         env = [
             k8s.EnvVar(name="ROOT", value=EVICT_MOUNT),
             k8s.EnvVar(name="HIGH", value=str(pool * ev.high_water_percent // 100)),
@@ -223,10 +188,7 @@ class L2VolumeChart(cdk8s.Chart):
         container = k8s.Container(
             name="evict",
             image=cv.image,
-            # Equivalent mutant: the evictor's imagePullPolicy left out; the Curvine image is pinned
-            # to a release tag (the config refuses latest), for which the API server defaults the
-            # policy to IfNotPresent, the value written
-            image_pull_policy="IfNotPresent",  # pragma: no mutate
+            image_pull_policy="IfNotPresent",
             command=["/bin/sh", "-c", EVICT_SCRIPT],
             env=env,
             resources=resources(
@@ -248,9 +210,7 @@ class L2VolumeChart(cdk8s.Chart):
         k8s.KubeCronJob(
             self,
             f"{ns}-evictor",
-            # Equivalent mutant: the evictor CronJob's component label ("XXl2XX"): nothing lists
-            # CronJobs by it
-            metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),  # pragma: no mutate
+            metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),
             spec=k8s.CronJobSpec(
                 schedule=ev.schedule,
                 concurrency_policy="Forbid",
@@ -261,10 +221,7 @@ class L2VolumeChart(cdk8s.Chart):
                         backoff_limit=1,
                         active_deadline_seconds=3000,
                         template=k8s.PodTemplateSpec(
-                            # Equivalent mutant: the evictor Pods' component label ("XXl2XX"): no
-                            # Service, NetworkPolicy or script selects them by it (the Job tracks
-                            # its Pods by its own controller-uid labels)
-                            metadata=k8s.ObjectMeta(labels=labels(name, "l2")),  # pragma: no mutate
+                            metadata=k8s.ObjectMeta(labels=labels(name, "l2")),
                             spec=k8s.PodSpec(
                                 restart_policy="Never",
                                 # It reads the pool through the FUSE mount, not the API.
@@ -281,12 +238,7 @@ class L2VolumeChart(cdk8s.Chart):
                                             k8s.PersistentVolumeClaimVolumeSource(claim_name=claim)
                                         ),
                                     ),
-                                    # Equivalent mutant: the evictor's tmp volume gets no source;
-                                    # the API server defaults a volume without one to an emptyDir
-                                    # (SetDefaults_Volume), the source written
-                                    k8s.Volume(
-                                        name="tmp", empty_dir=k8s.EmptyDirVolumeSource()
-                                    ),  # pragma: no mutate
+                                    k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
                                 ],
                             ),
                         ),

@@ -95,9 +95,8 @@ class StaticPvConfig(Section):
 
 
 class CurvineConfig(Section):
-    enabled: bool = True
-    """Whether Curvine is deployed: follows the endpoints (true exactly when some endpoint's
-    ``l2_backend`` is ``curvine``). Leave it out; written out, it must agree."""
+    """Curvine is deployed exactly when some endpoint's ``l2_backend`` is ``curvine``."""
+
     version: str = "v0.3.2-alpha"
     """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
     image_repository: str = "ghcr.io/curvineio/curvine"

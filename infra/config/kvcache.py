@@ -11,7 +11,7 @@ endpoint's routing strategy and L2 backend) are recorded in a committed lock fil
 from __future__ import annotations
 
 import re
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -29,9 +29,10 @@ ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
 VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU = 8, 2
 L2Backend = Literal["curvine", "fsx_lustre", "tieredstorage", "none"]
 L2_BACKENDS: tuple[L2Backend, ...] = get_args(L2Backend)
-# The backends the L2 policy mounts into the Pod as a shared file system (LMCache's fs:// URL);
-# tieredstorage is the operator's own sagemaker-hyperpod:// URL, left as it renders it.
-MOUNTED_L2: tuple[L2Backend, ...] = ("curvine", "fsx_lustre")
+# The backends the L2 policy mounts into the Pod as a shared file system (LMCache's fs:// URL,
+# one read request per chunk); tieredstorage is the operator's own sagemaker-hyperpod:// URL,
+# left as it renders it.
+MOUNTED_L2_BACKENDS: tuple[L2Backend, ...] = ("curvine", "fsx_lustre")
 
 
 class KyvernoConfig(Section):
@@ -144,10 +145,13 @@ class EndpointConfig(Section):
     """L1: LMCache's CPU cache inside the Pod, in the Pod's own memory (``memory_gib``), sized
     by ``LMCACHE_MAX_LOCAL_CPU_SIZE``. HyperPod Tiered Storage's memory is not L1: it is the
     ``tieredstorage`` L2."""
-    l2_backend: L2Backend | None = None
-    """This endpoint's L2 (the values of ``kvcache.l2_backend``); null (the default) takes
-    ``kvcache.l2_backend``. Recorded in the lock file: switching loses what the endpoint had
-    cached and needs ``kvcache.l2_backend_switch_confirmed``."""
+    if TYPE_CHECKING:  # what a loaded config holds: KvCacheConfig resolves a null one
+        l2_backend: L2Backend = cast(L2Backend, None)
+    else:
+        l2_backend: L2Backend | None = None
+        """This endpoint's L2 (the values of ``kvcache.l2_backend``); null (the default) takes
+        ``kvcache.l2_backend``. Recorded in the lock file: switching loses what the endpoint had
+        cached and needs ``kvcache.l2_backend_switch_confirmed``."""
 
     # Set while the kvcache section resolves a null l2_backend: which field to name in messages.
     _inherits_l2_backend: bool = PrivateAttr(default=False)
@@ -172,13 +176,6 @@ class EndpointConfig(Section):
         return v
 
     @property
-    def backend(self) -> L2Backend:
-        """The resolved ``l2_backend`` (concrete in every endpoint of a validated config)."""
-        if self.l2_backend is None:
-            raise ValueError(f"endpoint {self.name}: l2_backend is resolved by KvCacheConfig")
-        return self.l2_backend
-
-    @property
     def l1_cache_gib(self) -> int:
         """LMCache's CPU cache (``LMCACHE_MAX_LOCAL_CPU_SIZE``, GiB): the Pod's memory limit
         less what vLLM needs (``VLLM_HOST_GIB`` + ``VLLM_HOST_GIB_PER_GPU`` per GPU); 0 with L1
@@ -186,16 +183,6 @@ class EndpointConfig(Section):
         if not self.enable_l1_cache:
             return 0
         return self.memory_gib - VLLM_HOST_GIB - VLLM_HOST_GIB_PER_GPU * self.tensor_parallel_size
-
-    @property
-    def mounts_l2(self) -> bool:
-        """Its L2 is a shared file system the L2 policy mounts (curvine or fsx_lustre)."""
-        return self.l2_backend in MOUNTED_L2
-
-    @property
-    def has_l2(self) -> bool:
-        """It has an L2 at all (any backend but none)."""
-        return self.l2_backend not in (None, "none")
 
     def l2_field(self, i: int) -> str:
         """The key that set its backend, for a message: its own ``kvcache.endpoints.<i>.
@@ -255,7 +242,16 @@ class KvCacheConfig(Section):
     @model_validator(mode="before")
     @classmethod
     def _removed_keys(cls, data: Any) -> Any:
-        """``enable_l2_cache`` was replaced by ``l2_backend``: say so rather than "unknown key"."""
+        """Keys the endpoints' ``l2_backend`` replaced: say so rather than "unknown key"."""
+        curvine = data.get("curvine") if isinstance(data, dict) else None
+        if isinstance(curvine, dict) and "enabled" in curvine:
+            raise RuleViolation(
+                "nothing: Curvine is deployed exactly when some endpoint's l2_backend is curvine",
+                "remove kvcache.curvine.enabled; to run without Curvine set the endpoints' "
+                "l2_backend (or kvcache.l2_backend) to fsx_lustre, tieredstorage or none",
+                field="kvcache.curvine.enabled",
+                value=curvine["enabled"],
+            )
         endpoints = data.get("endpoints") if isinstance(data, dict) else None
         for i, e in enumerate(endpoints if isinstance(endpoints, list | tuple) else ()):
             if isinstance(e, dict) and "enable_l2_cache" in e:
@@ -271,14 +267,13 @@ class KvCacheConfig(Section):
 
     @model_validator(mode="after")
     def _resolve_backends(self) -> KvCacheConfig:
-        """Every endpoint's backend concrete; one shared store; Curvine deployed for its users."""
+        """Every endpoint's backend concrete; one mounted store per environment."""
         resolved = tuple(
             e if e.l2_backend is not None else self._inherit(e) for e in self.endpoints
         )
         # frozen model: set once, while validating
         object.__setattr__(self, "endpoints", resolved)
-        self._one_shared_store()
-        self._curvine_follows_endpoints()
+        self._one_mounted_backend()
         self._images_serve_backends()
         self._room_for_l1()
         return self
@@ -300,14 +295,14 @@ class KvCacheConfig(Section):
     def _images_serve_backends(self) -> None:
         """A known image must carry what its endpoint's backend needs (infra/config/images.py)."""
         for i, e in enumerate(self.endpoints):
-            found = images.shortfall(e.image, e.backend, e.args)
+            found = images.shortfall(e.image, e.l2_backend, e.args)
             if found is not None:
                 why, args_fix = found
                 fix = f"set kvcache.endpoints.{i}.image to {images.RECOMMENDED}"
                 if args_fix:
                     fix += f", or drop kv_load_failure_policy from kvcache.endpoints.{i}.args"
                 raise RuleViolation(
-                    f"an image that serves l2_backend {e.backend}, like {images.RECOMMENDED}: "
+                    f"an image that serves l2_backend {e.l2_backend}, like {images.RECOMMENDED}: "
                     f"{why}",
                     fix,
                     field=f"kvcache.endpoints.{i}.image",
@@ -319,7 +314,7 @@ class KvCacheConfig(Section):
         out._inherits_l2_backend = True
         return out
 
-    def _one_shared_store(self) -> None:
+    def _one_mounted_backend(self) -> None:
         """One policy mount path and one claim per namespace: Curvine or FSx, not both."""
         curvine = next((e for e in self.endpoints if e.l2_backend == "curvine"), None)
         if curvine is None:
@@ -335,54 +330,30 @@ class KvCacheConfig(Section):
                     value=e.l2_backend,
                 )
 
-    def _curvine_follows_endpoints(self) -> None:
-        """``curvine.enabled`` is true exactly when some endpoint uses curvine; written out, it
-        must agree."""
-        user = next((e for e in self.endpoints if e.l2_backend == "curvine"), None)
-        used = user is not None
-        if self.curvine.enabled == used:
-            return
-        if "enabled" in self.curvine.model_fields_set:
-            allowed = (
-                f"true (or absent) while endpoint {user.namespace}/{user.name} uses l2_backend "
-                "curvine"
-                if user is not None
-                else "false (or absent) while no endpoint's l2_backend is curvine: Curvine is "
-                "deployed only for the endpoints that use it"
-            )
-            fix = (
-                "remove kvcache.curvine.enabled; to run without Curvine set the endpoints' "
-                "l2_backend (or kvcache.l2_backend) to fsx_lustre, tieredstorage or none"
-                if user is not None
-                else "remove kvcache.curvine.enabled"
-            )
-            raise RuleViolation(
-                allowed, fix, field="kvcache.curvine.enabled", value=self.curvine.enabled
-            )
-        object.__setattr__(self, "curvine", self.curvine.model_copy(update={"enabled": used}))
-
-    def uses(self, backend: L2Backend) -> bool:
-        """Some endpoint's L2 is ``backend``."""
-        return any(e.l2_backend == backend for e in self.endpoints)
+    @property
+    def l2_backends(self) -> frozenset[L2Backend]:
+        """The backends some endpoint's L2 is on. Curvine, the FSx file system, Kyverno and the
+        L2 policy are deployed for the backends in it, and only for them."""
+        return frozenset(e.l2_backend for e in self.endpoints)
 
     @property
-    def shared_store(self) -> L2Backend | None:
-        """The file system the L2 policy mounts (curvine or fsx_lustre), or None: no endpoint
-        has one."""
-        return next((b for b in MOUNTED_L2 if self.uses(b)), None)
+    def mounted_l2_backend(self) -> L2Backend | None:
+        """The file system the L2 policy mounts (curvine or fsx_lustre; at most one per
+        environment), or None: no endpoint has one."""
+        return next((b for b in MOUNTED_L2_BACKENDS if b in self.l2_backends), None)
+
+    @property
+    def mounted_l2_endpoints(self) -> tuple[EndpointConfig, ...]:
+        """The endpoints whose L2 the policy mounts, in config order."""
+        return tuple(e for e in self.endpoints if e.l2_backend in MOUNTED_L2_BACKENDS)
 
     @property
     def uses_kyverno(self) -> bool:
-        """The L2 policy exists (some endpoint's L2 is curvine or fsx_lustre), so Kyverno must
-        serve it: the app's release (``installs_kyverno``) or the cluster's own."""
-        return self.shared_store is not None
+        """The L2 policy exists (some endpoint's L2 is mounted), so Kyverno must serve it: the
+        app's release (``installs_kyverno``) or the cluster's own."""
+        return self.mounted_l2_backend is not None
 
     @property
     def installs_kyverno(self) -> bool:
         """The app installs Kyverno: the policy needs it and ``kyverno.install`` is on."""
         return self.uses_kyverno and self.kyverno.install
-
-    @property
-    def mounted_endpoints(self) -> tuple[EndpointConfig, ...]:
-        """The endpoints whose L2 the policy mounts (curvine or fsx_lustre), in config order."""
-        return tuple(e for e in self.endpoints if e.mounts_l2)

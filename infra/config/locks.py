@@ -29,7 +29,9 @@ def lock_of(app: AppConfig) -> dict[str, Any]:
     """What the lock file records for this config (written by ``python -m k8s.render``)."""
     kv = app.kvcache
     return {
-        "curvine_master_replicas": kv.curvine.master.replicas if kv.curvine.enabled else None,
+        "curvine_master_replicas": kv.curvine.master.replicas
+        if "curvine" in kv.l2_backends
+        else None,
         "endpoints": {
             f"{e.namespace}/{e.name}": {
                 "l2_backend": e.l2_backend,
@@ -48,7 +50,7 @@ def check_lock(app: AppConfig, lock: dict[str, Any] | None) -> None:
     _check_backend_switch(app, lock)
     old = lock.get("curvine_master_replicas")
     new = app.kvcache.curvine.master.replicas
-    if app.kvcache.curvine.enabled and old is not None and old != new:
+    if "curvine" in app.kvcache.l2_backends and old is not None and old != new:
         raise RuleViolation(
             f"{old} (recorded in k8s/locks/{env}.json: Curvine cannot change its master count "
             "after install)",

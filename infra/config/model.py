@@ -19,13 +19,14 @@ from infra.config.eks import EksConfig
 from infra.config.errors import RuleViolation
 from infra.config.fields import region
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
-from infra.config.kvcache import KvCacheConfig
+from infra.config.kvcache import KvCacheConfig, L2Backend
 from infra.config.network import NetworkConfig
 from infra.config.observability import ObservabilityConfig
 from infra.config.pipeline import PipelineConfig
 from infra.config.tags import check_tags
 from infra.config.tiered_storage import TieredStorageConfig
 
+GIB = 2**30
 ACCOUNT = re.compile(r"^[0-9]{12}$")
 # Part of every stack name (<project>-<environment>-network; CloudFormation: [A-Za-z][A-Za-z0-9-]*)
 # and of the names derived from it; lower case, as project is.
@@ -137,3 +138,24 @@ def model_bucket_names(app: AppConfig) -> tuple[str, ...]:
         if e.model.source == "s3" and e.model.s3_bucket and e.model.s3_bucket not in names:
             names.append(e.model.s3_bucket)
     return tuple(names)
+
+
+def l2_pool_bytes(
+    app: AppConfig,
+    l2_backend: L2Backend,
+    *,
+    worker_gib: float | None = None,
+    gpu_nodes: int | None = None,
+) -> int:
+    """What the shared store of ``l2_backend`` holds, in bytes: each GPU node's Curvine worker
+    capacity times the GPU nodes (curvine), the file system's capacity (fsx_lustre); 0 for the
+    backends without a shared store (tieredstorage's memory is per node, none has no L2).
+    ``worker_gib`` and ``gpu_nodes`` stand in for the config's values (``hpkv size``'s what-ifs).
+    """
+    if l2_backend == "curvine":
+        worker = app.kvcache.curvine.worker.capacity_gib if worker_gib is None else worker_gib
+        nodes = app.hyperpod.gpu_group.instance_count if gpu_nodes is None else gpu_nodes
+        return int(worker * nodes * GIB)
+    if l2_backend == "fsx_lustre":
+        return app.kvcache.fsx.storage_capacity_gib * GIB
+    return 0

@@ -58,7 +58,7 @@ def check_eks_endpoint(app: AppConfig) -> None:
 def _check_groups(app: AppConfig) -> None:
     """The instance groups: two GPU nodes for a shared L2, two different names."""
     gpu = app.hyperpod.gpu_group
-    if app.kvcache.curvine.enabled and gpu.instance_count < 2:
+    if "curvine" in app.kvcache.l2_backends and gpu.instance_count < 2:
         raise RuleViolation(
             "at least 2 while an endpoint's L2 is curvine (Curvine pools the GPU nodes' NVMe): "
             "one node cannot show cross-node reuse",
@@ -95,9 +95,6 @@ def _describe_existing_groups(hyperpod: HyperPodConfig, existing: ExistingCluste
             f"InstanceType,CurrentCount]'` (or `hpkv preflight`) and write "
             f"hyperpod.{group}",
             field=f"hyperpod.{group}.name",
-            # Equivalent mutant: drops `value=None` from the RuleViolation; None is that argument's
-            # default, so the message is the same
-            value=None,  # pragma: no mutate
         )
 
 
@@ -133,9 +130,6 @@ def check_addons(app: AppConfig) -> None:
             "run `hpkv preflight --env <env>` and paste the adopted_configuration "
             "it prints, or set addons.inference_operator.mode to skip",
             field="addons.inference_operator.adopted_configuration",
-            # Equivalent mutant: drops `value=None` from the RuleViolation of a missing adopted
-            # configuration; None is that argument's default, so the message is the same
-            value=None,  # pragma: no mutate
         )
     if not addons.inference_operator.enabled:
         return
@@ -184,9 +178,6 @@ def _check_fsx(app: AppConfig) -> None:
                     "security group",
                     f"run `{command} --output text` and write the id to kvcache.fsx.{name}",
                     field=f"kvcache.fsx.{name}",
-                    # Equivalent mutant: drops `value=None` from the RuleViolation of a missing FSx
-                    # placement id; None is that argument's default, so the message is the same
-                    value=None,  # pragma: no mutate
                 )
     repo = fsx.data_repository
     if repo is not None and repo.bucket_region != app.region:
@@ -256,13 +247,10 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             "a bucket name when model.source is s3",
             "set model.s3_bucket",
             field=f"{field}.model.s3_bucket",
-            # Equivalent mutant: drops `value=None` from a RuleViolation of an endpoint rule; None
-            # is that argument's default, so the message is the same
-            value=None,  # pragma: no mutate
         )
-    if e.has_l2 and app.tiered_storage.mode != "Enable":
+    if e.l2_backend != "none" and app.tiered_storage.mode != "Enable":
         raise RuleViolation(
-            f"none while tiered_storage.mode is Disable ({_WHY_TIERED_STORAGE[e.backend]})",
+            f"none while tiered_storage.mode is Disable ({_WHY_TIERED_STORAGE[e.l2_backend]})",
             f"set tiered_storage.mode to Enable, or {e.l2_field(i)} to none",
             field=e.l2_field(i),
             value=e.l2_backend,
@@ -338,12 +326,8 @@ def check_kvcache(app: AppConfig) -> None:
             value=cv.fuse.cpu_limit_millicores,
         )
     inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
-    if cv.enabled and inst is not None:
-        # Equivalent mutant: the NVMe size is converted with 1000000001.0 bytes per GB instead of
-        # 1e9; for every GPU type in infra/instances.py (up to 30400 GB) that adds at most 31 bytes
-        # per GiB, and `int()` gives the same GiB for each of them (checked), so the rule keeps its
-        # boundary (`test_curvines_pool_and_reserve_must_fit_the_gpu_nodes_nvme`)
-        nvme_gib = int(inst.nvme_gb * 1e9 / 2**30)  # pragma: no mutate
+    if "curvine" in kv.l2_backends and inst is not None:
+        nvme_gib = inst.nvme_gb * 10**9 // 2**30
         if cv.worker.capacity_gib + cv.worker.reserved_gib > nvme_gib:
             raise RuleViolation(
                 f"capacity + reserved <= {nvme_gib} GiB (local NVMe of "
@@ -361,7 +345,7 @@ def check_kvcache(app: AppConfig) -> None:
         )
     # The claims are in the namespaces of the endpoints on Curvine only.
     namespaces = sorted({e.namespace for e in kv.endpoints if e.l2_backend == "curvine"})
-    if cv.enabled and cv.static_pv.enabled and len(namespaces) > 1:
+    if "curvine" in kv.l2_backends and cv.static_pv.enabled and len(namespaces) > 1:
         # Each namespace has its own curvine-pvc, and a PersistentVolume binds one claim only:
         # the second claim of the one static PV would stay Pending, and its endpoints with it.
         raise RuleViolation(
@@ -372,7 +356,7 @@ def check_kvcache(app: AppConfig) -> None:
             field="kvcache.curvine.static_pv.enabled",
             value=True,
         )
-    if kv.uses("fsx_lustre"):
+    if "fsx_lustre" in kv.l2_backends:
         _check_fsx(app)
     if not kv.kyverno.install and app.existing_cluster is None:
         raise RuleViolation(
@@ -398,9 +382,6 @@ def check_pipeline(app: AppConfig) -> None:
                 "a value when pipeline.enabled is true",
                 f"set pipeline.{key} (see README, CI/CD)",
                 field=f"pipeline.{key}",
-                # Equivalent mutant: drops `value=None` from the RuleViolation of a missing pipeline
-                # source; None is that argument's default, so the message is the same
-                value=None,  # pragma: no mutate
             )
     if pipeline.test_environment == app.environment:
         raise RuleViolation(

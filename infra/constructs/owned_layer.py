@@ -62,7 +62,7 @@ def present_checks(config: AppConfig) -> list[dict[str, Any]]:
     """What an existing cluster must already have for the reuse the config asks for."""
     checks: list[dict[str, Any]] = []
     sc = config.kvcache.curvine.master.storage_class
-    if sc is not None and config.kvcache.curvine.enabled:
+    if sc is not None and "curvine" in config.kvcache.l2_backends:
         checks.append({
             "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": sc,
             "match": {"provisioner": "ebs.csi.aws.com"},

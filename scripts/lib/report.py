@@ -96,7 +96,7 @@ def summary(config: AppConfig, client: PromClient, window: str, at: datetime) ->
         q = Queries(config, e, window=window)
         l2 = q.l2_hit_rate()
         out["endpoints"][f"{e.namespace}/{e.name}"] = {
-            "l2_tier": q.tier,
+            "l2_backend": q.endpoint.l2_backend,
             "l0_hit_rate": client.scalar(q.l0_hit_rate(), at),
             "l1_hit_rate": client.scalar(q.l1_hit_rate(), at),
             "l2_hit_rate": None if l2 is None else client.scalar(l2, at),
@@ -106,7 +106,7 @@ def summary(config: AppConfig, client: PromClient, window: str, at: datetime) ->
             "ttft_p99_seconds": client.scalar(q.ttft(0.99), at),
             "requests_per_second": client.scalar(q.request_rate(), at),
         }
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         ev = config.kvcache.curvine.evictor
         out["l2"] = {
             "used_percent": client.scalar(l2_used_percent(config), at),
@@ -127,11 +127,11 @@ def _fmt(value: float | None, kind: str) -> str:
 
 
 def table(report: dict[str, Any]) -> str:
-    head = ["endpoint", "L2 tier", "L0 hit", "L1 hit", "L2 hit", "failed loads", "TTFT p50",
+    head = ["endpoint", "L2 backend", "L0 hit", "L1 hit", "L2 hit", "failed loads", "TTFT p50",
             "TTFT p95", "TTFT p99", "req/s"]  # fmt: skip
     lines = [head]
     for name, r in report["endpoints"].items():
-        lines.append([name, r["l2_tier"], _fmt(r["l0_hit_rate"], "rate"),
+        lines.append([name, r["l2_backend"], _fmt(r["l0_hit_rate"], "rate"),
                       _fmt(r["l1_hit_rate"], "rate"), _fmt(r["l2_hit_rate"], "rate"),
                       _fmt(r["failed_load_rate"], "rate"), _fmt(r["ttft_p50_seconds"], "s"),
                       _fmt(r["ttft_p95_seconds"], "s"), _fmt(r["ttft_p99_seconds"], "s"),

@@ -148,9 +148,7 @@ def load_model_config(source: str) -> tuple[str, dict[str, Any]]:
     if not path.is_file():
         raise SizingError(f"{source}: not a file and not a preset ({', '.join(PRESETS)})")
     try:
-        # Equivalent mutant: decodes as "UTF-8" instead of "utf-8"; Python's codec names are
-        # case-insensitive
-        raw = json.loads(path.read_bytes().decode("utf-8"))  # pragma: no mutate
+        raw = json.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise SizingError(f"{path}: not a text file; pass a Hugging Face config.json") from None
     except ValueError as exc:  # JSONDecodeError, and integers longer than Python converts
@@ -193,9 +191,7 @@ def _req(cfg: dict[str, Any], key: str) -> int:
     return value
 
 
-# Equivalent mutant: the default dtype "bfloat16" becomes "BFLOAT16"; dtype_bytes lower-cases the
-# name before the lookup
-def dtype_bytes(name: str | None, default: str = "bfloat16") -> float:  # pragma: no mutate
+def dtype_bytes(name: str | None, default: str = "bfloat16") -> float:
     key = (name or default).lower().removeprefix("torch.")
     if key not in DTYPE_BYTES:
         raise SizingError(f"unknown dtype {name!r}; known: {', '.join(sorted(DTYPE_BYTES))}")
@@ -223,11 +219,7 @@ def estimate_params(cfg: dict[str, Any]) -> int:
     layers = _req(cfg, "num_hidden_layers")
     heads = _req(cfg, "num_attention_heads")
     vocab = _req(cfg, "vocab_size")
-    # Equivalent mutant: the tie_word_embeddings default False becomes None; both are false, so the
-    # embeddings still count twice
-    embed = (
-        vocab * hidden * (1 if cfg.get("tie_word_embeddings", False) else 2)  # pragma: no mutate
-    )
+    embed = vocab * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
     if is_mla(cfg):
         rope, nope = cfg["qk_rope_head_dim"], cfg.get("qk_nope_head_dim", 128)
         v_dim, kv_rank = cfg.get("v_head_dim", 128), cfg["kv_lora_rank"]
@@ -301,7 +293,7 @@ def size_model(
     instance_memory_gib: float,
     gpu_nodes: int,
     tiered_storage_percent: int,
-    l2_worker_gib: float,
+    curvine_pool_bytes: int,
     l1_gib: float = 0.0,
     params: int | None = None,
     weight_dtype: str | None = None,
@@ -319,15 +311,12 @@ def size_model(
     # L0: what vLLM keeps for paged attention after weights and activations, over all GPUs of
     # one node (tensor parallel across the node).
     usable = gpus * (gpu_memory_gib * gpu_memory_utilization - overhead_gib_per_gpu) * GIB
-    l0 = int(usable - weights)
+    l0 = max(int(usable - weights), 0)
     l1 = int(l1_gib * GIB)
     managed = int(instance_memory_gib * tiered_storage_percent / 100 * GIB)
-    l2 = int(l2_worker_gib * GIB * gpu_nodes)
+    l2 = curvine_pool_bytes
     tiers = [
-        # Equivalent mutant: L0's tokens become max(l0, 1) // per_token; they differ from max(l0, 0)
-        # // per_token only when l0 <= 0, where both are 0 because a token's KV takes more than one
-        # byte
-        Tier("L0", max(l0, 0), max(l0, 0) // per_token, "per replica (GPU)"),  # pragma: no mutate
+        Tier("L0", l0, l0 // per_token, "per replica (GPU)"),
         Tier("L1", l1, l1 // per_token, "per replica (LMCache CPU cache in the Pod's memory)"),
         Tier("L2", l2, l2 // per_token, f"shared by {gpu_nodes} nodes (Curvine NVMe)"),
         Tier("L2 tieredstorage", managed, managed // per_token,
@@ -340,9 +329,7 @@ def size_model(
             f"model_does_not_fit: weights {weights / GIB:.1f} GiB exceed the usable "
             f"{usable / GIB:.1f} GiB of {gpus} x {gpu_memory_gib} GiB GPU on {instance_type}"
         )
-    # Equivalent mutant: `l0 / per_token < 4096` for `l0 // per_token < 4096`; for a positive number
-    # x, floor(x) < 4096 exactly when x < 4096
-    if per_token and l0 > 0 and l0 // per_token < 4096:  # pragma: no mutate
+    if per_token and 0 < l0 < 4096 * per_token:
         flags.append("l0_small: fewer than 4,096 tokens of KV cache fit on the GPU")
     return SizeReport(
         model=label,

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from infra.config import AppConfig, parse_config
+from infra.config.kvcache import L2Backend
 from infra.dashboards import Queries
 from infra.tiers import (
     L0_HITS,
@@ -23,8 +24,6 @@ from infra.tiers import (
     LOADED,
     PROMISED,
     QUERIED,
-    Tier,
-    tier_of,
     tier_shares,
 )
 from tests.support.config import SOURCE, with_overrides
@@ -40,16 +39,6 @@ PER_SECOND = {QUERIED: 10240, L0_HITS: 2048, PROMISED: 6144, LOADED: 5120, L2_RE
 def _config(**endpoint: Any) -> AppConfig:
     raw = with_overrides({f"kvcache.endpoints.0.{k}": v for k, v in endpoint.items()})
     return parse_config(raw, SOURCE, "dev")
-
-
-def test_an_endpoint_has_its_own_l2_backend_or_else_the_section_s() -> None:
-    inherits, without = _config(), _config(l2_backend="none")
-    assert tier_of(inherits, inherits.kvcache.endpoints[0]) == "curvine"
-    assert tier_of(without, without.kvcache.endpoints[0]) == "none"
-    ts = _config(l2_backend="tieredstorage")
-    assert tier_of(ts, ts.kvcache.endpoints[0]) == "tieredstorage"
-    fsx = parse_config(with_overrides({"kvcache.l2_backend": "fsx_lustre"}), SOURCE, "dev")
-    assert tier_of(fsx, fsx.kvcache.endpoints[0]) == "fsx_lustre"
 
 
 def test_fs_reads_count_one_chunk_each_and_l1_is_what_lmcache_loaded_beyond_them() -> None:
@@ -73,7 +62,7 @@ def test_an_endpoint_without_l2_has_no_l2_share_and_nothing_looked_up_has_no_sha
     assert (idle.l0, idle.l1, idle.l2, idle.load_shortfall) == (None, None, None, None)
 
 
-def _series(tier: Tier, labels: dict[str, str]) -> list[dict[str, str]]:
+def _series(l2_backend: L2Backend, labels: dict[str, str]) -> list[dict[str, str]]:
     per_second = {**PER_SECOND, L2_READ_BYTES: 2 * 3072 * BPT}
     inner = ", ".join(f'{k}="{v}"' for k, v in labels.items())
     return [
@@ -91,7 +80,7 @@ def test_the_dashboard_queries_give_the_shares_bench_computes(backend: str, tmp_
     e = config.kvcache.endpoints[0]
     q = Queries(config, e)
     labels = {"endpoint": e.name, "namespace": e.namespace, "pod": "p-1"}
-    shares = tier_shares(PER_SECOND, q.tier, config.observability.kv_bytes_per_token)
+    shares = tier_shares(PER_SECOND, e.l2_backend, config.observability.kv_bytes_per_token)
     expected = {
         q.l0_hit_rate(): shares.l0,
         q.l1_hit_rate(): shares.l1,
@@ -100,7 +89,7 @@ def test_the_dashboard_queries_give_the_shares_bench_computes(backend: str, tmp_
     }
     case = {
         "interval": "1m",
-        "input_series": _series(q.tier, labels),
+        "input_series": _series(e.l2_backend, labels),
         "promql_expr_test": [
             {"expr": expr, "eval_time": "10m", "exp_samples": [{"labels": "{}", "value": v}]}
             for expr, v in expected.items()

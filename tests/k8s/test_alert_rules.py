@@ -21,11 +21,10 @@ import pytest
 import yaml
 
 from infra.config import AppConfig, parse_config
-from infra.config.kvcache import EndpointConfig
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
 from infra.dashboards import alert_rules_yaml, rows
 from infra.tiers import LMCACHE_CHUNK_TOKENS
-from k8s.l2_volume import pool_bytes
-from k8s.observability import vllm_job
+from k8s.names import vllm_job
 from tests.support.config import BASE, SOURCE, with_overrides
 from tests.support.promtool import check_rules, expand, needs_promtool, run_rule_tests
 
@@ -178,7 +177,7 @@ def _l2_hit_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str, Any
     # series reads near zero here, so an alert for any other is a test failure.
     low = [
         _alert(rule, {"namespace": e.namespace, "endpoint": e.name})
-        for e in config.kvcache.mounted_endpoints
+        for e in config.kvcache.mounted_l2_endpoints
     ]
     return [
         _case(rule["alert"], series(at_floor - 60, 120), [(wait, []), (1 + wait, low)]),
@@ -214,7 +213,7 @@ def _failed_load_cases(config: AppConfig, rule: dict[str, Any]) -> list[dict[str
     failing = [
         _alert(rule, {"namespace": e.namespace, "endpoint": e.name}, float(share))
         for e in config.kvcache.endpoints
-        if e.has_l2
+        if e.l2_backend != "none"
     ]
     return [
         _case(rule["alert"], series(promised, at_ratio + 60), [(wait, []), (1 + wait, failing)]),
@@ -237,7 +236,7 @@ def _high_water_cases(config: AppConfig, rule: dict[str, Any], high: int) -> lis
     """``high``: the bytes above which the evictor deletes. The workers' ``fs_used`` summing
     to exactly that is quiet; one byte more fires once ``for`` has passed."""
     workers = config.hyperpod.gpu_group.instance_count
-    pool = pool_bytes(config)
+    pool = config.kvcache.curvine.worker.capacity_gib * workers * 2**30  # every worker's share
     wait = WAITS[rule["alert"]](config)
     end = wait + 20
 
@@ -412,7 +411,7 @@ def test_an_endpoint_without_l2_is_never_alerted_for_its_l2_hit_rate(tmp_path: P
     alerted = [
         _alert(rule, {"namespace": e.namespace, "endpoint": e.name})
         for e in config.kvcache.endpoints
-        if e.mounts_l2
+        if e.l2_backend in MOUNTED_L2_BACKENDS
     ]
     assert [a["exp_labels"]["endpoint"] for a in alerted] == [with_l2["name"]]
     run_rule_tests(text, [_case(rule["alert"], series, [(1 + wait, alerted)])], tmp_path)

@@ -97,10 +97,10 @@ def assert_endpoints_carry_their_config(config: AppConfig, objs: list[Obj]) -> N
         assert worker["modelInvocationPort"] == {"containerPort": e.container_port, "name": "http"}
         assert worker["modelVolumeMount"] == {"name": MODEL_VOLUME, "mountPath": MODEL_PATH}
         # The CRD's L2 backends are redis and tieredstorage; L2 rides on Tiered Storage.
-        l2 = {"l2CacheSpec": {"l2CacheBackend": "tieredstorage"}} if e.has_l2 else {}
+        l2 = {"l2CacheSpec": {"l2CacheBackend": "tieredstorage"}} if e.l2_backend != "none" else {}
         assert spec["kvCacheSpec"] == {
             "enableL1Cache": e.enable_l1_cache,
-            "enableL2Cache": e.has_l2,
+            "enableL2Cache": e.l2_backend != "none",
             **l2,
         }
         # The CRD's enum is the lower-case strategy name, as the config spells it.
@@ -130,9 +130,9 @@ def test_a_second_endpoint_with_its_own_settings_carries_them() -> None:
     config, objs = _render(MIXED)
     second = config.kvcache.endpoints[1]
     # The variant does take the branches it is for.
-    assert (second.enable_l1_cache, second.has_l2) == (False, False)
+    assert (second.enable_l1_cache, second.l2_backend != "none") == (False, False)
     assert second.instance_type == "ml.g6e.12xlarge" and second.tensor_parallel_size == 2
-    assert config.kvcache.endpoints[0].has_l2
+    assert config.kvcache.endpoints[0].l2_backend != "none"
     assert_endpoints_carry_their_config(config, objs)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from infra.config.kvcache import EndpointConfig
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
 from tests.doubles.kyverno_eval import apply_policy
 from tests.support.config import TIERS_VARIANT, env_config
 
@@ -49,12 +49,12 @@ def test_every_backends_pod_sets_the_prometheus_multiprocess_dir(
     (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
     iecs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "InferenceEndpointConfig"}
     endpoints: dict[str, EndpointConfig] = {e.name: e for e in config.kvcache.endpoints}
-    assert {e.backend for e in endpoints.values()} == {"curvine", "tieredstorage", "none"}
+    assert {e.l2_backend for e in endpoints.values()} == {"curvine", "tieredstorage", "none"}
     for name, e in endpoints.items():
         pod = apply_policy(policy, _operator_3_2_pod(iecs[name]), "CREATE")
         env, mounts = _env_and_mounts(pod)
         got = env.get("PROMETHEUS_MULTIPROC_DIR")
-        if e.mounts_l2:
+        if e.l2_backend in MOUNTED_L2_BACKENDS:
             # The rule's own emptyDir, mounted where the variable points.
             assert got == "/tmp/lmcache_prometheus" and got in mounts, name
         else:
@@ -77,4 +77,6 @@ def test_l1_gets_the_pods_memory_less_vllms_need_where_the_env_survives(
         }
         assert own["LMCACHE_MAX_LOCAL_CPU_SIZE"] == size, e.name
         env, _ = _env_and_mounts(apply_policy(policy, _operator_3_2_pod(iecs[e.name]), "CREATE"))
-        assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == (size if e.mounts_l2 else None), e.name
+        assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == (
+            size if e.l2_backend in MOUNTED_L2_BACKENDS else None
+        ), e.name

@@ -142,7 +142,7 @@ def test_one_gpu_node_fits_its_requests(
     config = env_config(env)
     names = [p[0] for p in gpu_node_pieces(rendered_envs[env], config)]
     # our per-node objects were found through the GPU group's nodeSelector
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         assert any("curvine-worker" in n for n in names), names
         assert any("curvine-csi-node" in n for n in names), names
     else:

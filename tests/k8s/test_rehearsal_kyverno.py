@@ -28,6 +28,7 @@ from aws_cdk.assertions import Template
 
 from infra.cdk_context import new_app
 from infra.config import AppConfig, parse_config
+from infra.config.kvcache import MOUNTED_L2_BACKENDS
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.app import build_charts, manifests
 from k8s.common import INSTANCE_GROUP_LABEL
@@ -137,7 +138,7 @@ def test_pods_outside_the_endpoints_are_created_while_kyverno_is_down(
             for ns in {e.namespace for e in config.kvcache.endpoints}
         ),
     ]
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         assert any(ref.startswith("StatefulSet curvine/") for ref, _ in candidates)
     blocked = [f"{ref}: {fail_closed(hooks, p)}" for ref, p in candidates if fail_closed(hooks, p)]
     assert not blocked, f"{env}: created only while Kyverno serves:\n" + "\n".join(blocked)
@@ -154,7 +155,7 @@ def test_an_endpoint_pod_still_waits_for_its_l2_mutation(
     policy = next(o for o in objs if o["kind"] == "ClusterPolicy")
     # Kyverno's CRD accepts the webhook settings (strictly: no field it would drop).
     jsonschema.validate(policy, strict(crd_schema(KYVERNO_CRD, "v1")))
-    for e in config.kvcache.mounted_endpoints:
+    for e in config.kvcache.mounted_l2_endpoints:
         p = copy.deepcopy(OPERATOR_POD)
         p["metadata"].update(namespace=e.namespace, labels={"app": e.name})
         assert fail_closed(hooks, p) == [f"mutate.kyverno.svc-fail-finegrained-{POLICY}"], e.name
@@ -172,7 +173,7 @@ def test_pods_of_endpoints_without_a_shared_l2_never_wait_on_kyverno(
     whether Kyverno is up or not."""
     objs, config = rendered_envs[env], env_config(env)
     hooks = webhooks(objs, config)
-    for e in (e for e in config.kvcache.endpoints if not e.mounts_l2):
+    for e in (e for e in config.kvcache.endpoints if e.l2_backend not in MOUNTED_L2_BACKENDS):
         p = copy.deepcopy(OPERATOR_POD)
         p["metadata"].update(namespace=e.namespace, labels={"app": e.name})
         assert fail_closed(hooks, p) == [], e.name

@@ -36,7 +36,7 @@ def ebs_sc(objs: list[Obj], config: AppConfig) -> Obj:
 
 @pytest.fixture
 def curvine_sc(objs: list[Obj], config: AppConfig) -> Obj:
-    if not config.kvcache.curvine.enabled:
+    if "curvine" not in config.kvcache.l2_backends:
         pytest.skip("no Curvine: the L2 is FSx for Lustre (tests/k8s/test_fsx_l2.py)")
     return _storage_class(objs, CURVINE_SC)
 

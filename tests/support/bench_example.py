@@ -14,7 +14,7 @@ from infra.config import load_config
 from scripts.commands.bench_compare import compare_tiers
 from scripts.lib.bench_compare import report
 from scripts.lib.bench_compare.run import Comparison, Overrides
-from scripts.lib.bench_compare.targets import TierTarget
+from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.bench_compare.workloads import Waits
 from tests.support.bench_fleet import COLD, L0, L1, L2, fleet
 
@@ -35,7 +35,7 @@ NOTE = (
 def render(folder: Path) -> Comparison:
     cfg = load_config("dev")
     with fleet() as servers:
-        tiers = [TierTarget(tier, f"example/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
+        tiers = [BenchTarget(tier, f"example/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
                  for tier, (a, b) in servers.items()]  # fmt: skip
         result = compare_tiers(cfg, tiers, SEED, GIVEN, Waits(settle_s=0, flush_s=0))
     report.write(result, folder, cfg.observability.kv_bytes_per_token, HEADING, NOTE,

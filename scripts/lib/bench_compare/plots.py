@@ -41,7 +41,7 @@ def _ttft(plt: Any, groups: dict[str, list[Figures]], path: Path) -> Path:
         for i, (key, label) in enumerate(TTFT_BARS):
             xs = [j + (i - 1.5) * WIDTH for j in range(len(rows))]
             ax.bar(xs, [getattr(f, key) or 0.0 for f in rows], WIDTH, label=label)
-        ax.set_xticks(range(len(rows)), [f.tier for f in rows])
+        ax.set_xticks(range(len(rows)), [f.l2_backend for f in rows])
         ax.set_title(f"TTFT: {workload}")
         ax.set_ylabel("ms")
         ax.legend(fontsize=7)
@@ -53,9 +53,9 @@ def _sweep(plt: Any, c: Comparison, bpt: int, path: Path) -> Path:
     for r in (r for r in c.runs if r.workload == "sweep"):
         at = [figures(r, bpt, n) for n in c.plan.lengths]
         cold = [_nan(f.cold_p50_ms) for f in at]
-        (line,) = ax.plot(c.plan.lengths, cold, "--", label=f"{r.target.tier} cold")
+        (line,) = ax.plot(c.plan.lengths, cold, "--", label=f"{r.target.l2_backend} cold")
         ax.plot(c.plan.lengths, [_nan(f.warm_p50_ms) for f in at], "-o",
-                color=line.get_color(), label=f"{r.target.tier} warm")  # fmt: skip
+                color=line.get_color(), label=f"{r.target.l2_backend} warm")  # fmt: skip
     ax.set_xlabel("prompt words (~ tokens)")
     ax.set_ylabel("TTFT p50 (ms)")
     ax.set_title("Cold/warm sweep" if ax.lines else "Cold/warm sweep: not run")
@@ -67,12 +67,12 @@ def _sweep(plt: Any, c: Comparison, bpt: int, path: Path) -> Path:
 def _throughput(plt: Any, groups: dict[str, list[Figures]], path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), squeeze=False)
     names = list(groups)
-    tiers = [f.tier for f in groups[names[0]]]
+    tiers = [f.l2_backend for f in groups[names[0]]]
     for ax, key, label in ((axes[0][0], "output_tokens_per_s", "output tokens/s"),
                            (axes[0][1], "requests_per_s", "requests/s")):  # fmt: skip
         for i, tier in enumerate(tiers):
             xs = [j + (i - (len(tiers) - 1) / 2) * WIDTH for j in range(len(names))]
-            values = [getattr(f, key) for w in names for f in groups[w] if f.tier == tier]
+            values = [getattr(f, key) for w in names for f in groups[w] if f.l2_backend == tier]
             ax.bar(xs, values, WIDTH, label=tier)
         ax.set_xticks(range(len(names)), names)
         ax.set_title(label)
@@ -88,7 +88,7 @@ def _shares(plt: Any, groups: dict[str, list[Figures]], path: Path) -> Path:
             values = [100 * (getattr(f.shares, key) or 0.0) if f.shares else 0.0 for f in rows]
             ax.bar(range(len(rows)), values, 0.6, bottom=bottom, label=label)
             bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-        ax.set_xticks(range(len(rows)), [f.tier for f in rows])
+        ax.set_xticks(range(len(rows)), [f.l2_backend for f in rows])
         ax.set_ylim(0, 105)
         ax.set_ylabel("% of prompt tokens")
         ax.set_title(f"Where prompt tokens came from: {workload}", fontsize=9)

@@ -22,7 +22,7 @@ TITLES = {
     "cross_pod": "Cross-Pod reuse",
 }
 SHARES = ("l0", "l1", "l2", "recomputed", "load_shortfall")
-COLUMNS = ["tier", "endpoint", "requests", "cold p50 ms", "cold p95 ms", "warm p50 ms",
+COLUMNS = ["l2_backend", "endpoint", "requests", "cold p50 ms", "cold p95 ms", "warm p50 ms",
            "warm p95 ms", "speedup", "output tok/s", "req/s", "L0", "L1", "L2", "recomputed",
            "failed loads"]  # fmt: skip
 
@@ -48,7 +48,7 @@ def table_figures(c: Comparison, kv_bytes_per_token: int, at_words: int) -> list
 def _row(f: Figures) -> list[str]:
     s = f.shares
     shares = [pct(getattr(s, k) if s else None) for k in SHARES]
-    return [f.tier, f.endpoint, str(f.requests), ms(f.cold_p50_ms), ms(f.cold_p95_ms),
+    return [f.l2_backend, f.endpoint, str(f.requests), ms(f.cold_p50_ms), ms(f.cold_p95_ms),
             ms(f.warm_p50_ms), ms(f.warm_p95_ms), times(f.speedup),
             f"{f.output_tokens_per_s:.1f}", f"{f.requests_per_s:.2f}", *shares]  # fmt: skip
 
@@ -74,11 +74,11 @@ def _verdicts_table(c: Comparison) -> list[str]:
         mine = {v.check: v for v in c.verdicts if v.endpoint == t.endpoint}
         statuses = {v.status for v in mine.values()}
         result = "baseline" if statuses == {"n/a"} else ("fail" if "fail" in statuses else "pass")
-        rows.append([t.tier, t.endpoint, _verdict_cell(mine.get(CROSS_POD)),
+        rows.append([t.l2_backend, t.endpoint, _verdict_cell(mine.get(CROSS_POD)),
                      _verdict_cell(mine.get(SPEEDUP)), f"**{result}**"])  # fmt: skip
     thresholds = {v.check: v.threshold for v in c.verdicts}
     hit, speed = thresholds.get(CROSS_POD), thresholds.get(SPEEDUP)
-    head = ["tier", "endpoint", f"cross-Pod hit (>= {pct(hit)})",
+    head = ["l2_backend", "endpoint", f"cross-Pod hit (>= {pct(hit)})",
             f"warm/cold TTFT p50 at {c.at_words} words (>= {times(speed)})", "result"]  # fmt: skip
     return _table(head, rows)
 
@@ -124,8 +124,10 @@ def _by_length(c: Comparison, kv_bytes_per_token: int) -> list[str]:
     for n in c.plan.lengths:
         for r in (r for r in c.runs if r.workload == "sweep"):
             f = figures(r, kv_bytes_per_token, n)
-            rows.append([str(n), f.tier, ms(f.cold_p50_ms), ms(f.warm_p50_ms), times(f.speedup)])
-    return _table(["prompt words", "tier", "cold p50 ms", "warm p50 ms", "speedup"], rows)
+            rows.append(
+                [str(n), f.l2_backend, ms(f.cold_p50_ms), ms(f.warm_p50_ms), times(f.speedup)]
+            )
+    return _table(["prompt words", "l2_backend", "cold p50 ms", "warm p50 ms", "speedup"], rows)
 
 
 def _write_csv(path: Path, rows: list[dict[str, Any]]) -> Path:
@@ -158,7 +160,7 @@ def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, no
           guide: str = GUIDE) -> list[Path]:  # fmt: skip
     """Every file of the report; returns them (report.md first)."""
     folder.mkdir(parents=True, exist_ok=True)
-    requests = [{"workload": s.workload, "tier": s.tier, "endpoint": r.target.endpoint,
+    requests = [{"workload": s.workload, "l2_backend": s.l2_backend, "endpoint": r.target.endpoint,
                  "kind": s.kind, "replica": s.replica, "ttft_ms": round(s.ttft_ms, 3),
                  "total_ms": round(s.total_ms, 3), "prompt_tokens": s.prompt_tokens,
                  "completion_tokens": s.completion_tokens, "started_s": s.started_s, **s.detail}
@@ -175,7 +177,7 @@ def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, no
         "started": c.started, "seed": c.plan.seed, "models": c.models,
         "targets": [asdict(t) for t in c.targets], "summary": summary,
         "verdicts": [asdict(v) for v in c.verdicts],
-        "counters": [{"workload": r.workload, "tier": r.target.tier, "deltas": r.deltas,
+        "counters": [{"workload": r.workload, "l2_backend": r.target.l2_backend, "deltas": r.deltas,
                       **({"second_replica": r.extra.get("second_replica")}
                          if r.workload == "cross_pod" else {})} for r in c.runs],
     }, indent=2, default=str))  # fmt: skip

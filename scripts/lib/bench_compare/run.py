@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 
 from infra.config.bench import BenchConfig, ChatWorkload
 from scripts.lib.bench_compare.scrape import Counters, Scrape, add, increase
-from scripts.lib.bench_compare.targets import TierTarget
+from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.bench_compare.verdicts import Verdict, verdicts
 from scripts.lib.bench_compare.workloads import (
     Sender,
@@ -69,7 +69,7 @@ def plan_from(bench: BenchConfig, seed: int, waits: Waits, given: Overrides) -> 
     )
 
 
-def request_count(plan: Plan, targets: list[TierTarget]) -> int:
+def request_count(plan: Plan, targets: list[BenchTarget]) -> int:
     per_tier = {
         "sweep": 2 * len(plan.lengths) * plan.repeats,
         "chat": plan.chat.users * plan.chat.rounds,
@@ -82,7 +82,7 @@ def request_count(plan: Plan, targets: list[TierTarget]) -> int:
 @dataclass
 class Comparison:
     plan: Plan
-    targets: list[TierTarget]
+    targets: list[BenchTarget]
     models: dict[str, str]
     """Endpoint -> the model id its first replica serves."""
     at_words: int
@@ -96,11 +96,11 @@ class Comparison:
         return [v for v in self.verdicts if v.status == "fail"]
 
 
-def _counters(scrape: Scrape, t: TierTarget) -> list[Counters]:
+def _counters(scrape: Scrape, t: BenchTarget) -> list[Counters]:
     return [scrape(u) for u in t.metrics_urls]
 
 
-def _run_one(workload: str, t: TierTarget, plan: Plan, send: Sender, scrape: Scrape,
+def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Scrape,
              tick: Callable[[str], None]) -> WorkloadRun:  # fmt: skip
     before = _counters(scrape, t)
     start = time.perf_counter()
@@ -126,7 +126,7 @@ def _run_one(workload: str, t: TierTarget, plan: Plan, send: Sender, scrape: Scr
 
 
 def compare(
-    targets: list[TierTarget],
+    targets: list[BenchTarget],
     plan: Plan,
     send: Sender,
     scrape: Scrape,
@@ -138,7 +138,7 @@ def compare(
     result = Comparison(plan, targets, models, bench.speedup_prompt_words)
     for workload in plan.workloads:
         for t in targets:
-            steps.phase(f"{workload} on {t.tier} ({t.endpoint})")
+            steps.phase(f"{workload} on {t.l2_backend} ({t.endpoint})")
             result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance))
     result.verdicts = verdicts(result.runs, bench, kv_bytes_per_token)
     return result

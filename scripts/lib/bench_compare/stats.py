@@ -27,7 +27,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 @dataclass(frozen=True)
 class Figures:
     workload: str
-    tier: str
+    l2_backend: str
     endpoint: str
     requests: int
     cold_p50_ms: float | None
@@ -57,11 +57,11 @@ def figures(run: WorkloadRun, kv_bytes_per_token: int, at_words: int | None = No
     tokens = sum(s.completion_tokens or 0 for s in run.samples)
     shares = None
     if QUERIED in run.deltas:
-        shares = tier_shares(run.deltas, run.target.tier, kv_bytes_per_token)
+        shares = tier_shares(run.deltas, run.target.l2_backend, kv_bytes_per_token)
         if LOADED not in run.deltas:  # no LMCache series on /metrics: L1 and L2 unknown
             shares = replace(shares, l1=None, l2=None, recomputed=None)
     return Figures(
-        run.workload, run.target.tier, run.target.endpoint, len(run.samples),
+        run.workload, run.target.l2_backend, run.target.endpoint, len(run.samples),
         percentile(cold, 0.5), percentile(cold, 0.95), percentile(warm, 0.5),
         percentile(warm, 0.95), tokens / wall, len(run.samples) / wall, shares,
     )  # fmt: skip

@@ -1,10 +1,10 @@
-"""What ``bench compare`` measures: one target per tier, each the base URLs of its replicas
-(Pod A first, the Pod on another node second) and of their /metrics.
+"""What ``bench compare`` measures: one target per endpoint, each its L2 backend and the base URLs
+of its replicas (Pod A first, the Pod on another node second) and of their /metrics.
 
-From config: each endpoint named (``bench.endpoints`` or ``--endpoint``), its tier read with
-``infra.tiers.tier_of``, two Ready Pods on different nodes reached one by one (kubectl
-port-forward per Pod, or the Pod IP with ``--direct``), as ``verify`` reaches them. Explicit:
-``--target TIER=URL[,URL]`` (a router URL alone measures no cross-Pod reuse).
+From config: each endpoint named (``bench.endpoints`` or ``--endpoint``) with its ``l2_backend``,
+two Ready Pods on different nodes reached one by one (kubectl port-forward per Pod, or the Pod IP
+with ``--direct``), as ``verify`` reaches them. Explicit: ``--target L2_BACKEND=URL[,URL]`` (a
+router URL alone measures no cross-Pod reuse).
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from infra.config import AppConfig
-from infra.config.kvcache import EndpointConfig
-from infra.tiers import TIERS, Tier, tier_of
+from infra.config.kvcache import L2_BACKENDS, EndpointConfig, L2Backend
 from scripts.lib.clients import Clients
 from scripts.lib.errors import CliError, Exit, OperationError
 from scripts.lib.kube import (
@@ -28,8 +27,8 @@ from scripts.lib.kube import (
 
 
 @dataclass(frozen=True)
-class TierTarget:
-    tier: Tier
+class BenchTarget:
+    l2_backend: L2Backend
     endpoint: str
     """``namespace/name``, or the URL given for an explicit target."""
     urls: tuple[str, ...]
@@ -40,20 +39,20 @@ class TierTarget:
         return len(self.urls)
 
 
-def parse_target(text: str) -> TierTarget:
-    """``TIER=URL[,URL]``: the tier's label and its replicas' base URLs (each also serves
-    /metrics)."""
-    tier, sep, rest = text.partition("=")
+def parse_target(text: str) -> BenchTarget:
+    """``L2_BACKEND=URL[,URL]``: the endpoint's L2 backend and its replicas' base URLs (each
+    also serves /metrics)."""
+    backend, sep, rest = text.partition("=")
     urls = tuple(u.strip().rstrip("/") for u in rest.split(",") if u.strip())
     web = all(u.startswith(("http://", "https://")) for u in urls)
-    if not sep or tier not in TIERS or not urls or len(urls) > 2 or not web:
+    if not sep or backend not in L2_BACKENDS or not urls or len(urls) > 2 or not web:
         raise CliError(
-            f"--target {text}: want TIER=URL[,URL] with TIER one of {', '.join(TIERS)} (it "
-            "says how L2 reads are counted) and one or two http(s)://host:port URLs, the "
-            "replica on another node second",
+            f"--target {text}: want L2_BACKEND=URL[,URL] with L2_BACKEND one of "
+            f"{', '.join(L2_BACKENDS)} (it says how L2 reads are counted) and one or two "
+            "http(s)://host:port URLs, the replica on another node second",
             Exit.USAGE,
         )
-    return TierTarget(cast(Tier, tier), urls[0], urls, urls)
+    return BenchTarget(cast(L2Backend, backend), urls[0], urls, urls)
 
 
 def endpoints_to_compare(cfg: AppConfig, names: list[str]) -> list[EndpointConfig]:
@@ -92,7 +91,7 @@ def open_endpoint(
     cfg: AppConfig,
     ref: EndpointConfig,
     transport: Transport,
-) -> TierTarget:
+) -> BenchTarget:
     """The endpoint's replicas reached through ``transport`` for as long as ``stack`` lasts."""
     urls, metrics = [], []
     for pod in _replicas(clients, ref):
@@ -102,4 +101,4 @@ def open_endpoint(
             metrics.append(url)
         else:
             metrics.append(stack.enter_context(transport.open(pod, ref.metrics_port)))
-    return TierTarget(tier_of(cfg, ref), f"{ref.namespace}/{ref.name}", tuple(urls), tuple(metrics))
+    return BenchTarget(ref.l2_backend, f"{ref.namespace}/{ref.name}", tuple(urls), tuple(metrics))

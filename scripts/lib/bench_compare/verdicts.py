@@ -19,7 +19,7 @@ SPEEDUP = "warm/cold TTFT"
 
 @dataclass(frozen=True)
 class Verdict:
-    tier: str
+    l2_backend: str
     endpoint: str
     check: str
     measured: float | None
@@ -33,10 +33,12 @@ def _verdict(run: WorkloadRun, check: str, measured: float | None, threshold: fl
              missing: str) -> Verdict:  # fmt: skip
     t = run.target
     if measured is None:
-        return Verdict(t.tier, t.endpoint, check, None, threshold, "fail", missing)
+        return Verdict(t.l2_backend, t.endpoint, check, None, threshold, "fail", missing)
     ok = measured >= threshold
     reason = f"{measured:.2f} {'>=' if ok else '<'} {threshold:g}"
-    return Verdict(t.tier, t.endpoint, check, measured, threshold, "pass" if ok else "fail", reason)
+    return Verdict(
+        t.l2_backend, t.endpoint, check, measured, threshold, "pass" if ok else "fail", reason
+    )
 
 
 def cross_pod_hit(run: WorkloadRun, kv_bytes_per_token: int) -> float | None:
@@ -48,7 +50,7 @@ def cross_pod_hit(run: WorkloadRun, kv_bytes_per_token: int) -> float | None:
     if deltas is None or not warm:
         return None
     prompt = warm[0].prompt_tokens or warm[0].detail.get("prompt_words", 0)
-    return l2_hit_share(deltas, prompt, run.target.tier, kv_bytes_per_token)
+    return l2_hit_share(deltas, prompt, run.target.l2_backend, kv_bytes_per_token)
 
 
 def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int) -> list[Verdict]:
@@ -59,12 +61,12 @@ def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: in
             continue
         check = CROSS_POD if run.workload == "cross_pod" else SPEEDUP
         threshold = bench.min_cross_pod_hit if check == CROSS_POD else bench.min_warm_speedup
-        if t.tier == "none":
-            out.append(Verdict(t.tier, t.endpoint, check, None, threshold, "n/a",
+        if t.l2_backend == "none":
+            out.append(Verdict(t.l2_backend, t.endpoint, check, None, threshold, "n/a",
                                "no L2: the baseline the others are compared with"))  # fmt: skip
             continue
         if t.pods < 2:
-            out.append(Verdict(t.tier, t.endpoint, check, None, threshold, "fail",
+            out.append(Verdict(t.l2_backend, t.endpoint, check, None, threshold, "fail",
                                "not measured: one replica; give a second URL or Pod"))  # fmt: skip
             continue
         if check == CROSS_POD:

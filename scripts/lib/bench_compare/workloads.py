@@ -23,7 +23,7 @@ from typing import Any
 
 from infra.config.bench import ChatWorkload
 from scripts.lib.bench_compare.scrape import Counters, Scrape, increase
-from scripts.lib.bench_compare.targets import TierTarget
+from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.openai_stream import StreamResult
 from scripts.lib.prompts import make_prompt, seed_for
 
@@ -47,7 +47,7 @@ class Sample:
     """One request as the report's CSVs list it."""
 
     workload: str
-    tier: str
+    l2_backend: str
     kind: str
     """cold or warm."""
     replica: int
@@ -64,7 +64,7 @@ class Sample:
 @dataclass
 class WorkloadRun:
     workload: str
-    target: TierTarget
+    target: BenchTarget
     samples: list[Sample] = field(default_factory=list)
     wall_s: float = 0.0
     deltas: Counters = field(default_factory=dict)
@@ -82,15 +82,15 @@ class _Clock:
 
 
 def _sample(
-    workload: str, t: TierTarget, kind: str, replica: int, r: StreamResult, at: float,
+    workload: str, t: BenchTarget, kind: str, replica: int, r: StreamResult, at: float,
     **detail: int,
 ) -> Sample:  # fmt: skip
-    return Sample(workload, t.tier, kind, replica, r.ttft_ms, r.total_ms, r.prompt_tokens,
+    return Sample(workload, t.l2_backend, kind, replica, r.ttft_ms, r.total_ms, r.prompt_tokens,
                   r.completion_tokens, round(at, 4), detail)  # fmt: skip
 
 
 def sweep(
-    send: Sender, t: TierTarget, lengths: Sequence[int], repeats: int, seed: int,
+    send: Sender, t: BenchTarget, lengths: Sequence[int], repeats: int, seed: int,
     max_tokens: int, tick: Tick,
 ) -> list[Sample]:  # fmt: skip
     clock, out = _Clock(), []
@@ -102,11 +102,11 @@ def sweep(
                 at = clock.now()
                 got = send(t.urls[replica], prompt, max_tokens)
                 out.append(_sample("sweep", t, kind, replica, got, at, prompt_words=n, repeat=r))
-                tick(f"{t.tier} sweep {n} words #{r} {kind}")
+                tick(f"{t.l2_backend} sweep {n} words #{r} {kind}")
     return out
 
 
-def chat(send: Sender, t: TierTarget, w: ChatWorkload, seed: int, tick: Tick) -> list[Sample]:
+def chat(send: Sender, t: BenchTarget, w: ChatWorkload, seed: int, tick: Tick) -> list[Sample]:
     clock, out = _Clock(), []
     system = make_prompt(seed_for(seed, 10), w.system_prompt_words, prefix="System: ")
     history = [
@@ -130,12 +130,12 @@ def chat(send: Sender, t: TierTarget, w: ChatWorkload, seed: int, tick: Tick) ->
             for u, (sample, conversation) in enumerate(done):
                 history[u] = conversation
                 out.append(sample)
-                tick(f"{t.tier} chat round {rnd + 1} user {u}")
+                tick(f"{t.l2_backend} chat round {rnd + 1} user {u}")
     return out
 
 
 def cross_pod(
-    send: Sender, t: TierTarget, words: int, seed: int, max_tokens: int, scrape: Scrape,
+    send: Sender, t: BenchTarget, words: int, seed: int, max_tokens: int, scrape: Scrape,
     waits: Waits, tick: Tick,
 ) -> tuple[list[Sample], Counters | None]:  # fmt: skip
     """The samples (A cold, B warm) and B's counters' increase over its own request (None
@@ -145,7 +145,7 @@ def cross_pod(
     at = clock.now()
     first = send(t.urls[0], prompt, max_tokens)
     samples = [_sample("cross_pod", t, "cold", 0, first, at, prompt_words=words)]
-    tick(f"{t.tier} cross-Pod write on Pod A")
+    tick(f"{t.l2_backend} cross-Pod write on Pod A")
     if t.pods < 2:
         return samples, None
     time.sleep(waits.settle_s)  # LMCache stores after the response; let A's write reach L2
@@ -155,5 +155,5 @@ def cross_pod(
     time.sleep(waits.flush_s)
     b_deltas = increase(before, scrape(t.metrics_urls[1]))
     samples.append(_sample("cross_pod", t, "warm", 1, second, at, prompt_words=words))
-    tick(f"{t.tier} cross-Pod read on Pod B")
+    tick(f"{t.l2_backend} cross-Pod read on Pod B")
     return samples, b_deltas

@@ -173,8 +173,8 @@ def check_curvine_probes(clients: Clients, cfg: AppConfig) -> Check:
     probe messages (Events with reason Unhealthy)."""
     stage = "Curvine probes"
     cv = cfg.kvcache.curvine
-    if not cv.enabled:
-        return Check(stage, "skip", "kvcache.curvine.enabled is false: no Curvine Pods")
+    if "curvine" not in cfg.kvcache.l2_backends:
+        return Check(stage, "skip", "no endpoint's l2_backend is curvine: no Curvine Pods")
     core = clients.core()
     pods = [p for p in clients.to_dict(core.list_namespaced_pod(cv.namespace)).get("items") or []
             if _probed(p)]  # fmt: skip

@@ -53,7 +53,7 @@ def check_metrics(
         f"; TTFT p95 {'-' if ttft is None else f'{ttft * 1000:.0f} ms'}"
     )
     # An L1-only endpoint reads no L2 by design.
-    if ref.has_l2 and (rps or 0) > 0 and l2 < L2_NEAR_ZERO:
+    if ref.l2_backend != "none" and (rps or 0) > 0 and l2 < L2_NEAR_ZERO:
         return Check(
             stage, "fail", f"{detail}: L2 hit rate near zero while requests flow",
             "compare PYTHONHASHSEED and the L2 mount on the Pods (rows above)",

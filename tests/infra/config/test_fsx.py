@@ -31,11 +31,13 @@ def _fail(kv: dict[str, Any], lock: dict[str, Any] | None = None, **extra: Any) 
 
 def test_fsx_turns_curvine_off_and_keeps_l2() -> None:
     cfg = parse_config({**BASE, "kvcache": FSX}, "config/test.yaml")
-    assert not cfg.kvcache.curvine.enabled and cfg.kvcache.shared_store == "fsx_lustre"
+    assert (
+        "curvine" not in cfg.kvcache.l2_backends and cfg.kvcache.mounted_l2_backend == "fsx_lustre"
+    )
     assert parse_config(BASE, "config/test.yaml").kvcache.l2_backend == "curvine"
 
 
-def test_explicit_curvine_with_fsx_is_refused() -> None:
+def test_the_removed_curvine_switch_is_refused_with_fsx() -> None:
     text = _fail({**FSX, "curvine": {"enabled": True}})
     assert "kvcache.curvine.enabled = True" in text
 

@@ -46,11 +46,9 @@ def test_weights_must_fit_gpu_memory_with_arithmetic() -> None:
     assert "70.0e9 params x 2.0 bytes / tensor-parallel 1 = 130.4 GiB > 48 GiB" in text
 
 
-def test_l2_requires_tiered_storage_and_curvine_follows_the_endpoints() -> None:
+def test_l2_requires_tiered_storage() -> None:
     text = _fail({}, tiered_storage={"mode": "Disable"})
     assert "kvcache.l2_backend = 'curvine'" in text and "tiered_storage.mode" in text
-    text = _fail({"curvine": {"enabled": False}})
-    assert "kvcache.curvine.enabled" in text
 
 
 def test_gpu_type_must_have_local_nvme() -> None:

@@ -45,7 +45,7 @@ def test_an_endpoint_without_its_own_backend_takes_the_sections_and_one_with_it_
     # none beside the default, so no combination mixes Curvine and FSx.
     kv = _parse(_endpoints(None, "none", l2_backend=default)).kvcache
     assert [e.l2_backend for e in kv.endpoints] == [default, "none"]
-    assert [e.backend for e in kv.endpoints] == [default, "none"]
+    assert [e.l2_backend for e in kv.endpoints] == [default, "none"]
 
 
 def test_an_explicit_null_also_takes_the_sections_backend() -> None:
@@ -56,7 +56,7 @@ def test_an_explicit_null_also_takes_the_sections_backend() -> None:
 
 def test_the_default_is_curvine_for_every_endpoint() -> None:
     kv = _parse({}).kvcache
-    assert [e.l2_backend for e in kv.endpoints] == ["curvine"] and kv.curvine.enabled
+    assert [e.l2_backend for e in kv.endpoints] == ["curvine"] and "curvine" in kv.l2_backends
 
 
 # --- what each mix deploys -----------------------------------------------------------------------
@@ -76,10 +76,10 @@ def test_curvine_and_the_policy_follow_the_endpoints_that_use_them(
     backends: tuple[str, ...], curvine: bool, store: str | None, mounted: list[str]
 ) -> None:
     kv = _parse(_endpoints(*backends)).kvcache
-    assert kv.curvine.enabled is curvine
-    assert kv.shared_store == store
-    assert [e.name for e in kv.mounted_endpoints] == mounted
-    assert [e.has_l2 for e in kv.endpoints] == [b != "none" for b in backends]
+    assert ("curvine" in kv.l2_backends) is curvine
+    assert kv.mounted_l2_backend == store
+    assert [e.name for e in kv.mounted_l2_endpoints] == mounted
+    assert [e.l2_backend != "none" for e in kv.endpoints] == [b != "none" for b in backends]
 
 
 # --- the rules, word for word --------------------------------------------------------------------
@@ -136,22 +136,15 @@ def test_endpoints_without_l2_need_no_tiered_storage() -> None:
     assert refusal({**_endpoints("none", "none"), "tiered_storage.mode": "Disable"}) is None
 
 
-def test_curvine_written_off_while_an_endpoint_uses_it_is_refused() -> None:
+@pytest.mark.parametrize("value", [True, False])
+def test_the_removed_curvine_switch_says_that_the_endpoints_decide(value: bool) -> None:
+    """Curvine runs exactly when an endpoint's l2_backend is curvine: no key must agree."""
     field = "kvcache.curvine.enabled"
-    assert refusal({**_endpoints("curvine", "none"), field: False}) == (
-        f"{SOURCE}: {field} = False: allowed: true (or absent) while endpoint inference/e0 "
-        "uses l2_backend curvine; fix: remove kvcache.curvine.enabled; to run without Curvine "
-        "set the endpoints' l2_backend (or kvcache.l2_backend) to fsx_lustre, tieredstorage or "
-        "none"
-    )
-
-
-def test_curvine_written_on_while_no_endpoint_uses_it_is_refused() -> None:
-    field = "kvcache.curvine.enabled"
-    assert refusal({**_endpoints("tieredstorage"), field: True}) == (
-        f"{SOURCE}: {field} = True: allowed: false (or absent) while no endpoint's l2_backend "
-        "is curvine: Curvine is deployed only for the endpoints that use it; fix: remove "
-        "kvcache.curvine.enabled"
+    assert refusal({**_endpoints("curvine", "none"), field: value}) == (
+        f"{SOURCE}: {field} = {value}: allowed: nothing: Curvine is deployed exactly when some "
+        "endpoint's l2_backend is curvine; fix: remove kvcache.curvine.enabled; to run without "
+        "Curvine set the endpoints' l2_backend (or kvcache.l2_backend) to fsx_lustre, "
+        "tieredstorage or none"
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from infra.config import parse_config
 from infra.instances import GPU_INSTANCES
-from k8s.policy import l2_url
+from k8s.l2_pod import l2_url
 from tests.support.config import BASE, SOURCE, existing_cluster, refusal, with_overrides
 
 # --- where L2 is mounted in the vLLM container ---------------------------------------------------

@@ -57,9 +57,9 @@ def _compare(servers: Servers, out: Path, *args: str) -> Any:
     return CliRunner().invoke(app, argv)
 
 
-def _warm(tier: str) -> float:
+def _warm(l2_backend: str) -> float:
     """The injected delay of a repeated prompt on the other replica: whole chunks from L2."""
-    return expected_ms(tier, l2=WHOLE, cold=WORDS - WHOLE)
+    return expected_ms(l2_backend, l2=WHOLE, cold=WORDS - WHOLE)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -86,7 +86,7 @@ def test_the_report_holds_the_injected_delays_and_the_exact_tier_shares(
     requests = _rows(tmp_path / "requests.csv")
     sweep = _table(report, "Cold/warm sweep")
     for tier in ("curvine", "tieredstorage", "none"):
-        mine = [r for r in requests if r["workload"] == "sweep" and r["tier"] == tier]
+        mine = [r for r in requests if r["workload"] == "sweep" and r["l2_backend"] == tier]
         cold = [float(r["ttft_ms"]) for r in mine if r["kind"] == "cold"]
         warm = [float(r["ttft_ms"]) for r in mine if r["kind"] == "warm"]
         # Injected: a fresh prompt is recomputed whole; on the second replica the whole chunks
@@ -138,7 +138,7 @@ def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_on
     result = _compare(servers, tmp_path, "--workloads", "sweep", "--lengths", str(WORDS),
                       "--repeats", "3", "--seed", "12")  # fmt: skip
     assert result.exit_code == 1, result.output
-    by_tier = {v["tier"]: v for v in json.loads(result.stdout)["verdicts"]}
+    by_tier = {v["l2_backend"]: v for v in json.loads(result.stdout)["verdicts"]}
     assert by_tier["curvine"]["status"] == "fail" and by_tier["tieredstorage"]["status"] == "pass"
     measured = by_tier["curvine"]["measured"]
     assert cold / (curvine_warm + TOLERANCE_MS) <= measured <= (cold + TOLERANCE_MS) / curvine_warm
@@ -162,7 +162,7 @@ def test_l2_reads_that_fail_show_as_failed_loads_and_fail_the_cross_pod_verdict(
     cross = _table((tmp_path / "report.md").read_text(), "Cross-Pod reuse")
     assert cross["curvine"]["L2"] == "0.0 %" and cross["curvine"]["failed loads"] == "100.0 %"
     assert cross["tieredstorage"]["failed loads"] == "0.0 %"
-    by_tier = {v["tier"]: v for v in json.loads(result.stdout)["verdicts"]}
+    by_tier = {v["l2_backend"]: v for v in json.loads(result.stdout)["verdicts"]}
     assert by_tier["curvine"]["status"] == "fail" and by_tier["curvine"]["measured"] == 0.0
 
 
@@ -170,5 +170,6 @@ def test_a_bad_target_is_refused_in_one_line_before_any_request(tmp_path: Path) 
     result = CliRunner().invoke(app, ["bench", "compare", "--target", "redis=http://x:1"])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert re.match(r"error: --target redis=http://x:1: want TIER=URL\[,URL\] with TIER one of "
-                    r"curvine, fsx_lustre, tieredstorage, none", line)  # fmt: skip
+    want = (r"error: --target redis=http://x:1: want L2_BACKEND=URL\[,URL\] with L2_BACKEND "
+            r"one of curvine, fsx_lustre, tieredstorage, none")  # fmt: skip
+    assert re.match(want, line)

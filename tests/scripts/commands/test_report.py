@@ -50,13 +50,13 @@ def test_report_json_from_the_fake(
 ) -> None:
     png = tmp_path / "report.png"
     with fake.serve() as url:
-        code = report.run("dev", as_json=True, endpoint=url, png=png)
+        code = report.run(report.ReportOptions(as_json=True, endpoint=url, png=png))
     assert code == Exit.OK
     out = json.loads(capsys.readouterr().out)
     (ep,) = out["endpoints"].values()
     assert ep["l0_hit_rate"] == pytest.approx(0.352)
     assert ep["l2_hit_rate"] == pytest.approx(0.287)
-    assert ep["l2_tier"] == "curvine" and ep["failed_load_rate"] == pytest.approx(0.003)
+    assert ep["l2_backend"] == "curvine" and ep["failed_load_rate"] == pytest.approx(0.003)
     assert ep["ttft_p95_seconds"] == pytest.approx(0.934)
     assert out["l2"] == {"used_percent": pytest.approx(71.4), "high_water_percent": 85,
                          "low_water_percent": 70}  # fmt: skip
@@ -70,7 +70,7 @@ def test_report_json_from_the_fake(
 
 def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus) -> None:
     with fake.serve() as url:
-        assert report.run("dev", endpoint=url, png=Path("/dev/null")) == Exit.OK
+        assert report.run(report.ReportOptions(endpoint=url, png=Path("/dev/null"))) == Exit.OK
     assert fake.requests
     for _path, _params, headers in fake.requests:
         auth = headers["Authorization"]
@@ -84,7 +84,7 @@ def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFi
                                   tmp_path: Path) -> None:  # fmt: skip
     fake.instant.clear()  # no data yet: every value is "-", nothing crashes
     with fake.serve() as url:
-        assert report.run("dev", endpoint=url, png=tmp_path / "r.png") == Exit.OK
+        assert report.run(report.ReportOptions(endpoint=url, png=tmp_path / "r.png")) == Exit.OK
     text = capsys.readouterr().out
     assert "inference/qwen3-8b" in text and "L2 used: -" in text
 

@@ -72,7 +72,7 @@ def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float)
     report = size_model(
         "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
         gpu_memory_gib=48, instance_memory_gib=128, gpu_nodes=2, tiered_storage_percent=20,
-        l2_worker_gib=400, params=7_000_000_000, weight_dtype="bfloat16",
+        curvine_pool_bytes=400 * 2 * GIB, params=7_000_000_000, weight_dtype="bfloat16",
         gpu_memory_utilization=utilization, overhead_gib_per_gpu=2.0,
     )  # fmt: skip
     want = int(2 * (48 * utilization - 2.0) * GIB - 7_000_000_000 * 2)
@@ -110,7 +110,7 @@ SIZING: dict[str, Any] = {
     "instance_memory_gib": 128,
     "gpu_nodes": 2,
     "tiered_storage_percent": 20,
-    "l2_worker_gib": 400,
+    "curvine_pool_bytes": 400 * 2 * GIB,
 }
 
 
@@ -151,7 +151,7 @@ def test_a_missing_head_dim_is_hidden_size_over_heads_rounded_down() -> None:
 def _size(**kw: Any) -> Any:
     args: dict[str, Any] = dict(
         instance_type="ml.test", gpus=2, gpu_memory_gib=24, instance_memory_gib=64, gpu_nodes=3,
-        tiered_storage_percent=25, l2_worker_gib=100, params=1_000_000_000, l1_gib=8,
+        tiered_storage_percent=25, curvine_pool_bytes=100 * 3 * GIB, params=1_000_000_000, l1_gib=8,
     )  # fmt: skip
     return size_model("small", SMALL, **{**args, **kw})
 
@@ -212,7 +212,7 @@ def test_mla_is_reported_as_such() -> None:
     report = size_model(
         "deepseek-v3", PRESETS["deepseek-v3"], instance_type="ml.p5.48xlarge", gpus=8,
         gpu_memory_gib=80, instance_memory_gib=2048, gpu_nodes=2, tiered_storage_percent=0,
-        l2_worker_gib=0,
+        curvine_pool_bytes=0,
     )  # fmt: skip
     assert report.attention == "mla" and report.kv_bytes_per_token == 61 * 576 * 2
     assert [(t.bytes, t.tokens) for t in report.tiers[1:]] == [(0, 0), (0, 0), (0, 0)]

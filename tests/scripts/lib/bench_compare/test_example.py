@@ -26,12 +26,12 @@ CHAT_RACE_MS = 768 * COLD
 
 def _rows(path: Path) -> dict[tuple[str, str], dict[str, str]]:
     with path.open() as fh:
-        return {(r["workload"], r["tier"]): r for r in csv.DictReader(fh)}
+        return {(r["workload"], r["l2_backend"]): r for r in csv.DictReader(fh)}
 
 
 def _verdicts(path: Path) -> list[tuple[str, str, str]]:
     with path.open() as fh:
-        return [(r["tier"], r["check"], r["status"]) for r in csv.DictReader(fh)]
+        return [(r["l2_backend"], r["check"], r["status"]) for r in csv.DictReader(fh)]
 
 
 def test_the_example_says_it_comes_from_a_fake_server_and_prints_its_own_summary() -> None:
@@ -39,8 +39,8 @@ def test_the_example_says_it_comes_from_a_fake_server_and_prints_its_own_summary
     assert "EXAMPLE, rendered from the project's fake model server" in report
     assert "its figures measure no cluster" in report
     for (workload, tier), row in _rows(EXAMPLE / "summary.csv").items():
-        f = {k: float(v) if v else None for k, v in row.items() if k not in ("workload", "tier",
-             "endpoint")}  # fmt: skip
+        f = {k: float(v) if v else None for k, v in row.items()
+             if k not in ("workload", "l2_backend", "endpoint")}  # fmt: skip
         cells = [tier, row["endpoint"], row["requests"], ms(f["cold_p50_ms"]),
                  ms(f["cold_p95_ms"]), ms(f["warm_p50_ms"]), ms(f["warm_p95_ms"]),
                  times(f["speedup"])]  # fmt: skip

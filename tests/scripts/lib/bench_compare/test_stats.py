@@ -7,10 +7,10 @@ import statistics
 import pytest
 
 from scripts.lib.bench_compare.stats import figures, percentile
-from scripts.lib.bench_compare.targets import TierTarget
+from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.bench_compare.workloads import Sample, WorkloadRun
 
-T = TierTarget("curvine", "inference/qwen3-8b", ("http://a", "http://b"), ("http://a", "http://b"))
+T = BenchTarget("curvine", "inference/qwen3-8b", ("http://a", "http://b"), ("http://a", "http://b"))
 
 
 def test_percentiles_interpolate_between_the_closest_ranks_like_statistics_inclusive() -> None:

@@ -29,7 +29,7 @@ def test_an_endpoint_is_its_two_pods_on_different_nodes_with_its_tier_from_confi
     transport = MapTransport(URLS)
     with contextlib.ExitStack() as stack:
         target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
-    assert target.tier == "curvine" and target.endpoint == "default/vllm-kvcache"
+    assert target.l2_backend == "curvine" and target.endpoint == "default/vllm-kvcache"
     assert sorted(target.urls) == ["http://a:1", "http://b:2"]
     assert target.metrics_urls == target.urls
     assert [port for _, port in transport.opened] == [ref.container_port] * 2
@@ -44,7 +44,7 @@ def test_a_metrics_port_of_its_own_is_reached_too(kube: FakeKube) -> None:
     transport = MapTransport(URLS)
     with contextlib.ExitStack() as stack:
         target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
-    assert target.tier == "none"
+    assert target.l2_backend == "none"
     assert sorted(p for _, p in transport.opened) == [8000, 8000, 9090, 9090]
 
 
@@ -74,7 +74,10 @@ def test_an_unknown_endpoint_is_refused_naming_the_configured_ones() -> None:
 
 def test_explicit_targets_name_a_known_tier_and_one_or_two_urls() -> None:
     t = parse_target("tieredstorage=http://10.0.0.1:8000,http://10.0.0.2:8000/")
-    assert (t.tier, t.urls) == ("tieredstorage", ("http://10.0.0.1:8000", "http://10.0.0.2:8000"))
+    assert (t.l2_backend, t.urls) == (
+        "tieredstorage",
+        ("http://10.0.0.1:8000", "http://10.0.0.2:8000"),
+    )
     for bad in ("curvine", "curvine=", "curvine=10.0.0.1:8000", "l3=http://a:1",
                 "none=http://a:1,http://b:1,http://c:1"):  # fmt: skip
         with pytest.raises(CliError):

@@ -71,7 +71,7 @@ def test_the_curvine_probes_row_is_skipped_without_curvine(kube: FakeKube) -> No
         _clients(kube, _stubbed_aws()), no_curvine, recorded_endpoint(no_curvine), None
     )
     row = {c.stage: c for c in checks}["Curvine probes"]
-    assert row.status == "skip" and "kvcache.curvine.enabled is false" in row.detail
+    assert row.status == "skip" and "no endpoint's l2_backend is curvine" in row.detail
 
 
 FSX_ID = "fs-0123456789abcdef0"
