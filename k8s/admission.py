@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from k8s.common import labels, meta
+from k8s.common import meta
 from k8s.kube_api import KubeApi
+from k8s.names import labels
 
 if TYPE_CHECKING:
     from constructs import Construct

@@ -4,7 +4,6 @@ security contexts, all as the typed classes of the pinned cdk8s-plus ``k8s`` mod
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import cdk8s
@@ -16,13 +15,8 @@ from k8s.kube_api import KPlusApi, KubeApi
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
-from k8s.names import MANAGED_BY, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL
 
 CURVINE_LABEL = "app.kubernetes.io/name"
-# The label the inference operator puts on an endpoint's Pods, valued with the
-# InferenceEndpointConfig's name (its Deployment selects them by it): what the L2 policy matches
-# and what the collector scrapes by.
-ENDPOINT_POD_LABEL = "app"
 EBS_SC = "ebs-sc"
 """StorageClass of the Curvine master volumes that k8s.foundation.StorageChart creates, unless
 ``kvcache.curvine.master.storage_class`` names an existing one (``master_storage_class``)."""
@@ -40,61 +34,6 @@ def master_storage_class(config: AppConfig) -> str:
 # read offline. See docs/kubernetes-layer.md ("Node placement") for how to check it on a
 # cluster (``kubectl get nodes -L sagemaker.amazonaws.com/instance-group-name``).
 INSTANCE_GROUP_LABEL = "sagemaker.amazonaws.com/instance-group-name"
-
-
-def labels(name: str, component: str) -> dict[str, str]:
-    return {
-        "app.kubernetes.io/name": name,
-        "app.kubernetes.io/component": component,
-        PART_OF_LABEL: PART_OF,
-        MANAGED_BY_LABEL: MANAGED_BY,
-    }
-
-
-@dataclass(frozen=True)
-class Workload:
-    """One workload's identity: its selector, its Pod labels and the selector of every Service in
-    front of it all come from here, so they cannot diverge.
-
-    ``selector`` defaults to the workload's name and ``part-of`` label. It may be given explicitly
-    where an existing object's selector (immutable in Kubernetes) must be kept; a selector key
-    that contradicts the standard labels is refused.
-    """
-
-    name: str
-    component: str
-    selector: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.selector:
-            # Equivalent mutant: the default selector is built from labels(name, None); it keeps
-            # only the name and part-of labels, which do not depend on the component
-            std = labels(self.name, self.component)  # pragma: no mutate
-            keys = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
-            object.__setattr__(self, "selector", {k: std[k] for k in keys})
-        clash = {
-            k: v
-            for k, v in self.selector.items()
-            # Equivalent mutant: the keys do not depend on the component
-            if k in labels(self.name, self.component)
-            and labels(self.name, self.component)[k] != v  # pragma: no mutate
-        }
-        if clash:
-            raise ValueError(f"{self.name}: selector {clash} contradicts the standard labels")
-
-    @property
-    def match_labels(self) -> dict[str, str]:
-        return dict(self.selector)
-
-    @property
-    def pod_labels(self) -> dict[str, str]:
-        """The standard labels plus the selector: a superset of the selector by construction."""
-        return {**labels(self.name, self.component), **self.selector}
-
-    @property
-    def labels(self) -> dict[str, str]:
-        """Labels of the workload object itself."""
-        return labels(self.name, self.component)
 
 
 def kplus_for(config: AppConfig) -> KPlusApi:
@@ -188,9 +127,7 @@ def meta(
     return k8s.ObjectMeta(
         name=name,
         namespace=namespace,
-        # Equivalent mutant: `labels if labels or True` renders an empty label map where there was
-        # none; every caller passes labels, so no object changes
-        labels=dict(labels) if labels else None,  # pragma: no mutate
+        labels=dict(labels) if labels else None,
         annotations=dict(annotations) if annotations else None,
     )
 
@@ -213,13 +150,7 @@ def raw(scope: Construct, id: str, manifest: dict[str, Any]) -> cdk8s.ApiObject:
         metadata=cdk8s.ApiObjectMetadata(**_metadata(manifest["metadata"])),
     )
     for key, value in manifest.items():
-        # Equivalent mutants: "apiVersion" is no longer skipped when the manifest's fields are
-        # patched in, so the object gets a JSON patch setting apiVersion to the value it already
-        # has; the output is the same (`test_a_raw_object_is_rendered_exactly_as_written`); kind:
-        # the output is the same (`test_a_raw_object_is_rendered_exactly_as_written`); metadata: the
-        # patch sets metadata to the manifest's, which holds exactly the fields `_metadata` copied
-        # (name, namespace, labels, annotations), so the output is the same
-        if key not in ("apiVersion", "kind", "metadata"):  # pragma: no mutate
+        if key not in ("apiVersion", "kind", "metadata"):
             obj.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
     return obj
 

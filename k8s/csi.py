@@ -23,12 +23,10 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.node_budget import CSI_REGISTRAR
 from k8s.common import (
-    Workload,
     gpu_node_selector,
     hardened,
     k8s_for,
     kplus_for,
-    labels,
     meta,
     non_root,
     resources,
@@ -36,6 +34,7 @@ from k8s.common import (
 )
 from k8s.curvine import FUSE_CONTAINER_PORTS, TMP_DIR, fuse_web_port, metrics_service
 from k8s.kube_api import KubeApi
+from k8s.names import Workload, labels
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
@@ -87,23 +86,15 @@ def _rolling(k8s: KubeApi) -> kube.DaemonSetUpdateStrategy:
 
 class CsiChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every CSI object
-        # sets `metadata.name` itself and cdk8s hashes only names it generates
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         cv = config.kvcache.curvine
         ns = cv.namespace
         kplus = kplus_for(config)
         k8s = k8s_for(config)
         k8s.KubeCsiDriver(
             self,
-            # Equivalent mutant: the CSIDriver's construct id becomes "XXdriverXX"; its name is
-            # explicit, so the id never reaches the output
-            "driver",  # pragma: no mutate
-            # Equivalent mutants: the CSIDriver's `app.kubernetes.io/name` label becomes
-            # "XXcurvine-csiXX"; the kubelet finds a CSIDriver by its name, and nothing selects
-            # CSIDrivers by label; its component label ("XXdriverXX"): the kubelet finds a CSIDriver
-            # by its name, and nothing selects CSIDrivers by label
-            metadata=meta(k8s, DRIVER, labels=labels("curvine-csi", "driver")),  # pragma: no mutate
+            "driver",
+            metadata=meta(k8s, DRIVER, labels=labels("curvine-csi", "driver")),
             spec=k8s.CsiDriverSpec(
                 attach_required=False,
                 pod_info_on_mount=False,
@@ -114,19 +105,12 @@ class CsiChart(cdk8s.Chart):
             kplus.ServiceAccount(
                 self,
                 f"{sa}-sa",
-                # Equivalent mutant: the ServiceAccounts' component label becomes "XXcsiXX"; a
-                # ServiceAccount is found by name (serviceAccountName, RBAC subjects), never by
-                # label
                 metadata=cdk8s.ApiObjectMetadata(
                     name=sa,
                     namespace=ns,
-                    labels=labels(sa, "csi"),  # pragma: no mutate
-                ),  # pragma: no mutate
-                # Equivalent mutant: the ServiceAccounts' automountServiceAccountToken becomes None
-                # (cdk8s-plus then writes false); both Pods set automountServiceAccountToken: true,
-                # and the Pod's setting wins over its ServiceAccount's, so both still get their
-                # token (`test_the_csi_pods_run_as_the_accounts_granted_above`)
-                automount_token=True,  # pragma: no mutate
+                    labels=labels(sa, "csi"),
+                ),
+                automount_token=True,
             )
         self._rbac(k8s, ns)
         socket = k8s.VolumeMount(name="socket-dir", mount_path="/csi")
@@ -134,10 +118,7 @@ class CsiChart(cdk8s.Chart):
         plugin = PluginFields(
             name="csi-plugin",
             image=cv.csi_image,
-            # Equivalent mutant: the plugin's imagePullPolicy left out; its image is pinned to a tag
-            # (the config refuses latest), for which the API server defaults the policy to
-            # IfNotPresent, the value written
-            image_pull_policy="IfNotPresent",  # pragma: no mutate
+            image_pull_policy="IfNotPresent",
             command=["/opt/curvine/csi"],
             args=["--endpoint=$(CSI_ENDPOINT)", "--nodeid=$(NODE_NAME)"],
             env=_csi_env(k8s, ns),
@@ -152,10 +133,7 @@ class CsiChart(cdk8s.Chart):
         provisioner = k8s.Container(
             name="csi-provisioner",
             image=cv.csi_provisioner_image,
-            # Equivalent mutant: the csi-provisioner sidecar: its image is pinned to a tag (the
-            # config refuses latest), for which the API server defaults the policy to IfNotPresent,
-            # the value written
-            image_pull_policy="IfNotPresent",  # pragma: no mutate
+            image_pull_policy="IfNotPresent",
             args=[
                 f"--csi-address={SOCKET}",
                 "--timeout=300s",
@@ -169,14 +147,8 @@ class CsiChart(cdk8s.Chart):
         )
         k8s.KubeDeployment(
             self,
-            # Equivalent mutant: the controller Deployment ("XXcontrollerXX"): its name is explicit,
-            # so the id never reaches the output
-            "controller",  # pragma: no mutate
-            # Equivalent mutant: the controller's name left to cdk8s; with hashes off it generates
-            # `<chart id>-<construct id>`, "curvine-csi-controller", the name it had
-            metadata=meta(
-                k8s, CONTROLLER, namespace=ns, labels=CONTROLLER_WL.labels
-            ),  # pragma: no mutate
+            "controller",
+            metadata=meta(k8s, CONTROLLER, namespace=ns, labels=CONTROLLER_WL.labels),
             spec=k8s.DeploymentSpec(
                 replicas=1,
                 selector=k8s.LabelSelector(match_labels=CONTROLLER_WL.match_labels),
@@ -204,10 +176,7 @@ class CsiChart(cdk8s.Chart):
         registrar = k8s.Container(
             name="node-driver-registrar",
             image=cv.csi_node_driver_registrar_image,
-            # Equivalent mutant: the node-driver-registrar sidecar: its image is pinned to a tag
-            # (the config refuses latest), for which the API server defaults the policy to
-            # IfNotPresent, the value written
-            image_pull_policy="IfNotPresent",  # pragma: no mutate
+            image_pull_policy="IfNotPresent",
             args=[
                 f"--csi-address={SOCKET}",
                 f"--kubelet-registration-path={KUBELET}/plugins/{DRIVER}/csi.sock",
@@ -256,12 +225,8 @@ class CsiChart(cdk8s.Chart):
         )
         k8s.KubeDaemonSet(
             self,
-            # Equivalent mutant: the node DaemonSet ("XXnodeXX"): its name is explicit, so the id
-            # never reaches the output
-            "node",  # pragma: no mutate
-            # Equivalent mutant: "curvine-csi-node": with hashes off it generates `<chart
-            # id>-<construct id>`, "curvine-csi-controller", the name it had
-            metadata=meta(k8s, NODE, namespace=ns, labels=NODE_WL.labels),  # pragma: no mutate
+            "node",
+            metadata=meta(k8s, NODE, namespace=ns, labels=NODE_WL.labels),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=NODE_WL.match_labels),
                 update_strategy=_rolling(k8s),
@@ -302,10 +267,7 @@ class CsiChart(cdk8s.Chart):
             return [k8s.Subject(kind="ServiceAccount", name=name, namespace=ns)]
 
         def cluster_role(name: str, rules: list[kube.PolicyRule]) -> None:
-            # Equivalent mutant: the ClusterRoles' and ClusterRoleBindings' component label becomes
-            # "XXcsiXX"; bindings name their role and subjects, so no label is read
-            # (`tests/k8s/test_csi_rbac.py` evaluates the grants)
-            md = meta(k8s, name, labels=labels(name, "csi"))  # pragma: no mutate
+            md = meta(k8s, name, labels=labels(name, "csi"))
             k8s.KubeClusterRole(self, f"{name}-role", metadata=md, rules=rules)
             k8s.KubeClusterRoleBinding(
                 self,
@@ -318,9 +280,7 @@ class CsiChart(cdk8s.Chart):
             )
 
         def role(name: str, rules: list[kube.PolicyRule]) -> None:
-            # Equivalent mutant: the Roles and RoleBindings: bindings name their role and subjects,
-            # so no label is read (`tests/k8s/test_csi_rbac.py` evaluates the grants)
-            md = meta(k8s, name, namespace=ns, labels=labels(name, "csi"))  # pragma: no mutate
+            md = meta(k8s, name, namespace=ns, labels=labels(name, "csi"))
             k8s.KubeRole(self, f"{name}-ns-role", metadata=md, rules=rules)
             k8s.KubeRoleBinding(
                 self,

@@ -10,12 +10,10 @@ from constructs import Construct
 from infra.config import AppConfig
 from infra.config.curvine import CurvineConfig
 from k8s.common import (
-    Workload,
     gpu_node_selector,
     hardened,
     k8s_for,
     kplus_for,
-    labels,
     master_storage_class,
     meta,
     non_root,
@@ -24,11 +22,12 @@ from k8s.common import (
     system_node_selector,
 )
 from k8s.kube_api import KubeApi
+from k8s.names import CURVINE_MASTER, CURVINE_WORKER, MASTER_WL, WORKER_WL, Workload, labels
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
 
-MASTER, WORKER = "curvine-master", "curvine-worker"
+MASTER, WORKER = CURVINE_MASTER, CURVINE_WORKER
 RPC_PORT, JOURNAL_PORT, WORKER_RPC_PORT = 8995, 8996, 8997
 MASTER_WEB_PORT, WORKER_WEB_PORT, FUSE_WEB_PORT = 9000, 9001, 9002
 # curvine-fuse serves its metrics on --web-port (default 9002). The CSI node plugin runs one FUSE
@@ -56,10 +55,6 @@ WORKER_DATA_MOUNT = "/data/curvine"
 # stdout (orpc/src/common/logger.rs: log_dir defaults to "stdout"). /tmp is given for anything
 # else that expects a writable temporary directory. Everything else is read-only.
 LOG_DIR, TMP_DIR = "/app/curvine/logs", "/tmp"
-
-# One value per workload: selector, Pod labels and the Services in front of it.
-MASTER_WL = Workload(MASTER, "master")
-WORKER_WL = Workload(WORKER, "worker")
 
 
 def fuse_web_port(cv: CurvineConfig) -> int:
@@ -164,13 +159,8 @@ def _local_probes(k8s: KubeApi, number: int) -> Probes:
 
     # Startup allows 10 minutes: a master replays its journal before it listens.
     return {
-        # Equivalent mutant: the startup probe's periodSeconds left out; the API server defaults it
-        # to 10, the value written
-        "startup_probe": probe(10, 60),  # pragma: no mutate
-        # Equivalent mutants: the readiness probe: the API server defaults it to 10, the value
-        # written; the readiness probe's failureThreshold left out; the API server defaults it to 3,
-        # the value written
-        "readiness_probe": probe(10, 3),  # pragma: no mutate
+        "startup_probe": probe(10, 60),
+        "readiness_probe": probe(10, 3),
         "liveness_probe": probe(20, 6),
     }
 
@@ -186,10 +176,7 @@ def metrics_service(
             k8s,
             name,
             namespace=ns,
-            # Equivalent mutant: the metrics Services' `app.kubernetes.io/component` label becomes
-            # "XXmetricsXX"; as for the Namespaces', nothing selects, scrapes or tears down by it
-            # (the collector keeps these Services by name and port name)
-            labels=labels(name, "metrics"),  # pragma: no mutate
+            labels=labels(name, "metrics"),
             annotations={
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": str(number),
@@ -205,12 +192,7 @@ def metrics_service(
 
 def writable_dirs(k8s: KubeApi) -> tuple[list[kube.Volume], list[kube.VolumeMount]]:
     """emptyDir volumes and their mounts for the paths the Curvine image writes."""
-    # Equivalent mutant: the logs and tmp volumes get no source; the API server defaults a volume
-    # without one to an emptyDir (SetDefaults_Volume), the source written
-    volumes = [
-        k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource())  # pragma: no mutate
-        for n in ("logs", "tmp")  # pragma: no mutate
-    ]  # pragma: no mutate
+    volumes = [k8s.Volume(name=n, empty_dir=k8s.EmptyDirVolumeSource()) for n in ("logs", "tmp")]
     mounts = [
         k8s.VolumeMount(name="logs", mount_path=LOG_DIR),
         k8s.VolumeMount(name="tmp", mount_path=TMP_DIR),
@@ -222,53 +204,35 @@ class CurvineChart(cdk8s.Chart):
     """ConfigMap, master StatefulSet (+ Services) and the worker DaemonSet on the GPU nodes."""
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every Curvine
-        # object sets `metadata.name` itself and cdk8s hashes only names it generates (rendered dev,
-        # test, prod and three masters: identical output)
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         cv = config.kvcache.curvine
         ns = cv.namespace
         kplus = kplus_for(config)
         k8s = k8s_for(config)
         kplus.ConfigMap(
             self,
-            # Equivalent mutant: the ConfigMap's construct id becomes "XXconfigXX"; the object's
-            # name is explicit, so the id never reaches the output
-            "config",  # pragma: no mutate
+            "config",
             metadata=cdk8s.ApiObjectMetadata(
-                # Equivalent mutants: the ConfigMap's `app.kubernetes.io/name` label becomes
-                # "XXcurvineXX"; a ConfigMap is not selected by labels (Pods mount it by name), and
-                # no script lists ConfigMaps by label; its component label ("XXconfigXX"): a
-                # ConfigMap is not selected by labels (Pods mount it by name), and no script lists
-                # ConfigMaps by label
                 name=CONFIG_MAP,
                 namespace=ns,
-                labels=labels("curvine", "config"),  # pragma: no mutate
+                labels=labels("curvine", "config"),
             ),
             data={"curvine-cluster.toml": cluster_toml(cv)},
         )
         k8s.KubeService(
             self,
-            # Equivalent mutant: the headless Service ("XXmaster-headlessXX"): the object's name is
-            # explicit, so the id never reaches the output
-            "master-headless",  # pragma: no mutate
+            "master-headless",
             metadata=meta(k8s, MASTER, namespace=ns, labels=MASTER_WL.labels),
             spec=k8s.ServiceSpec(
                 cluster_ip="None",
                 publish_not_ready_addresses=True,
                 selector=MASTER_WL.match_labels,
                 ports=[
-                    # Equivalent mutant: the headless Service's rpc targetPort left out; the API
-                    # server defaults targetPort to the port, the same number (RPC_PORT)
+                    k8s.ServicePort(name="rpc", port=RPC_PORT, target_port=port(k8s, RPC_PORT)),
                     k8s.ServicePort(
-                        name="rpc", port=RPC_PORT, target_port=port(k8s, RPC_PORT)
-                    ),  # pragma: no mutate
-                    k8s.ServicePort(
-                        # Equivalent mutant: the journal port: the API server defaults targetPort to
-                        # the port, the same number (RPC_PORT)
                         name="journal",
                         port=JOURNAL_PORT,
-                        target_port=port(k8s, JOURNAL_PORT),  # pragma: no mutate
+                        target_port=port(k8s, JOURNAL_PORT),
                     ),
                 ],
             ),
@@ -292,9 +256,7 @@ class CurvineChart(cdk8s.Chart):
         return k8s.Container(
             name=role,
             image=cv.image,
-            # Equivalent mutant: the image is pinned to a release tag (the config refuses latest),
-            # for which the API server defaults the policy to IfNotPresent, the value written
-            image_pull_policy="IfNotPresent",  # pragma: no mutate
+            image_pull_policy="IfNotPresent",
             args=[role, "start"],
             ports=[k8s.ContainerPort(name=n, container_port=p) for n, p in ports],
             env=[
@@ -359,14 +321,8 @@ class CurvineChart(cdk8s.Chart):
         scratch, _ = writable_dirs(k8s)
         k8s.KubeStatefulSet(
             self,
-            # Equivalent mutant: the master StatefulSet ("XXmasterXX"): the object's name is
-            # explicit, so the id never reaches the output
-            "master",  # pragma: no mutate
-            # Equivalent mutant: the StatefulSet's name left to cdk8s; with hashes off it generates
-            # `<chart id>-<construct id>`, "curvine-master", the name it had
-            metadata=meta(
-                k8s, MASTER, namespace=cv.namespace, labels=MASTER_WL.labels
-            ),  # pragma: no mutate
+            "master",
+            metadata=meta(k8s, MASTER, namespace=cv.namespace, labels=MASTER_WL.labels),
             spec=k8s.StatefulSetSpec(
                 service_name=MASTER,
                 replicas=m.replicas,
@@ -436,29 +392,14 @@ class CurvineChart(cdk8s.Chart):
         scratch, _ = writable_dirs(k8s)
         k8s.KubeDaemonSet(
             self,
-            # Equivalent mutant: the worker DaemonSet ("XXworkerXX"): the object's name is explicit,
-            # so the id never reaches the output
-            "worker",  # pragma: no mutate
-            # Equivalent mutant: "curvine-worker": with hashes off it generates `<chart
-            # id>-<construct id>`, "curvine-master", the name it had
-            metadata=meta(
-                k8s, WORKER, namespace=cv.namespace, labels=WORKER_WL.labels
-            ),  # pragma: no mutate
+            "worker",
+            metadata=meta(k8s, WORKER, namespace=cv.namespace, labels=WORKER_WL.labels),
             spec=k8s.DaemonSetSpec(
                 selector=k8s.LabelSelector(match_labels=WORKER_WL.match_labels),
-                # Equivalent mutant: the worker DaemonSet's updateStrategy left out; apps/v1
-                # defaults it to RollingUpdate with maxUnavailable 1 (and maxSurge 0), the strategy
-                # written
-                update_strategy=k8s.DaemonSetUpdateStrategy(  # pragma: no mutate
-                    # Equivalent mutant: the strategy's type alone (defaulted to RollingUpdate):
-                    # apps/v1 defaults it to RollingUpdate with maxUnavailable 1 (and maxSurge 0),
-                    # the strategy written
-                    type="RollingUpdate",  # pragma: no mutate
-                    # Equivalent mutant: rollingUpdate alone (defaulted to maxUnavailable 1):
-                    # apps/v1 defaults it to RollingUpdate with maxUnavailable 1 (and maxSurge 0),
-                    # the strategy written
-                    rolling_update=k8s.RollingUpdateDaemonSet(  # pragma: no mutate
-                        max_unavailable=k8s.IntOrString.from_number(1)  # pragma: no mutate
+                update_strategy=k8s.DaemonSetUpdateStrategy(
+                    type="RollingUpdate",
+                    rolling_update=k8s.RollingUpdateDaemonSet(
+                        max_unavailable=k8s.IntOrString.from_number(1)
                     ),
                 ),
                 template=k8s.PodTemplateSpec(

@@ -8,24 +8,13 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from k8s.common import labels
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
-from k8s.observability import endpoint_observability_env
+from k8s.l2_pod import endpoint_env
+from k8s.names import labels
 
 MODEL_VOLUME, MODEL_PATH = "model-weights", "/opt/ml/model"
 L = ie.InferenceEndpointConfigSpecWorkerResourcesLimits
 R = ie.InferenceEndpointConfigSpecWorkerResourcesRequests
-
-
-L1_SIZE_ENV = "LMCACHE_MAX_LOCAL_CPU_SIZE"
-
-
-def l1_env(e: EndpointConfig) -> list[dict[str, str]]:
-    """LMCache's CPU cache size in GiB (its default is 5): the Pod's memory less vLLM's need
-    (``EndpointConfig.l1_cache_gib``). None with L1 off."""
-    if not e.enable_l1_cache:
-        return []
-    return [{"name": L1_SIZE_ENV, "value": str(e.l1_cache_gib)}]
 
 
 def _source(
@@ -36,13 +25,8 @@ def _source(
         return ie.InferenceEndpointConfigSpecModelSourceConfig(
             model_source_type=ie.InferenceEndpointConfigSpecModelSourceConfigModelSourceType.S3,
             s3_storage=ie.InferenceEndpointConfigSpecModelSourceConfigS3Storage(
-                # Equivalent mutant: the fallback bucket name "" becomes "XXXX"; it is only reached
-                # when an s3 model has no bucket, and AppConfig's validation refuses that
-                # (check_kvcache: a bucket name when model.source is s3) as it refuses ""
-                # (ModelConfig's bucket-name pattern), so every S3 source renders its configured
-                # bucket
-                bucket_name=m.s3_bucket or "",  # pragma: no mutate
-                region=config.region,  # pragma: no mutate
+                bucket_name=m.s3_bucket or "",
+                region=config.region,
             ),
             model_location=m.s3_prefix or None,
         )
@@ -67,15 +51,9 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
     requests = {
         k: R.from_string(v) if isinstance(v, str) else R.from_number(v) for k, v in amounts.items()
     }
-    # Operator 3.0 passes these through; 3.2 drops the LMCACHE_* ones. Either way the L2
-    # admission rule (k8s/policy.py) writes both into the Pod of a curvine or fsx_lustre
-    # endpoint (with the L1 size); any other endpoint's LMCache metrics need
-    # PROMETHEUS_MULTIPROC_DIR from here.
-    own = [("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0")]
-    own += [(v["name"], v["value"]) for v in l1_env(e)]
-    own += [(v["name"], v["value"]) for v in endpoint_observability_env(config, e)]
     env = [
-        ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v) for k, v in own
+        ie.InferenceEndpointConfigSpecWorkerEnvironmentVariables(name=k, value=v)
+        for k, v in endpoint_env(config, e)
     ]
     args = [
         "--model",
@@ -86,7 +64,7 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
         str(gpus),
         *e.args,
     ]
-    l2 = e.has_l2
+    l2 = e.l2_backend != "none"
     return ie.InferenceEndpointConfigSpec(
         model_name=e.name,
         endpoint_name=e.name,
@@ -135,21 +113,15 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
 
 class EndpointsChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; every
-        # InferenceEndpointConfig sets `metadata.name` itself and cdk8s hashes only names it
-        # generates, so the names are unchanged (`tests/k8s/test_endpoint_spec.py` checks them)
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         for e in config.kvcache.endpoints:
             ie.InferenceEndpointConfig(
                 self,
                 f"{e.namespace}-{e.name}",
                 metadata=cdk8s.ApiObjectMetadata(
-                    # Equivalent mutant: the endpoint's `app.kubernetes.io/component` label becomes
-                    # "XXendpointXX"; as for the Namespaces', nothing selects on component: teardown
-                    # and the ownership checks use managed-by and part-of
                     name=e.name,
                     namespace=e.namespace,
-                    labels=labels(e.name, "endpoint"),  # pragma: no mutate
+                    labels=labels(e.name, "endpoint"),
                 ),
                 spec=_spec(config, e),
             )

@@ -7,6 +7,9 @@ CLI reads them without loading jsii, which starts Node.js (and fails where Node.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 from infra.fsx_outputs import FsxVolume
 
 # The labels every rendered object carries (k8s.common.labels): teardown deletes only objects
@@ -15,6 +18,11 @@ PART_OF_LABEL = "app.kubernetes.io/part-of"
 PART_OF = "hyperpod-kvcache"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "cdk8s"
+
+# The label the inference operator puts on an endpoint's Pods, valued with the
+# InferenceEndpointConfig's name (its Deployment selects them by it): what the L2 policy matches
+# and what the collector scrapes by.
+ENDPOINT_POD_LABEL = "app"
 
 CURVINE_SC = "curvine-sc"  # the Curvine StorageClass (k8s.foundation)
 PVC = "curvine-pvc"  # the L2 claim in each endpoint namespace on Curvine (k8s.l2_volume)
@@ -25,6 +33,69 @@ POLICY = "hyperpod-kvcache-l2-curvine"  # the Kyverno ClusterPolicy (k8s.policy)
 REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 
 
+def labels(name: str, component: str) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": name,
+        "app.kubernetes.io/component": component,
+        PART_OF_LABEL: PART_OF,
+        MANAGED_BY_LABEL: MANAGED_BY,
+    }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload's identity: its selector, its Pod labels and the selector of every Service in
+    front of it all come from here, so they cannot diverge.
+
+    ``selector`` defaults to the workload's name and ``part-of`` label. It may be given explicitly
+    where an existing object's selector (immutable in Kubernetes) must be kept; a selector key
+    that contradicts the standard labels is refused.
+    """
+
+    name: str
+    component: str
+    selector: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.selector:
+            std = labels(self.name, self.component)
+            keys = ("app.kubernetes.io/name", "app.kubernetes.io/part-of")
+            object.__setattr__(self, "selector", {k: std[k] for k in keys})
+        clash = {
+            k: v
+            for k, v in self.selector.items()
+            if k in labels(self.name, self.component) and labels(self.name, self.component)[k] != v
+        }
+        if clash:
+            raise ValueError(f"{self.name}: selector {clash} contradicts the standard labels")
+
+    @property
+    def match_labels(self) -> dict[str, str]:
+        return dict(self.selector)
+
+    @property
+    def pod_labels(self) -> dict[str, str]:
+        """The standard labels plus the selector: a superset of the selector by construction."""
+        return {**labels(self.name, self.component), **self.selector}
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Labels of the workload object itself."""
+        return labels(self.name, self.component)
+
+
+# Curvine's workloads (k8s.curvine); the CLI finds their Pods by the selectors.
+CURVINE_MASTER, CURVINE_WORKER = "curvine-master", "curvine-worker"
+MASTER_WL = Workload(CURVINE_MASTER, "master")
+WORKER_WL = Workload(CURVINE_WORKER, "worker")
+
+
 def fsx_claim(fsx: FsxVolume) -> str:
     """The L2 claim with ``kvcache.l2_backend: fsx_lustre``: named after the file system."""
     return f"{FSX_L2}-{fsx.file_system_id}"
+
+
+def vllm_job(namespace: str, endpoint: str) -> str:
+    """The scrape job of an endpoint's vLLM Pods (k8s.observability), the ``job`` label of its
+    series in the metrics store."""
+    return f"vllm-{namespace}-{endpoint}"

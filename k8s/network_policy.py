@@ -29,7 +29,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from k8s.admission import NAME_LABEL
-from k8s.common import Workload, k8s_for, labels, meta
+from k8s.common import k8s_for, meta
 from k8s.csi import NODE_WL
 from k8s.curvine import (
     JOURNAL_PORT,
@@ -42,6 +42,7 @@ from k8s.curvine import (
     fuse_web_port,
 )
 from k8s.kube_api import KubeApi
+from k8s.names import Workload, labels
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
@@ -69,19 +70,13 @@ def collector_cidrs(config: AppConfig) -> list[str]:
 
 def _tcp(k8s: KubeApi, *numbers: int) -> list[kube.NetworkPolicyPort]:
     return [
-        # Equivalent mutant: the port's `protocol: TCP` becomes absent (None); TCP is the API
-        # server's default for a NetworkPolicy port
-        k8s.NetworkPolicyPort(
-            protocol="TCP", port=k8s.IntOrString.from_number(n)
-        )  # pragma: no mutate
-        for n in numbers  # pragma: no mutate
+        k8s.NetworkPolicyPort(protocol="TCP", port=k8s.IntOrString.from_number(n)) for n in numbers
     ]
 
 
 class NetworkPolicyChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: every namespace is given its name, so none changes
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         k8s = k8s_for(config)
         ns = config.kvcache.curvine.namespace
 
@@ -125,9 +120,7 @@ class NetworkPolicyChart(cdk8s.Chart):
         ) -> kube.NetworkPolicyIngressRule:
             return k8s.NetworkPolicyIngressRule(from_=peers, ports=_tcp(k8s, *numbers))
 
-        # Equivalent mutant: `policy(DEFAULT_DENY, None, None)`: the rules become `rules or None`,
-        # None for both [] and None
-        policy(DEFAULT_DENY, None, [])  # pragma: no mutate
+        policy(DEFAULT_DENY, None, [])
         policy(
             "curvine-master-ingress",
             MASTER_WL,

@@ -1,5 +1,6 @@
-"""What the cluster side of observability needs: the model container's env, the managed
-collector's scrape configuration, and the collector's RBAC for clusters without access entries.
+"""What the cluster side of observability needs: the managed collector's scrape configuration,
+and the collector's RBAC for clusters without access entries (the model container's
+multiprocess directory is in ``k8s.l2_pod``).
 
 The scrape targets come from the same constants the charts render (Curvine's metrics Services
 and ports, each endpoint's namespace and metrics port), so a test can compare them with the
@@ -17,18 +18,10 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from k8s.common import ENDPOINT_POD_LABEL, k8s_for, labels, meta
+from k8s.common import k8s_for, meta
 from k8s.curvine import MASTER_WEB_PORT, WORKER_WEB_PORT, fuse_web_port
+from k8s.names import ENDPOINT_POD_LABEL, labels, vllm_job
 
-# LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
-# once the variable is set; this is the directory LMCache itself falls back to.
-MULTIPROC_VOLUME = "prometheus-multiproc"
-MULTIPROC_DIR = "/tmp/lmcache_prometheus"
-# An endpoint the L2 policy does not patch (tieredstorage, none) can set env but no volume for
-# its model container (the CRD's worker has no volumeMounts): it names a directory every image
-# has, empty at each container start (a fresh writable layer), and the collector reads only
-# its *.db files.
-ENDPOINT_MULTIPROC_DIR = "/tmp"
 # The Kubernetes user the AMP docs bind for the aws-auth (ConfigMap) path.
 COLLECTOR_USER = "aps-collector-user"
 COLLECTOR_ROLE = "aps-collector-role"
@@ -40,41 +33,6 @@ CURVINE_JOBS: dict[str, str] = {
     "curvine-fuse": "curvine-fuse-metrics",
 }
 METRICS_PORT_NAME = "metrics"
-
-
-def observability_env(config: AppConfig) -> list[dict[str, str]]:
-    """Env for the vLLM container (added by the L2 admission policy); empty when disabled."""
-    if not config.observability.enabled:
-        return []
-    return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": MULTIPROC_DIR}]
-
-
-def endpoint_observability_env(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
-    """The same variable in the endpoint's own env, for an endpoint the policy does not patch.
-    Operator 3.2 drops only the LMCACHE_* entries of worker.environmentVariables, so this one
-    reaches the container."""
-    if not config.observability.enabled or e.mounts_l2:
-        return []
-    return [{"name": "PROMETHEUS_MULTIPROC_DIR", "value": ENDPOINT_MULTIPROC_DIR}]
-
-
-def observability_mounts(config: AppConfig) -> list[dict[str, str]]:
-    """The directory PROMETHEUS_MULTIPROC_DIR names must exist, be writable and start empty
-    (vLLM does not create a directory the user names, and stale files skew the metrics): an
-    emptyDir per Pod gives all three."""
-    if not config.observability.enabled:
-        return []
-    return [{"name": MULTIPROC_VOLUME, "mountPath": MULTIPROC_DIR}]
-
-
-def observability_volumes(config: AppConfig) -> list[dict[str, Any]]:
-    if not config.observability.enabled:
-        return []
-    return [{"name": MULTIPROC_VOLUME, "emptyDir": {}}]
-
-
-def vllm_job(namespace: str, endpoint: str) -> str:
-    return f"vllm-{namespace}-{endpoint}"
 
 
 def _common_labels() -> list[dict[str, Any]]:
@@ -139,7 +97,7 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
     """The collector's Prometheus configuration (AMP accepts kubernetes_sd_configs only)."""
     obs = config.observability
     jobs = [_vllm_job(e) for e in config.kvcache.endpoints]
-    if config.kvcache.curvine.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         ns = config.kvcache.curvine.namespace
         jobs += [_curvine_job(ns, job, service) for job, service in CURVINE_JOBS.items()]
     return {
@@ -152,9 +110,7 @@ def scrape_config(config: AppConfig) -> dict[str, Any]:
 
 
 def scrape_config_yaml(config: AppConfig) -> str:
-    # Equivalent mutant: `sort_keys` None instead of False sorts the YAML's keys; a YAML mapping has
-    # no order and Prometheus reads each field by name, so the configuration is the same
-    return yaml.safe_dump(scrape_config(config), sort_keys=False)  # pragma: no mutate
+    return yaml.safe_dump(scrape_config(config), sort_keys=False)
 
 
 def scrape_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
@@ -165,7 +121,7 @@ def scrape_targets(config: AppConfig) -> dict[str, tuple[str, str, int]]:
         for e in config.kvcache.endpoints
     }
     cv = config.kvcache.curvine
-    if cv.enabled:
+    if "curvine" in config.kvcache.l2_backends:
         ports = {
             "curvine-master": MASTER_WEB_PORT,
             "curvine-worker": WORKER_WEB_PORT,
@@ -185,19 +141,12 @@ class ObservabilityChart(cdk8s.Chart):
     """
 
     def __init__(self, scope: Construct, id: str, *, config: AppConfig):
-        # Equivalent mutant: `disable_resource_name_hashes` None instead of True; both objects set
-        # `metadata.name` themselves, and cdk8s adds a hash only to names it generates, so the names
-        # are unchanged (checked by
-        # `test_the_collector_user_gets_read_only_discovery_and_metrics_and_nothing_else`)
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
+        super().__init__(scope, id, disable_resource_name_hashes=True)
         k8s = k8s_for(config)
         read = ["get", "list", "watch"]
         k8s.KubeClusterRole(
             self,
-            # Equivalent mutant: the ClusterRole's construct id "role" becomes "XXroleXX"; the id
-            # names the construct only (the object's name is set in its metadata), and nothing reads
-            # construct paths of this chart
-            "role",  # pragma: no mutate
+            "role",
             metadata=meta(k8s, COLLECTOR_ROLE, labels=labels(COLLECTOR_ROLE, "observability")),
             rules=[
                 k8s.PolicyRule(
@@ -212,9 +161,7 @@ class ObservabilityChart(cdk8s.Chart):
         rbac = "rbac.authorization.k8s.io"
         k8s.KubeClusterRoleBinding(
             self,
-            # Equivalent mutant: the binding's id: the id names the construct only (the object's
-            # name is set in its metadata), and nothing reads construct paths of this chart
-            "binding",  # pragma: no mutate
+            "binding",
             metadata=meta(
                 k8s,
                 f"{COLLECTOR_USER}-role-binding",
@@ -229,7 +176,5 @@ def observability_objects(config: AppConfig) -> list[dict[str, Any]]:
     """The chart's objects as plain JSON (empty when observability is off)."""
     if not config.observability.enabled:
         return []
-    # Equivalent mutants: the id appears in no object; passes config=None; ObservabilityChart takes
-    # config but reads nothing from it (its two objects are the same for every environment)
-    chart = ObservabilityChart(cdk8s.App(), "observability", config=config)  # pragma: no mutate
+    chart = ObservabilityChart(cdk8s.App(), "observability", config=config)
     return [dict(o) for o in chart.to_json()]

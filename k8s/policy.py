@@ -29,40 +29,15 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from k8s.common import ENDPOINT_POD_LABEL, labels, raw
-from k8s.endpoints import l1_env
-from k8s.names import POLICY, PVC, REMOTE_URL_ENV
-from k8s.observability import observability_env, observability_mounts, observability_volumes
+from k8s.common import raw
+from k8s.l2_pod import l2_settings
+from k8s.names import ENDPOINT_POD_LABEL, POLICY, PVC, REMOTE_URL_ENV, labels
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"  # Kyverno's Helm chart repository
-VOLUME = "curvine-l2"
 CONTAINERS = "request.object.spec.containers"
 # JMESPath: how many env entries of the looped container are named LMCACHE_REMOTE_URL (0 when the
 # container has no env at all: `[]` stands in for null).
 CARRIES_REMOTE_URL = f"{{{{ element.env[?name=='{REMOTE_URL_ENV}'] || `[]` | length(@) }}}}"
-
-
-def l2_url(config: AppConfig) -> str:
-    """LMCache's fs connector URL for the mount (host and port are ignored by the connector)."""
-    return f"fs://localhost:0{config.kvcache.l2_mount_path}/"
-
-
-def l2_env(config: AppConfig) -> list[dict[str, str]]:
-    """The env the vLLM container must carry (same keys replace the operator's values)."""
-    return [
-        {"name": REMOTE_URL_ENV, "value": l2_url(config)},
-        {"name": "LMCACHE_REMOTE_SERDE", "value": "naive"},
-        {"name": "PYTHONHASHSEED", "value": "0"},
-    ]
-
-
-def l2_mounts(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
-    # subPath gives each endpoint its own directory while the URL stays the documented one.
-    return [{"name": VOLUME, "mountPath": config.kvcache.l2_mount_path, "subPath": e.name}]
-
-
-def l2_volumes(claim: str = PVC) -> list[dict[str, Any]]:
-    return [{"name": VOLUME, "persistentVolumeClaim": {"claimName": claim}}]
 
 
 RULE_NAME_MAX = 63  # Kyverno's CRD: spec.rules[].name maxLength
@@ -92,15 +67,13 @@ def _match(e: EndpointConfig) -> dict[str, Any]:
 
 def _patch(config: AppConfig, e: EndpointConfig, claim: str) -> dict[str, Any]:
     """The strategic-merge patch of one looped container (and the Pod's volumes)."""
+    settings = l2_settings(config, e, claim)
     container = {
         "name": "{{ element.name }}",
-        # LMCache's metrics join vLLM's /metrics once the multiprocess dir is set.
-        # Operator 3.2 drops the endpoint's own LMCACHE_* entries: the L1 size comes from here.
-        "env": [*l2_env(config), *l1_env(e), *observability_env(config)],
-        "volumeMounts": [*l2_mounts(config, e), *observability_mounts(config)],
+        "env": list(settings.env),
+        "volumeMounts": list(settings.mounts),
     }
-    volumes = [*l2_volumes(claim), *observability_volumes(config)]
-    return {"spec": {"containers": [container], "volumes": volumes}}
+    return {"spec": {"containers": [container], "volumes": list(settings.volumes)}}
 
 
 def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, Any]:
@@ -113,10 +86,6 @@ def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, An
         "patchStrategicMerge": _patch(config, e, claim),
     }
     return {"name": rule_name(e), "match": _match(e), "mutate": {"foreach": [foreach]}}
-
-
-def l2_endpoints(config: AppConfig) -> list[EndpointConfig]:
-    return list(config.kvcache.mounted_endpoints)
 
 
 def _cel_list(values: list[str]) -> str:
@@ -147,19 +116,15 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
 
 class PolicyChart(cdk8s.Chart):
     def __init__(self, scope: Construct, id: str, *, config: AppConfig, claim: str = PVC):
-        # Equivalent mutant: `disable_resource_name_hashes` only affects names cdk8s generates; the
-        # ClusterPolicy is given its name, so it does not change
-        super().__init__(scope, id, disable_resource_name_hashes=True)  # pragma: no mutate
-        endpoints = l2_endpoints(config)
+        super().__init__(scope, id, disable_resource_name_hashes=True)
+        endpoints = list(config.kvcache.mounted_l2_endpoints)
         rules = [rule(config, e, claim) for e in endpoints]
         if not rules:
             return
         description = (
             f"Mount {claim} into the endpoint container that carries "
-            # Equivalent mutants: the text of the policy's description annotation, which people
-            # read and nothing parses
-            "LMCACHE_REMOTE_URL and point LMCache L2 at it "  # pragma: no mutate
-            "(Pods only, at CREATE)."  # pragma: no mutate
+            "LMCACHE_REMOTE_URL and point LMCache L2 at it "
+            "(Pods only, at CREATE)."
         )
         webhook = {
             "failurePolicy": "Fail",
@@ -171,15 +136,9 @@ class PolicyChart(cdk8s.Chart):
             "kind": "ClusterPolicy",
             "metadata": {
                 "name": POLICY,
-                # Equivalent mutant: the policy's `app.kubernetes.io/component` value; nothing
-                # selects on it (teardown and the ownership checks use managed-by and part-of), as
-                # for the foundation charts
-                "labels": labels(POLICY, "policy"),  # pragma: no mutate
+                "labels": labels(POLICY, "policy"),
                 "annotations": {
-                    # Equivalent mutant: the key of the `policies.kyverno.io/description`
-                    # annotation; Kyverno and this project only show it to people (kubectl describe,
-                    # policy reports), no decision reads it
-                    "policies.kyverno.io/description": description,  # pragma: no mutate
+                    "policies.kyverno.io/description": description,
                     # No rules generated for Deployments: the operator owns its Deployment and
                     # would undo (and fight) a mutation of it; Pods are never re-rendered.
                     "pod-policies.kyverno.io/autogen-controllers": "none",
@@ -192,6 +151,4 @@ class PolicyChart(cdk8s.Chart):
                 "rules": rules,
             },
         }
-        # Equivalent mutant: the construct id of the ClusterPolicy; the object is given its name, so
-        # the id reaches neither the manifest nor the owned-manifest resource
-        raw(self, "policy", policy)  # pragma: no mutate
+        raw(self, "policy", policy)

@@ -2,14 +2,11 @@
 and the L2 claim an endpoint mounts.
 
 The Kubernetes layer (k8s/) owns the names of the objects it creates; the CLI reads them from
-``k8s.names`` (``PVC``, ``fsx_claim``), which imports no cdk8s. What the L2 policy gives an
-endpoint's Pods is read from the rule itself (``scripts.lib.l2_rule``).
+``k8s.names`` (``PVC``, ``fsx_claim``) and what the L2 policy gives an endpoint's Pods from
+``k8s.l2_pod``; neither imports cdk8s.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
@@ -46,26 +43,11 @@ def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) ->
     )
 
 
-@dataclass(frozen=True)
-class L2Settings:
-    """What the Kyverno rule adds to an endpoint's Pod: in the container that carries the env
-    variable ``marker`` (the operator injects it into the model container) the ``env`` entries
-    (by name) and ``mounts`` (by mountPath); in the Pod the ``volumes``."""
-
-    marker: str
-    env: tuple[dict[str, Any], ...]
-    mounts: tuple[dict[str, Any], ...]
-    volumes: tuple[dict[str, Any], ...]
-
-    def env_values(self) -> dict[str, Any]:
-        return {e["name"]: e.get("value") for e in self.env}
-
-
 def l2_claim(clients: Clients, cfg: AppConfig) -> str:
     """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
     the claim named after the deployed file system (read from the kvcache stack's outputs;
     OperationError with the reason when it cannot be)."""
-    if not cfg.kvcache.uses("fsx_lustre"):
+    if "fsx_lustre" not in cfg.kvcache.l2_backends:
         return PVC
     try:
         return fsx_claim(deployed_file_system(cfg, clients.aws("cloudformation")))

@@ -3,8 +3,8 @@
 ``compute_patch`` is a pure function from the Deployment (a dict as the API server returns it) to
 one RFC 6902 JSON Patch that gives the Pod template (its container carrying
 ``LMCACHE_REMOTE_URL``, like the rule) exactly what the Kyverno rule of the endpoint gives each
-Pod (``scripts.lib.l2_rule.l2_settings`` reads it from ``k8s.policy.rule``: the fs:// URL, the
-serde, the hash seed, the PVC volume and its mount with the endpoint's subPath). It is empty
+Pod (``k8s.l2_pod.l2_settings``, which the rule is rendered from: the fs:// URL, the serde, the
+hash seed, the PVC volume and its mount with the endpoint's subPath). It is empty
 when the template already has them, which makes the command idempotent. ``run_patch`` wraps it in
 pause operator -> scale endpoint to 0 -> patch -> scale back -> wait Ready, and restores the
 operator's replica count in a ``finally`` block whatever step fails.
@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.config.kvcache import EndpointConfig
+from k8s.l2_pod import L2Settings
 from scripts.lib.clients import Clients
-from scripts.lib.endpoints import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE, L2Settings
+from scripts.lib.endpoints import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
 from scripts.lib.errors import OperationError
 from scripts.lib.kube import MERGE_PATCH, find_endpoint_deployment, model_container_index
 from scripts.lib.progress import Show, wait_for

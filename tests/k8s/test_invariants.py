@@ -16,10 +16,10 @@ from urllib.parse import urlparse
 import pytest
 
 from infra.config import AppConfig
-from k8s.common import PART_OF
 from k8s.csi import NODE
 from k8s.curvine import master_addrs
 from k8s.foundation import CURVINE_SC
+from k8s.names import PART_OF
 from tests.support.objects import Obj, containers_of, fail_with, obj_id, pod_templates, selector_of
 
 FS_URL_PREFIX = "fs://"
@@ -171,7 +171,7 @@ def test_every_endpoint_pod_mounts_the_rwx_l2_claim_at_the_path_in_its_url(
     objs: list[Obj], config: AppConfig
 ) -> None:
     patches = list(_l2_patches(objs))
-    l2_namespaces = {e.namespace for e in config.kvcache.mounted_endpoints}
+    l2_namespaces = {e.namespace for e in config.kvcache.mounted_l2_endpoints}
     assert {ns for ns, _, _ in patches} == l2_namespaces
     claims = {
         (o["metadata"]["namespace"], o["metadata"]["name"]): o

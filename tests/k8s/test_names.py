@@ -39,7 +39,7 @@ def _named(objs: list[dict[str, Any]], kind: str) -> set[str]:
 def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
     env: str, objs: list[dict[str, Any]], config: AppConfig
 ) -> None:
-    curvine = config.kvcache.curvine.enabled and env != FSX_VARIANT
+    curvine = "curvine" in config.kvcache.l2_backends and env != FSX_VARIANT
     if curvine:
         assert CSI_DRIVER in _named(objs, "CSIDriver")
         assert CURVINE_SC in _named(objs, "StorageClass")
@@ -47,7 +47,7 @@ def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"])
               for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
     assert {(e.namespace, claim) for e in config.kvcache.endpoints} <= claims
-    if config.kvcache.mounted_endpoints:
+    if config.kvcache.mounted_l2_endpoints:
         assert POLICY in _named(objs, "ClusterPolicy")
 
 

@@ -12,19 +12,20 @@ import yaml
 from infra.config import AppConfig
 from infra.dashboards import all_exprs, grafana_dashboard
 from infra.versions import SUPPORTED_KUBERNETES
-from k8s.common import labels
-from k8s.observability import (
-    CURVINE_JOBS,
-    METRICS_PORT_NAME,
+from k8s.l2_pod import (
     MULTIPROC_DIR,
     observability_env,
     observability_mounts,
-    observability_objects,
     observability_volumes,
+)
+from k8s.names import labels, vllm_job
+from k8s.observability import (
+    CURVINE_JOBS,
+    METRICS_PORT_NAME,
+    observability_objects,
     scrape_config,
     scrape_config_yaml,
     scrape_targets,
-    vllm_job,
 )
 from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.doubles.prometheus import checked, scraped

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from k8s.common import PART_OF, Workload
+from k8s.names import PART_OF, Workload
 
 
 def test_pod_labels_contain_the_selector() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from k8s.l2_pod import l2_settings
 from scripts.lib.clients import Clients
-from scripts.lib.l2_rule import l2_settings
 from tests.doubles.fake_kube import FakeKube
 from tests.support.endpoint_objects import (
     DEPLOYMENTS,

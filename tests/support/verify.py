@@ -17,9 +17,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from k8s.l2_pod import l2_settings
 from scripts.lib import runtime
 from scripts.lib.clients import Clients
-from scripts.lib.l2_rule import l2_settings
 from scripts.lib.patch import compute_patch
 from scripts.lib.progress import Reporter
 from tests.doubles.fake_kube import FakeKube, json_patch

@@ -26,8 +26,8 @@ from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from infra.tiers import Tier, l2_hit_share, tier_of
-from k8s.curvine import WORKER_WL
+from infra.tiers import l2_hit_share
+from k8s.names import WORKER_WL
 from scripts.lib.bench_compare.scrape import increase, scrape_metrics
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
@@ -70,7 +70,7 @@ class _Endpoint:
     def __init__(self, clients: Clients, cfg: AppConfig, ref: EndpointConfig,
                  transport: Transport, opts: ChaosOptions) -> None:  # fmt: skip
         self.clients, self.ref, self.transport, self.opts = clients, ref, transport, opts
-        self.tier: Tier = tier_of(cfg, ref)
+        self.l2_backend = ref.l2_backend
         self.bpt = cfg.observability.kv_bytes_per_token
         self.model = ""
 
@@ -102,7 +102,7 @@ class _Endpoint:
             time.sleep(self.opts.flush_s)
             deltas = increase(before, scrape_metrics(metrics))
         tokens = got.prompt_tokens or len(prompt.split())
-        return l2_hit_share(deltas, tokens, self.tier, self.bpt)
+        return l2_hit_share(deltas, tokens, self.l2_backend, self.bpt)
 
 
 def _share(v: float | None) -> str:
@@ -211,14 +211,14 @@ def run_chaos(
     """The chaos stages, each a row. ``guard`` returns why not to start (a failed verify)."""
     ep = _Endpoint(clients, cfg, ref, transport, opts)
     why = guard()
-    if why is None and ep.tier == "none":
+    if why is None and ep.l2_backend == "none":
         why = f"kvcache.endpoints {ref.name}: l2_backend is none: nothing to recover from L2"
     if why is not None:
         return [Check(s, "skip", why) for s in STAGES]
     seed = opts.seed if opts.seed is not None else time.time_ns() % (2**31)
     checks = _stage(POD_REPLACED, lambda: [pod_replaced(ep, seed, show)])
-    if ep.tier != "curvine":
-        reason = f"l2_backend is {ep.tier}: no Curvine worker to lose"
+    if ep.l2_backend != "curvine":
+        reason = f"l2_backend is {ep.l2_backend}: no Curvine worker to lose"
         return checks + [Check(s, "skip", reason) for s in STAGES[1:]]
     return checks + _stage(DURING_LOSS, lambda: worker_lost(ep, cfg, seed, show))
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from k8s.l2_pod import L2Settings
 from k8s.names import POLICY
 from scripts.lib.checks import Check
-from scripts.lib.endpoints import L2Settings
 
 OPERATOR_URL_SCHEME = "sagemaker-hyperpod://"
 

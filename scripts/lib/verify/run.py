@@ -11,7 +11,8 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
-from infra.config.kvcache import EndpointConfig
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
+from k8s.l2_pod import l2_settings
 from k8s.names import CSI_DRIVER
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
@@ -20,7 +21,6 @@ from scripts.lib.kube import (
     find_endpoint_deployment,
     pods_of,
 )
-from scripts.lib.l2_rule import l2_settings
 from scripts.lib.verify.cluster import (
     _claim_check,
     _guard,
@@ -62,15 +62,15 @@ def run_verify(
         pods = pods_of(clients, dep) if dep else []
         return pods
 
-    if ref.backend == "tieredstorage":
+    if ref.l2_backend == "tieredstorage":
         checks.append(_guard(TIERED_URL_STAGE, lambda: check_tiered_url(load_pods())))
         checks.append(
             Check("Pods carry L2 settings", "skip", "tieredstorage: no policy rule, no mount")
         )
-    elif not ref.mounts_l2 or claim is None:
+    elif ref.l2_backend not in MOUNTED_L2_BACKENDS or claim is None:
         reason = (
             f"kvcache.endpoints {ref.name}: l2_backend is {ref.l2_backend} (no L2)"
-            if not ref.has_l2
+            if ref.l2_backend == "none"
             else "the L2 claim is unknown (see the PVC row)"
         )
         checks.append(Check("LMCACHE_REMOTE_URL is Curvine", "skip", reason))
@@ -124,23 +124,25 @@ def _store_checks(
     clients: Clients, cfg: AppConfig, ref: EndpointConfig
 ) -> tuple[str | None, Check]:
     """The claim row of an endpoint the policy mounts; skipped for any other backend."""
-    if ref.mounts_l2:
+    if ref.l2_backend in MOUNTED_L2_BACKENDS:
         return _claim_check(clients, cfg, ref)
     return None, Check(
-        f"PVC {ref.namespace}", "skip", f"l2_backend is {ref.backend}: the endpoint mounts no claim"
+        f"PVC {ref.namespace}",
+        "skip",
+        f"l2_backend is {ref.l2_backend}: the endpoint mounts no claim",
     )
 
 
 def _csi_check(clients: Clients, ref: EndpointConfig) -> Check:
     """Curvine's CSI driver matters only to an endpoint on Curvine."""
     stage = f"CSIDriver {CSI_DRIVER}"
-    if ref.backend != "curvine":
-        return Check(stage, "skip", f"l2_backend is {ref.backend}: no Curvine volume")
+    if ref.l2_backend != "curvine":
+        return Check(stage, "skip", f"l2_backend is {ref.l2_backend}: no Curvine volume")
     return _guard(stage, lambda: check_csi_driver(clients))
 
 
 def _cross_pod_fix(ref: EndpointConfig) -> str:
-    if ref.backend == "tieredstorage":
+    if ref.l2_backend == "tieredstorage":
         # Each Pod talks to its own node's daemon: a miss here says the managed tier did not
         # serve the other node (docs/verification.md).
         return (

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from infra.config import AppConfig
-from k8s.curvine import WORKER_WL
+from k8s.names import WORKER_WL
 from scripts.cli import app
 from scripts.lib.checks import Check
 from scripts.lib.progress import Reporter
