@@ -17,11 +17,14 @@ from typer.exceptions import Abort, TyperException
 
 from scripts.cli_bench import bench_app
 from scripts.commands import (
-    deploy_plan,
-    durations,
+    dashboard,
+    patch,
     preflight,
+    recreate,
+    report,
     size,
     teardown,
+    verify,
     wait_tiered_storage,
 )
 from scripts.lib.errors import CliError, Exit, describe_failure
@@ -39,11 +42,9 @@ from scripts.options import (
     usage_failure,
 )
 
-# NODE_JS: verify, patch and recreate read the L2 rule from the chart code, report and dashboard
-# build the dashboards from it, and manifests renders the charts: all import cdk8s, which starts
-# Node.js (jsii) and fails where Node.js is absent. Their command modules are imported when the
-# command runs, so `--help`, `preflight` (which reports a missing Node.js) and the other commands
-# run without it.
+# NODE_JS: only `manifests` renders the charts, which imports cdk8s; cdk8s starts Node.js (jsii)
+# and fails where Node.js is absent. Its module is imported when the command runs, so every other
+# command, and `preflight` (which reports a missing Node.js), runs without it.
 
 # jsii prints an 11-line Node.js end-of-life banner when a command first loads cdk8s on Node 20,
 # which the README supports: silenced (as the Makefile and app.py do), so the command's own
@@ -113,7 +114,7 @@ app = typer.Typer(
 @app.command("preflight", epilog="Example: hpkv preflight --env dev")
 def preflight_command(env: EnvOpt = "dev", as_json: JsonOpt = False) -> None:
     """Credentials, HyperPod quotas, instance types in the AZ id, kubectl/helm/node versions."""
-    raise typer.Exit(preflight.run(env, as_json))
+    raise typer.Exit(preflight.run(preflight.PreflightOptions(env=env, as_json=as_json)))
 
 
 @app.command("verify", epilog="Example: hpkv verify --env dev --endpoint qwen3-8b -n inference")
@@ -157,18 +158,13 @@ def verify_command(
     """Check a live environment stage by stage, then prove cross-Pod reuse through L2."""
     if chaos and not yes:
         _confirm_chaos(env, endpoint)
-    l2 = {
-        "prompt_words": prompt_words,
-        "max_tokens": max_tokens,
-        "seed": seed,
-        "min_hit_ratio": min_hit_ratio,
-        "port": port,
-    }
-    from scripts.commands import verify  # loads cdk8s: see NODE_JS above
-
     code, _ = verify.run(
-        env, namespace, endpoint, as_json, skip_l2_test, direct, context, l2, wait_minutes,
-        chaos=chaos,
+        verify.VerifyOptions(
+            env=env, namespace=namespace, endpoint=endpoint, as_json=as_json,
+            skip_l2_test=skip_l2_test, direct=direct, context=context, prompt_words=prompt_words,
+            max_tokens=max_tokens, seed=seed, min_hit_ratio=min_hit_ratio, port=port,
+            wait_minutes=wait_minutes, chaos=chaos,
+        )
     )  # fmt: skip
     raise typer.Exit(code)
 
@@ -202,7 +198,11 @@ def wait_tiered_storage_command(
 ) -> None:
     """Follow the Tiered Storage update: poll DescribeCluster until the config reads back and
     the cluster is InService (progress on stderr)."""
-    raise typer.Exit(wait_tiered_storage.run(env, timeout_minutes, interval_seconds, as_json))
+    options = wait_tiered_storage.WaitOptions(
+        env=env, timeout_minutes=timeout_minutes, interval_seconds=interval_seconds,
+        as_json=as_json,
+    )  # fmt: skip
+    raise typer.Exit(wait_tiered_storage.run(options))
 
 
 @app.command("patch", epilog="Example: hpkv patch --env dev --endpoint qwen3-8b --dry-run")
@@ -223,11 +223,11 @@ def patch_command(
     context: ContextOpt = None,
 ) -> None:
     """Point an endpoint's L2 at Curvine without Kyverno (pause operator, patch, restore)."""
-    from scripts.commands import patch  # loads cdk8s: see NODE_JS above
-
-    raise typer.Exit(
-        patch.run(env, namespace, endpoint, deployment, dry_run, timeout_minutes, as_json, context)
-    )
+    options = patch.PatchOptions(
+        env=env, namespace=namespace, endpoint=endpoint, deployment=deployment, dry_run=dry_run,
+        timeout_minutes=timeout_minutes, as_json=as_json, context=context,
+    )  # fmt: skip
+    raise typer.Exit(patch.run(options))
 
 
 app.add_typer(bench_app, name="bench")
@@ -296,12 +296,14 @@ def size_command(
     """KV bytes per token, weights, and how many tokens L0, L1 (LMCache's CPU cache in the Pod)
     and each L2 hold on this environment; with --prompt-tokens, whether each tier's read-back
     beats recomputing and which L2 to use."""
-    code = size.run(
-        model, env, params, instance_type, gpu_nodes, l2_worker_gib, weight_dtype, kv_dtype,
-        gpu_memory_utilization, prompt_tokens, prefill_tokens_per_s, sessions, context_tokens,
-        as_json,
+    options = size.SizeOptions(
+        model=model, env=env, params=params, instance_type=instance_type, gpu_nodes=gpu_nodes,
+        l2_worker_gib=l2_worker_gib, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+        gpu_memory_utilization=gpu_memory_utilization, prompt_tokens=prompt_tokens,
+        prefill_tokens_per_s=prefill_tokens_per_s, sessions=sessions,
+        context_tokens=context_tokens, as_json=as_json,
     )  # fmt: skip
-    raise typer.Exit(code)
+    raise typer.Exit(size.run(options))
 
 
 @app.command(
@@ -318,7 +320,8 @@ def teardown_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete endpoints, PVCs, stacks (reverse order) and tagged leftovers; re-runnable."""
-    raise typer.Exit(teardown.run(env, yes, allow_prod, as_json)[0])
+    options = teardown.TeardownOptions(env=env, yes=yes, allow_prod=allow_prod, as_json=as_json)
+    raise typer.Exit(teardown.run(options)[0])
 
 
 @app.command("recreate", epilog="Example: hpkv recreate --env test --yes")
@@ -341,9 +344,11 @@ def recreate_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Teardown, then `make deploy ENV=<env>`, then verify; reports each phase with its time."""
-    from scripts.commands import recreate  # loads cdk8s: see NODE_JS above
-
-    raise typer.Exit(recreate.run(env, yes, allow_prod, skip_verify, direct, wait_minutes, as_json))
+    options = recreate.RecreateOptions(
+        env=env, yes=yes, allow_prod=allow_prod, skip_verify=skip_verify, direct=direct,
+        wait_minutes=wait_minutes, as_json=as_json,
+    )  # fmt: skip
+    raise typer.Exit(recreate.run(options))
 
 
 @app.command("report", epilog="Example: hpkv report --env dev --window 1h")
@@ -359,27 +364,10 @@ def report_command(
     ] = None,
 ) -> None:
     """Each tier's hit rate, TTFT percentiles and L2 use over a window, from the metrics store."""
-    from scripts.commands import report  # loads cdk8s: see NODE_JS above
-
-    raise typer.Exit(report.run(env, window, as_json, png, endpoint))
-
-
-@app.command("durations", epilog="Example: hpkv durations --env test --json")
-def durations_command(
-    env: EnvOpt = "dev",
-    cdk_out: Annotated[
-        Path,
-        typer.Option(
-            "--cdk-out",
-            help="Cloud assembly of this environment, for the table's per-property overrides "
-            "(used when it holds a manifest.json).",
-        ),
-    ] = Path("cdk.out"),
-    as_json: JsonOpt = False,
-) -> None:
-    """Measured create/delete minutes of every resource (CloudFormation events of the deployed
-    stacks) beside the minutes scripts/lib/deploy_durations.yaml assumes."""
-    raise typer.Exit(durations.run(env, cdk_out, as_json))
+    options = report.ReportOptions(
+        env=env, window=window, as_json=as_json, png=png, endpoint=endpoint
+    )
+    raise typer.Exit(report.run(options))
 
 
 @app.command("manifests", epilog="Example: hpkv manifests --env dev --out dist/dev")
@@ -391,7 +379,7 @@ def manifests_command(
     order, kustomization.yaml, README.md) and record the environment's lock."""
     from scripts.commands import manifests  # loads cdk8s: see NODE_JS above
 
-    raise typer.Exit(manifests.run(env, out))
+    raise typer.Exit(manifests.run(manifests.ManifestsOptions(env=env, out=out)))
 
 
 @app.command(
@@ -409,24 +397,8 @@ def dashboard_command(
     ] = None,
 ) -> None:
     """Write the Grafana dashboard JSON and the alert rules of this environment."""
-    from scripts.commands import dashboard  # loads cdk8s: see NODE_JS above
-
-    raise typer.Exit(dashboard.run(env, out, samples, png))
-
-
-@app.command(
-    "deploy-plan", epilog="Example: hpkv deploy-plan --out cdk.out --png cdk.out/deploy-plan.png"
-)
-def deploy_plan_command(
-    out: Annotated[Path, typer.Option(help="The cloud assembly (make synth first).")] = Path(
-        "cdk.out"
-    ),
-    png: Annotated[Path | None, typer.Option(help="Write a Gantt chart here.")] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Modelled duration of cdk deploy/destroy --all from cdk.out: as deployed, the floor, and the
-    critical path (estimates from scripts/lib/deploy_durations.yaml)."""
-    raise typer.Exit(deploy_plan.run(out, png, as_json))
+    options = dashboard.DashboardOptions(env=env, out=out, samples=samples, png=png)
+    raise typer.Exit(dashboard.run(options))
 
 
 def main() -> None:

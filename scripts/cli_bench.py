@@ -72,16 +72,21 @@ def bench_command(
     """TTFT sweep cold vs warm, multi-turn speedup and concurrency; CSV/JSON and PNG plots."""
     if ctx.invoked_subcommand is not None:
         return
-    code = bench.run(
-        env, target, namespace, endpoint, model, counts(lengths, "--lengths"), repeats, turns,
-        turn_words, counts(concurrency, "--concurrency", empty_ok=True), concurrency_words,
-        max_tokens, seed, out_dir, as_json, direct, context,
+    options = bench.BenchOptions(
+        env=env, targets=tuple(target or ()), namespace=namespace, endpoint=endpoint, model=model,
+        lengths=tuple(counts(lengths, "--lengths")), repeats=repeats, turns=turns,
+        turn_words=turn_words,
+        concurrency=tuple(counts(concurrency, "--concurrency", empty_ok=True)),
+        concurrency_words=concurrency_words, max_tokens=max_tokens, seed=seed, out_dir=out_dir,
+        as_json=as_json, direct=direct, context=context,
     )  # fmt: skip
-    raise typer.Exit(code)
+    raise typer.Exit(bench.run(options))
 
 
 ENDPOINT_HELP = "Endpoint of kvcache.endpoints (repeat; default: bench.endpoints, else all)."
-TARGET_HELP = "TIER=URL[,URL] instead (repeat): a tier's replicas, the one on another node second."
+TARGET_HELP = (
+    "L2_BACKEND=URL[,URL] instead (repeat): an endpoint's replicas, the one on another node second."
+)
 
 
 def _workloads(text: str) -> tuple[str, ...] | None:
@@ -140,8 +145,9 @@ def compare_command(
     CSVs, PNGs) and each tier's verdicts against `bench` in config; exit 1 when one misses."""
     sweep = tuple(counts(lengths, "--lengths", empty_ok=True)) or None
     given = Overrides(sweep, repeats, users, rounds, concurrency, max_tokens, _workloads(workloads))
-    code = bench_compare.run(
-        env, endpoint, target, out_dir, seed, given,
-        Waits(settle_seconds, counters_wait_seconds), as_json, direct, context, note,
+    options = bench_compare.CompareOptions(
+        env=env, endpoints=tuple(endpoint or ()), targets=tuple(target or ()), out_dir=out_dir,
+        seed=seed, given=given, waits=Waits(settle_seconds, counters_wait_seconds),
+        as_json=as_json, direct=direct, context=context, note=note,
     )  # fmt: skip
-    raise typer.Exit(code)
+    raise typer.Exit(bench_compare.run(options))

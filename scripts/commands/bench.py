@@ -7,6 +7,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.table import Table
@@ -31,44 +32,53 @@ from scripts.lib.kube import (
 from scripts.lib.openai_stream import StreamError, list_models
 
 
-def run(
-    env: str = "dev",
-    target: list[str] | None = None,
-    namespace: str | None = None,
-    endpoint: str | None = None,
-    model: str | None = None,
-    lengths: list[int] | None = None,
-    repeats: int = 3,
-    turns: int = 5,
-    turn_words: int = 400,
-    concurrency: list[int] | None = None,
-    concurrency_words: int = 2000,
-    max_tokens: int = 8,
-    seed: int | None = None,
-    out_dir: Path | None = None,
-    as_json: bool = False,
-    direct: bool = False,
-    context: str | None = None,
-) -> Exit:
-    the_seed = seed if seed is not None else time.time_ns() % (2**31)
-    folder = out_dir or Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
+@dataclass(frozen=True)
+class BenchOptions:
+    env: str = "dev"
+    targets: tuple[str, ...] = ()
+    """Base URLs (1st cold, 2nd warm); empty: two Pods of the endpoint."""
+    namespace: str | None = None
+    endpoint: str | None = None
+    model: str | None = None
+    """Default: the first of /v1/models."""
+    lengths: tuple[int, ...] = (500, 1000, 1500, 2000, 2500, 3000)
+    repeats: int = 3
+    turns: int = 5
+    turn_words: int = 400
+    concurrency: tuple[int, ...] = field(default=())
+    concurrency_words: int = 2000
+    max_tokens: int = 8
+    seed: int | None = None
+    out_dir: Path | None = None
+    as_json: bool = False
+    direct: bool = False
+    context: str | None = None
+
+
+def run(o: BenchOptions) -> Exit:
+    as_json = o.as_json
+    the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
+    folder = o.out_dir or Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
     with contextlib.ExitStack() as stack:
-        targets = list(target or [])
+        targets = list(o.targets)
         if not targets:
-            targets = _pod_targets(stack, env, namespace, endpoint, direct, context)
+            targets = _pod_targets(stack, o.env, o.namespace, o.endpoint, o.direct, o.context)
         try:
-            the_model = model or list_models(targets[0])[0]
-            send = make_sender(the_model, max_tokens)
+            the_model = o.model or list_models(targets[0])[0]
+            send = make_sender(the_model, o.max_tokens)
             result = BenchResult(the_seed, targets)
             result.sweep = run_sweep(
-                send, targets, lengths or [], repeats, the_seed, _note(as_json)
+                send, targets, list(o.lengths), o.repeats, the_seed, _note(as_json)
             )
-            if turns:
-                result.turns = run_turns(send, targets, turns, turn_words, the_seed, _note(as_json))
-            if concurrency:
-                result.concurrency = run_concurrency(
-                    send, targets, concurrency, concurrency_words, the_seed, _note(as_json)
+            if o.turns:
+                result.turns = run_turns(
+                    send, targets, o.turns, o.turn_words, the_seed, _note(as_json)
                 )
+            if o.concurrency:
+                result.concurrency = run_concurrency(
+                    send, targets, list(o.concurrency), o.concurrency_words, the_seed,
+                    _note(as_json),
+                )  # fmt: skip
         except StreamError as exc:
             # The URL it tried and why: e.g. a port-forward that ended, or a --target typo.
             raise runtime.fail(

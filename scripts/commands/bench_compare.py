@@ -1,11 +1,12 @@
 """``hpkv bench compare``: the same workloads against one endpoint per tier (from config, or
-``--target TIER=URL[,URL]``), a report folder, and exit 1 when a tier misses a threshold."""
+``--target L2_BACKEND=URL[,URL]``), a report folder, and exit 1 when a tier misses a threshold."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.table import Table
@@ -16,7 +17,7 @@ from scripts.lib.bench_compare import report
 from scripts.lib.bench_compare.run import Comparison, Overrides, compare, plan_from, request_count
 from scripts.lib.bench_compare.scrape import scrape_metrics
 from scripts.lib.bench_compare.targets import (
-    TierTarget,
+    BenchTarget,
     endpoints_to_compare,
     open_endpoint,
     parse_target,
@@ -27,32 +28,40 @@ from scripts.lib.openai_stream import StreamError, StreamResult, list_models, st
 from scripts.lib.progress import Steps
 
 
-def run(
-    env: str = "dev",
-    endpoints: list[str] | None = None,
-    targets: list[str] | None = None,
-    out_dir: Path | None = None,
-    seed: int | None = None,
-    given: Overrides | None = None,
-    waits: Waits | None = None,
-    as_json: bool = False,
-    direct: bool = False,
-    context: str | None = None,
-    note: str = "",
-) -> Exit:
+@dataclass(frozen=True)
+class CompareOptions:
+    env: str = "dev"
+    endpoints: tuple[str, ...] = ()
+    """Names of kvcache.endpoints; empty: bench.endpoints, else all."""
+    targets: tuple[str, ...] = ()
+    """``L2_BACKEND=URL[,URL]`` instead of endpoints from config."""
+    out_dir: Path | None = None
+    seed: int | None = None
+    given: Overrides = field(default_factory=Overrides)
+    """What the command line overrides of the ``bench`` config."""
+    waits: Waits = field(default_factory=Waits)
+    as_json: bool = False
+    direct: bool = False
+    context: str | None = None
+    note: str = ""
+    """A line under the report's heading."""
+
+
+def run(o: CompareOptions) -> Exit:
+    env, as_json = o.env, o.as_json
     cfg = runtime.config(env)
-    the_seed = seed if seed is not None else time.time_ns() % (2**31)
-    folder = out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
-    explicit = [parse_target(t) for t in targets or []]  # bad options fail before any work
+    the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
+    folder = o.out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
+    explicit = [parse_target(t) for t in o.targets]  # bad options fail before any work
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
-        tiers = explicit or _from_config(stack, env, endpoints or [], direct, context)
+        tiers = explicit or _from_config(stack, env, list(o.endpoints), o.direct, o.context)
         try:
-            result = compare_tiers(cfg, tiers, the_seed, given or Overrides(), waits or Waits())
+            result = compare_tiers(cfg, tiers, the_seed, o.given, o.waits)
         except (StreamError, OSError) as exc:
             raise runtime.fail(f"{type(exc).__name__}: {exc}") from None
     heading = f"KV-cache tiers compared: {env}"
-    files = report.write(result, folder, bpt, heading, note)
+    files = report.write(result, folder, bpt, heading, o.note)
     code = Exit.CHECK_FAILED if result.failed else Exit.OK
     if as_json:
         print(json.dumps({"ok": code == Exit.OK, "exit_code": int(code), "folder": str(folder),
@@ -65,7 +74,7 @@ def run(
 
 def _from_config(
     stack: contextlib.ExitStack, env: str, names: list[str], direct: bool, context: str | None
-) -> list[TierTarget]:
+) -> list[BenchTarget]:
     cfg = runtime.config(env)
     refs = endpoints_to_compare(cfg, names)
     clients = runtime.CLIENTS(cfg, context)
@@ -73,7 +82,7 @@ def _from_config(
     return [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
 
 
-def compare_tiers(cfg: AppConfig, tiers: list[TierTarget], seed: int, given: Overrides,
+def compare_tiers(cfg: AppConfig, tiers: list[BenchTarget], seed: int, given: Overrides,
                   waits: Waits) -> Comparison:  # fmt: skip
     """The workloads of ``cfg.bench`` (with ``given``) on every tier, in order, with progress."""
     bpt = cfg.observability.kv_bytes_per_token
@@ -90,11 +99,11 @@ def compare_tiers(cfg: AppConfig, tiers: list[TierTarget], seed: int, given: Ove
 
 def _print(result: Comparison, folder: Path, files: int) -> None:
     table = Table(title=f"bench compare (seed {result.plan.seed})")
-    for col in ("tier", "endpoint", "check", "measured", "threshold", "verdict"):
+    for col in ("l2_backend", "endpoint", "check", "measured", "threshold", "verdict"):
         table.add_column(col)
     for v in result.verdicts:
         measured = "-" if v.measured is None else f"{v.measured:.3f}"
-        table.add_row(v.tier, v.endpoint, v.check, measured, f"{v.threshold:g}",
+        table.add_row(v.l2_backend, v.endpoint, v.check, measured, f"{v.threshold:g}",
                       v.status if v.status != "fail" else f"fail: {v.reason}")  # fmt: skip
     runtime.out.print(table)
     runtime.out.print(f"wrote {files} files to {folder} (report.md)")

@@ -9,6 +9,7 @@ screenshot in docs/ comes from ``tests/scripts/fixtures/observability_samples.js
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +33,19 @@ def sample_series(samples: dict[str, Any]) -> Any:
     return fetch
 
 
-def run(
-    env: str = "dev",
-    out: Path | None = None,
-    samples: Path | None = None,
-    png: Path | None = None,
-) -> Exit:
-    config = runtime.config(env)
-    folder = out or Path("dist") / config.environment
+@dataclass(frozen=True)
+class DashboardOptions:
+    env: str = "dev"
+    out: Path | None = None
+    """Default: dist/<env>."""
+    samples: Path | None = None
+    png: Path | None = None
+
+
+def run(o: DashboardOptions) -> Exit:
+    samples, png = o.samples, o.png
+    config = runtime.config(o.env)
+    folder = o.out or Path("dist") / config.environment
     dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
     try:
         write_checked({

@@ -5,6 +5,7 @@ system is read from the deployed kvcache stack's outputs; without it nothing is 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
@@ -14,11 +15,18 @@ from scripts.lib import runtime
 from scripts.lib.errors import Exit
 
 
-def run(env: str = "dev", out: Path | None = None) -> Exit:
-    config = runtime.config(env)
+@dataclass(frozen=True)
+class ManifestsOptions:
+    env: str = "dev"
+    out: Path | None = None
+    """Default: dist/<env>."""
+
+
+def run(o: ManifestsOptions) -> Exit:
+    config = runtime.config(o.env)
     try:
         fsx = deployed_file_system(config) if needs_file_system(config) else None
-        paths = render_config(config, out or Path("dist") / env, fsx=fsx)
+        paths = render_config(config, o.out or Path("dist") / o.env, fsx=fsx)
     except FileSystemUnknown as exc:
         raise runtime.fail(f"{exc}; nothing was written", Exit.USAGE) from None
     except UnresolvedTokenError as exc:

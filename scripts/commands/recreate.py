@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
@@ -15,16 +16,21 @@ from scripts.lib.errors import Exit, describe_failure
 from scripts.lib.progress import fmt_duration
 
 
-def run(
-    env: str = "dev",
-    yes: bool = False,
-    allow_prod: bool = False,
-    skip_verify: bool = False,
-    direct: bool = False,
-    wait_minutes: float = 30,
-    as_json: bool = False,
-) -> Exit:
-    if not yes:
+@dataclass(frozen=True)
+class RecreateOptions:
+    env: str = "dev"
+    yes: bool = False
+    allow_prod: bool = False
+    skip_verify: bool = False
+    direct: bool = False
+    wait_minutes: float = 30
+    """verify first waits this long for Tiered Storage, the nodes and the rollout."""
+    as_json: bool = False
+
+
+def run(o: RecreateOptions) -> Exit:
+    env, as_json = o.env, o.as_json
+    if not o.yes:
         raise runtime.fail(
             "refused: recreate deletes the environment first; pass --yes", Exit.REFUSED
         )
@@ -66,18 +72,14 @@ def run(
         return Exit.OK, None
 
     steps: list[tuple[str, Callable[[], tuple[Exit, dict[str, Any] | None]]]] = [
-        ("teardown", lambda: teardown.run(env, True, allow_prod, as_json, emit=False)),
+        ("teardown", lambda: teardown.run(teardown.TeardownOptions(
+            env=env, yes=True, allow_prod=o.allow_prod, as_json=as_json, emit=False))),
         ("deploy", deploy),
-    ]
-    if not skip_verify:
-        steps.append(
-            (
-                "verify",
-                lambda: verify.run(
-                    env, None, None, as_json, False, direct, None, {}, wait_minutes, not as_json
-                ),
-            )
-        )
+    ]  # fmt: skip
+    if not o.skip_verify:
+        checks = verify.VerifyOptions(env=env, as_json=as_json, direct=o.direct,
+                                      wait_minutes=o.wait_minutes, emit=not as_json)  # fmt: skip
+        steps.append(("verify", lambda: verify.run(checks)))
     code = Exit.OK
     for name, run in steps:
         code = phase(name, run)

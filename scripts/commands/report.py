@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,19 +26,25 @@ from scripts.lib.report import (
 )
 
 
-def run(
-    env: str = "dev",
-    window: str = "1h",
-    as_json: bool = False,
-    png: Path | None = None,
-    endpoint: str | None = None,
-) -> Exit:
-    config = runtime.config(env)
+@dataclass(frozen=True)
+class ReportOptions:
+    env: str = "dev"
+    window: str = "1h"
+    as_json: bool = False
+    png: Path | None = None
+    """Default: dist/<env>/report.png."""
+    endpoint: str | None = None
+    """Prometheus query URL (default: the AMP workspace)."""
+
+
+def run(o: ReportOptions) -> Exit:
+    window, as_json = o.window, o.as_json
+    config = runtime.config(o.env)
     try:
         seconds = window_seconds(window)
     except ValueError as error:
         raise runtime.fail(str(error), Exit.USAGE) from None
-    base = endpoint or query_endpoint(config)
+    base = o.endpoint or query_endpoint(config)
     found = boto3.Session(region_name=config.region).get_credentials()
     if found is None:
         raise runtime.fail(
@@ -51,7 +58,7 @@ def run(
     print(json.dumps(report, indent=2) if as_json else table(report))
     start = end - timedelta(seconds=seconds)
     step = max(30, seconds // 120)
-    path = png or Path("dist") / config.environment / "report.png"
+    path = o.png or Path("dist") / config.environment / "report.png"
     render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
                f"{config.stack_prefix}: last {window}")  # fmt: skip
     print(f"wrote {path}", file=sys.stderr)

@@ -5,9 +5,11 @@ tier's read-back beats recomputing and which L2 to use."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from rich.table import Table
 
+from infra.config.model import l2_pool_bytes
 from infra.instances import GPU_INSTANCES
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
@@ -15,34 +17,37 @@ from scripts.lib.sizing import GIB, SizingError, load_model_config, size_model
 from scripts.lib.tier_advice import tier_advice
 
 
-def run(
-    model: str,
-    env: str = "dev",
-    params: float | None = None,
-    instance_type: str | None = None,
-    gpu_nodes: int | None = None,
-    l2_worker_gib: float | None = None,
-    weight_dtype: str | None = None,
-    kv_dtype: str | None = None,
-    gpu_memory_utilization: float = 0.9,
-    prompt_tokens: int | None = None,
-    prefill_tokens_per_s: float | None = None,
-    sessions: int = 1,
-    context_tokens: int | None = None,
-    as_json: bool = False,
-) -> Exit:
-    cfg = runtime.config(env)
-    itype = instance_type or cfg.hyperpod.gpu_group.instance_type
+@dataclass(frozen=True)
+class SizeOptions:
+    model: str
+    """A Hugging Face config.json (or its folder), or a preset."""
+    env: str = "dev"
+    params: float | None = None
+    instance_type: str | None = None
+    gpu_nodes: int | None = None
+    l2_worker_gib: float | None = None
+    weight_dtype: str | None = None
+    kv_dtype: str | None = None
+    gpu_memory_utilization: float = 0.9
+    prompt_tokens: int | None = None
+    prefill_tokens_per_s: float | None = None
+    sessions: int = 1
+    context_tokens: int | None = None
+    as_json: bool = False
+
+
+def run(o: SizeOptions) -> Exit:
+    cfg = runtime.config(o.env)
+    itype = o.instance_type or cfg.hyperpod.gpu_group.instance_type
     if itype not in GPU_INSTANCES:
         raise runtime.fail(
             f"--instance-type {itype}: known types are {', '.join(GPU_INSTANCES)}", Exit.USAGE
         )
     inst = GPU_INSTANCES[itype]
-    curvine = cfg.kvcache.curvine
-    if l2_worker_gib is not None:
-        worker_gib = l2_worker_gib
-    else:  # without Curvine there is no L2 pool
-        worker_gib = float(curvine.worker.capacity_gib) if curvine.enabled else 0.0
+    # The pool a Curvine L2 would have here; the table counts it only where Curvine runs (or
+    # where --l2-worker-gib asks what it would hold).
+    pool = l2_pool_bytes(cfg, "curvine", worker_gib=o.l2_worker_gib, gpu_nodes=o.gpu_nodes)
+    deployed = "curvine" in cfg.kvcache.l2_backends or o.l2_worker_gib is not None
     ts = cfg.tiered_storage
     ts_gib = inst.memory_gib * ts.instance_memory_allocation_percentage / 100
     if ts.mode != "Enable":
@@ -50,7 +55,7 @@ def run(
     # L1 as the environment's first endpoint sizes it (the Pod's memory less vLLM's need).
     l1_gib = float(cfg.kvcache.endpoints[0].l1_cache_gib)
     try:
-        label, model_cfg = load_model_config(model)
+        label, model_cfg = load_model_config(o.model)
         report = size_model(
             label,
             model_cfg,
@@ -58,42 +63,40 @@ def run(
             gpus=inst.gpus,
             gpu_memory_gib=inst.gpu_memory_gib,
             instance_memory_gib=inst.memory_gib,
-            gpu_nodes=gpu_nodes or cfg.hyperpod.gpu_group.instance_count,
+            gpu_nodes=o.gpu_nodes or cfg.hyperpod.gpu_group.instance_count,
             tiered_storage_percent=ts.instance_memory_allocation_percentage
             if ts.mode == "Enable"
             else 0,
-            l2_worker_gib=worker_gib,
+            curvine_pool_bytes=pool if deployed else 0,
             l1_gib=l1_gib,
-            params=int(params) if params else None,
-            weight_dtype=weight_dtype,
-            kv_dtype=kv_dtype,
-            gpu_memory_utilization=gpu_memory_utilization,
+            params=int(o.params) if o.params else None,
+            weight_dtype=o.weight_dtype,
+            kv_dtype=o.kv_dtype,
+            gpu_memory_utilization=o.gpu_memory_utilization,
         )
         advice = (
             tier_advice(
                 model_cfg,
-                prompt_tokens=prompt_tokens,
-                sessions=sessions,
-                context_tokens=context_tokens or prompt_tokens,
-                curvine_pool_bytes=int(
-                    (l2_worker_gib or curvine.worker.capacity_gib) * GIB * report.gpu_nodes
-                ),
+                prompt_tokens=o.prompt_tokens,
+                sessions=o.sessions,
+                context_tokens=o.context_tokens or o.prompt_tokens,
+                curvine_pool_bytes=pool,
                 fsx_capacity_gib=cfg.kvcache.fsx.storage_capacity_gib,
                 fsx_throughput_mb_per_tib=cfg.kvcache.fsx.throughput_mb_per_tib,
                 gpus=inst.gpus,
                 tieredstorage_bytes=int(ts_gib * GIB),
-                prefill_tokens_per_s=prefill_tokens_per_s,
-                params=int(params) if params else None,
-                kv_dtype=kv_dtype,
+                prefill_tokens_per_s=o.prefill_tokens_per_s,
+                params=int(o.params) if o.params else None,
+                kv_dtype=o.kv_dtype,
             )
-            if prompt_tokens
+            if o.prompt_tokens
             else None
         )
     except SizingError as exc:
         raise runtime.fail(str(exc), Exit.USAGE) from None
     if advice is not None and advice.flag is not None:
         report.flags.append(advice.flag)
-    if as_json:
+    if o.as_json:
         data = report.as_dict()
         if advice is not None:
             data["tier_advice"] = advice.as_dict()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from rich.table import Table
@@ -15,13 +16,22 @@ from scripts.lib.teardown.execute import execute_teardown
 from scripts.lib.teardown.plan import plan_teardown
 
 
-def run(
-    env: str, yes: bool, allow_prod: bool, as_json: bool, emit: bool = True
-) -> tuple[Exit, dict[str, Any]]:
+@dataclass(frozen=True)
+class TeardownOptions:
+    env: str = "dev"
+    yes: bool = False
+    allow_prod: bool = False
+    as_json: bool = False
+    emit: bool = True
+    """Print the result (recreate runs teardown as a phase and prints its own)."""
+
+
+def run(o: TeardownOptions) -> tuple[Exit, dict[str, Any]]:
     """Plan (and with ``yes`` run) the teardown; returns the exit code and the JSON object (printed
     unless ``emit`` is off). Steps go to stdout as a list, or to stderr with --json."""
+    env, yes, as_json, emit = o.env, o.yes, o.as_json, o.emit
     cfg = runtime.config(env)
-    if is_prod(cfg) and not allow_prod:
+    if is_prod(cfg) and not o.allow_prod:
         raise runtime.fail(
             f"refused: {env} is a production environment; pass --allow-prod to tear it down",
             Exit.REFUSED,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from infra.config import AppConfig
@@ -17,30 +18,45 @@ from scripts.lib.verify.run import run_verify
 from scripts.lib.verify.waits import wait_until_ready
 
 
-def run(
-    env: str,
-    namespace: str | None,
-    endpoint: str | None,
-    as_json: bool,
-    skip_l2: bool,
-    direct: bool,
-    context: str | None,
-    l2: dict[str, Any],
-    wait_minutes: float = 0,
-    emit: bool = True,
-    chaos: bool = False,
-) -> tuple[Exit, dict[str, Any]]:
+@dataclass(frozen=True)
+class VerifyOptions:
+    env: str = "dev"
+    namespace: str | None = None
+    endpoint: str | None = None
+    as_json: bool = False
+    skip_l2_test: bool = False
+    direct: bool = False
+    context: str | None = None
+    prompt_words: int = 1900
+    """Prompt length (~tokens) of the cross-Pod L2 test."""
+    max_tokens: int = 4
+    seed: int | None = None
+    min_hit_ratio: float = 0.5
+    """The cross-Pod test passes when the second Pod hits this share."""
+    port: int | None = None
+    """Model port (default: the container's)."""
+    wait_minutes: float = 0
+    chaos: bool = False
+    emit: bool = True
+    """Print the result (recreate runs verify as a phase)."""
+
+
+def run(o: VerifyOptions) -> tuple[Exit, dict[str, Any]]:
     """Run verify; returns the exit code and the JSON object (printed unless ``emit`` is off)."""
+    env, as_json, emit = o.env, o.as_json, o.emit
     cfg = runtime.config(env)
-    ref = runtime.endpoint(cfg, endpoint, namespace)
-    clients = runtime.CLIENTS(cfg, context)
+    ref = runtime.endpoint(cfg, o.endpoint, o.namespace)
+    clients = runtime.CLIENTS(cfg, o.context)
     waited: dict[str, float] = {}
-    if wait_minutes > 0:
-        waited = wait_until_ready(clients, cfg, ref, wait_minutes * 60.0, show=runtime.PROGRESS)
-    transport = None if skip_l2 else runtime.transport(direct, context)
-    checks, cross = run_verify(clients, cfg, ref, transport, **l2)
-    if chaos:
-        checks += _chaos(clients, cfg, ref, checks, direct, context, l2)
+    if o.wait_minutes > 0:
+        waited = wait_until_ready(clients, cfg, ref, o.wait_minutes * 60.0, show=runtime.PROGRESS)
+    transport = None if o.skip_l2_test else runtime.transport(o.direct, o.context)
+    checks, cross = run_verify(
+        clients, cfg, ref, transport, prompt_words=o.prompt_words, max_tokens=o.max_tokens,
+        seed=o.seed, min_hit_ratio=o.min_hit_ratio, port=o.port,
+    )  # fmt: skip
+    if o.chaos:
+        checks += _chaos(clients, cfg, ref, checks, o)
     extra: dict[str, Any] = {"environment": env, "l2_test": cross.as_dict() if cross else None}
     if waited:
         extra["waited_seconds"] = {k: round(v, 1) for k, v in waited.items()}
@@ -52,17 +68,13 @@ def run(
     return checks_exit(checks), payload
 
 
-# What the chaos stages take from verify's own options; the rest are ChaosOptions' defaults.
-CHAOS_OPTIONS = ("max_tokens", "seed")
-
-
 def _chaos(clients: Clients, cfg: AppConfig, ref: EndpointConfig, checks: list[Check],
-           direct: bool, context: str | None, l2: dict[str, Any]) -> list[Check]:  # fmt: skip
+           o: VerifyOptions) -> list[Check]:  # fmt: skip
     """The chaos stages, only on an environment verify found healthy: breaking a broken one
-    proves nothing."""
+    proves nothing. They take verify's max_tokens and seed; the rest are ChaosOptions'."""
     failed = [c.stage for c in checks if c.status == "fail"]
-    opts = ChaosOptions(**{k: l2[k] for k in CHAOS_OPTIONS if l2.get(k) is not None})
+    opts = ChaosOptions(max_tokens=o.max_tokens, seed=o.seed)
     return run_chaos(
-        clients, cfg, ref, runtime.transport(direct, context), opts, show=runtime.PROGRESS,
+        clients, cfg, ref, runtime.transport(o.direct, o.context), opts, show=runtime.PROGRESS,
         guard=lambda: f"verify failed ({', '.join(failed)}): fix that first" if failed else None,
     )  # fmt: skip

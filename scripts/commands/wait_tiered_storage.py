@@ -4,6 +4,7 @@ the config reads back and the cluster is InService (progress on stderr)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from scripts.lib import runtime
 from scripts.lib.environment import cluster_names
@@ -12,12 +13,16 @@ from scripts.lib.progress import wait_for
 from scripts.lib.verify.waits import tiered_storage_state
 
 
-def run(
-    env: str = "dev",
-    timeout_minutes: float = 45,
-    interval_seconds: float = 30,
-    as_json: bool = False,
-) -> Exit:
+@dataclass(frozen=True)
+class WaitOptions:
+    env: str = "dev"
+    timeout_minutes: float = 45
+    interval_seconds: float = 30
+    as_json: bool = False
+
+
+def run(o: WaitOptions) -> Exit:
+    env = o.env
     cfg = runtime.config(env)
     clients = runtime.CLIENTS(cfg, None)
     last = {"state": ""}
@@ -30,11 +35,11 @@ def run(
     seconds = wait_for(
         f"Tiered Storage on {name}",
         poll,
-        timeout_minutes * 60.0,
-        interval_seconds,
+        o.timeout_minutes * 60.0,
+        o.interval_seconds,
         runtime.PROGRESS,
     )
-    if as_json:
+    if o.as_json:
         print(
             json.dumps(
                 {"ok": True, "environment": env, "cluster": name, "seconds": round(seconds, 1),

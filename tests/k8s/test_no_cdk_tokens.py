@@ -230,7 +230,7 @@ def test_make_synth_writes_what_make_manifests_writes_and_keeps_the_dashboard(
     writes, and the dashboard's files stay."""
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
     synth_out, manifests_out = tmp_path / "synth", tmp_path / "manifests"
-    assert dashboard.run("dev", out=synth_out) == Exit.OK
+    assert dashboard.run(dashboard.DashboardOptions(out=synth_out)) == Exit.OK
     rules = (synth_out / "alert-rules.yaml").read_text()
     _synth(tmp_path, synth_out)
     render_module.render("dev", manifests_out, tmp_path / "locks")

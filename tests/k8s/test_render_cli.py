@@ -57,7 +57,7 @@ def test_rendering_a_shipped_environment_rewrites_its_committed_lock_byte_for_by
 
 
 def _dashboard(out: Path) -> dict[str, str]:
-    assert dashboard.run("dev", out=out) == Exit.OK
+    assert dashboard.run(dashboard.DashboardOptions(out=out)) == Exit.OK
     return {p.name: p.read_text() for p in out.iterdir()
             if p.name in ("alert-rules.yaml", "grafana-dashboard.json")}  # fmt: skip
 
