@@ -38,10 +38,10 @@ TARGET = 85.0
 # (what the L2 policy gives a Pod, as plain data) is.
 MODULES = (
     "k8s.l2_pod", "infra.config.model", "infra.config.network", "infra.config.eks",
-    "infra.config.hyperpod", "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache", "infra.config.addons",
-    "infra.config.fields", "infra.config.rules", "infra.config.locks", "infra.config.loader",
-    "infra.config.observability", "infra.config.pipeline", "infra.config.errors",
-    "infra.config.operator_versions",
+    "infra.config.hyperpod", "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache",
+    "infra.config.addons", "infra.config.fields", "infra.config.rules", "infra.config.locks",
+    "infra.config.loader", "infra.config.observability", "infra.config.pipeline",
+    "infra.config.errors", "infra.config.operator_versions",
     "infra.custom_resources.tiered_storage.handler.physical_id",
     "infra.custom_resources.tiered_storage.handler.properties",
     "infra.custom_resources.tiered_storage.handler.client",

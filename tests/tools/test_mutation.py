@@ -126,7 +126,8 @@ def test_a_survivor_that_changes_a_listed_line_counts_as_equivalent(tree: Path) 
     codes = {"pkg.mod.x_f__mutmut_1": 0, "pkg.mod.x_f__mutmut_2": 0, "pkg.mod.xǁCǁg__mutmut_1": 0}
     (mutation.MUTANTS / "pkg" / "mod.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
     assert mutation.changed_lines("pkg.mod", "pkg.mod.x_f__mutmut_1") == (
-        "f", {'value = d.get("a", "")'}
+        "f",
+        {'value = d.get("a", "")'},
     )
     assert mutation.changed_lines("pkg.mod", "pkg.mod.xǁCǁg__mutmut_1") == ("g", {"return 1"})
     listed = [mutation.Equivalent("pkg.mod", "f", 'value = d.get("a", "")', "never read")]
