@@ -14,21 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.config import AppConfig
-from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
+from infra.config.kvcache import EndpointConfig
 from k8s.names import PVC, REMOTE_URL_ENV
 
 VOLUME = "curvine-l2"  # the L2 claim's volume in the Pod
 L1_SIZE_ENV = "LMCACHE_MAX_LOCAL_CPU_SIZE"
-# LMCache's PrometheusLogger writes its multiprocess files here (and vLLM's /metrics reads them)
-# once the variable is set; this is the directory LMCache itself falls back to.
+# LMCache's counters reach vLLM's /metrics through prometheus_client's multiprocess files, read
+# from the directory this names (LMCache runs in the engine process, /metrics is served by the API
+# server). The directory must be empty when the container starts: the collector sums every *.db
+# file in it, a dead process's counters included (vLLM warns the same: "This directory must be
+# wiped between vLLM runs"). /tmp on the container's own filesystem is: every image has it and a
+# restarted container gets a new one, where an emptyDir would outlive the restart.
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
-MULTIPROC_VOLUME = "prometheus-multiproc"
-MULTIPROC_DIR = "/tmp/lmcache_prometheus"
-# An endpoint the L2 policy does not patch (tieredstorage, none) can set env but no volume for
-# its model container (the CRD's worker has no volumeMounts): it names a directory every image
-# has, empty at each container start (a fresh writable layer), and the collector reads only
-# its *.db files.
-ENDPOINT_MULTIPROC_DIR = "/tmp"
+MULTIPROC_DIR = "/tmp"
 
 
 @dataclass(frozen=True)
@@ -70,34 +68,11 @@ def l1_env(e: EndpointConfig) -> list[dict[str, str]]:
 
 
 def observability_env(config: AppConfig) -> list[dict[str, str]]:
-    """The multiprocess directory for a Pod the policy patches; empty when disabled."""
+    """The multiprocess directory, in every endpoint's own env: operator 3.2 drops only the
+    LMCACHE_* entries of worker.environmentVariables, so this one reaches the container."""
     if not config.observability.enabled:
         return []
     return [{"name": MULTIPROC_ENV, "value": MULTIPROC_DIR}]
-
-
-def observability_mounts(config: AppConfig) -> list[dict[str, str]]:
-    """The directory PROMETHEUS_MULTIPROC_DIR names must exist, be writable and start empty
-    (vLLM does not create a directory the user names, and stale files skew the metrics): an
-    emptyDir per Pod gives all three."""
-    if not config.observability.enabled:
-        return []
-    return [{"name": MULTIPROC_VOLUME, "mountPath": MULTIPROC_DIR}]
-
-
-def observability_volumes(config: AppConfig) -> list[dict[str, Any]]:
-    if not config.observability.enabled:
-        return []
-    return [{"name": MULTIPROC_VOLUME, "emptyDir": {}}]
-
-
-def endpoint_observability_env(config: AppConfig, e: EndpointConfig) -> list[dict[str, str]]:
-    """The multiprocess directory in the endpoint's own env, for an endpoint the policy does not
-    patch. Operator 3.2 drops only the LMCACHE_* entries of worker.environmentVariables, so this
-    one reaches the container."""
-    if not config.observability.enabled or e.l2_backend in MOUNTED_L2_BACKENDS:
-        return []
-    return [{"name": MULTIPROC_ENV, "value": ENDPOINT_MULTIPROC_DIR}]
 
 
 def endpoint_env(config: AppConfig, e: EndpointConfig) -> list[tuple[str, str]]:
@@ -106,7 +81,7 @@ def endpoint_env(config: AppConfig, e: EndpointConfig) -> list[tuple[str, str]]:
     them again into the Pod of a curvine or fsx_lustre endpoint (with the L1 size)."""
     own = [("LMCACHE_REMOTE_SERDE", "naive"), ("PYTHONHASHSEED", "0")]
     own += [(v["name"], v["value"]) for v in l1_env(e)]
-    own += [(v["name"], v["value"]) for v in endpoint_observability_env(config, e)]
+    own += [(v["name"], v["value"]) for v in observability_env(config)]
     return own
 
 
@@ -116,13 +91,7 @@ def l2_settings(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> L2Set
     subPath gives each endpoint its own directory while the URL stays the documented one."""
     return L2Settings(
         marker=REMOTE_URL_ENV,
-        env=(*l2_env(config), *l1_env(e), *observability_env(config)),
-        mounts=(
-            {"name": VOLUME, "mountPath": config.kvcache.l2_mount_path, "subPath": e.name},
-            *observability_mounts(config),
-        ),
-        volumes=(
-            {"name": VOLUME, "persistentVolumeClaim": {"claimName": claim}},
-            *observability_volumes(config),
-        ),
+        env=(*l2_env(config), *l1_env(e)),
+        mounts=({"name": VOLUME, "mountPath": config.kvcache.l2_mount_path, "subPath": e.name},),
+        volumes=({"name": VOLUME, "persistentVolumeClaim": {"claimName": claim}},),
     )

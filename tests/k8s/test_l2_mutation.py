@@ -83,27 +83,24 @@ def test_mutation_repoints_l2_and_mounts_the_pvc(
     after = {c["name"]: c for c in pod["spec"]["containers"]}
     assert list(after) == list(before)
     vllm = after[name]
-    # dev has observability on: LMCache's metrics need a fresh multiprocess directory too.
-    # L1: dev's 64 GiB Pod less vLLM's 8 GiB and 2 GiB for its one GPU.
+    # L1: dev's 64 GiB Pod less vLLM's 8 GiB and 2 GiB for its one GPU. The multiprocess
+    # directory comes with the endpoint's own env, which the operator passes on (not LMCACHE_*).
     want = {
         **_env(before[name]),
         "LMCACHE_REMOTE_URL": L2_URL,
         "LMCACHE_REMOTE_SERDE": "naive",
         "PYTHONHASHSEED": "0",
         "LMCACHE_MAX_LOCAL_CPU_SIZE": "54",
-        "PROMETHEUS_MULTIPROC_DIR": "/tmp/lmcache_prometheus",
     }
     assert _env(vllm) == want
     assert [e["name"] for e in vllm["env"]].count("LMCACHE_REMOTE_URL") == 1
     assert vllm["volumeMounts"] == [
         *before[name]["volumeMounts"],
         {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "qwen3-8b"},
-        {"name": "prometheus-multiproc", "mountPath": "/tmp/lmcache_prometheus"},
     ]
     assert pod["spec"]["volumes"] == [
         *before_pod["spec"]["volumes"],
         {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}},
-        {"name": "prometheus-multiproc", "emptyDir": {}},
     ]
     for other in ("reverse-proxy", "otel-collector"):
         assert after[other] == before[other]

@@ -12,12 +12,7 @@ import yaml
 from infra.config import AppConfig
 from infra.dashboards import all_exprs, grafana_dashboard
 from infra.versions import SUPPORTED_KUBERNETES
-from k8s.l2_pod import (
-    MULTIPROC_DIR,
-    observability_env,
-    observability_mounts,
-    observability_volumes,
-)
+from k8s.l2_pod import MULTIPROC_DIR, observability_env
 from k8s.names import labels, vllm_job
 from k8s.observability import (
     CURVINE_JOBS,
@@ -180,12 +175,6 @@ def test_model_env_and_rbac_follow_the_switch(dev_config: AppConfig) -> None:
         update={"observability": dev_config.observability.model_copy(update={"enabled": False})}
     )
     assert observability_env(off) == [] and observability_objects(off) == []
-    # The directory the env names is an emptyDir mounted there: it exists and starts empty.
-    (mount,) = observability_mounts(dev_config)
-    (volume,) = observability_volumes(dev_config)
-    assert mount == {"name": volume["name"], "mountPath": MULTIPROC_DIR}
-    assert volume["emptyDir"] == {}
-    assert observability_mounts(off) == [] and observability_volumes(off) == []
 
 
 # --- what the collector would scrape, through Prometheus's relabelling
