@@ -20,6 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 REPOSITORY = "lmcache/vllm-openai"
+# LMCache's CPU cache size when LMCACHE_MAX_LOCAL_CPU_SIZE does not reach it (``max_local_cpu_size``
+# in lmcache/v1/config.py, GiB; the runtime layer reads it from the LMCache of each image).
+LMCACHE_DEFAULT_L1_GIB = 5.0
 
 
 @dataclass(frozen=True)

@@ -137,8 +137,10 @@ class EndpointConfig(Section):
     HyperPod daemons; a replica must fit one GPU node with them (infra/node_budget.py)."""
     memory_gib: int = Field(default=64, ge=4)
     """Memory request and limit per replica, in GiB. With L1 on, what vLLM does not need is
-    LMCache's CPU cache (``l1_cache_gib``): ``memory_gib - (8 + 2 x tensor_parallel_size)``. A
-    replica must fit one GPU node beside what else runs there (infra/node_budget.py)."""
+    LMCache's CPU cache (``l1_cache_gib``): ``memory_gib - (8 + 2 x tensor_parallel_size)``, where
+    that size reaches LMCache (operator 3.2 drops it on tieredstorage and none endpoints, which
+    then get LMCache's default 5 GiB). A replica must fit one GPU node beside what else runs
+    there (infra/node_budget.py)."""
     routing_strategy: str = "prefixaware"
     """Router strategy: prefixaware, kvaware, session or roundrobin. Set once, at creation."""
     enable_l1_cache: bool = True
@@ -177,9 +179,9 @@ class EndpointConfig(Section):
 
     @property
     def l1_cache_gib(self) -> int:
-        """LMCache's CPU cache (``LMCACHE_MAX_LOCAL_CPU_SIZE``, GiB): the Pod's memory limit
-        less what vLLM needs (``VLLM_HOST_GIB`` + ``VLLM_HOST_GIB_PER_GPU`` per GPU); 0 with L1
-        off."""
+        """The CPU cache it asks LMCache for (``LMCACHE_MAX_LOCAL_CPU_SIZE``, GiB): the Pod's
+        memory limit less what vLLM needs (``VLLM_HOST_GIB`` + ``VLLM_HOST_GIB_PER_GPU`` per
+        GPU); 0 with L1 off. What it gets: ``infra.config.model.l1_in_container_gib``."""
         if not self.enable_l1_cache:
             return 0
         return self.memory_gib - VLLM_HOST_GIB - VLLM_HOST_GIB_PER_GPU * self.tensor_parallel_size

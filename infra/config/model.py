@@ -19,7 +19,8 @@ from infra.config.eks import EksConfig
 from infra.config.errors import RuleViolation
 from infra.config.fields import region
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
-from infra.config.kvcache import KvCacheConfig, L2Backend
+from infra.config.images import LMCACHE_DEFAULT_L1_GIB
+from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, KvCacheConfig, L2Backend
 from infra.config.network import NetworkConfig
 from infra.config.observability import ObservabilityConfig
 from infra.config.pipeline import PipelineConfig
@@ -159,3 +160,16 @@ def l2_pool_bytes(
     if l2_backend == "fsx_lustre":
         return app.kvcache.fsx.storage_capacity_gib * GIB
     return 0
+
+
+def l1_in_container_gib(app: AppConfig, e: EndpointConfig) -> float:
+    """The CPU cache (L1) LMCache of ``e`` really gets, in GiB: the size it asks for
+    (``l1_cache_gib``) where ``LMCACHE_MAX_LOCAL_CPU_SIZE`` reaches the container (the L2 policy
+    writes it on curvine and fsx_lustre endpoints; an operator that keeps the endpoint's
+    LMCACHE_* variables passes it on), else LMCache's default; 0 with L1 off."""
+    if not e.enable_l1_cache:
+        return 0.0
+    written = e.l2_backend in MOUNTED_L2_BACKENDS
+    if written or app.addons.inference_operator.operator.keeps_lmcache_env:
+        return float(e.l1_cache_gib)
+    return LMCACHE_DEFAULT_L1_GIB

@@ -36,6 +36,10 @@ class OperatorVersion:
     """Version of the inference-operator Helm chart that ships it."""
     model_sources: tuple[str, ...]
     """``spec.modelSourceConfig.modelSourceType`` values its CRD accepts."""
+    keeps_lmcache_env: bool
+    """It passes the ``LMCACHE_*`` entries of ``worker.environmentVariables`` to the model
+    container. When it does not, only the L2 admission policy's own variables reach LMCache
+    (on curvine and fsx_lustre endpoints), and the others run on LMCache's defaults."""
 
     @property
     def crd_path(self) -> Path:
@@ -45,9 +49,12 @@ class OperatorVersion:
 
 OPERATORS: dict[str, OperatorVersion] = {
     # chart 2.0.0, aws/sagemaker-hyperpod-cli commit 51b8dd2: modelSourceType enum fsx | s3
-    "3.0": OperatorVersion("3.0", "2.0.0", ("s3", "fsx")),
+    "3.0": OperatorVersion("3.0", "2.0.0", ("s3", "fsx"), keeps_lmcache_env=True),
     # chart 2.2.2, commit 011ca92; huggingface and kubernetesVolume since chart 2.1.1 (v3.1)
-    "3.2": OperatorVersion("3.2", "2.2.2", ("s3", "fsx", "huggingface", "kubernetesVolume")),
+    # It drops the user's LMCACHE_* worker variables (the user report on ADDON_OPERATOR's row).
+    "3.2": OperatorVersion(
+        "3.2", "2.2.2", ("s3", "fsx", "huggingface", "kubernetesVolume"), keeps_lmcache_env=False
+    ),
 }
 
 ADDON_OPERATOR: dict[str, str] = {

@@ -6,11 +6,13 @@ model validator of ``AppConfig``; the lock file is checked after them (``infra/c
 
 from __future__ import annotations
 
+import math
+
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
-from infra.config.kvcache import EndpointConfig
-from infra.config.model import AppConfig, creates_collector
+from infra.config.kvcache import VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig
+from infra.config.model import AppConfig, creates_collector, l1_in_container_gib
 from infra.config.operator_versions import ADDON_NAME
 from infra.config.rules_budget import check_node_budget
 from infra.config.rules_existing import check_existing_arns
@@ -255,6 +257,27 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=e.l2_field(i),
             value=e.l2_backend,
         )
+    _check_l1_fits(app, i, e)
+
+
+def _check_l1_fits(app: AppConfig, i: int, e: EndpointConfig) -> None:
+    """LMCache allocates its whole CPU cache at start: where the operator drops the endpoint's
+    L1 size (tieredstorage and none endpoints under operator 3.2), the Pod's memory must hold
+    vLLM's need and LMCache's default L1, or the container is OOM-killed as it starts."""
+    l1 = l1_in_container_gib(app, e)
+    if l1 <= e.l1_cache_gib:
+        return
+    need = VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU * e.tensor_parallel_size
+    floor = math.ceil(need + l1)
+    op = app.addons.inference_operator.operator
+    raise RuleViolation(
+        f"at least {floor} on a {e.l2_backend} endpoint under operator {op.version}: it drops "
+        f"the endpoint's LMCACHE_MAX_LOCAL_CPU_SIZE, so LMCache allocates its default "
+        f"{l1:g} GiB L1 beside the {need} GiB vLLM needs",
+        f"raise memory_gib to {floor}, or set enable_l1_cache: false",
+        field=f"kvcache.endpoints.{i}.memory_gib",
+        value=e.memory_gib,
+    )
 
 
 # Why an endpoint with an L2 needs Tiered Storage on, by backend.

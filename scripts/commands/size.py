@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from infra.config.model import l2_pool_bytes
+from infra.config.model import l1_in_container_gib, l2_pool_bytes
 from infra.instances import GPU_INSTANCES
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
@@ -52,8 +52,9 @@ def run(o: SizeOptions) -> Exit:
     ts_gib = inst.memory_gib * ts.instance_memory_allocation_percentage / 100
     if ts.mode != "Enable":
         ts_gib = 0.0
-    # L1 as the environment's first endpoint sizes it (the Pod's memory less vLLM's need).
-    l1_gib = float(cfg.kvcache.endpoints[0].l1_cache_gib)
+    # L1 as the environment's first endpoint gets it: the Pod's memory less vLLM's need where
+    # the size reaches LMCache, else LMCache's default.
+    l1_gib = l1_in_container_gib(cfg, cfg.kvcache.endpoints[0])
     try:
         label, model_cfg = load_model_config(o.model)
         report = size_model(

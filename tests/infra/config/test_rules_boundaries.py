@@ -170,6 +170,12 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
     ("a replica's memory fits one GPU node",
      {"kvcache.endpoints.0.memory_gib": 83}, {"kvcache.endpoints.0.memory_gib": 84},
      "kvcache.endpoints.0.memory_gib"),
+    # Operator 3.2 drops a tieredstorage endpoint's L1 size: LMCache's default 5 GiB beside
+    # vLLM's 10 GiB (one GPU) must fit the Pod's memory.
+    ("LMCache's default L1 fits where the operator drops the size",
+     {"kvcache.endpoints.0.l2_backend": "tieredstorage", "kvcache.endpoints.0.memory_gib": 15},
+     {"kvcache.endpoints.0.l2_backend": "tieredstorage", "kvcache.endpoints.0.memory_gib": 14},
+     "kvcache.endpoints.0.memory_gib"),
     ("Curvine masters 1, 3 or 5",
      {"kvcache.curvine.master.replicas": 5},
      {"kvcache.curvine.master.replicas": 6},

@@ -103,3 +103,23 @@ def test_cli_prints_and_emits_the_advice() -> None:
     assert advice["recommendation"] == "curvine" and advice["working_set_tb"] == 0.573
     text = CliRunner().invoke(app, args).output
     assert "recommend: curvine" in text and "working set: 100 sessions" in text
+
+
+@pytest.mark.parametrize(
+    ("l2_backend", "l1_gib"),
+    [
+        ("curvine", 54),  # the L2 policy writes the size back: 64 GiB less vLLM's 10
+        ("tieredstorage", 5),  # operator 3.2 drops it: LMCache's default
+        ("none", 5),
+    ],
+)
+def test_l1_is_what_lmcache_gets_in_the_container(
+    monkeypatch: pytest.MonkeyPatch, l2_backend: str, l1_gib: int
+) -> None:
+    cfg = make_cfg(kvcache={"endpoints": [{"l2_backend": l2_backend}]})
+    assert cfg.addons.inference_operator.operator.version == "3.2"
+    monkeypatch.setattr(runtime, "load_config", lambda env: cfg)
+    result = runner.invoke(app, ["size", "qwen2-7b", "--json"])
+    assert result.exit_code == 0, result.output
+    tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
+    assert tiers["L1"]["bytes"] == l1_gib * GIB
