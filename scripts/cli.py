@@ -291,6 +291,12 @@ def size_command(
     context_tokens: Annotated[
         int | None, typer.Option(min=1, help="Context length per session (default: prompt).")
     ] = None,
+    curvine_read_mb_per_s: Annotated[
+        float | None,
+        typer.Option(
+            min=1, help="Measured Curvine L2 read rate, MB/s (make bench), for the read verdicts."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """KV bytes per token, weights, and how many tokens L0, L1 (LMCache's CPU cache in the Pod)
@@ -301,7 +307,8 @@ def size_command(
         l2_worker_gib=l2_worker_gib, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
         gpu_memory_utilization=gpu_memory_utilization, prompt_tokens=prompt_tokens,
         prefill_tokens_per_s=prefill_tokens_per_s, sessions=sessions,
-        context_tokens=context_tokens, as_json=as_json,
+        context_tokens=context_tokens, curvine_read_mb_per_s=curvine_read_mb_per_s,
+        as_json=as_json,
     )  # fmt: skip
     raise typer.Exit(size.run(options))
 

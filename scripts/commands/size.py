@@ -33,6 +33,8 @@ class SizeOptions:
     prefill_tokens_per_s: float | None = None
     sessions: int = 1
     context_tokens: int | None = None
+    curvine_read_mb_per_s: float | None = None
+    """A measured read rate of the Curvine L2, MB/s (make bench, or the mount on a node)."""
     as_json: bool = False
 
 
@@ -89,6 +91,9 @@ def run(o: SizeOptions) -> Exit:
                 prefill_tokens_per_s=o.prefill_tokens_per_s,
                 params=int(o.params) if o.params else None,
                 kv_dtype=o.kv_dtype,
+                curvine_read_bytes_per_s=None
+                if o.curvine_read_mb_per_s is None
+                else o.curvine_read_mb_per_s * 1e6,
             )
             if o.prompt_tokens
             else None

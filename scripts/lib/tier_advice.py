@@ -117,11 +117,14 @@ def tier_advice(
     prefill_tokens_per_s: float | None = None,
     params: int | None = None,
     kv_dtype: str | None = None,
+    curvine_read_bytes_per_s: float | None = None,
 ) -> TierAdvice:
     """Whether reading a prompt's KV back from each tier beats recomputing it, the working set
     of ``sessions`` contexts, and which shared tier (if any) to deploy, with the reason.
     ``tieredstorage_bytes``: one node's Tiered Storage reservation (pooling across nodes is not
-    counted: unverified); 0 (Tiered Storage off) rules the tier out."""
+    counted: unverified); 0 (Tiered Storage off) rules the tier out.
+    ``curvine_read_bytes_per_s``: a measured read rate of the Curvine L2 (``make bench`` measures
+    LMCache's fs connector on a folder; on a node, its mount) instead of the post's figure."""
     per_token = kv_bytes_per_token(cfg, kv_dtype)
     if prefill_tokens_per_s is None:
         n_params = params if params is not None else estimate_params(cfg)
@@ -136,8 +139,11 @@ def tier_advice(
     # FSx is judged at the size that holds the working set: its throughput grows with capacity.
     fsx_gib = max(fsx_capacity_gib, needed)
     fsx_bw = min(FSX_CLIENT_BYTES_PER_S, fsx_gib / 1024 * fsx_throughput_mb_per_tib * 1e6)
+    figures = dict(TIER_FIGURES)
+    if curvine_read_bytes_per_s is not None:
+        figures["curvine"] = (0.0, curvine_read_bytes_per_s)
     reads = []
-    for tier, (latency, bw) in TIER_FIGURES.items():
+    for tier, (latency, bw) in figures.items():
         seconds = latency + nbytes / (bw or fsx_bw)
         reads.append(TierRead(tier, seconds, seconds < recompute))
     wins = {r.tier for r in reads if r.beats_recompute}
