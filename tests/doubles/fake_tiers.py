@@ -194,15 +194,17 @@ class Tiers:
         self._count("vllm:request_success_total", 1)
 
     def metrics_text(self, model: str) -> str:
-        """The counters in Prometheus's text format, labelled as vLLM and LMCache label them."""
+        """The counters in Prometheus's text format, named, typed and labelled as a model
+        container's /metrics has them with PROMETHEUS_MULTIPROC_DIR set (prometheus_client's
+        multiprocess collector types the ``_total`` name): tests/runtime/test_counters.py holds
+        LMCache's to the real LMCache, tests/server vLLM's to a real vLLM."""
         with self._lock:
             counters = dict(self.counters)
         lines = []
         for name, value in sorted(counters.items()):
-            base = name.removesuffix("_total")
             if name.startswith("vllm:"):
                 labels = f'engine="0",model_name="{model}"'
             else:
-                labels = f'model_name="{model}",worker_id="0"'
-            lines += [f"# TYPE {base} counter", f"{name}{{{labels}}} {value}"]
+                labels = f'model_name="{model}",role="worker",worker_id="0"'
+            lines += [f"# TYPE {name} counter", f"{name}{{{labels}}} {value}"]
         return "\n".join(lines) + "\n"
