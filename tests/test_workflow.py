@@ -77,11 +77,17 @@ def test_the_test_job_installs_promtool_and_shellcheck_before_the_tests(
 
 
 def test_ci_run_lints_what_it_synthesized() -> None:
-    """`.ci/run` (a clean clone's CI entry point) runs the tests, synthesizes the default
-    environment, and lints it."""
+    """`.ci/run` (a clean clone's CI entry point) runs the tests and the runtime layers,
+    synthesizes the default environment, and lints it."""
     lines = [
         line.strip()
         for line in (ROOT / ".ci" / "run").read_text().splitlines()
         if line.strip().startswith("make ")
     ]
-    assert lines == ["make test", "make synth", "make lint"]
+    assert lines == [
+        "make test",
+        "make test-runtime",
+        "make test-server",
+        "make synth",
+        "make lint",
+    ]

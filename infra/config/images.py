@@ -35,6 +35,10 @@ class ImageFacts:
     """vLLM recomputes what a failed KV load left unfilled, with LMCache reporting it."""
     failure_policy: bool
     """vLLM accepts ``kv_load_failure_policy`` in ``--kv-transfer-config``."""
+    python: tuple[int, int] = (3, 12)
+    """The image's Python (LMCache's docker/Dockerfile: ``PYTHON_VERSION=3.12``). From 3.12
+    ``hash(None)`` is a constant, which LMCache's default chunk hash relies on, with
+    PYTHONHASHSEED, to give every replica the same keys."""
 
 
 KNOWN: dict[str, ImageFacts] = {

@@ -1,65 +1,49 @@
-"""What the model container's env gives LMCache: its metrics reach vLLM's /metrics only when
-PROMETHEUS_MULTIPROC_DIR is set, and its CPU cache (L1) is LMCACHE_MAX_LOCAL_CPU_SIZE GiB. Checked
-for every endpoint of the tiers variant (one per backend) on the Pod operator
-3.2 renders (it drops the LMCACHE_* entries of worker.environmentVariables and keeps the rest),
-after the rendered L2 policy (tests/doubles/kyverno_eval.py)."""
+"""What the model container's env gives LMCache, on the Pod operator 3.2 renders
+(tests/doubles/operator_pod.py: it drops the LMCACHE_* entries of worker.environmentVariables and
+keeps the rest) after the rendered L2 policy (tests/doubles/kyverno_eval.py), for every endpoint
+of the tiers variant (one per backend). LMCache's own loader judges the same env in the runtime
+layer (tests/runtime/test_lmcache_env.py); this holds the rendering to it in make test."""
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
 from typing import Any
-
-import yaml
 
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
 from tests.doubles.kyverno_eval import apply_policy
+from tests.doubles.operator_pod import operator_pod, process_env
 from tests.support.config import TIERS_VARIANT, env_config
 
-POD = yaml.safe_load((Path(__file__).parent / "fixtures" / "operator_pod.yaml").read_text())
 Obj = dict[str, Any]
 
 
-def _operator_3_2_pod(iec: Obj) -> Obj:
-    """The fixture Pod of ``iec``'s endpoint: its model container gets the endpoint's env,
-    without the LMCACHE_* entries."""
-    pod = copy.deepcopy(POD)
-    pod["metadata"].update(namespace=iec["metadata"]["namespace"],
-                           labels={"app": iec["metadata"]["name"]})  # fmt: skip
-    (model,) = [c for c in pod["spec"]["containers"]
-                if any(e["name"] == "LMCACHE_REMOTE_URL" for e in c.get("env") or [])]  # fmt: skip
-    kept = [e for e in iec["spec"]["worker"]["environmentVariables"]
-            if not e["name"].startswith("LMCACHE_")]  # fmt: skip
-    model["env"] = [*model["env"], *kept]
-    return pod
+def _containers(objs: list[Obj]) -> dict[str, tuple[dict[str, str], set[str], Obj]]:
+    """Each endpoint's model container: its process env, its mountPaths, and its endpoint's own
+    environmentVariables."""
+    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    out = {}
+    for iec in (o for o in objs if o["kind"] == "InferenceEndpointConfig"):
+        pod = apply_policy(policy, operator_pod(iec, "3.2"), "CREATE")
+        model = pod["spec"]["containers"][0]
+        own = {v["name"]: v["value"] for v in iec["spec"]["worker"]["environmentVariables"]}
+        mounts = {m["mountPath"] for m in model.get("volumeMounts") or []}
+        out[iec["metadata"]["name"]] = (process_env(model), mounts, own)
+    return out
 
 
-def _env_and_mounts(pod: Obj) -> tuple[dict[str, Any], set[str]]:
-    (model,) = [c for c in pod["spec"]["containers"]
-                if any(e["name"] == "LMCACHE_REMOTE_URL" for e in c.get("env") or [])]  # fmt: skip
-    env = {e["name"]: e.get("value") for e in model["env"]}
-    return env, {m["mountPath"] for m in model.get("volumeMounts") or []}
-
-
-def test_every_backends_pod_sets_the_prometheus_multiprocess_dir(
+def test_every_backends_container_counts_into_a_directory_new_at_each_start(
     rendered_envs: dict[str, list[Obj]],
 ) -> None:
-    objs, config = rendered_envs[TIERS_VARIANT], env_config(TIERS_VARIANT)
+    """PROMETHEUS_MULTIPROC_DIR reaches every backend's container (it is not LMCACHE_*), and
+    names its own /tmp: a volume there would outlive a container restart, and the dead process's
+    counters would stay summed in (tests/runtime/test_counters.py runs it)."""
+    config = env_config(TIERS_VARIANT)
     assert config.observability.enabled
-    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
-    iecs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "InferenceEndpointConfig"}
-    endpoints: dict[str, EndpointConfig] = {e.name: e for e in config.kvcache.endpoints}
-    assert {e.l2_backend for e in endpoints.values()} == {"curvine", "tieredstorage", "none"}
-    for name, e in endpoints.items():
-        pod = apply_policy(policy, _operator_3_2_pod(iecs[name]), "CREATE")
-        env, mounts = _env_and_mounts(pod)
-        got = env.get("PROMETHEUS_MULTIPROC_DIR")
-        if e.l2_backend in MOUNTED_L2_BACKENDS:
-            # The rule's own emptyDir, mounted where the variable points.
-            assert got == "/tmp/lmcache_prometheus" and got in mounts, name
-        else:
-            # No volume can be added through the endpoint: a directory every image has.
-            assert got == "/tmp", name
+    containers = _containers(rendered_envs[TIERS_VARIANT])
+    assert {e.l2_backend for e in config.kvcache.endpoints} == {"curvine", "tieredstorage", "none"}
+    for e in config.kvcache.endpoints:
+        env, mounts, _ = containers[e.name]
+        assert env["PROMETHEUS_MULTIPROC_DIR"] == "/tmp", e.name
+        assert not any(m == "/tmp" or m.startswith("/tmp/") for m in mounts), e.name
 
 
 def test_l1_gets_the_pods_memory_less_vllms_need_where_the_env_survives(
@@ -67,16 +51,13 @@ def test_l1_gets_the_pods_memory_less_vllms_need_where_the_env_survives(
 ) -> None:
     """On a curvine Pod the policy writes the size (operator 3.2 drops the endpoint's own
     LMCACHE_* entries); every endpoint also carries it for an operator that passes them on."""
-    objs, config = rendered_envs[TIERS_VARIANT], env_config(TIERS_VARIANT)
-    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
-    iecs = {o["metadata"]["name"]: o for o in objs if o["kind"] == "InferenceEndpointConfig"}
+    config = env_config(TIERS_VARIANT)
+    containers = _containers(rendered_envs[TIERS_VARIANT])
+    e: EndpointConfig
     for e in config.kvcache.endpoints:
         size = str(e.memory_gib - 8 - 2 * e.tensor_parallel_size)
-        own = {
-            v["name"]: v["value"] for v in iecs[e.name]["spec"]["worker"]["environmentVariables"]
-        }
+        env, _, own = containers[e.name]
         assert own["LMCACHE_MAX_LOCAL_CPU_SIZE"] == size, e.name
-        env, _ = _env_and_mounts(apply_policy(policy, _operator_3_2_pod(iecs[e.name]), "CREATE"))
         assert env.get("LMCACHE_MAX_LOCAL_CPU_SIZE") == (
             size if e.l2_backend in MOUNTED_L2_BACKENDS else None
         ), e.name

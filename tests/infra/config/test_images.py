@@ -5,9 +5,11 @@ no double)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from infra.config import images
 from infra.config.kvcache import EndpointConfig
 from tests.support.config import SOURCE, refusal
 
@@ -68,3 +70,21 @@ def test_a_failure_policy_on_a_vllm_without_it_is_refused_and_l1_only_may_drop_i
 def test_a_known_good_or_unknown_image_is_accepted_on_every_backend(image: str) -> None:
     for backend in ("curvine", "tieredstorage", "none"):
         assert refusal({FIELD: image, "kvcache.endpoints.0.l2_backend": backend}) is None
+
+
+RUNTIME_REQUIREMENTS = Path(__file__).resolve().parents[3] / "tests" / "runtime" / "requirements"
+
+
+def test_the_runtime_layer_installs_the_engines_each_image_carries() -> None:
+    """make test-runtime builds one virtualenv per file, named after an image tag: it must pin
+    the LMCache and vLLM that tag carries, or it judges the product against other engines."""
+    files = sorted(RUNTIME_REQUIREMENTS.glob("*.txt"))
+    assert files
+    for path in files:
+        known = images.KNOWN[path.stem]
+        pins = dict(
+            line.split("==", 1)
+            for line in path.read_text().splitlines()
+            if "==" in line and not line.startswith("#")
+        )
+        assert (pins["lmcache"], pins["vllm"]) == (known.lmcache, known.vllm), path.name
