@@ -161,10 +161,11 @@ deploy-plan: install
 deploy-durations: install
 	$(PY) -m tools.deploy_time measured --env $(ENV) --cdk-out $(OUT)
 
-## bench: synth time and peak memory against a bare one-VPC app; TTFT accuracy; test suite time
-bench: install node_modules/.installed
+## bench: synth time and memory against a bare app; TTFT accuracy; L2 connector vs disk; suite time
+bench: install node_modules/.installed .venv-runtime/$(firstword $(RUNTIME_IMAGES))/.installed
 	$(PY) -m tools.bench.synth_bench --env $(ENV)
 	$(PY) -m tools.bench.ttft_accuracy
+	.venv-runtime/$(firstword $(RUNTIME_IMAGES))/bin/python tools/bench/l2_throughput.py
 	@start=$$(date +%s); $(PY) -m pytest -q -p no:cacheprovider $(TEST_WORKERS) >/dev/null; \
 	code=$$?; echo "test suite (pytest $(TEST_WORKERS)): $$(( $$(date +%s) - start )) s wall, exit $$code"; \
 	exit $$code
