@@ -103,15 +103,41 @@ def _top(path: str) -> str:
     return "/" + path.strip("/").split("/")[0]
 
 
+def _interpreter_prefix(python: Path) -> Path:
+    """Where the virtualenv's base interpreter lives (``home`` in its pyvenv.cfg, one up)."""
+    cfg = dict(
+        line.split(" = ", 1)
+        for line in (python.parents[1] / "pyvenv.cfg").read_text().splitlines()
+        if " = " in line
+    )
+    return Path(cfg["home"]).parent
+
+
+def _held(paths: list[Path], hidden: set[str]) -> list[Path]:
+    """The paths the process needs that the container's own folders would hide."""
+    return [p for p in paths if any(p.is_relative_to(base) for base in hidden)]
+
+
 def _in_container(container: Container, command: list[str]) -> list[str]:
-    """``command`` in a mount namespace where each mountPath shows its folder and /tmp is empty."""
+    """``command`` in a mount namespace where each mountPath shows its folder and /tmp is empty.
+    The checkout and the interpreter stay where they are when they live under a folder the
+    container has of its own (a checkout under /tmp, say): they are held aside first and bound
+    back over the container's folders."""
     if not mount_namespace_available():
         pytest.skip("binding the claim at the rendered mountPath needs root and unshare")
     steps = ["set -e"]
-    # The container's own folders: empty tmpfs, where mount points are made (the host's stay).
-    for base in sorted(container.own | {_top(t) for t, s in container.mounts.items() if s}):
+    bases = sorted(container.own | {_top(t) for t, s in container.mounts.items() if s})
+    for base in bases:
         if base in ("/tmp", "/dev"):
             raise AssertionError(f"{base}: a mount there is not modelled")
+    held = _held([ROOT, _interpreter_prefix(Path(command[0]))], {*bases, "/tmp"})
+    hold = "/run/hpkv-held"
+    if held:
+        steps += [f"mkdir -p {hold}", f"mount -t tmpfs tmpfs {hold}"]
+    for i, path in enumerate(held):
+        steps += [f"mkdir {hold}/{i}", f"mount --rbind {shlex.quote(str(path))} {hold}/{i}"]
+    # The container's own folders: empty tmpfs, where mount points are made (the host's stay).
+    for base in bases:
         steps.append(f"mount -t tmpfs tmpfs {base}")
     for target, source in sorted(container.mounts.items()):
         if source is None:
@@ -123,6 +149,9 @@ def _in_container(container: Container, command: list[str]) -> list[str]:
             steps.append(f"touch {shlex.quote(target)}")
         steps.append(f"mount --bind {shlex.quote(str(source))} {shlex.quote(target)}")
     steps.append("mount -t tmpfs tmpfs /tmp")  # the container's own /tmp, new at every start
+    for i, path in enumerate(held):
+        quoted = shlex.quote(str(path))
+        steps += [f"mkdir -p {quoted}", f"mount --rbind {hold}/{i} {quoted}"]
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in container.env.items())
     steps.append(f"exec env {env} {' '.join(shlex.quote(c) for c in command)}")
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", "\n".join(steps)]
