@@ -8,6 +8,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from infra.config.model import sagemaker_endpoint_name
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
 from k8s.l2_pod import endpoint_env
 from k8s.names import labels
@@ -67,7 +68,7 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
     l2 = e.l2_backend != "none"
     return ie.InferenceEndpointConfigSpec(
         model_name=e.name,
-        endpoint_name=e.name,
+        endpoint_name=sagemaker_endpoint_name(config, e),
         instance_type=e.instance_type or config.hyperpod.gpu_group.instance_type,
         replicas=e.replicas,
         model_source_config=_source(config, e),

@@ -28,6 +28,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.operator_versions import OPERATOR_NAMESPACE
 from k8s.admission import NAME_LABEL
 from k8s.common import k8s_for, meta
 from k8s.csi import NODE_WL
@@ -145,10 +146,6 @@ class NetworkPolicyChart(cdk8s.Chart):
         )
 
 
-# The inference operator's namespace: its controller (the chart's manager Deployment in
-# ``<shortPrefix>-system``, sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/
-# inference-operator, values.yaml shortPrefix ``hyperpod-inference``).
-OPERATOR_NAMESPACE = "hyperpod-inference-system"
 ENDPOINT_INGRESS = "endpoint-ingress"
 
 

@@ -95,9 +95,14 @@ class ModelConfig(Section):
 
 class EndpointConfig(Section):
     name: str = "qwen3-8b"
-    """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory."""
+    """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory. Its
+    SageMaker endpoint is ``<environment>-<name>`` (unique per account and Region, at most 63
+    characters), so no two endpoints of an environment share a name, whatever their namespace."""
     namespace: str = "inference"
-    """Namespace of the endpoint, its PVC and Pods (docs/kubernetes-layer.md: what it admits)."""
+    """Namespace of the endpoint, its PVC and Pods (docs/kubernetes-layer.md: what it admits).
+    The app creates it: not ``default``, a ``kube-`` one, the platform add-ons' (
+    ``hyperpod-inference-system``, ``aws-hyperpod``, ``cert-manager``, ``amazon-guardduty``),
+    Kyverno's or Curvine's."""
     model: ModelConfig = ModelConfig()
     instance_type: str | None = None
     """GPU instance type of the endpoint; default: hyperpod.gpu_group.instance_type."""

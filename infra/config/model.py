@@ -120,6 +120,13 @@ class AppConfig(Section):
         return f"{self.project}-{self.environment}"
 
 
+def sagemaker_endpoint_name(app: AppConfig, e: EndpointConfig) -> str:
+    """The SageMaker endpoint the operator creates for ``e`` (the InferenceEndpointConfig's
+    ``endpointName``). SageMaker endpoint names are unique per account and Region, so it carries
+    the environment: two environments of one account can serve an endpoint of one name."""
+    return f"{app.environment}-{e.name}"
+
+
 def topic_name(app: AppConfig) -> str:
     return app.observability.alert_topic_name or f"{app.stack_prefix}-kvcache-alerts"
 

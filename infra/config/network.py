@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -28,6 +32,22 @@ def az_id_prefix(region: str) -> str | None:
     if len(parts) != 3 or parts[1] not in _COMPASS:
         return None
     return f"{parts[0]}{_COMPASS[parts[1]]}{parts[2]}"
+
+
+ZONES = Path(__file__).with_name("zones.json")
+
+
+@cache
+def _zones() -> dict[str, Any]:
+    regions: dict[str, Any] = json.loads(ZONES.read_text())["regions"]
+    return regions
+
+
+def region_zones(region: str) -> tuple[list[str], list[str]] | None:
+    """(AZ names, AZ ids) published for ``region`` (tools/availability_zones.py says from
+    where); None for a Region the table does not know. The ids may be empty: not recorded."""
+    known = _zones().get(region)
+    return None if known is None else (known["names"], known["ids"])
 
 
 class HyperPodSubnetConfig(Section):

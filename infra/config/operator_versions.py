@@ -24,6 +24,11 @@ from pathlib import Path
 from infra.config.errors import RuleViolation
 
 ADDON_NAME = "amazon-sagemaker-hyperpod-inference"
+# Where the add-on runs the operator (its chart's manager Deployment in ``<shortPrefix>-system``,
+# sagemaker-hyperpod-cli helm_chart/HyperPodHelmChart/charts/inference-operator, values.yaml
+# ``shortPrefix: hyperpod-inference``), with the ALB controller and KEDA it installs.
+OPERATOR_NAMESPACE = "hyperpod-inference-system"
+OPERATOR_DEPLOYMENT = "hyperpod-inference-controller-manager"
 CRD_DIR = Path(__file__).resolve().parents[2] / "k8s" / "schemas" / "hyperpod-inference"
 IEC_CRD = "inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 

@@ -17,7 +17,7 @@ from ipaddress import IPv4Network
 
 from infra.config.errors import RuleViolation
 from infra.config.model import AppConfig
-from infra.config.network import az_id_prefix
+from infra.config.network import az_id_prefix, region_zones
 
 NET = IPv4Network
 RFC1918 = (NET("10.0.0.0/8"), NET("172.16.0.0/12"), NET("192.168.0.0/16"))
@@ -116,6 +116,34 @@ def _check_azs(app: AppConfig) -> None:
         raise RuleViolation(
             "two different AZ names (EKS needs subnets in two AZs)",
             "list two different AZs",
+            field="network.availability_zones",
+            value=azs,
+        )
+    _check_published_zones(app)
+
+
+def _check_published_zones(app: AppConfig) -> None:
+    """The AZ names and id are ones the Region has (infra/config/zones.json). A name's letter
+    maps to a zone per account in the oldest Regions: preflight confirms both in the account."""
+    published = region_zones(app.region)
+    if published is None:
+        return
+    names, ids = published
+    az_id = app.network.hyperpod_subnet.az_id
+    if ids and az_id not in ids:
+        raise RuleViolation(
+            f"an AZ id of {app.region}: {', '.join(ids)}",
+            "pick one where your GPU capacity is (hpkv preflight checks the offering)",
+            field="network.hyperpod_subnet.az_id",
+            value=az_id,
+        )
+    azs = list(app.network.availability_zones)
+    unknown = [az for az in azs if az not in names]
+    if unknown:
+        raise RuleViolation(
+            f"AZ names of {app.region}: {', '.join(names)}",
+            f"replace {', '.join(unknown)} (aws ec2 describe-availability-zones --region "
+            f"{app.region} --query 'AvailabilityZones[].ZoneName')",
             field="network.availability_zones",
             value=azs,
         )

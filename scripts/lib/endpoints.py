@@ -16,8 +16,6 @@ from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
 
 # The HyperPod inference operator's own objects (installed by the EKS add-on, not by k8s/).
-OPERATOR_NAMESPACE = "hyperpod-inference-system"
-OPERATOR_DEPLOYMENT = "hyperpod-inference-controller-manager"
 IEC_GROUP = "inference.sagemaker.aws.amazon.com"
 IEC_VERSION = "v1"
 IEC_PLURAL = "inferenceendpointconfigs"

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.config.kvcache import EndpointConfig
+from infra.config.operator_versions import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
 from k8s.l2_pod import L2Settings
 from scripts.lib.clients import Clients
-from scripts.lib.endpoints import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
 from scripts.lib.errors import OperationError
 from scripts.lib.kube import MERGE_PATCH, find_endpoint_deployment, model_container_index
 from scripts.lib.progress import Show, wait_for

@@ -18,7 +18,7 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.doubles.ownership_fake_kube import ApplyFakeKube
 
-CMS = "/api/v1/namespaces/default/configmaps"
+CMS = "/api/v1/namespaces/models/configmaps"
 APPLY = "application/apply-patch+yaml"
 
 
@@ -38,7 +38,7 @@ def call(api: ApiClient, method: str, path: str, body: Any, ctype: str, **query:
 
 def cm(**data: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "default"}, "data": data}  # fmt: skip
+            "metadata": {"name": "c", "namespace": "models"}, "data": data}  # fmt: skip
 
 
 def test_what_a_managers_later_apply_leaves_out_is_removed(kube: ApplyFakeKube) -> None:
@@ -62,7 +62,7 @@ def test_associative_lists_merge_by_key_and_keep_another_managers_item(
     kube: ApplyFakeKube,
 ) -> None:
     api = kube.api_client()
-    path = "/api/v1/namespaces/default/pods/p"
+    path = "/api/v1/namespaces/models/pods/p"
 
     def pod(*names: str, manager: str) -> None:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},

@@ -46,7 +46,7 @@ def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
     claim = fsx_claim(DEPLOYED_FSX) if env == FSX_VARIANT else PVC
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"])
               for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
-    assert {(e.namespace, claim) for e in config.kvcache.endpoints} <= claims
+    assert {(e.namespace, claim) for e in config.kvcache.mounted_l2_endpoints} <= claims
     if config.kvcache.mounted_l2_endpoints:
         assert POLICY in _named(objs, "ClusterPolicy")
 

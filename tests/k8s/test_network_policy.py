@@ -17,13 +17,20 @@ from k8s.app import build_charts
 from k8s.network_policy import (
     COLLECTOR_NAMESPACE_LABELS,
     COLLECTOR_POD_LABELS,
-    OPERATOR_NAMESPACE,
     collector_cidrs,
 )
 from tests.doubles.network_policy import CURVINE, allowed, kubelet_probe_passes
-from tests.support.config import env_raw, existing_cluster, existing_cluster_config
+from tests.support.config import (
+    MANAGED_NAMESPACE,
+    TIERS_VARIANT,
+    env_raw,
+    existing_cluster,
+    existing_cluster_config,
+)
 
 Obj = dict[str, Any]
+# Where the add-on runs the inference operator (its chart's shortPrefix plus -system).
+OPERATOR = "hyperpod-inference-system"
 
 
 def _pod_labels(objs: list[Obj], name: str) -> dict[str, str]:
@@ -269,7 +276,7 @@ def test_endpoint_pods_take_the_router_the_operator_the_alb_and_the_collector(
     node_secondary = str(list(ipaddress.IPv4Network(config.network.hyperpod_subnet.cidr))[200])
     for port in (endpoint.container_port, endpoint.metrics_port, 8080):
         assert _endpoint_allowed(objs, port, ns=ENDPOINT_NS, pod={"app": "router"})
-        assert _endpoint_allowed(objs, port, ns=OPERATOR_NAMESPACE, pod={"control-plane": "x"})
+        assert _endpoint_allowed(objs, port, ns=OPERATOR, pod={"control-plane": "x"})
         assert _endpoint_allowed(
             objs, port, ns="monitoring", ns_labels=COLLECTOR_NAMESPACE_LABELS,
             pod=COLLECTOR_POD_LABELS,
@@ -300,3 +307,23 @@ def test_an_existing_cluster_gets_no_endpoint_policy(tmp_path: Path) -> None:
         for o in objs
         if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "endpoint-ingress"
     ]
+
+
+def test_a_namespace_of_managed_tier_endpoints_is_fenced_too(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """Endpoints on tieredstorage or none only: the same ingress fence as the others."""
+    objs = rendered_envs[TIERS_VARIANT]
+    target = {"app": "qwen3-8b-ts"}
+
+    def reaches(**src: Any) -> bool:
+        ns = src.get("ns", "")
+        return allowed(
+            objs, target, 8000, ns, {NAME_LABEL: ns} if ns else {}, src.get("pod", {}),
+            src_ip=src.get("ip"), namespace=MANAGED_NAMESPACE,
+        )  # fmt: skip
+
+    assert reaches(ns=MANAGED_NAMESPACE, pod={"app": "router"})
+    assert reaches(ns=OPERATOR, pod={"control-plane": "x"})
+    assert not reaches(ns="default", pod={"app": "anything"})
+    assert not reaches(ip="203.0.113.7")

@@ -22,6 +22,7 @@ from k8s.admission import NAME_LABEL, TOOLKIT_CACHE
 from tests.doubles.cel import evaluate_policy
 from tests.doubles.pod_security import violations
 from tests.support.admission import operator_pods, pod_templates
+from tests.support.config import MANAGED_NAMESPACE, TIERS_VARIANT
 from tests.support.objects import OPERATOR_POD
 
 Obj = dict[str, Any]
@@ -178,3 +179,15 @@ def test_every_supported_minor_serves_the_policy_api(rendered: list[Obj], minor:
     schema of each minor the app supports must take both objects as rendered."""
     for obj in policy_and_binding(rendered):
         kubernetes_validate.validate(obj, SUPPORTED_KUBERNETES[minor].schema_version, strict=True)
+
+
+def test_a_namespace_of_managed_tier_endpoints_is_bound_too(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """Its endpoints (tieredstorage, none) get no L2 claim and no Kyverno rule, but their Pods
+    still run with privileged enforcement: the policy must reach them as it reaches the rest."""
+    objs = rendered_envs[TIERS_VARIANT]
+    assert MANAGED_NAMESPACE in endpoint_namespaces(objs)
+    pod = _violating(_sc(privileged=True))
+    assert refused(objs, pod, MANAGED_NAMESPACE)
+    assert refused(objs, copy.deepcopy(OPERATOR_POD), MANAGED_NAMESPACE) == []

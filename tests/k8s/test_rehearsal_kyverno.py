@@ -179,18 +179,18 @@ def test_pods_of_endpoints_without_a_shared_l2_never_wait_on_kyverno(
         assert fail_closed(hooks, p) == [], e.name
 
 
-def test_an_endpoint_sharing_a_name_with_one_on_curvine_elsewhere_never_waits(
+def test_a_pod_sharing_a_name_with_an_endpoint_on_curvine_elsewhere_never_waits(
     dev_config: AppConfig,
 ) -> None:
-    """Curvine endpoints a (namespace x) and b (namespace y), and a tieredstorage endpoint b in
-    namespace x: its namespace and its name each match one of the others, the pair does not."""
+    """Curvine endpoints a (namespace x) and b (namespace y), and a Pod labelled app=b in
+    namespace x (another workload's): its namespace and its name each match one of the
+    endpoints, the pair does not."""
     base = {**BASE["kvcache"]["endpoints"][0], "replicas": 1}
     endpoints = [
         {**base, "name": "a", "namespace": "x"},
         {**base, "name": "b", "namespace": "y"},
-        {**base, "name": "b", "namespace": "x", "l2_backend": "tieredstorage"},
     ]
-    overrides = {"kvcache.endpoints": endpoints, "hyperpod.gpu_group.instance_count": 3}
+    overrides = {"kvcache.endpoints": endpoints, "hyperpod.gpu_group.instance_count": 2}
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
     objs = [o for chart in manifests(build_charts(config)).values() for o in chart]
     hooks = webhooks(objs, config)

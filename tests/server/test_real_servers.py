@@ -153,7 +153,7 @@ def test_verifys_cross_pod_row_reads_the_real_servers(servers: list[Any]) -> Non
     pods = []
     for i in range(len(servers)):
         name = f"tiny-{i}"
-        pods.append({"metadata": {"name": name, "namespace": "default"},
+        pods.append({"metadata": {"name": name, "namespace": "models"},
                      "spec": {"nodeName": f"node-{i}", "containers": [
                          {"name": "inference", "ports": [{"containerPort": 8000}],
                           "env": [{"name": "LMCACHE_REMOTE_URL", "value": "x"}]}]},

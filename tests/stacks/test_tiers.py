@@ -67,7 +67,7 @@ def test_the_tiers_environment_has_no_cfn_lint_error(tiers: Synth) -> None:
 def test_each_endpoint_is_deployed_with_its_backends_spec(tiers: Synth) -> None:
     iecs = _iecs(tiers)
     assert set(iecs) == set(TIERS_ENDPOINTS)
-    for name, (backend, replicas) in TIERS_ENDPOINTS.items():
+    for name, (backend, replicas, _) in TIERS_ENDPOINTS.items():
         spec = iecs[name]["spec"]
         kv = spec["kvCacheSpec"]
         assert spec["replicas"] == replicas

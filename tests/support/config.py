@@ -183,11 +183,14 @@ def fsx_config(env: str = ENV) -> AppConfig:
 # (Curvine and FSx do not share one: FSx has its variant above). The two with a shared tier run
 # two replicas each, so cross-node reuse can be shown on both; five single-GPU nodes hold them.
 TIERS_VARIANT = "tiers"
-TIERS_ENDPOINTS: dict[str, tuple[str, int]] = {
-    # name -> (l2_backend, replicas)
-    "qwen3-8b": ("curvine", 2),
-    "qwen3-8b-ts": ("tieredstorage", 2),
-    "qwen3-8b-l1": ("none", 1),
+# A namespace whose endpoints are all on managed tiers: no L2 claim, no Kyverno policy there, yet
+# the endpoints' admission policy and ingress fence must hold in it as in the others.
+MANAGED_NAMESPACE = "inference-managed"
+TIERS_ENDPOINTS: dict[str, tuple[str, int, str]] = {
+    # name -> (l2_backend, replicas, namespace)
+    "qwen3-8b": ("curvine", 2, "inference"),
+    "qwen3-8b-ts": ("tieredstorage", 2, MANAGED_NAMESPACE),
+    "qwen3-8b-l1": ("none", 1, MANAGED_NAMESPACE),
 }
 
 
@@ -196,8 +199,8 @@ def tiers_config(env: str = ENV) -> AppConfig:
     raw = env_raw(env)
     (base,) = raw["kvcache"]["endpoints"]
     raw["kvcache"]["endpoints"] = [
-        {**base, "name": name, "l2_backend": backend, "replicas": replicas}
-        for name, (backend, replicas) in TIERS_ENDPOINTS.items()
+        {**base, "name": name, "l2_backend": backend, "replicas": replicas, "namespace": ns}
+        for name, (backend, replicas, ns) in TIERS_ENDPOINTS.items()
     ]
     raw["hyperpod"]["gpu_group"]["instance_count"] = 5
     return parse_config(raw, f"config/{env}.yaml (tiers variant)", env)

@@ -14,14 +14,14 @@ from tests.doubles.fake_kube import FakeKube
 from tests.support.config import make_cfg
 
 FIXTURES = Path(__file__).parents[1] / "scripts" / "fixtures"
-DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
+DEPLOYMENTS = "/apis/apps/v1/namespaces/models/deployments"
 OPERATOR = "/apis/apps/v1/namespaces/hyperpod-inference-system/deployments"
-IECS = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/default/inferenceendpointconfigs"
-PODS = "/api/v1/namespaces/default/pods"
+IECS = "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/models/inferenceendpointconfigs"
+PODS = "/api/v1/namespaces/models/pods"
 
 # The endpoint of the recorded Deployment (fixtures/endpoint_deployment.json): the operator named
 # its model container and its Pods' app label after it.
-RECORDED_ENDPOINT = {"name": "vllm-kvcache", "namespace": "default", "replicas": 1}
+RECORDED_ENDPOINT = {"name": "vllm-kvcache", "namespace": "models", "replicas": 1}
 
 
 def recorded_cfg(**overrides: Any) -> AppConfig:
@@ -63,7 +63,7 @@ def endpoint_config(state: str = "DeploymentComplete") -> dict[str, Any]:
     return {
         "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
         "kind": "InferenceEndpointConfig",
-        "metadata": {"name": "vllm-kvcache", "namespace": "default"},
+        "metadata": {"name": "vllm-kvcache", "namespace": "models"},
         "spec": {"modelName": "qwen2-7b"},
         "status": {
             "state": state,

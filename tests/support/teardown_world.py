@@ -50,7 +50,7 @@ def env_cfg(environment: str = ENV) -> Any:
         environment=environment,
         eks={"cluster_name": f"hyperpod-kvcache-{environment}"},
         hyperpod={"cluster_name": f"hyperpod-kvcache-{environment}"},
-        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "default", "replicas": 1}]},
+        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "models", "replicas": 1}]},
     )
 
 
@@ -296,7 +296,7 @@ class World(DeleteFailedStacks):
         )["Subnet"]["SubnetId"]
         ec2.modify_subnet_attribute(SubnetId=subnet, MapPublicIpOnLaunch={"Value": False})
         self.lb = elb.create_load_balancer(
-            Name="k8s-default-vllmkvca",
+            Name="k8s-models-vllmkvca",
             Subnets=[subnet, subnet_b],
             Tags=[{"Key": "elbv2.k8s.aws/cluster", "Value": cfg.eks.cluster_name}],
         )["LoadBalancers"][0]["LoadBalancerArn"]
@@ -307,30 +307,30 @@ class World(DeleteFailedStacks):
         # The cluster owner's endpoints: one we do not configure, one with a configured name
         # in another namespace; and a PVC on our StorageClass that we did not render.
         foreign = endpoint_config()
-        foreign["metadata"] = {"name": "owners-model", "namespace": "default"}
+        foreign["metadata"] = {"name": "owners-model", "namespace": "models"}
         self.kube.put(IECS, foreign)
         elsewhere = endpoint_config()
         elsewhere["metadata"] = {"name": "vllm-kvcache", "namespace": "team-b", "labels": OWNED}
-        self.kube.put(IECS.replace("/default/", "/team-b/"), elsewhere)
-        pvcs = "/api/v1/namespaces/default/persistentvolumeclaims"
+        self.kube.put(IECS.replace("/models/", "/team-b/"), elsewhere)
+        pvcs = "/api/v1/namespaces/models/persistentvolumeclaims"
         self.kube.put(
             pvcs,
             {
-                "metadata": {"name": "curvine-pvc", "namespace": "default", "labels": OWNED},
+                "metadata": {"name": "curvine-pvc", "namespace": "models", "labels": OWNED},
                 "spec": {"storageClassName": "curvine-sc"},
             },
         )
         self.kube.put(
             pvcs,
             {
-                "metadata": {"name": "owners-cache", "namespace": "default"},
+                "metadata": {"name": "owners-cache", "namespace": "models"},
                 "spec": {"storageClassName": "curvine-sc"},
             },
         )
         self.kube.put(
             pvcs,
             {
-                "metadata": {"name": "data", "namespace": "default"},
+                "metadata": {"name": "data", "namespace": "models"},
                 "spec": {"storageClassName": "gp3"},
             },
         )

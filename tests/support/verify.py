@@ -109,9 +109,9 @@ def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
     kube.put(IECS, endpoint_config())
     kube.put("/apis/storage.k8s.io/v1/csidrivers", {"metadata": {"name": "curvine"}, "spec": {}})
     kube.put(
-        "/api/v1/namespaces/default/persistentvolumeclaims",
+        "/api/v1/namespaces/models/persistentvolumeclaims",
         {
-            "metadata": {"name": "curvine-pvc", "namespace": "default"},
+            "metadata": {"name": "curvine-pvc", "namespace": "models"},
             "spec": {"storageClassName": "curvine-sc", "accessModes": ["ReadWriteMany"]},
             "status": {"phase": "Bound"},
         },
@@ -151,7 +151,7 @@ def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
             {
                 "metadata": {
                     "name": f"vllm-kvcache-7d9f-{i}",
-                    "namespace": "default",
+                    "namespace": "models",
                     "labels": template["metadata"]["labels"],
                 },
                 "spec": {**template["spec"], "nodeName": f"hyperpod-i-0{i}"},

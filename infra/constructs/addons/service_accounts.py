@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.config.operator_versions import OPERATOR_DEPLOYMENT, OPERATOR_NAMESPACE
+
 
 @dataclass(frozen=True)
 class ServiceAccount:
@@ -28,9 +30,7 @@ class ServiceAccount:
 S3_CSI = ServiceAccount("kube-system", "s3-csi-driver-sa")
 EBS_CSI_CONTROLLER = ServiceAccount("kube-system", "ebs-csi-controller-sa")
 FSX_CSI_CONTROLLER = ServiceAccount("kube-system", "fsx-csi-controller-sa")
-INFERENCE_CONTROLLER = ServiceAccount(
-    "hyperpod-inference-system", "hyperpod-inference-controller-manager"
-)
+INFERENCE_CONTROLLER = ServiceAccount(OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT)
 # The operator creates one such service account per model namespace for gated JumpStart downloads;
 # the role trusts it only in the namespaces the config deploys endpoints to.
 GATED_MODEL_DOWNLOAD_NAME = "hyperpod-inference-service-account*"
@@ -41,5 +41,5 @@ def gated_model_download(namespace: str) -> ServiceAccount:
     return ServiceAccount(namespace, GATED_MODEL_DOWNLOAD_NAME)
 
 
-ALB_CONTROLLER = ServiceAccount("hyperpod-inference-system", "aws-load-balancer-controller")
-KEDA_OPERATOR = ServiceAccount("hyperpod-inference-system", "keda-operator")
+ALB_CONTROLLER = ServiceAccount(OPERATOR_NAMESPACE, "aws-load-balancer-controller")
+KEDA_OPERATOR = ServiceAccount(OPERATOR_NAMESPACE, "keda-operator")

@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from infra.config import AppConfig
+from infra.config.model import sagemaker_endpoint_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
+from scripts.lib.preflight.account import ZONES, check_endpoint_names, check_zones
 from scripts.lib.preflight.existing import (
     SKIPPED_FOR_EXISTING,
     check_addons,
@@ -43,7 +45,9 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
         stages += [
             f"{t} in {cfg.network.hyperpod_subnet.az_id}" for t in sorted(instance_demand(cfg))
         ]
-        stages += ["kubectl layer minor", "creator admin"]
+        stages += [ZONES, "kubectl layer minor", "creator admin"]
+        stages += [f"SageMaker endpoint {sagemaker_endpoint_name(cfg, e)}"
+                   for e in cfg.kvcache.endpoints]  # fmt: skip
         stages.append(f"Kubernetes {cfg.eks.kubernetes_version}")
         checks += [Check(stage, "skip", reason) for stage in stages]
         return checks + check_tools(run, cfg.eks.kubernetes_version)
@@ -51,6 +55,8 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
         return run_existing_preflight(clients, cfg, run, identity)
     checks += check_quotas(clients, cfg)
     checks += check_offerings(clients, cfg)
+    checks.append(check_zones(clients, cfg))
+    checks += check_endpoint_names(clients, cfg)
     cluster_checks, cluster_minor = check_live_cluster(clients, cfg)
     checks += cluster_checks
     checks.append(check_kubernetes_minor(clients, cluster_minor))
@@ -79,6 +85,7 @@ def run_existing_preflight(
         checks += check_kubectl_role(clients, existing)
         checks += check_addons(clients, cfg, cluster["version"])
     checks += check_instance_groups(clients, cfg)
+    checks += check_endpoint_names(clients, cfg)
     checks += check_kubectl_routes(clients, cfg)
     minor = cluster["version"] if cluster else cfg.eks.kubernetes_version
     checks += check_tools(run, minor)

@@ -17,7 +17,7 @@ import pytest
 from infra.aws_models import character_class, cluster_instance_types, regions, tag_rules
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import cluster_instance_type
-from infra.config.network import az_id_prefix
+from infra.config.network import az_id_prefix, region_zones
 from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
 from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
@@ -95,13 +95,43 @@ def test_every_region_of_the_commercial_china_and_govcloud_partitions_has_an_az_
     assert {r for r in checked if az_id_prefix(r) is None} == set()
 
 
-AZ_IDS = [("usw2-az4", False), ("usw2-az", True), ("usw2-az1x", True), ("use1-az1", True)]
+AZ_IDS = [("usw2-az4", False), ("usw2-az", True), ("usw2-az1x", True), ("use1-az1", True),
+          ("usw2-az9", True)]  # fmt: skip
 
 
 @pytest.mark.parametrize(("az_id", "refused"), AZ_IDS)
 def test_an_az_id_is_the_regions_prefix_and_a_number(az_id: str, refused: bool) -> None:
     line = refusal({"network.hyperpod_subnet.az_id": az_id})
     assert (line is not None) is refused, line
+
+
+AZ_NAMES = [(["us-west-2a", "us-west-2d"], False), (["us-west-2a", "us-west-2z"], True),
+            (["us-west-2e", "us-west-2a"], True)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("names", "refused"), AZ_NAMES)
+def test_az_names_are_zones_the_region_has(names: list[str], refused: bool) -> None:
+    """us-west-2 has four zones, a to d: a letter past them synthesizes a subnet EC2 refuses."""
+    line = refusal({"network.availability_zones": names})
+    assert (line is not None) is refused, line
+    if refused:
+        assert line is not None and "network.availability_zones" in line
+
+
+def test_the_published_zones_are_of_their_region() -> None:
+    """Every name is its Region plus a letter and every id carries the Region's prefix: a table
+    mixed up between Regions would refuse good configs."""
+    for region in ("us-west-2", "us-east-1", "eu-west-1", "ap-northeast-1", "us-gov-west-1"):
+        published = region_zones(region)
+        assert published is not None, region
+        names, ids = published
+        assert names and all(n[:-1] == region and n[-1].isalpha() for n in names), region
+        prefix = az_id_prefix(region)
+        assert ids and all(i.startswith(f"{prefix}-az") for i in ids), region
+
+
+def test_a_region_the_table_does_not_know_is_left_to_preflight() -> None:
+    assert region_zones("xx-moon-1") is None
 
 
 # --- tags ---------------------------------------------------------------------------------------

@@ -274,10 +274,12 @@ def test_an_s3_model_needs_its_bucket() -> None:
 # --- rules across the kvcache section ------------------------------------------------------------
 
 
-def test_two_endpoints_with_the_same_namespace_and_name_are_refused_listing_the_pairs() -> None:
+def test_two_endpoints_of_one_name_are_refused_naming_the_first() -> None:
     assert refusal(_endpoints({"replicas": 1}, {"replicas": 1})) == (
-        f"{SOURCE}: kvcache.endpoints = ['inference/qwen3-8b', 'inference/qwen3-8b']: allowed: "
-        "unique namespace/name pairs; fix: rename one endpoint"
+        f"{SOURCE}: kvcache.endpoints.1.name = 'qwen3-8b': allowed: a name no other endpoint of "
+        "the environment has (kvcache.endpoints.0 in namespace inference is qwen3-8b): each "
+        "names a SageMaker endpoint, unique per account and Region; fix: rename "
+        "kvcache.endpoints.1.name"
     )
 
 

@@ -50,7 +50,7 @@ def test_unknown_endpoint_is_a_usage_error_naming_the_configured_ones(
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run", *args])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert "configured: default/vllm-kvcache, inference/other-model" in line
+    assert "configured: models/vllm-kvcache, inference/other-model" in line
 
 
 def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -33,18 +33,18 @@ def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch)
     aws = _stubbed_aws()
     monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _clients(kube, aws))
     monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
-    # No --endpoint/--namespace: the first of kvcache.endpoints, default/vllm-kvcache.
+    # No --endpoint/--namespace: the first of kvcache.endpoints, models/vllm-kvcache.
     result = CliRunner().invoke(cli.app, ["verify", "--skip-l2-test", "--json"])
     data = json.loads(result.stdout)
     assert result.exit_code == 0 and data["ok"] is True, result.output
     statuses = {c["stage"]: c["status"] for c in data["checks"]}
     assert statuses["CSIDriver curvine"] == "pass"
-    assert statuses["PVC default/curvine-pvc"] == "pass"
+    assert statuses["PVC models/curvine-pvc"] == "pass"
     assert statuses["Pods carry L2 settings"] == "pass"
     assert statuses["cross-Pod L2"] == "skip"
 
     unknown = CliRunner().invoke(cli.app, ["verify", "--endpoint", "nope"])
-    assert unknown.exit_code == 2 and "configured: default/vllm-kvcache" in unknown.stderr
+    assert unknown.exit_code == 2 and "configured: models/vllm-kvcache" in unknown.stderr
 
 
 def test_verify_waits_for_nodes_and_rollout_first(
@@ -76,4 +76,4 @@ def test_verify_waits_for_nodes_and_rollout_first(
     assert result.exit_code == 0, result.output
     assert data["waited_seconds"] == {"tiered_storage": 0, "gpu_nodes": 15, "rollout": 0}
     assert "GPU nodes Ready: 0/2 GPU nodes Ready (0s elapsed)" in result.stderr
-    assert "rollout of default/vllm-kvcache: done after 0s" in result.stderr
+    assert "rollout of models/vllm-kvcache: done after 0s" in result.stderr

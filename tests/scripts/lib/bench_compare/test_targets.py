@@ -29,7 +29,7 @@ def test_an_endpoint_is_its_two_pods_on_different_nodes_with_its_tier_from_confi
     transport = MapTransport(URLS)
     with contextlib.ExitStack() as stack:
         target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
-    assert target.l2_backend == "curvine" and target.endpoint == "default/vllm-kvcache"
+    assert target.l2_backend == "curvine" and target.endpoint == "models/vllm-kvcache"
     assert sorted(target.urls) == ["http://a:1", "http://b:2"]
     assert target.metrics_urls == target.urls
     assert [port for _, port in transport.opened] == [ref.container_port] * 2
@@ -38,7 +38,7 @@ def test_an_endpoint_is_its_two_pods_on_different_nodes_with_its_tier_from_confi
 def test_a_metrics_port_of_its_own_is_reached_too(kube: FakeKube) -> None:
     _seed_cluster(kube)
     cfg = make_cfg(kvcache={"endpoints": [
-        {"name": "vllm-kvcache", "namespace": "default", "replicas": 1, "metrics_port": 9090,
+        {"name": "vllm-kvcache", "namespace": "models", "replicas": 1, "metrics_port": 9090,
          "l2_backend": "none"}]})  # fmt: skip
     (ref,) = endpoints_to_compare(cfg, [])
     transport = MapTransport(URLS)
@@ -61,7 +61,7 @@ def test_one_ready_pod_is_one_replica_and_none_is_one_line(kube: FakeKube) -> No
     pod1 = kube.get(f"{PODS}/vllm-kvcache-7d9f-1")
     assert pod1 is not None
     pod1["status"]["conditions"] = []
-    with pytest.raises(OperationError, match="default/vllm-kvcache: no Ready Pod"):
+    with pytest.raises(OperationError, match="models/vllm-kvcache: no Ready Pod"):
         open_endpoint(contextlib.ExitStack(), _clients(kube, {}), cfg, ref, MapTransport(URLS))
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import boto3
 from moto import mock_aws
 
+from infra.config import AppConfig
 from scripts.lib.clients import Clients
 from scripts.lib.preflight.run import run_preflight
 from tests.support.config import make_cfg
@@ -46,6 +47,13 @@ def test_everything_passes_in_an_offered_az() -> None:
     assert all(v == "pass" for v in status.values()), checks
 
 
+def _in_zone(cfg: AppConfig, az_id: str) -> AppConfig:
+    """``cfg`` with its HyperPod subnet in ``az_id``, past the config's own checks."""
+    subnet = cfg.network.hyperpod_subnet.model_copy(update={"az_id": az_id})
+    network = cfg.network.model_copy(update={"hyperpod_subnet": subnet})
+    return cfg.model_copy(update={"network": network})
+
+
 def test_failures_carry_a_fix() -> None:
     with mock_aws():
         sq = _quotas({"ml.g6e.4xlarge for cluster usage": 1})
@@ -55,9 +63,9 @@ def test_failures_carry_a_fix() -> None:
                 sq if s == "service-quotas" else boto3.client(s, region_name=REGION)
             ),
         )
-        cfg = make_cfg(
-            network={"hyperpod_subnet": {"az_id": "usw2-az9"}}
-        )  # account differs from moto's
+        # moto offers G6e in every us-west-2 zone, so the subnet names a zone no account has
+        # (synth refuses it; preflight must too).
+        cfg = _in_zone(make_cfg(), "usw2-az9")  # account differs from moto's
         checks = run_preflight(clients, cfg, _tools(kubectl_minor="31"))
     by = {c.stage: c for c in checks}
     assert by["credentials"].status == "fail" and "111122223333" in by["credentials"].fix
@@ -66,4 +74,6 @@ def test_failures_carry_a_fix() -> None:
     assert by["quota ml.c5.4xlarge for cluster usage"].status == "warn"
     offering = by["ml.g6e.4xlarge in usw2-az9"]
     assert offering.status == "fail" and "usw2-az1" in offering.fix  # names AZ ids that offer it
+    zones = by["availability zones"]
+    assert zones.status == "fail" and "usw2-az4" in (zones.fix or "")
     assert by["kubectl"].status == "fail"  # 1.31 client vs 1.34 cluster

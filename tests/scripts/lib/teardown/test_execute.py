@@ -55,9 +55,9 @@ def test_only_this_environment_and_exactly_the_plan_is_deleted(world: World) -> 
     ec2.describe_volumes(VolumeIds=[volume, world.other_volume, world.neighbour_csi_volume])
     for path in (
         f"{IECS}/owners-model",
-        f"{IECS.replace('/default/', '/team-b/')}/vllm-kvcache",
-        "/api/v1/namespaces/default/persistentvolumeclaims/owners-cache",
-        "/api/v1/namespaces/default/persistentvolumeclaims/data",
+        f"{IECS.replace('/models/', '/team-b/')}/vllm-kvcache",
+        "/api/v1/namespaces/models/persistentvolumeclaims/owners-cache",
+        "/api/v1/namespaces/models/persistentvolumeclaims/data",
     ):
         assert world.kube.get(path) is not None, path
 
@@ -167,7 +167,7 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
     world.deleting[f"{PREFIX}-nodes"] = 2
     # The operator's finalizer on the endpoint, kubernetes.io/pvc-protection on the PVC: each
     # stays, marked for deletion, for one read after its DELETE.
-    pvc = "/api/v1/namespaces/default/persistentvolumeclaims/curvine-pvc"
+    pvc = "/api/v1/namespaces/models/persistentvolumeclaims/curvine-pvc"
     finalized = {path: world.kube.get(path) for path in (f"{IECS}/vllm-kvcache", pvc)}
     held: list[str] = []
 

@@ -49,12 +49,12 @@ def test_a_configured_endpoint_without_our_labels_stays(
     """No labels, or another cdk8s app's: both of ours are needed."""
     world.kube.objects[f"{IECS}/vllm-kvcache"]["metadata"]["labels"] = labels
     plan = plan_teardown(world.clients, world.cfg)
-    assert "default/vllm-kvcache" not in {i.id for i in plan.kubernetes}
+    assert "models/vllm-kvcache" not in {i.id for i in plan.kubernetes}
     # Which object, the labels it lacks, that it stays, and how to delete it if it is ours.
     assert_lines_say(
         plan.notes,
         [
-            "InferenceEndpointConfig default/vllm-kvcache",
+            "InferenceEndpointConfig models/vllm-kvcache",
             "app.kubernetes.io/managed-by=cdk8s",
             "app.kubernetes.io/part-of=hyperpod-kvcache",
             "left in place",
@@ -64,7 +64,7 @@ def test_a_configured_endpoint_without_our_labels_stays(
 
 
 PROD_MARK = {"hyperpod-kvcache/owner": "hyperpod-kvcache-prod"}
-PVC = "/api/v1/namespaces/default/persistentvolumeclaims/curvine-pvc"
+PVC = "/api/v1/namespaces/models/persistentvolumeclaims/curvine-pvc"
 
 
 def existing_cfg(world: World) -> Any:
@@ -74,7 +74,7 @@ def existing_cfg(world: World) -> Any:
         environment=ENV, hyperpod=GROUPS,
         existing_cluster={**QUICK_INSTALL_CLUSTER, "eks_cluster_name": name,
                           "hyperpod_cluster_name": name},
-        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "default", "replicas": 1}]},
+        kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "models", "replicas": 1}]},
     )  # fmt: skip
 
 
@@ -99,8 +99,8 @@ def test_teardown_leaves_the_same_named_objects_another_environment_marked(
     prod = "hyperpod-kvcache/owner=hyperpod-kvcache-prod"
     assert_lines_say(
         plan.notes,
-        ["InferenceEndpointConfig default/vllm-kvcache", prod, "left in place", "kubectl"],
-        ["PersistentVolumeClaim default/curvine-pvc", prod, "left in place"],
+        ["InferenceEndpointConfig models/vllm-kvcache", prod, "left in place", "kubectl"],
+        ["PersistentVolumeClaim models/curvine-pvc", prod, "left in place"],
     )
     execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
     assert world.kube.writes("DELETE") == []
@@ -113,10 +113,10 @@ def test_on_an_existing_cluster_teardown_deletes_only_what_carries_our_mark(worl
     cfg = existing_cfg(world)
     mark(world, f"{IECS}/vllm-kvcache", {"hyperpod-kvcache/owner": PREFIX})
     plan = plan_teardown(world.clients, cfg)
-    assert [i.id for i in plan.kubernetes] == ["default/vllm-kvcache"]
+    assert [i.id for i in plan.kubernetes] == ["models/vllm-kvcache"]
     assert_lines_say(
         plan.notes,
-        ["PersistentVolumeClaim default/curvine-pvc", "hyperpod-kvcache/owner", "left in place"],
+        ["PersistentVolumeClaim models/curvine-pvc", "hyperpod-kvcache/owner", "left in place"],
     )
     execute_teardown(world.clients, cfg, lambda _: None, FAST, show=False)
     assert world.kube.get(f"{IECS}/vllm-kvcache") is None and world.kube.get(PVC)
@@ -126,7 +126,7 @@ PVS = "/api/v1/persistentvolumes"
 
 
 def curvine_volume(world: World, *, claim_gone: bool = False, after_reads: int = 3) -> str:
-    """The volume the Curvine CSI driver provisioned for default/curvine-pvc. Its provisioner
+    """The volume the Curvine CSI driver provisioned for models/curvine-pvc. Its provisioner
     deletes it ``after_reads`` listings of volumes after the claim goes, while the kvcache stack
     (which holds the driver and Curvine) is there; after that, never. ``claim_gone``: a re-run,
     the claim deleted already and the volume Released."""
@@ -136,7 +136,7 @@ def curvine_volume(world: World, *, claim_gone: bool = False, after_reads: int =
         "metadata": {"name": "pvc-uid-1",
                      "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"]},
         "spec": {"storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
-                 "claimRef": {"namespace": "default", "name": "curvine-pvc", "uid": "uid-1"}},
+                 "claimRef": {"namespace": "models", "name": "curvine-pvc", "uid": "uid-1"}},
     })  # fmt: skip
     countdown: list[int] = []
     if claim_gone:
@@ -191,7 +191,7 @@ def test_a_volume_whose_claim_is_there_or_that_is_retained_is_not_waited_for(
     with reclaim policy Retain, or of another namespace or StorageClass, is not the driver's
     to delete now."""
     curvine_volume(world)
-    claim = {"namespace": "default", "name": "curvine-pvc", "uid": "uid-1"}
+    claim = {"namespace": "models", "name": "curvine-pvc", "uid": "uid-1"}
     for name, spec in (
         ("retained", {"persistentVolumeReclaimPolicy": "Retain"}),
         ("elsewhere", {"claimRef": {**claim, "namespace": "team-b", "uid": "x"}}),
@@ -241,7 +241,7 @@ def test_the_kubernetes_plan_is_exactly_our_objects_in_every_configured_namespac
         environment=ENV,
         eks={"cluster_name": world.cfg.eks.cluster_name},
         hyperpod={"cluster_name": world.cfg.hyperpod.cluster_name},
-        kvcache={"endpoints": [{"name": "not-deployed", "namespace": "default", "replicas": 1},
+        kvcache={"endpoints": [{"name": "not-deployed", "namespace": "models", "replicas": 1},
                                {"name": "vllm-kvcache", "namespace": "team-b", "replicas": 1}]},
     )  # fmt: skip
     pvcs = "/api/v1/namespaces/team-b/persistentvolumeclaims"
@@ -255,7 +255,7 @@ def test_the_kubernetes_plan_is_exactly_our_objects_in_every_configured_namespac
     plan = plan_teardown(world.clients, cfg)
     assert plan.kubernetes == [
         Item("InferenceEndpointConfig", "team-b/vllm-kvcache"),
-        Item("PersistentVolumeClaim", "default/curvine-pvc", "curvine-sc"),
+        Item("PersistentVolumeClaim", "models/curvine-pvc", "curvine-sc"),
         Item("PersistentVolumeClaim", "team-b/cache", "curvine-sc"),
     ]
 
@@ -283,7 +283,7 @@ def test_a_kubernetes_api_failure_stops_teardown_saying_to_rerun(world: World) -
 def test_an_object_deleted_by_someone_else_meanwhile_is_not_a_failure(world: World) -> None:
     """Between teardown's read and its DELETE, the endpoint and the PVC go (another teardown,
     a kubectl delete): the 404 is taken as done, and the teardown goes on."""
-    pvcs = "/api/v1/namespaces/default/persistentvolumeclaims"
+    pvcs = "/api/v1/namespaces/models/persistentvolumeclaims"
     racing = {f"{IECS}/vllm-kvcache": f"{IECS}/vllm-kvcache", pvcs: f"{pvcs}/curvine-pvc"}
 
     def someone_else(fake: FakeKube, method: str, path: str) -> None:

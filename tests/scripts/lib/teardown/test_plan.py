@@ -18,7 +18,7 @@ from tests.support.teardown_world import REGION, World
 
 def test_dry_run_lists_everything_and_deletes_nothing(world: World) -> None:
     plan = plan_teardown(world.clients, world.cfg)
-    assert [i.id for i in plan.kubernetes] == ["default/vllm-kvcache", "default/curvine-pvc"]
+    assert [i.id for i in plan.kubernetes] == ["models/vllm-kvcache", "models/curvine-pvc"]
     assert [i.id for i in plan.stacks] == stack_names(world.cfg)
     found = {(i.kind, i.id) for i in plan.leftovers}
     assert ("available ENI", world.eni) in found

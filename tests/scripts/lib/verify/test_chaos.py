@@ -174,7 +174,7 @@ def test_an_endpoint_without_l2_skips_every_chaos_stage_and_deletes_nothing(
     kube: FakeKube, l2_dir: str
 ) -> None:
     _seed_cluster(kube)
-    endpoint = {"name": "vllm-kvcache", "namespace": "default", "replicas": 1}
+    endpoint = {"name": "vllm-kvcache", "namespace": "models", "replicas": 1}
     none = make_cfg(kvcache={"endpoints": [{**endpoint, "l2_backend": "none"}]})
     rows = _run(kube, {}, cfg=none)
     assert {r.status for r in rows.values()} == {"skip"}

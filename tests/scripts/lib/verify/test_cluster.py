@@ -109,15 +109,15 @@ def test_on_fsx_the_claim_checked_is_the_one_named_after_the_deployed_file_syste
     outputs. The seeded Pods still mount curvine-pvc, so the Pods row names the FSx claim."""
     cfg = _fsx_cfg()
     _seed_cluster(kube)
-    kube.put("/api/v1/namespaces/default/persistentvolumeclaims", {
-        "metadata": {"name": f"fsx-l2-{FSX_ID}", "namespace": "default"},
+    kube.put("/api/v1/namespaces/models/persistentvolumeclaims", {
+        "metadata": {"name": f"fsx-l2-{FSX_ID}", "namespace": "models"},
         "spec": {"storageClassName": "", "accessModes": ["ReadWriteMany"]},
         "status": {"phase": "Bound"},
     })  # fmt: skip
     aws = {**_stubbed_aws(), "cloudformation": _cloudformation(cfg, deployed=True)}
     checks, _ = run_verify(_clients(kube, aws), cfg, REF, None)
     by_stage = {c.stage: c for c in checks}
-    assert by_stage[f"PVC default/fsx-l2-{FSX_ID}"].status == "pass"
+    assert by_stage[f"PVC models/fsx-l2-{FSX_ID}"].status == "pass"
     pods = by_stage["Pods carry L2 settings"]
     assert pods.status == "fail" and f"fsx-l2-{FSX_ID}" in pods.detail
 
@@ -128,7 +128,7 @@ def test_on_fsx_before_a_deploy_the_claim_row_says_why_and_l2_rows_skip(kube: Fa
     aws = {**_stubbed_aws(), "cloudformation": _cloudformation(cfg, deployed=False)}
     checks, cross = run_verify(_clients(kube, aws), cfg, REF, MapTransport({}))
     by_stage = {c.stage: c for c in checks}
-    claim = by_stage["PVC default"]
+    claim = by_stage["PVC models"]
     assert claim.status == "fail" and "the stack does not exist" in claim.detail
     assert "make deploy ENV=dev" in claim.detail
     assert by_stage["Pods carry L2 settings"].status == "skip" and cross is None

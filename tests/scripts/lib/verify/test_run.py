@@ -28,8 +28,8 @@ def servers() -> Iterator[tuple[FakeVllm, FakeVllm]]:
 
 def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]) -> None:
     _seed_cluster(kube)
-    kube.logs["default/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
-    kube.logs["default/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
+    kube.logs["models/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
+    kube.logs["models/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
     transport = MapTransport(
         {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
     )
@@ -85,8 +85,8 @@ def test_unpatched_pods_and_wrong_tiered_storage_fail(kube: FakeKube) -> None:
 
 def test_zero_hit_on_second_pod_fails(kube: FakeKube, servers: tuple[FakeVllm, FakeVllm]) -> None:
     _seed_cluster(kube)
-    kube.logs["default/vllm-kvcache-7d9f-1"] = SEED_STORE
-    kube.logs["default/vllm-kvcache-7d9f-2"] = MISS
+    kube.logs["models/vllm-kvcache-7d9f-1"] = SEED_STORE
+    kube.logs["models/vllm-kvcache-7d9f-2"] = MISS
     transport = MapTransport(
         {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
     )
@@ -124,8 +124,8 @@ def test_a_tieredstorage_endpoint_keeps_the_operators_url_and_runs_the_cross_nod
     cross-Pod test (two nodes) says whether the managed tier served the second node."""
     _seed_cluster(kube, patched=False)
     _with_hash_seed(kube)
-    kube.logs["default/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
-    kube.logs["default/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
+    kube.logs["models/vllm-kvcache-7d9f-1"] = f"{MISS}\n{SEED_STORE}\n"
+    kube.logs["models/vllm-kvcache-7d9f-2"] = f"{SEED_HIT}\n{SEED_RETRIEVE}\n"
     transport = MapTransport(
         {"vllm-kvcache-7d9f-1": servers[0].url, "vllm-kvcache-7d9f-2": servers[1].url}
     )
@@ -135,7 +135,7 @@ def test_a_tieredstorage_endpoint_keeps_the_operators_url_and_runs_the_cross_nod
     )
     by_stage = {c.stage: c for c in checks}
     assert by_stage["CSIDriver curvine"].status == "skip"
-    assert by_stage["PVC default"].status == "skip"
+    assert by_stage["PVC models"].status == "skip"
     url = by_stage["LMCACHE_REMOTE_URL is Tiered Storage"]
     assert url.status == "pass" and "sagemaker-hyperpod://" in url.detail
     assert "LMCACHE_REMOTE_URL is Curvine" not in by_stage
@@ -164,4 +164,4 @@ def test_an_fsx_or_l1_only_endpoint_is_not_checked_for_curvines_driver(kube: Fak
         assert by_stage["CSIDriver curvine"].status == "skip", backend
     none = REF.model_copy(update={"l2_backend": "none"})
     checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, none, None)
-    assert {c.stage: c for c in checks}["PVC default"].status == "skip"
+    assert {c.stage: c for c in checks}["PVC models"].status == "skip"

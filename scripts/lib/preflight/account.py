@@ -1,0 +1,82 @@
+"""Preflight rows about the account and Region rather than the cluster: the Availability Zones
+the config names (the account's own mapping of names to zones) and the SageMaker endpoint names
+the environment's endpoints will take (unique per account and Region)."""
+
+from __future__ import annotations
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from infra.config import AppConfig
+from infra.config.model import sagemaker_endpoint_name
+from scripts.lib.checks import Check
+from scripts.lib.clients import Clients
+
+ZONES = "availability zones"
+
+
+def check_zones(clients: Clients, cfg: AppConfig) -> Check:
+    """The HyperPod subnet's AZ id, and (for a VPC the app creates) the AZ names, among the
+    zones this account sees in the Region."""
+    try:
+        zones = clients.aws("ec2").describe_availability_zones()["AvailabilityZones"]
+    except (ClientError, BotoCoreError) as exc:
+        return Check(
+            ZONES, "warn", f"cannot list zones: {exc}", "grant ec2:DescribeAvailabilityZones"
+        )
+    ids = sorted(z["ZoneId"] for z in zones)
+    names = sorted(z["ZoneName"] for z in zones)
+    az_id = cfg.network.hyperpod_subnet.az_id
+    if az_id not in ids:
+        return Check(
+            ZONES, "fail", f"{az_id} is not a zone of this account in {cfg.region}",
+            f"set network.hyperpod_subnet.az_id to one of {', '.join(ids)}",
+        )  # fmt: skip
+    missing = [n for n in cfg.network.availability_zones if n not in names]
+    if missing and cfg.network.existing_vpc is None:
+        return Check(
+            ZONES, "fail", f"{', '.join(missing)}: not a zone of this account in {cfg.region}",
+            f"list two of {', '.join(names)} in network.availability_zones",
+        )  # fmt: skip
+    return Check(ZONES, "pass", f"{az_id} and {', '.join(cfg.network.availability_zones)}")
+
+
+def check_endpoint_names(clients: Clients, cfg: AppConfig) -> list[Check]:
+    """Each endpoint's SageMaker endpoint name is free in the account and Region, or already
+    this environment's (its endpoints stack is deployed)."""
+    sagemaker = clients.aws("sagemaker")
+    checks = []
+    for i, e in enumerate(cfg.kvcache.endpoints):
+        name = sagemaker_endpoint_name(cfg, e)
+        stage = f"SageMaker endpoint {name}"
+        try:
+            sagemaker.describe_endpoint(EndpointName=name)
+        except ClientError as exc:
+            if "Could not find endpoint" in str(exc):
+                checks.append(Check(stage, "pass", "the name is free"))
+                continue
+            checks.append(Check(stage, "warn", str(exc), "grant sagemaker:DescribeEndpoint"))
+            continue
+        except BotoCoreError as exc:
+            checks.append(Check(stage, "warn", str(exc), "check the network and credentials"))
+            continue
+        if _deployed(clients, f"{cfg.stack_prefix}-endpoints"):
+            checks.append(Check(stage, "pass", "exists: this environment's endpoints are deployed"))
+            continue
+        detail = (
+            f"exists in {cfg.region} and this environment has not deployed its endpoints: "
+            "another environment or a manual deploy holds the name"
+        )
+        fix = (
+            f"rename kvcache.endpoints.{i}.name, or delete a left-over endpoint "
+            f"(aws sagemaker delete-endpoint --endpoint-name {name})"
+        )
+        checks.append(Check(stage, "fail", detail, fix))
+    return checks
+
+
+def _deployed(clients: Clients, stack: str) -> bool:
+    try:
+        clients.aws("cloudformation").describe_stacks(StackName=stack)
+    except ClientError:
+        return False
+    return True
