@@ -49,6 +49,8 @@ def dev_with(env: str, **sections: Any) -> str:
     raw["environment"] = env
     for key, value in sections.items():
         raw[key] = {**raw[key], **value} if isinstance(value, dict) and key in raw else value
+    if "existing_cluster" in sections:
+        raw.pop("network")  # the cluster brings its own
     return yaml.safe_dump(raw, sort_keys=False)
 
 

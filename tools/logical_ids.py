@@ -53,6 +53,7 @@ EXISTING_OVERLAY: dict[str, Any] = {
         "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
     },
+    "network": None,  # the cluster brings its own
     "hyperpod": {
         "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},
         "system_group": {"name": "system", "instance_type": "ml.c5.4xlarge", "instance_count": 1},
@@ -102,9 +103,12 @@ def checkout(rev: str) -> Iterator[Path]:
 
 
 def _merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base``, mappings merged key by key; a None removes the key."""
     out = dict(base)
     for key, value in overlay.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
             out[key] = _merge(out[key], value)
         else:
             out[key] = value

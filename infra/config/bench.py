@@ -10,10 +10,22 @@ about one token each with the BPE tokenizers they are built for (``scripts/lib/p
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+
 from pydantic import Field, field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
+
+# The prompts' words are ones BPE tokenizers encode as about one token each; a request is judged
+# at this many tokens per word, which leaves room for the chat's role labels and for a tokenizer
+# that splits a word.
+TOKENS_PER_WORD = 1.1
+
+
+def words_as_tokens(words: int) -> int:
+    return math.ceil(words * TOKENS_PER_WORD)
 
 
 class ChatWorkload(Section):
@@ -34,6 +46,14 @@ class ChatWorkload(Section):
     """Words of each round's new question."""
     answer_tokens: int = Field(default=100, ge=1, le=4096)
     """Tokens generated per answer (max_tokens)."""
+
+    def longest_request_tokens(self) -> int:
+        """The last round's request: the system prompt, the user's context, every question so
+        far and every earlier answer, plus the answer it generates."""
+        words = (
+            self.system_prompt_words + self.user_context_words + self.rounds * self.question_words
+        )
+        return words_as_tokens(words) + self.rounds * self.answer_tokens
 
 
 class BenchConfig(Section):
@@ -63,3 +83,15 @@ class BenchConfig(Section):
         if not v or any(n < 1 or n > 100_000 for n in v):
             raise RuleViolation("one or more lengths of 1 to 100000 words", "fix the list")
         return v
+
+
+def longest_requests(
+    lengths: Iterable[int], cross_pod_words: int, max_tokens: int, chat: ChatWorkload
+) -> dict[str, int]:
+    """Each workload's longest request in tokens (prompt and generation): what an endpoint's
+    ``--max-model-len`` must hold."""
+    return {
+        "sweep": words_as_tokens(max(lengths)) + max_tokens,
+        "cross_pod": words_as_tokens(cross_pod_words) + max_tokens,
+        "chat": chat.longest_request_tokens(),
+    }

@@ -56,6 +56,12 @@ def s3_bucket(value: str, fix: str) -> str:
 
 
 def cidr(value: str, field: str, lo: int, hi: int) -> str:
+    if "/" not in value:
+        # ipaddress reads a bare address as a /32; CloudFormation and EC2 want the prefix.
+        raise RuleViolation(
+            f"an IPv4 network in CIDR form with its prefix length, /{lo} to /{hi}",
+            f"write {value}/32 for one address (or the network's own prefix) in {field}",
+        )
     try:
         net = ipaddress.IPv4Network(value)
     except ValueError:

@@ -59,8 +59,18 @@ class KyvernoConfig(Section):
 PLACEHOLDER_MODEL_BUCKET = "amzn-s3-demo-replace-with-model-bucket"
 
 
+# A Hugging Face repository id: an optional owner and a name (huggingface_hub's
+# validate_repo_id: letters, digits, '-', '_', '.'; not starting with '-' or '.').
+HF_REPO_ID = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9._-]*/)?[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+# Where the app can have the operator get the weights from; which of them the pinned operator
+# takes is checked with the operator known (infra/config/rules.py), so one message lists both.
+MODEL_SOURCES = ("s3", "huggingface")
+
+
 class ModelConfig(Section):
-    source: Literal["huggingface", "s3"] = "s3"
+    source: str = Field(default="s3", json_schema_extra={"enum": list(MODEL_SOURCES)})
     """Where the operator downloads the weights from. ``s3``: ``s3_bucket``/``s3_prefix`` (stage
     them with ``aws s3 sync``, docs/kubernetes-layer.md). ``huggingface`` needs an add-on
     whose operator is 3.1 or later (infra/config/operator_versions.py)."""
@@ -75,6 +85,19 @@ class ModelConfig(Section):
     """Parameter count in billions (for the fits-in-GPU-memory check)."""
     bytes_per_parameter: float = Field(default=2.0, gt=0)
     """Bytes per parameter as served (2 for bf16/fp16, 1 for fp8)."""
+
+    @field_validator("hugging_face_model_id")
+    @classmethod
+    def _hf_id(cls, v: str) -> str:
+        if not HF_REPO_ID.fullmatch(v) or len(v) > 96:
+            tail = v.split("huggingface.co/", 1)[-1].strip("/")
+            raise RuleViolation(
+                "a Hugging Face model id, owner/name like Qwen/Qwen3-8B (letters, digits, '-', "
+                "'_' and '.'; at most 96 characters), not a URL",
+                f"write {tail if HF_REPO_ID.fullmatch(tail) else 'owner/name'}: the part of the "
+                "model page's URL after huggingface.co/",
+            )
+        return v
 
     @field_validator("s3_bucket")
     @classmethod
@@ -134,13 +157,14 @@ class EndpointConfig(Section):
     set explicitly: a failed L2 read is recomputed instead of failing the request."""
     container_port: int = Field(default=8000, ge=1024, le=65535)
     """Port vLLM listens on."""
-    metrics_port: int = Field(default=8000, ge=1024, le=65535)
-    """Port of vLLM's /metrics (the operator scrapes it)."""
+    metrics_port: int = 8000
+    """Port of vLLM's /metrics (the operator scrapes it): vLLM serves it on the port it listens
+    on, so it equals ``container_port``."""
     cpu: int = Field(default=7, ge=1)
     """CPU request and limit per replica, in cores. 7 leaves room on one ml.g6e.4xlarge (16
     vCPUs) for the Curvine worker, its FUSE node plugin, the operator's sidecars and the EKS and
     HyperPod daemons; a replica must fit one GPU node with them (infra/node_budget.py)."""
-    memory_gib: int = Field(default=64, ge=4)
+    memory_gib: int = Field(default=64, ge=VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU)
     """Memory request and limit per replica, in GiB. With L1 on, what vLLM does not need is
     LMCache's CPU cache (``l1_cache_gib``): ``memory_gib - (8 + 2 x tensor_parallel_size)``, where
     that size reaches LMCache (operator 3.2 drops it on tieredstorage and none endpoints, which
@@ -228,6 +252,18 @@ class KvCacheConfig(Section):
     endpoint (LMCACHE_REMOTE_URL is ``fs://localhost:0<path>/``): an absolute, normalized path
     of its own."""
 
+    @field_validator("endpoints")
+    @classmethod
+    def _some_endpoint(cls, v: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:
+        if not v:
+            raise RuleViolation(
+                "at least one endpoint: without one the app deploys the GPU nodes, Curvine and "
+                "the operator, and serves nothing",
+                "list an endpoint under kvcache.endpoints (config/dev.yaml has one), or remove "
+                "the key to deploy the default endpoint",
+            )
+        return v
+
     @field_validator("l2_mount_path")
     @classmethod
     def _mount_path(cls, v: str) -> str:
@@ -286,16 +322,27 @@ class KvCacheConfig(Section):
         return self
 
     def _room_for_l1(self) -> None:
-        """With L1 on, the Pod's memory holds vLLM's own need and at least 1 GiB of L1."""
+        """The Pod's memory holds vLLM's own need (below it the container is OOM-killed as the
+        engine starts, L1 or not) and, with L1 on, at least 1 GiB of L1."""
         for i, e in enumerate(self.endpoints):
-            need = VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU * e.tensor_parallel_size + 1
+            vllm = VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU * e.tensor_parallel_size
+            field = f"kvcache.endpoints.{i}.memory_gib"
+            if not e.enable_l1_cache and e.memory_gib < vllm:
+                raise RuleViolation(
+                    f"at least {vllm} with tensor_parallel_size {e.tensor_parallel_size}: vLLM's "
+                    "API server and engine need that much of the Pod's memory",
+                    f"raise memory_gib to {vllm}",
+                    field=field,
+                    value=e.memory_gib,
+                )
+            need = vllm + 1
             if e.enable_l1_cache and e.memory_gib < need:
                 raise RuleViolation(
                     f"at least {need} with enable_l1_cache true and tensor_parallel_size "
-                    f"{e.tensor_parallel_size}: vLLM needs {need - 1} GiB of the Pod's memory "
+                    f"{e.tensor_parallel_size}: vLLM needs {vllm} GiB of the Pod's memory "
                     "and LMCache's CPU cache (L1) gets the rest",
                     f"raise memory_gib to {need} or more, or set enable_l1_cache: false",
-                    field=f"kvcache.endpoints.{i}.memory_gib",
+                    field=field,
                     value=e.memory_gib,
                 )
 

@@ -158,11 +158,26 @@ def _first_error(exc: ValidationError, source: str, text: str | None = None) -> 
         )  # fmt: skip
     if kind == "missing":
         return ConfigError(source, field, None, "a value (required)", f"add {field} to {source}")
-    if kind == "string_type" and isinstance(value, int | float) and not isinstance(value, bool):
+    if kind == "string_type" and isinstance(value, bool):
+        return _unquoted_word(source, field, value, err["loc"], text)
+    if kind == "string_type" and isinstance(value, int | float):
         return _unquoted_number(source, field, value, err["loc"], text)
+    if kind in ("tuple_type", "list_type"):
+        leaf = err["loc"][-1] if err["loc"] else field
+        return ConfigError(
+            source, field, value, "a YAML list, e.g. [a, b] or one '- item' per line",
+            f"write {leaf}: [{value if value is not None else ''}] in {source}",
+        )  # fmt: skip
     # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...);
     # every rule of this project raises RuleViolation, handled above.
     allowed = err["msg"].removeprefix("Input should be ")
+    if isinstance(value, bool) and kind == "literal_error":
+        written = scalar_as_written(text, err["loc"]) if text is not None else None
+        return ConfigError(
+            source, field, value,
+            f"{allowed} (YAML reads an unquoted on, off, yes, no, true or false as a boolean)",
+            f"write one of them for {written or str(value).lower()} in {source}",
+        )  # fmt: skip
     return ConfigError(source, field, value, allowed, f"change {field} in {source}")
 
 
@@ -177,6 +192,21 @@ def _unquoted_number(
         source, field, value,
         "text, in quotes (unquoted, YAML reads a version such as 1.30 as the number 1.3)",
         f'write {leaf}: "{written if written is not None else value}" (quoted) in {source}',
+    )  # fmt: skip
+
+
+def _unquoted_word(
+    source: str, field: str, value: bool, loc: tuple[int | str, ...], text: str | None
+) -> ConfigError:
+    """A boolean where text belongs: PyYAML reads YAML 1.1's on, off, yes and no (any case) as
+    true and false, so the fix quotes the word as written."""
+    written = scalar_as_written(text, loc) if text is not None else None
+    leaf = loc[-1] if loc else field
+    return ConfigError(
+        source, field, value,
+        "text, in quotes (unquoted, YAML reads on, off, yes, no, true and false as a boolean)",
+        f'write {leaf}: "{written if written is not None else str(value).lower()}" (quoted) '
+        f"in {source}",
     )  # fmt: skip
 
 

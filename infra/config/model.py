@@ -9,8 +9,9 @@ field to change); the lock file in ``locks``. ``loader`` runs them in that order
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from infra.config.addons import AddonsConfig
 from infra.config.base import Section
@@ -110,6 +111,27 @@ class AppConfig(Section):
     @classmethod
     def _region(cls, v: str) -> str:
         return region(v, "fix region")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unused_network(cls, data: Any) -> Any:
+        """``network`` describes a VPC the app creates or extends; an existing cluster brings
+        its own, so settings there would be ignored without a word."""
+        if not (isinstance(data, dict) and data.get("existing_cluster") and data.get("network")):
+            return data
+        try:
+            # A dump of a loaded config carries the defaults: only settings of one's own count.
+            if NetworkConfig.model_validate(data["network"]) == NetworkConfig():
+                return data
+        except ValueError:
+            pass  # refused all the same
+        raise RuleViolation(
+            "no network settings with existing_cluster: the cluster's own VPC and subnets are "
+            "used (existing_cluster names them)",
+            "remove the network section",
+            field="network",
+            value=data["network"],
+        )
 
     @property
     def existing(self) -> bool:

@@ -11,16 +11,17 @@ import math
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
-from infra.config.kvcache import VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig, KvCacheConfig
+from infra.config.kvcache import MODEL_SOURCES, VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig
 from infra.config.model import (
     AppConfig,
     creates_collector,
     l1_in_container_gib,
-    sagemaker_endpoint_name,
 )
-from infra.config.operator_versions import ADDON_NAME, OPERATOR_NAMESPACE
+from infra.config.operator_versions import ADDON_NAME
+from infra.config.rules_bench import check_bench
 from infra.config.rules_budget import check_node_budget
 from infra.config.rules_existing import check_existing_arns
+from infra.config.rules_names import check_endpoint_names, check_namespaces
 from infra.config.rules_network import check_network
 from infra.instances import GPU_INSTANCES
 
@@ -36,6 +37,7 @@ def check_rules(app: AppConfig) -> None:
         _describe_existing_groups(app.hyperpod, app.existing_cluster)
     check_addons(app)
     check_kvcache(app)
+    check_bench(app)
     check_pipeline(app)
     check_observability(app)
 
@@ -216,6 +218,13 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
             field=f"{field}.instance_type",
             value=itype,
         )
+    if e.metrics_port != e.container_port:
+        raise RuleViolation(
+            f"{e.container_port} (container_port): vLLM serves /metrics on the port it listens on",
+            "remove metrics_port, or set it to container_port",
+            field=f"{field}.metrics_port",
+            value=e.metrics_port,
+        )
     tp = e.tensor_parallel_size
     if tp > inst.gpus:
         raise RuleViolation(
@@ -237,15 +246,23 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig) -> None:
         )
     addon = app.addons.inference_operator
     op = addon.operator
-    if m.source not in op.model_sources:
-        raise RuleViolation(
-            f"{' or '.join(op.model_sources)} (model sources of operator {op.version}, shipped "
-            f"by the pinned add-on {addon.version})",
+    # What the app renders and the pinned operator takes: one list, so a value picked from it
+    # is never refused by the next run.
+    takes = [s for s in MODEL_SOURCES if s in op.model_sources]
+    if m.source not in takes:
+        fix = (
             "use source s3 with model.s3_bucket (stage the weights with aws s3 sync, see "
             "docs/kubernetes-layer.md), or pin an add-on version shipping operator 3.1+ "
             "after checking `aws eks describe-addon-versions --addon-name "
             f"{ADDON_NAME} --kubernetes-version {app.eks.kubernetes_version}` and adding "
-            "its CRD (infra/config/operator_versions.py)",
+            "its CRD (infra/config/operator_versions.py)"
+            if m.source in MODEL_SOURCES
+            else f"set {field}.model.source to {' or '.join(takes)}"
+        )
+        raise RuleViolation(
+            f"{' or '.join(takes)} (model sources of operator {op.version}, shipped "
+            f"by the pinned add-on {addon.version})",
+            fix,
             field=f"{field}.model.source",
             value=m.source,
         )
@@ -320,94 +337,11 @@ def _check_gpu_slots(app: AppConfig) -> None:
             )
 
 
-# SageMaker's longest endpoint name (CreateEndpoint's EndpointName; the CRD's endpointName).
-SAGEMAKER_NAME_MAX = 63
-# Namespaces the cluster or its platform add-ons own. The app renders, fences with a
-# NetworkPolicy, binds its endpoint admission policy in and (on destroy) deletes the namespaces
-# of its endpoints, Kyverno and Curvine: none of them may be one of these.
-PLATFORM_NAMESPACES = {
-    "default": "Kubernetes' own",
-    "kube-system": "Kubernetes' own, with the VPC CNI, kube-proxy, CoreDNS and the CSI drivers",
-    "kube-public": "Kubernetes' own",
-    "kube-node-lease": "Kubernetes' own",
-    OPERATOR_NAMESPACE: "the inference operator add-on's, with its ALB controller and KEDA",
-    "aws-hyperpod": "HyperPod's health-monitoring agent's",
-    "cert-manager": "the cert-manager add-on's",
-    "amazon-guardduty": "GuardDuty's runtime monitoring agent's",
-}
-
-
-def _platform_namespace(namespace: str) -> str | None:
-    """Who owns ``namespace`` when the platform does (``kube-`` is Kubernetes' prefix)."""
-    if namespace in PLATFORM_NAMESPACES:
-        return PLATFORM_NAMESPACES[namespace]
-    return "Kubernetes' (the kube- prefix)" if namespace.startswith("kube-") else None
-
-
-def _check_namespaces(kv: KvCacheConfig) -> None:
-    """The app's own namespaces are none of the platform's, and endpoints share none with
-    Kyverno or Curvine (privileged Pods there would meet the endpoints' admission policy)."""
-    own = {kv.kyverno.namespace: "Kyverno's"} if kv.uses_kyverno else {}
-    if "curvine" in kv.l2_backends:
-        own[kv.curvine.namespace] = "Curvine's"
-    for i, e in enumerate(kv.endpoints):
-        owner = _platform_namespace(e.namespace) or own.get(e.namespace)
-        if owner is not None:
-            raise RuleViolation(
-                f"a namespace of the endpoints' own, not {owner}",
-                f"set kvcache.endpoints.{i}.namespace to another name, e.g. inference",
-                field=f"kvcache.endpoints.{i}.namespace",
-                value=e.namespace,
-            )
-    rendered = [("curvine", kv.curvine.namespace)] if "curvine" in kv.l2_backends else []
-    if kv.installs_kyverno:  # an installed Kyverno's namespace is the cluster's, not rendered
-        rendered.append(("kyverno", kv.kyverno.namespace))
-    for field, namespace in rendered:
-        owner = _platform_namespace(namespace)
-        if owner is not None:
-            raise RuleViolation(
-                f"a namespace of its own, not {owner}",
-                f"set kvcache.{field}.namespace to {field}",
-                field=f"kvcache.{field}.namespace",
-                value=namespace,
-            )
-
-
-def _check_endpoint_names(app: AppConfig) -> None:
-    """Each endpoint names a SageMaker endpoint, unique per account and Region whatever its
-    namespace: one name twice in an environment is refused, and the environment-qualified name
-    must fit SageMaker's 63 characters. (Another environment of the account or a name taken
-    outside this app: ``hpkv preflight`` asks SageMaker.)"""
-    seen: dict[str, int] = {}
-    for i, e in enumerate(app.kvcache.endpoints):
-        if e.name in seen:
-            first = app.kvcache.endpoints[seen[e.name]]
-            raise RuleViolation(
-                f"a name no other endpoint of the environment has (kvcache.endpoints."
-                f"{seen[e.name]} in namespace {first.namespace} is {e.name}): each names a "
-                "SageMaker endpoint, unique per account and Region",
-                f"rename kvcache.endpoints.{i}.name",
-                field=f"kvcache.endpoints.{i}.name",
-                value=e.name,
-            )
-        seen[e.name] = i
-        sagemaker = sagemaker_endpoint_name(app, e)
-        if len(sagemaker) > SAGEMAKER_NAME_MAX:
-            raise RuleViolation(
-                f"at most {SAGEMAKER_NAME_MAX - len(app.environment) - 1} characters in "
-                f"environment {app.environment}: the SageMaker endpoint {sagemaker} may have "
-                f"{SAGEMAKER_NAME_MAX}",
-                f"shorten kvcache.endpoints.{i}.name",
-                field=f"kvcache.endpoints.{i}.name",
-                value=e.name,
-            )
-
-
 def check_kvcache(app: AppConfig) -> None:
     """Rules that span the Kubernetes layer and other sections; raise RuleViolation(field=...)."""
     kv = app.kvcache
     cv = kv.curvine
-    _check_endpoint_names(app)
+    check_endpoint_names(app)
     if cv.evictor.low_water_percent >= cv.evictor.high_water_percent:
         raise RuleViolation(
             f"less than high_water_percent ({cv.evictor.high_water_percent})",
@@ -447,7 +381,7 @@ def check_kvcache(app: AppConfig) -> None:
             field="kvcache.curvine.namespace",
             value=cv.namespace,
         )
-    _check_namespaces(kv)
+    check_namespaces(kv)
     # The claims are in the namespaces of the endpoints on Curvine only.
     namespaces = sorted({e.namespace for e in kv.endpoints if e.l2_backend == "curvine"})
     if "curvine" in kv.l2_backends and cv.static_pv.enabled and len(namespaces) > 1:

@@ -33,7 +33,7 @@ SECOND: dict[str, Any] = {
     "replicas": 3,
     "tensor_parallel_size": 2,
     "container_port": 8080,
-    "metrics_port": 9090,
+    "metrics_port": 8080,  # vLLM serves /metrics on the port it listens on
     "args": ["--max-model-len", "8192", "--enforce-eager"],
     "routing_strategy": "kvaware",
     "enable_l1_cache": False,

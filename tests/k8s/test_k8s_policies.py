@@ -9,7 +9,7 @@ from infra.config import AppConfig, parse_config
 from infra.config.fields import image_is_pinned
 from k8s.app import build_charts, manifests
 from k8s.common import gpu_node_selector
-from tests.support.config import QUICK_INSTALL_CLUSTER, env_raw
+from tests.support.config import QUICK_INSTALL_CLUSTER, env_raw, use_existing_cluster
 
 PSA = "pod-security.kubernetes.io/enforce"
 WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
@@ -81,7 +81,7 @@ def test_an_installed_kyverno_keeps_its_own_namespace() -> None:
     over, and were it ours a stack deletion would delete it with Kyverno inside."""
 
     raw = env_raw()
-    raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)
+    use_existing_cluster(raw, dict(QUICK_INSTALL_CLUSTER))
     kv = raw.setdefault("kvcache", {})
     kv["kyverno"] = {**kv.get("kyverno", {}), "install": False}
     config = parse_config(raw, "config/dev.yaml (existing cluster, installed Kyverno)", "dev")

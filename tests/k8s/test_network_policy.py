@@ -26,6 +26,7 @@ from tests.support.config import (
     env_raw,
     existing_cluster,
     existing_cluster_config,
+    use_existing_cluster,
 )
 
 Obj = dict[str, Any]
@@ -241,7 +242,7 @@ def test_an_existing_cluster_admits_the_collector_from_its_subnets() -> None:
         "scraper_security_group_ids": ["sg-0123456789abcdef0"],
         "scraper_source_cidrs": ["10.1.0.0/24", "10.1.1.0/24"],
     }
-    raw["existing_cluster"] = existing_cluster()
+    use_existing_cluster(raw, existing_cluster())
     assert collector_cidrs(parse_config(raw, "x", "dev")) == ["10.1.0.0/24", "10.1.1.0/24"]
 
 

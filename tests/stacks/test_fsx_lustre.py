@@ -14,7 +14,13 @@ from infra.config import parse_config
 from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT
 from infra.validation import templates_in
 from tests.support import background
-from tests.support.config import EXISTING_GROUPS, env_raw, existing_cluster, fsx_config
+from tests.support.config import (
+    EXISTING_GROUPS,
+    env_raw,
+    existing_cluster,
+    fsx_config,
+    use_existing_cluster,
+)
 from tests.support.synth import Synth, synth
 
 EXISTING_FSX = {
@@ -38,7 +44,7 @@ def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     raw["hyperpod"] = EXISTING_GROUPS
     raw["kvcache"] = {**raw["kvcache"], "l2_backend": "fsx_lustre",
                       "l2_backend_switch_confirmed": True, "fsx": EXISTING_FSX}  # fmt: skip
-    raw["existing_cluster"] = existing_cluster()
+    use_existing_cluster(raw, existing_cluster())
     config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
     result = synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
     background.lint_soon(result.outdir, result.config.region)

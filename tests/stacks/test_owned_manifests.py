@@ -28,7 +28,12 @@ from infra.custom_resources.owned_manifest.handler.ownership import (
     stamped,
 )
 from tests.doubles.ownership_fake_kube import ApplyFakeKube, Provisioner
-from tests.support.config import QUICK_INSTALL_CLUSTER, QUICK_INSTALL_PRIVATE, env_raw
+from tests.support.config import (
+    QUICK_INSTALL_CLUSTER,
+    QUICK_INSTALL_PRIVATE,
+    env_raw,
+    use_existing_cluster,
+)
 from tests.support.owned_manifest import CRD, NS, SC, FakeTime, ns, sc
 from tests.support.synth import Synth, synth
 
@@ -37,7 +42,7 @@ KUBECTL_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 
 def reuse_raw() -> dict[str, Any]:
     raw = env_raw()
-    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    use_existing_cluster(raw, {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE})
     raw["addons"] = {k: {"mode": "skip"} for k in
                      ("cert_manager", "s3_csi", "fsx_csi", "metrics_server",
                       "inference_operator")}  # fmt: skip

@@ -36,8 +36,11 @@ def make_cfg(**overrides: Any) -> AppConfig:
 
 
 def with_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
-    """BASE with each ``a.b.0.c`` path set (a number indexes a list)."""
+    """BASE with each ``a.b.0.c`` path set (a number indexes a list). With ``existing_cluster``
+    set and ``network`` not, BASE's network section goes: the cluster brings its own."""
     raw = env_raw()
+    if "existing_cluster" in overrides and not any(p.startswith("network") for p in overrides):
+        raw.pop("network", None)
     for path, value in overrides.items():
         node: Any = raw
         *parents, leaf = path.split(".")
@@ -80,6 +83,12 @@ EXISTING_GROUPS: dict[str, Any] = {
 }
 
 
+def use_existing_cluster(raw: dict[str, Any], cluster: dict[str, Any]) -> None:
+    """Point the config ``raw`` at ``cluster``: it brings its own network, so the section goes."""
+    raw["existing_cluster"] = cluster
+    raw.pop("network", None)
+
+
 def existing_cluster(**changes: Any) -> dict[str, Any]:
     """``existing_cluster`` settings: EXISTING_CLUSTER with ``changes`` (None leaves a key out,
     e.g. ``kubectl_role_arn=None``: the stack creates the handler role)."""
@@ -90,7 +99,7 @@ def existing_cluster(**changes: Any) -> dict[str, Any]:
 def existing_cluster_config() -> AppConfig:
     """dev pointed at an existing cluster with a kubectl role the team brings (public endpoint)."""
     raw = env_raw()
-    raw["existing_cluster"] = existing_cluster()
+    use_existing_cluster(raw, existing_cluster())
     return parse_config(raw, f"{SOURCE} (existing-cluster variant)", ENV)
 
 
@@ -140,7 +149,7 @@ def quick_install_private_config(**overrides: Any) -> AppConfig:
     (the stack creates the handler role and its access entry); the five add-ons Quick Install
     installs on ``adopt`` with the values preflight prints, EBS CSI on ``create``."""
     raw = env_raw()
-    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
+    use_existing_cluster(raw, {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE})
     raw["addons"] = {**raw.get("addons", {}), **QUICK_INSTALL_ADOPTED}
     raw.update(overrides)
     return parse_config(raw, f"{SOURCE} (Quick Install, private endpoint)", ENV)
@@ -149,7 +158,7 @@ def quick_install_private_config(**overrides: Any) -> AppConfig:
 def all_skip_config() -> AppConfig:
     """A Quick-Install-shaped cluster with every add-on on ``skip`` (the recommended setup)."""
     raw = env_raw()
-    raw["existing_cluster"] = dict(QUICK_INSTALL_CLUSTER)
+    use_existing_cluster(raw, dict(QUICK_INSTALL_CLUSTER))
     raw["addons"] = {key: {"mode": "skip"} for key in QUICK_INSTALL_ADOPTED}
     return parse_config(raw, f"{SOURCE} (Quick Install, all skip)", ENV)
 

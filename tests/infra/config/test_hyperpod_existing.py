@@ -15,6 +15,7 @@ from tests.support.config import (
     QUICK_INSTALL_PRIVATE,
     QUICK_INSTALL_S3_ROLE,
     env_raw,
+    use_existing_cluster,
 )
 
 SOURCE = "config/dev.yaml"
@@ -32,7 +33,7 @@ def _existing(groups: dict[str, Any] = EXISTING_GROUPS, **cluster: Any) -> dict[
     """dev on a Quick Install cluster with a private endpoint; ``groups`` replaces both
     instance groups of dev.yaml."""
     raw = env_raw()
-    raw["existing_cluster"] = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE, **cluster}
+    use_existing_cluster(raw, {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE, **cluster})
     hyperpod = {k: v for k, v in raw["hyperpod"].items()
                 if k not in ("gpu_group", "system_group")}  # fmt: skip
     raw["hyperpod"] = {**hyperpod, **copy.deepcopy(groups)}

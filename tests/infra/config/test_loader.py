@@ -176,3 +176,43 @@ def test_a_mapping_parsed_without_a_file_name_must_name_its_environment() -> Non
         f"{SOURCE}: environment = (missing): allowed: a value (required); "
         f"fix: add environment to {SOURCE}"
     )
+
+
+# --- YAML's readings of plain scalars ------------------------------------------------------------
+
+
+def _dev_with(tmp_path: Path, old: str, new: str) -> str:
+    text = (Path(__file__).resolve().parents[3] / "config" / "dev.yaml").read_text()
+    assert old in text
+    return _load_error(tmp_path, "dev", text.replace(old, new, 1))
+
+
+@pytest.mark.parametrize("word", ["on", "Off", "yes", "NO"])
+def test_a_yaml_1_1_boolean_word_where_text_belongs_gets_the_quoting_fix(
+    tmp_path: Path, word: str
+) -> None:
+    """PyYAML reads on/off/yes/no as booleans; the fix quotes the word as it was written."""
+    line = _dev_with(tmp_path, "- name: qwen3-8b", f"- name: {word}")
+    assert line.startswith("config/dev.yaml: kvcache.endpoints.0.name = ")
+    assert "YAML reads on, off, yes, no, true and false as a boolean" in line
+    assert f'fix: write name: "{word}" (quoted)' in line
+
+
+def test_a_yaml_1_1_boolean_word_where_a_choice_belongs_lists_the_choices(tmp_path: Path) -> None:
+    line = _dev_with(tmp_path, "  mode: Enable", "  mode: on")
+    assert line == (
+        "config/dev.yaml: tiered_storage.mode = True: allowed: 'Enable' or 'Disable' (YAML reads "
+        "an unquoted on, off, yes, no, true or false as a boolean); fix: write one of them for "
+        "on in config/dev.yaml"
+    )
+
+
+def test_a_scalar_where_a_list_belongs_is_shown_as_a_list_to_write(tmp_path: Path) -> None:
+    line = _dev_with(
+        tmp_path, '  public_access_cidrs: ["0.0.0.0/0"]', "  public_access_cidrs: 203.0.113.0/24"
+    )
+    assert line == (
+        "config/dev.yaml: eks.public_access_cidrs = '203.0.113.0/24': allowed: a YAML list, e.g. "
+        "[a, b] or one '- item' per line; fix: write public_access_cidrs: [203.0.113.0/24] in "
+        "config/dev.yaml"
+    )

@@ -35,3 +35,21 @@ def test_a_pod_too_small_for_vllm_and_one_gib_of_l1_is_refused() -> None:
         "(L1) gets the rest; fix: raise memory_gib to 11 or more, or set enable_l1_cache: false"
     )
     assert refusal({FIELD: 10, "kvcache.endpoints.0.enable_l1_cache": False}) is None
+
+
+def test_with_l1_off_a_pod_too_small_for_vllm_is_refused() -> None:
+    """No L1 to shrink: below vLLM's own need the container is OOM-killed as it starts. One GPU:
+    the field's own floor (10); two: the rule's (12)."""
+    off = {"kvcache.endpoints.0.enable_l1_cache": False}
+    assert refusal({**off, FIELD: 10}) is None
+    assert refusal({**off, FIELD: 9}) == (
+        f"{SOURCE}: {FIELD} = 9: allowed: greater than or equal to 10; fix: change {FIELD} in "
+        f"{SOURCE}"
+    )
+    two = {**off, "kvcache.endpoints.0.tensor_parallel_size": 2,
+           "hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}  # fmt: skip
+    assert refusal({**two, FIELD: 12}) is None
+    assert refusal({**two, FIELD: 11}) == (
+        f"{SOURCE}: {FIELD} = 11: allowed: at least 12 with tensor_parallel_size 2: vLLM's API "
+        "server and engine need that much of the Pod's memory; fix: raise memory_gib to 12"
+    )

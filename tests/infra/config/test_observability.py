@@ -9,7 +9,7 @@ import yaml
 
 from infra.config import ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
-from tests.support.config import existing_cluster
+from tests.support.config import existing_cluster, use_existing_cluster
 
 
 def _dev(**observability: Any) -> dict[str, Any]:
@@ -56,7 +56,7 @@ SUBNETS = ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
 )
 def test_existing_cluster_collector_network(subnets: list[str], field: str) -> None:
     raw = _dev(scraper_subnet_ids=subnets, scraper_security_group_ids=["sg-0123456789abcdef0"])
-    raw["existing_cluster"] = EXISTING
+    use_existing_cluster(raw, EXISTING)
     with pytest.raises(ConfigError) as caught:
         parse_config(raw, "config/dev.yaml", "dev")
     text = str(caught.value)
@@ -65,7 +65,7 @@ def test_existing_cluster_collector_network(subnets: list[str], field: str) -> N
 
 def _existing(**observability: Any) -> str | None:
     raw = _dev(**observability)
-    raw["existing_cluster"] = EXISTING
+    use_existing_cluster(raw, EXISTING)
     try:
         parse_config(raw, "config/dev.yaml", "dev")
     except ConfigError as err:
@@ -127,7 +127,7 @@ def test_a_customer_managed_workspace_key_with_the_managed_collector_is_refused(
     """A new cluster always gets the collector; an existing one when its network is given."""
     raw = _dev(workspace_encryption="customer_managed")
     if existing:
-        raw["existing_cluster"] = EXISTING
+        use_existing_cluster(raw, EXISTING)
         raw["observability"].update(scraper_subnet_ids=SUBNETS, scraper_security_group_ids=SG,
                                     scraper_source_cidrs=CIDRS)  # fmt: skip
     with pytest.raises(ConfigError) as caught:

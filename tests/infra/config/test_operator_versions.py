@@ -60,9 +60,10 @@ def test_huggingface_with_the_shipped_pin_is_accepted(raw: dict[str, Any]) -> No
 def test_huggingface_under_operator_3_0_is_refused_at_synth(raw: dict[str, Any]) -> None:
     raw["addons"] = {"inference_operator": {"version": "v1.0.0-eksbuild.1"}}
     raw["kvcache"]["endpoints"][0]["model"] = {"source": "huggingface"}
+    # Only what the app renders and operator 3.0 takes: fsx is the operator's, not the app's.
     assert refusal(raw) == (
-        "config/test.yaml: kvcache.endpoints.0.model.source = 'huggingface': allowed: s3 or fsx "
-        "(model sources of operator 3.0, shipped by the pinned add-on v1.0.0-eksbuild.1); fix: "
+        "config/test.yaml: kvcache.endpoints.0.model.source = 'huggingface': allowed: s3 (model "
+        "sources of operator 3.0, shipped by the pinned add-on v1.0.0-eksbuild.1); fix: "
         "use source s3 with model.s3_bucket (stage the weights with aws s3 sync, see "
         "docs/kubernetes-layer.md), or pin an add-on version shipping operator 3.1+ after "
         "checking `aws eks describe-addon-versions --addon-name "

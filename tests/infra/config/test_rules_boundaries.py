@@ -30,9 +30,21 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "kvcache.curvine.fuse.cpu_limit_millicores": {
         "kvcache.curvine.fuse.cpu_request_millicores": 100},
     "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
-    # Below 11 GiB only without L1 (tests/infra/config/test_memory.py).
+    # Below 11 GiB only without L1, never below vLLM's 10 (tests/infra/config/test_memory.py).
     "kvcache.endpoints.0.memory_gib": {"kvcache.endpoints.0.enable_l1_cache": False},
 }  # fmt: skip
+# vLLM serves /metrics on the port it listens on: the two ports move together.
+SAME_VALUE = {
+    "kvcache.endpoints.0.container_port": "kvcache.endpoints.0.metrics_port",
+    "kvcache.endpoints.0.metrics_port": "kvcache.endpoints.0.container_port",
+}
+
+
+def _with_partners(path: str, value: Any) -> dict[str, Any]:
+    partners = dict(COMPANIONS.get(path, {}))
+    if path in SAME_VALUE:
+        partners[SAME_VALUE[path]] = value
+    return {**partners, path: value}
 
 
 # --- numeric bounds declared on fields ---------------------------------------------------------
@@ -79,11 +91,10 @@ def test_the_walk_finds_the_bounded_fields() -> None:
 @pytest.mark.parametrize(("path", "bound", "past"), FIELD_BOUNDS,
                          ids=[f"{p}={b}" for p, b, _ in FIELD_BOUNDS])  # fmt: skip
 def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: Any) -> None:
-    partners = COMPANIONS.get(path, {})
-    message = refusal({**partners, path: past})
+    message = refusal(_with_partners(path, past))
     assert message is not None, f"{path} = {past} was accepted"
     assert f"{path} = {past!r}" in message, message
-    assert refusal({**partners, path: bound}) is None, f"{path} = {bound} was refused"
+    assert refusal(_with_partners(path, bound)) is None, f"{path} = {bound} was refused"
 
 
 # --- rules written as validators -----------------------------------------------------------------
