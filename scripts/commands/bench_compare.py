@@ -8,23 +8,33 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
 from infra.config import AppConfig
+from infra.config.bench import longest_requests
 from scripts.lib import runtime
 from scripts.lib.bench_compare import report
-from scripts.lib.bench_compare.run import Comparison, Overrides, compare, plan_from, request_count
+from scripts.lib.bench_compare.run import (
+    Comparison,
+    Overrides,
+    Plan,
+    compare,
+    plan_from,
+    request_count,
+)
 from scripts.lib.bench_compare.scrape import scrape_metrics
 from scripts.lib.bench_compare.targets import (
     BenchTarget,
     endpoints_to_compare,
+    one_per_tier,
     open_endpoint,
     parse_target,
 )
 from scripts.lib.bench_compare.workloads import Waits
-from scripts.lib.errors import Exit
-from scripts.lib.openai_stream import StreamError, StreamResult, list_models, stream_completion
+from scripts.lib.errors import CliError, Exit
+from scripts.lib.openai_stream import StreamError, StreamResult, model_cards, stream_completion
 from scripts.lib.progress import Steps
 
 
@@ -52,7 +62,8 @@ def run(o: CompareOptions) -> Exit:
     cfg = runtime.config(env)
     the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
     folder = o.out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
-    explicit = [parse_target(t) for t in o.targets]  # bad options fail before any work
+    # Bad options fail before any work.
+    explicit = one_per_tier([parse_target(t) for t in o.targets])
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
         tiers = explicit or _from_config(stack, env, list(o.endpoints), o.direct, o.context)
@@ -86,15 +97,43 @@ def compare_tiers(cfg: AppConfig, tiers: list[BenchTarget], seed: int, given: Ov
                   waits: Waits) -> Comparison:  # fmt: skip
     """The workloads of ``cfg.bench`` (with ``given``) on every tier, in order, with progress."""
     bpt = cfg.observability.kv_bytes_per_token
-    models = {t.endpoint: list_models(t.urls[0])[0] for t in tiers}
+    cards = {t.endpoint: model_cards(t.urls[0])[0] for t in tiers}
+    models = {endpoint: card["id"] for endpoint, card in cards.items()}
     by_url = {u: models[t.endpoint] for t in tiers for u in t.urls}
 
     def send(url: str, prompt: str, max_tokens: int) -> StreamResult:
         return stream_completion(url, by_url[url], prompt, max_tokens=max_tokens)
 
     plan = plan_from(cfg.bench, seed, waits, given)
+    _fits(plan, cards)
     with Steps("bench compare", request_count(plan, tiers), runtime.PROGRESS) as steps:
         return compare(tiers, plan, send, scrape_metrics, steps, cfg.bench, bpt, models)
+
+
+def _fits(plan: Plan, cards: dict[str, dict[str, Any]]) -> None:
+    """Each workload's longest request within the context each endpoint serves (vLLM's
+    ``max_model_len`` on /v1/models): vLLM refuses a longer one with HTTP 400, mid-run."""
+    longest = longest_requests(plan.lengths, plan.cross_pod_words, plan.max_tokens, plan.chat)
+    for endpoint, card in cards.items():
+        limit = card.get("max_model_len")
+        if not isinstance(limit, int):
+            continue
+        for workload in plan.workloads:
+            if longest[workload] > limit:
+                raise CliError(
+                    f"{workload}: its longest request is about {longest[workload]} tokens, "
+                    f"endpoint {endpoint} serves at most {limit} (max_model_len); lower "
+                    f"{SIZED_BY[workload]}, or leave the workload out (--workloads)",
+                    Exit.USAGE,
+                )
+
+
+# What sizes each workload's longest request, on the command line and in config.
+SIZED_BY = {
+    "sweep": "--lengths (bench.sweep_prompt_words) or --max-tokens",
+    "cross_pod": "bench.cross_pod_prompt_words",
+    "chat": "--rounds (bench.chat)",
+}
 
 
 def _print(result: Comparison, folder: Path, files: int) -> None:

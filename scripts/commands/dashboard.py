@@ -42,8 +42,26 @@ class DashboardOptions:
     png: Path | None = None
 
 
+def _read_samples(samples: Path | None, png: Path | None) -> Any:
+    """The sample series --png renders, read before anything is written: a missing or broken
+    input file is the caller's mistake (exit 2), not a failed operation."""
+    if png is None:
+        return None
+    if samples is None:
+        raise runtime.fail("--png needs --samples", Exit.USAGE)
+    try:
+        return json.loads(samples.read_text())
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise runtime.fail(f"--samples {samples}: {why}; give a sample series JSON file",
+                           Exit.USAGE) from None  # fmt: skip
+    except ValueError as exc:
+        raise runtime.fail(f"--samples {samples}: not JSON ({exc})", Exit.USAGE) from None
+
+
 def run(o: DashboardOptions) -> Exit:
     samples, png = o.samples, o.png
+    series = _read_samples(samples, png)
     config = runtime.config(o.env)
     folder = o.out or Path("dist") / config.environment
     dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
@@ -56,9 +74,6 @@ def run(o: DashboardOptions) -> Exit:
         raise runtime.fail(str(error), Exit.USAGE) from None
     print(f"wrote {dashboard} and {rules}")
     if png:
-        if not samples:
-            raise runtime.fail("--png needs --samples", Exit.USAGE)
-        series = json.loads(samples.read_text())
         render_png(rows(config), sample_series(series), png,
                    f"{config.stack_prefix} (sample data)")  # fmt: skip
         print(f"wrote {png}")

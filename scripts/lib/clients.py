@@ -10,8 +10,10 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+import yaml
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes.config import kube_config
 
 from scripts.lib.errors import OperationError
 
@@ -26,6 +28,15 @@ def _default_kube(context: str | None, setup: str) -> KubeFactory:
             return k8s_config.new_client_from_config(context=context)
         except k8s_config.ConfigException as exc:
             reason = " ".join(str(exc).split())[:120]
+        except (yaml.YAMLError, TypeError, AttributeError, KeyError, ValueError) as exc:
+            # A file the client parses but cannot use (a truncated or hand-edited kubeconfig):
+            # its loader raises whatever the parse ran into.
+            path = kube_config.KUBE_CONFIG_DEFAULT_LOCATION  # $KUBECONFIG or ~/.kube/config
+            why = " ".join(str(exc).split())[:120]
+            raise OperationError(
+                f"the kubeconfig {path} is not one the Kubernetes client can read ({why}); "
+                f"fix or move it, then run `{setup}`"
+            ) from None
         try:
             k8s_config.load_incluster_config()
         except k8s_config.ConfigException:

@@ -49,7 +49,8 @@ def _naming(method: str, url: str) -> Iterator[None]:
         raise StreamError(f"{method} {url}: {reason}") from exc
 
 
-def list_models(base_url: str, timeout: float = 30.0) -> list[str]:
+def model_cards(base_url: str, timeout: float = 30.0) -> list[dict[str, Any]]:
+    """``GET /v1/models``: one card per served model (vLLM's carry ``max_model_len``)."""
     conn, path = _connection(base_url, timeout)
     try:
         with _naming("GET", f"{base_url}/v1/models"):
@@ -58,9 +59,14 @@ def list_models(base_url: str, timeout: float = 30.0) -> list[str]:
             body = resp.read()
         if resp.status != 200:
             raise StreamError(f"GET {base_url}/v1/models: HTTP {resp.status}")
-        return [m["id"] for m in json.loads(body).get("data", [])]
+        cards: list[dict[str, Any]] = json.loads(body).get("data", [])
+        return cards
     finally:
         conn.close()
+
+
+def list_models(base_url: str, timeout: float = 30.0) -> list[str]:
+    return [m["id"] for m in model_cards(base_url, timeout)]
 
 
 def stream_completion(

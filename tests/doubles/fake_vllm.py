@@ -48,10 +48,12 @@ class _Server:
         token_gap_s: float = 0.002,
         model: str = "qwen2-7b",
         tiers: dict[str, Any] | None = None,
+        max_model_len: int = 32768,
     ) -> None:
         self.delay = first_token_delay_s
         self.gap = token_gap_s
         self.model = model
+        self.max_model_len = max_model_len
         self.tiers = Tiers(TierSpec(**tiers)) if tiers is not None else None
         self.prompts: list[str] = []
         # Per request, on this server's clock: when it arrived, when the first token and the
@@ -86,9 +88,12 @@ class _Server:
                     self._text(text)
                     return
                 else:
-                    body = json.dumps(
-                        {"object": "list", "data": [{"id": fake.model, "object": "model"}]}
-                    ).encode()
+                    card = {
+                        "id": fake.model,
+                        "object": "model",
+                        "max_model_len": fake.max_model_len,
+                    }
+                    body = json.dumps({"object": "list", "data": [card]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -118,6 +123,16 @@ class _Server:
                     return
                 fake.prompts.append(req["prompt"])
                 n = int(req.get("max_tokens", 4))
+                if len(req["prompt"].split()) + n > fake.max_model_len:
+                    # vLLM refuses a request longer than its context before serving it.
+                    error = {"message": f"maximum context length is {fake.max_model_len}"}
+                    body = json.dumps({"error": {**error, "code": 400}}).encode()
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 delay, timing = fake.delay, {"received": received}
                 if fake.tiers is not None:
                     served = fake.tiers.serve(req["prompt"], n)
@@ -173,9 +188,10 @@ class FakeVllm:
         first_token_delay_s: float = 0.0,
         token_gap_s: float = 0.002,
         tiers: TierSpec | None = None,
+        max_model_len: int = 32768,
     ) -> None:
         self.args = [json.dumps({"first_token_delay_s": first_token_delay_s,
-                                 "token_gap_s": token_gap_s,
+                                 "token_gap_s": token_gap_s, "max_model_len": max_model_len,
                                  "tiers": tiers.as_dict() if tiers else None})]  # fmt: skip
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None

@@ -16,10 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
+from infra.config import load_config
 from scripts import cli
 from scripts.lib import runtime
+from tests.support.config import env_raw
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_CREDENTIALS = "no AWS credentials: run `aws configure`"
@@ -170,3 +173,50 @@ def test_no_traceback_reaches_the_terminal(clean_env: dict[str, str]) -> None:
     assert proc.returncode == 4, proc.stderr
     assert json.loads(proc.stdout)["error"].startswith(NO_CREDENTIALS)
     assert NO_CREDENTIALS in _one_line(proc.stderr) and "Traceback" not in proc.stderr
+
+
+BROKEN_KUBECONFIGS = {
+    "not yaml": "clusters: [\n",
+    "no current context": json.dumps({"apiVersion": "v1", "kind": "Config", "clusters": []}),
+    "context naming nothing": json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "x",
+            "contexts": [{"name": "x", "context": {"cluster": "gone", "user": "gone"}}],
+        }
+    ),
+    "a list": "[1, 2]",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN_KUBECONFIGS))
+@pytest.mark.parametrize("argv", [["patch", "--dry-run"], ["verify", "--skip-l2-test"]])
+def test_a_broken_kubeconfig_is_one_line(
+    clean_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    kind: str, argv: list[str],
+) -> None:  # fmt: skip
+    """A hand-edited or truncated kubeconfig: the shared client builder says which file and why,
+    in one line, for every Kubernetes command."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(BROKEN_KUBECONFIGS[kind])
+    monkeypatch.setattr(
+        "kubernetes.config.kube_config.KUBE_CONFIG_DEFAULT_LOCATION", str(kubeconfig)
+    )
+    result = CliRunner().invoke(cli.app, [*argv, "--env", "dev"])
+    assert "Traceback" not in result.output
+    assert result.exit_code in (2, 4), result.output
+    assert "kubeconfig" in _one_line(result.stderr)
+
+
+@pytest.mark.parametrize("argv", [["size", "qwen2-7b"], ["bench", "compare"], ["bench"]])
+def test_an_environment_without_endpoints_is_one_line(
+    clean_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    raw = env_raw()
+    raw["kvcache"]["endpoints"] = []
+    (tmp_path / "dev.yaml").write_text(yaml.safe_dump(raw))
+    monkeypatch.setattr(runtime, "load_config", lambda env: load_config(env, tmp_path, tmp_path))
+    result = CliRunner().invoke(cli.app, [*argv, "--env", "dev"])
+    assert result.exit_code == 2, result.output
+    assert "kvcache.endpoints = []" in _one_line(result.stderr)

@@ -55,8 +55,23 @@ def parse_target(text: str) -> BenchTarget:
     return BenchTarget(cast(L2Backend, backend), urls[0], urls, urls)
 
 
+def one_per_tier(targets: list[BenchTarget]) -> list[BenchTarget]:
+    """The report compares tiers: each L2 backend once (``--target``)."""
+    seen: set[str] = set()
+    for t in targets:
+        if t.l2_backend in seen:
+            raise CliError(
+                f"--target {t.l2_backend}=...: given twice; bench compare measures one endpoint "
+                "per tier, so give each L2 backend once",
+                Exit.USAGE,
+            )
+        seen.add(t.l2_backend)
+    return targets
+
+
 def endpoints_to_compare(cfg: AppConfig, names: list[str]) -> list[EndpointConfig]:
-    """The endpoints named (``--endpoint``, else ``bench.endpoints``, else all), in order."""
+    """The endpoints named (``--endpoint``, else ``bench.endpoints``, else all), in order: one per
+    tier, since the report compares tiers."""
     wanted = names or list(cfg.bench.endpoints)
     configured = {e.name: e for e in cfg.kvcache.endpoints}
     unknown = [n for n in wanted if n not in configured]
@@ -66,7 +81,19 @@ def endpoints_to_compare(cfg: AppConfig, names: list[str]) -> list[EndpointConfi
             f"{', '.join(configured)}); fix --endpoint or bench.endpoints",
             Exit.USAGE,
         )
-    return [configured[n] for n in wanted] if wanted else list(cfg.kvcache.endpoints)
+    chosen = [configured[n] for n in dict.fromkeys(wanted)] if wanted else list(configured.values())
+    by_tier: dict[str, list[str]] = {}
+    for e in chosen:
+        by_tier.setdefault(e.l2_backend, []).append(e.name)
+    shared = {tier: found for tier, found in by_tier.items() if len(found) > 1}
+    if shared:
+        tier, found = next(iter(shared.items()))
+        raise CliError(
+            f"endpoints {', '.join(found)}: all on l2_backend {tier}; bench compare measures one "
+            "endpoint per tier: name one of them with --endpoint (or in bench.endpoints)",
+            Exit.USAGE,
+        )
+    return chosen
 
 
 def _replicas(clients: Clients, ref: EndpointConfig) -> list[dict[str, Any]]:
@@ -95,10 +122,8 @@ def open_endpoint(
     """The endpoint's replicas reached through ``transport`` for as long as ``stack`` lasts."""
     urls, metrics = [], []
     for pod in _replicas(clients, ref):
+        # vLLM serves /metrics on the port it listens on (the config holds them equal).
         url = stack.enter_context(transport.open(pod, ref.container_port))
         urls.append(url)
-        if ref.metrics_port == ref.container_port:
-            metrics.append(url)
-        else:
-            metrics.append(stack.enter_context(transport.open(pod, ref.metrics_port)))
+        metrics.append(url)
     return BenchTarget(ref.l2_backend, f"{ref.namespace}/{ref.name}", tuple(urls), tuple(metrics))

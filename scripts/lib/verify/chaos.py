@@ -83,10 +83,9 @@ class _Endpoint:
         """The Pod's model URL and its /metrics base URL."""
         ref = self.ref
         with contextlib.ExitStack() as stack:
+            # vLLM serves /metrics on the port it listens on (the config holds them equal).
             url = stack.enter_context(self.transport.open(pod, ref.container_port))
-            metrics = url if ref.metrics_port == ref.container_port else stack.enter_context(
-                self.transport.open(pod, ref.metrics_port))  # fmt: skip
-            yield url, metrics
+            yield url, url
 
     def send(self, pod: dict[str, Any], prompt: str) -> None:
         with self.urls(pod) as (url, _):

@@ -41,3 +41,13 @@ def test_cli_bench_json(tmp_path: Path) -> None:
     data = json.loads(result.stdout)
     assert data["seed"] == 5 and len(data["sweep"]) == 2 and len(data["turns"]) == 2
     assert (tmp_path / "ttft_vs_prompt.png").stat().st_size > 0
+
+
+def test_more_targets_than_bench_reads_are_refused() -> None:
+    """bench sends cold requests to the first --target and warm ones to the second: a third
+    would be ignored."""
+    urls = ["http://127.0.0.1:1", "http://127.0.0.1:2", "http://127.0.0.1:3"]
+    result = CliRunner().invoke(app, ["bench", *[a for u in urls for a in ("--target", u)]])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--target" in line and "one or two base URLs" in line

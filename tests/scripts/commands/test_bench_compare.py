@@ -173,3 +173,26 @@ def test_a_bad_target_is_refused_in_one_line_before_any_request(tmp_path: Path) 
     want = (r"error: --target redis=http://x:1: want L2_BACKEND=URL\[,URL\] with L2_BACKEND "
             r"one of curvine, fsx_lustre, tieredstorage, none")  # fmt: skip
     assert re.match(want, line)
+
+
+def test_a_workload_longer_than_an_endpoints_context_is_refused_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The servers serve 2,000 tokens (max_model_len on /v1/models); the sweep's 3,000 words
+    would be refused with HTTP 400 halfway through the run: say so first, in one line."""
+    _config(monkeypatch)
+    with FakeVllm(max_model_len=2000) as a, FakeVllm(max_model_len=2000) as b:
+        argv = ["bench", "compare", "--target", f"none={a.url},{b.url}", "--out", str(tmp_path)]
+        result = CliRunner().invoke(app, [*argv, *QUICK])
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.strip().splitlines()
+        assert "sweep" in line and "2000" in line and "--lengths" in line
+        assert a.prompts == [] and b.prompts == []
+
+
+def test_the_same_tier_twice_is_refused(tmp_path: Path) -> None:
+    target = "none=http://127.0.0.1:1,http://127.0.0.1:2"
+    result = CliRunner().invoke(app, ["bench", "compare", "--target", target, "--target", target])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "given twice" in line

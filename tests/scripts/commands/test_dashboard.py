@@ -42,3 +42,27 @@ def test_a_png_needs_samples(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert result.stderr.splitlines() == ["error: --png needs --samples"]
     assert not (tmp_path / "x.png").exists()
+
+
+def test_a_missing_or_broken_samples_file_is_a_usage_error_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    """An input file the user named is the user's to fix: exit 2, as the exit-code table says."""
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    for samples in (tmp_path / "missing.json", broken):
+        out = tmp_path / samples.stem
+        argv = [
+            "dashboard",
+            "--out",
+            str(out),
+            "--samples",
+            str(samples),
+            "--png",
+            str(out / "p.png"),
+        ]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"error: --samples {samples}: ")
+        assert not out.exists()

@@ -35,17 +35,17 @@ def test_an_endpoint_is_its_two_pods_on_different_nodes_with_its_tier_from_confi
     assert [port for _, port in transport.opened] == [ref.container_port] * 2
 
 
-def test_a_metrics_port_of_its_own_is_reached_too(kube: FakeKube) -> None:
+def test_metrics_are_read_where_vllm_listens(kube: FakeKube) -> None:
+    """vLLM serves /metrics on its API port: one connection per Pod serves both."""
     _seed_cluster(kube)
-    cfg = make_cfg(kvcache={"endpoints": [
-        {"name": "vllm-kvcache", "namespace": "models", "replicas": 1, "metrics_port": 9090,
-         "l2_backend": "none"}]})  # fmt: skip
+    endpoint = {"name": "vllm-kvcache", "namespace": "models", "replicas": 1, "l2_backend": "none"}
+    cfg = make_cfg(kvcache={"endpoints": [endpoint]})
     (ref,) = endpoints_to_compare(cfg, [])
     transport = MapTransport(URLS)
     with contextlib.ExitStack() as stack:
         target = open_endpoint(stack, _clients(kube, {}), cfg, ref, transport)
-    assert target.l2_backend == "none"
-    assert sorted(p for _, p in transport.opened) == [8000, 8000, 9090, 9090]
+    assert sorted(p for _, p in transport.opened) == [8000, 8000]
+    assert target.metrics_urls == target.urls
 
 
 def test_one_ready_pod_is_one_replica_and_none_is_one_line(kube: FakeKube) -> None:
@@ -82,3 +82,12 @@ def test_explicit_targets_name_a_known_tier_and_one_or_two_urls() -> None:
                 "none=http://a:1,http://b:1,http://c:1"):  # fmt: skip
         with pytest.raises(CliError):
             parse_target(bad)
+
+
+def test_two_endpoints_on_one_tier_are_not_compared_together() -> None:
+    """The recorded config's two endpoints are both on curvine: the report compares tiers, so
+    "all of them" is refused and one named endpoint is taken."""
+    cfg = recorded_cfg()
+    with pytest.raises(CliError, match="all on l2_backend curvine"):
+        endpoints_to_compare(cfg, [])
+    assert [e.name for e in endpoints_to_compare(cfg, ["other-model"])] == ["other-model"]
