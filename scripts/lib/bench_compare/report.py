@@ -68,14 +68,18 @@ def _verdict_cell(v: Verdict | None) -> str:
     return f"{shown} **{v.status}**" + ("" if v.measured is not None else f" ({v.reason})")
 
 
+def _worst(verdicts: list[Verdict], check: str) -> Verdict | None:
+    """The tier's verdict of ``check``; of several (a workload given twice) a failed one."""
+    mine = [v for v in verdicts if v.check == check]
+    return next((v for v in mine if v.status == "fail"), mine[0] if mine else None)
+
+
 def _verdicts_table(c: Comparison) -> list[str]:
     rows = []
     for t in c.targets:
-        mine = {v.check: v for v in c.verdicts if v.endpoint == t.endpoint}
-        statuses = {v.status for v in mine.values()}
-        result = "baseline" if statuses == {"n/a"} else ("fail" if "fail" in statuses else "pass")
-        rows.append([t.l2_backend, t.endpoint, _verdict_cell(mine.get(CROSS_POD)),
-                     _verdict_cell(mine.get(SPEEDUP)), f"**{result}**"])  # fmt: skip
+        mine = c.verdicts_of(t)
+        rows.append([t.l2_backend, t.endpoint, _verdict_cell(_worst(mine, CROSS_POD)),
+                     _verdict_cell(_worst(mine, SPEEDUP)), f"**{c.result_of(t)}**"])  # fmt: skip
     thresholds = {v.check: v.threshold for v in c.verdicts}
     hit, speed = thresholds.get(CROSS_POD), thresholds.get(SPEEDUP)
     head = ["l2_backend", "endpoint", f"cross-Pod hit (>= {pct(hit)})",
@@ -178,6 +182,7 @@ def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, no
         "targets": [asdict(t) for t in c.targets], "summary": summary,
         "verdicts": [asdict(v) for v in c.verdicts],
         "counters": [{"workload": r.workload, "l2_backend": r.target.l2_backend, "deltas": r.deltas,
+                      "replicas": r.replica_deltas,
                       **({"second_replica": r.extra.get("second_replica")}
                          if r.workload == "cross_pod" else {})} for r in c.runs],
     }, indent=2, default=str))  # fmt: skip

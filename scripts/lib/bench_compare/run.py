@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from infra.config.bench import BenchConfig, ChatWorkload
 from scripts.lib.bench_compare.scrape import Counters, Scrape, add, increase
 from scripts.lib.bench_compare.targets import BenchTarget
-from scripts.lib.bench_compare.verdicts import Verdict, verdicts
+from scripts.lib.bench_compare.verdicts import Verdict, judge, tier_result
 from scripts.lib.bench_compare.workloads import (
     Sender,
     Waits,
@@ -89,11 +89,24 @@ class Comparison:
     """The sweep length the speedup verdict reads (``bench.speedup_prompt_words``)."""
     started: str = field(default_factory=lambda: datetime.now(UTC).strftime("%Y-%m-%dT%H:%MZ"))
     runs: list[WorkloadRun] = field(default_factory=list)
-    verdicts: list[Verdict] = field(default_factory=list)
+    judged: list[tuple[WorkloadRun, Verdict]] = field(default_factory=list)
+    """Each judged run beside its verdict, in run order."""
+
+    @property
+    def verdicts(self) -> list[Verdict]:
+        return [v for _, v in self.judged]
 
     @property
     def failed(self) -> list[Verdict]:
         return [v for v in self.verdicts if v.status == "fail"]
+
+    def verdicts_of(self, target: BenchTarget) -> list[Verdict]:
+        """The verdicts of this target's runs (by the target itself: two targets may share an
+        endpoint label)."""
+        return [v for run, v in self.judged if run.target is target]
+
+    def result_of(self, target: BenchTarget) -> str:
+        return tier_result(self.verdicts_of(target))
 
 
 def _counters(scrape: Scrape, t: BenchTarget) -> list[Counters]:
@@ -116,9 +129,10 @@ def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Sc
     run.wall_s = time.perf_counter() - start
     if workload != "cross_pod":
         time.sleep(plan.waits.flush_s)  # the cross-Pod test waited for its own reading
+    run.replica_deltas = [increase(b, a) for b, a in zip(before, _counters(scrape, t), strict=True)]
     total: Counters = {}
-    for b, a in zip(before, _counters(scrape, t), strict=True):
-        total = add(total, increase(b, a))
+    for deltas in run.replica_deltas:
+        total = add(total, deltas)
     # The cross-Pod test's shares are the second replica's: where it found the first's prompt.
     second = run.extra.get("second_replica")
     run.deltas = second if second is not None else total
@@ -140,5 +154,5 @@ def compare(
         for t in targets:
             steps.phase(f"{workload} on {t.l2_backend} ({t.endpoint})")
             result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance))
-    result.verdicts = verdicts(result.runs, bench, kv_bytes_per_token)
+    result.judged = judge(result.runs, bench, kv_bytes_per_token)
     return result

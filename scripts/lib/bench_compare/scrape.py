@@ -11,9 +11,12 @@ from infra.tiers import COUNTERS
 
 Counters = dict[str, float]
 Scrape = Callable[[str], Counters]  # metrics base URL -> counters
+REQUESTS = "vllm:request_success_total"
+"""Requests a replica finished: which replica served which request (``verdicts.two_pods``)."""
+SCRAPED = (*COUNTERS, REQUESTS)
 
 
-def parse_counters(text: str, names: Iterable[str] = COUNTERS) -> Counters:
+def parse_counters(text: str, names: Iterable[str] = SCRAPED) -> Counters:
     """Each of ``names`` summed over its samples (every model, engine and worker label set);
     a name the page does not carry is left out."""
     wanted = set(names)

@@ -2,14 +2,19 @@
 replica reads a repeated prompt from L2 (``min_cross_pod_hit``, 100 % in the post), and a warm
 prompt's first token comes ``min_warm_speedup`` times sooner than a cold one's at about 2,500
 tokens (2.7x in the post). An endpoint without L2 is the baseline: its verdicts are n/a. A
-verdict that cannot be measured (one replica, no LMCache counters) fails, with the reason."""
+verdict that cannot be measured fails, with the reason: no LMCache counters, or warm requests
+that cannot be shown to have run on another Pod than the one that computed the prompt (one URL,
+a router, two URLs of one Pod: ``two_pods``). A tier's result is the conjunction of its
+verdicts (``tier_result``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infra.config.bench import BenchConfig
 from infra.tiers import l2_hit_share
+from scripts.lib.bench_compare.scrape import REQUESTS
 from scripts.lib.bench_compare.stats import figures
 from scripts.lib.bench_compare.workloads import WorkloadRun
 
@@ -53,7 +58,46 @@ def cross_pod_hit(run: WorkloadRun, kv_bytes_per_token: int) -> float | None:
     return l2_hit_share(deltas, prompt, run.target.l2_backend, kv_bytes_per_token)
 
 
-def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int) -> list[Verdict]:
+TWO_PODS = "not measured: needs two distinct Pods"
+
+
+def two_pods(run: WorkloadRun) -> str | None:
+    """Why the warm requests of ``run`` cannot be shown to have run on another Pod than the
+    cold ones that computed their prompts; None when they can. Shown when the replicas are two
+    URLs and each replica's /metrics counted exactly the requests sent to it
+    (``vllm:request_success_total``): two URLs of one Pod (two port-forwards to one Service)
+    count every request on both, and a router spreads them so the counts do not match."""
+    t = run.target
+    if t.pods < 2:
+        return f"{TWO_PODS}; one URL given (a router or one Ready Pod): give a second Pod"
+    if len(set(t.urls)) < 2 or len(set(t.metrics_urls)) < 2:
+        return f"{TWO_PODS}; both replicas are {t.urls[0]}: give a second Pod"
+    for i, deltas in enumerate(run.replica_deltas):
+        sent = sum(1 for s in run.samples if s.replica == i)
+        counted = deltas.get(REQUESTS)
+        if counted is None:
+            return (f"{TWO_PODS}; replica {i + 1}'s /metrics has no {REQUESTS} to show which "
+                    "Pod served the warm requests")  # fmt: skip
+        if counted != sent:
+            return (f"{TWO_PODS}; replica {i + 1} ({t.urls[i]}) counted {counted:g} requests "
+                    f"where {sent} were sent to it (one Pod behind both URLs, a router, or "
+                    "other traffic)")  # fmt: skip
+    return None
+
+
+def _unmeasured(run: WorkloadRun) -> tuple[str, str] | None:
+    """The status and reason of a verdict not measured: n/a without L2, a failure when the
+    warm requests may have run on the Pod that computed their prompts."""
+    if run.target.l2_backend == "none":
+        return "n/a", "no L2: the baseline the others are compared with"
+    reason = two_pods(run)
+    return None if reason is None else ("fail", reason)
+
+
+def judge(
+    runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int
+) -> list[tuple[WorkloadRun, Verdict]]:
+    """The verdict of each judged run (the sweep and the cross-Pod test), beside its run."""
     out = []
     for run in runs:
         t = run.target
@@ -61,13 +105,11 @@ def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: in
             continue
         check = CROSS_POD if run.workload == "cross_pod" else SPEEDUP
         threshold = bench.min_cross_pod_hit if check == CROSS_POD else bench.min_warm_speedup
-        if t.l2_backend == "none":
-            out.append(Verdict(t.l2_backend, t.endpoint, check, None, threshold, "n/a",
-                               "no L2: the baseline the others are compared with"))  # fmt: skip
-            continue
-        if t.pods < 2:
-            out.append(Verdict(t.l2_backend, t.endpoint, check, None, threshold, "fail",
-                               "not measured: one replica; give a second URL or Pod"))  # fmt: skip
+        unmeasured = _unmeasured(run)
+        if unmeasured is not None:
+            status, why = unmeasured
+            verdict = Verdict(t.l2_backend, t.endpoint, check, None, threshold, status, why)
+            out.append((run, verdict))
             continue
         if check == CROSS_POD:
             measured = cross_pod_hit(run, kv_bytes_per_token)
@@ -76,5 +118,17 @@ def verdicts(runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: in
         else:
             measured = figures(run, kv_bytes_per_token, bench.speedup_prompt_words).speedup
             missing = f"not measured: no sweep at {bench.speedup_prompt_words} words"
-        out.append(_verdict(run, check, measured, threshold, missing))
+        out.append((run, _verdict(run, check, measured, threshold, missing)))
     return out
+
+
+def tier_result(verdicts: Sequence[Verdict]) -> str:
+    """A tier's result, the conjunction of its verdicts: ``pass`` when every one passed,
+    ``baseline`` when every one is n/a (no L2), ``not judged`` when its workloads gave none
+    (the chat alone), else ``fail``."""
+    statuses = {v.status for v in verdicts}
+    if not statuses:
+        return "not judged"
+    if statuses == {"n/a"}:
+        return "baseline"
+    return "pass" if statuses == {"pass"} else "fail"

@@ -70,6 +70,8 @@ class WorkloadRun:
     deltas: Counters = field(default_factory=dict)
     """Every replica's counters' increase over the workload, summed (the cross-Pod test: the
     second replica's over its own request)."""
+    replica_deltas: list[Counters] = field(default_factory=list)
+    """Each replica's counters' increase over the workload, in the order of its URLs."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -196,3 +196,62 @@ def test_the_same_tier_twice_is_refused(tmp_path: Path) -> None:
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert "given twice" in line
+
+
+def _verdict_rows(report: str) -> list[dict[str, str]]:
+    """The verdicts table's rows in order (two rows may name one tier)."""
+    section = report.split("## Verdicts\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("| ")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    return [dict(zip(head, [c.strip() for c in line.strip("|").split("|")], strict=True))
+            for line in lines[1:]]  # fmt: skip
+
+
+REACHED = {"one URL": 14, "the same URL twice": 15, "two URLs of one Pod": 17}
+
+
+@pytest.mark.parametrize("reached", REACHED)
+def test_a_tier_whose_warm_requests_reach_the_pod_that_computed_them_does_not_pass(
+    servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reached: str
+) -> None:
+    """One Curvine Pod measured as the whole tier: its URL alone (a router, or the one Ready
+    Pod), that URL twice (a router's URL given as both replicas), or two URLs of one Pod (two
+    port-forwards to one Service land on one Pod). Every warm request finds its prompt in that
+    Pod's own CPU cache, so the warm/cold speedup looks like a fast L2 (about 9x here) while
+    nothing crossed Pods: both verdicts refuse to pass."""
+    _config(monkeypatch)
+    a = servers["curvine"][0].url
+    alias = a.replace("127.0.0.1", "localhost")
+    urls = {"one URL": a, "the same URL twice": f"{a},{a}", "two URLs of one Pod": f"{a},{alias}"}
+    urls = urls[reached]
+    argv = ["bench", "compare", "--target", f"curvine={urls}", "--out", str(tmp_path), *QUICK,
+            "--workloads", "sweep,cross-pod", "--lengths", str(WORDS), "--repeats", "2",
+            "--seed", str(REACHED[reached]), "--json"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 1, result.output
+    verdicts = json.loads(result.stdout)["verdicts"]
+    assert [(v["check"], v["status"], v["measured"]) for v in verdicts] == [
+        ("warm/cold TTFT", "fail", None), ("cross-Pod hit", "fail", None)]  # fmt: skip
+    assert all(v["reason"].startswith("not measured: needs two distinct Pods") for v in verdicts)
+    (row,) = _verdict_rows((tmp_path / "report.md").read_text())
+    assert row["result"] == "**fail**"
+
+
+def test_each_tiers_result_is_the_conjunction_of_its_own_verdicts(
+    servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two targets with one endpoint label (an explicit target is named by its first URL): the
+    Curvine Pod given twice, whose cross-Pod verdict fails, then that Pod and the other
+    replica, whose verdict passes. Each row of the report reads its own verdicts."""
+    _config(monkeypatch)
+    a, b = (s.url for s in servers["curvine"])
+    argv = ["bench", "compare", "--target", f"curvine={a},{a}", "--target", f"curvine={a},{b}",
+            "--out", str(tmp_path), *QUICK, "--workloads", "cross-pod", "--seed", "16",
+            "--json"]  # fmt: skip
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 1, result.output
+    statuses = [v["status"] for v in json.loads(result.stdout)["verdicts"]]
+    assert statuses == ["fail", "pass"]
+    rows = _verdict_rows((tmp_path / "report.md").read_text())
+    assert [r["result"] for r in rows] == ["**fail**", "**pass**"]
+    assert rows[0]["cross-Pod hit (>= 99.0 %)"].startswith("- **fail** (not measured")
