@@ -38,7 +38,8 @@ class ObservabilityConfig(Section):
     """Alert when an endpoint's TTFT p95 stays above this for 10 minutes, in seconds."""
     l2_hit_rate_floor: float = Field(default=0.01, gt=0, lt=1)
     """Alert when the L2 (cross-Pod) hit rate stays below this share of looked-up tokens for
-    30 minutes while requests flow (missing PYTHONHASHSEED, failed mutation, unmounted PVC)."""
+    30 minutes while requests flow (missing PYTHONHASHSEED, failed mutation, unmounted PVC);
+    `hpkv verify`'s metrics row fails below it too."""
     l2_failed_load_ratio: float = Field(default=0.05, gt=0, lt=1)
     """Alert when, for 10 minutes, more than this share of the KV tokens LMCache's lookup found
     (in L1 or L2) fails to load: L2 reads failing (docs/observability.md says what the alert
