@@ -34,6 +34,7 @@ from tests.support.config import (
     env_raw,
     use_existing_cluster,
 )
+from tests.support.kube_discovery import discovery
 from tests.support.owned_manifest import CRD, NS, SC, FakeTime, ns, sc
 from tests.support.synth import Synth, synth
 
@@ -117,6 +118,33 @@ def test_existing_mode_applies_every_chart_with_the_ownership_check(existing: Sy
     assert len(json.loads(first["Preflight"])) == len(every)
     assert [c["name"] for c in json.loads(first["Absent"])] == ["clusterpolicies.kyverno.io"]
     assert all(p["Preflight"] == "[]" for _, p in ordered[1:])
+
+
+@pytest.mark.parametrize("layer", ["existing", "reuse"])
+def test_every_object_and_check_is_at_the_path_the_api_serves_it_at(
+    layer: str, request: pytest.FixtureRequest
+) -> None:
+    """Each object the handler applies, each later object it checks up front and each object
+    that must or must not exist: its URL path from the handler's table is the one the API
+    server's discovery data (Kubernetes of the pinned minor, the vendored CRDs) gives for its
+    apiVersion and kind, namespaced or cluster-scoped."""
+    s: Synth = request.getfixturevalue(layer)
+    api = discovery()
+    props = [p for _, p in applies(s)]
+    props += [r["Properties"] for r in s.resources("endpoints", RESOURCE_TYPE).values()]
+    objects = [o for p in props for key in ("Manifest", "Preflight") for o in json.loads(p[key])]
+    checks = [c for p in props for key in ("Present", "Absent") for c in json.loads(p[key])]
+    objects += [{"apiVersion": c["apiVersion"], "kind": c["kind"],
+                 "metadata": {"name": c["name"], "namespace": c.get("namespace")}}
+                for c in checks]  # fmt: skip
+    assert checks and {o["kind"] for o in objects} >= {"Namespace", "ClusterPolicy",
+                                                      "InferenceEndpointConfig"}  # fmt: skip
+    for obj in objects:
+        meta = obj["metadata"]
+        served = api.get((obj["apiVersion"], obj["kind"]))
+        assert served is not None, f"{obj['apiVersion']} {obj['kind']}: not served"
+        want = served.path(meta["name"], meta.get("namespace") or "default")
+        assert Ref.of(obj).path == want, (obj["kind"], meta["name"])
 
 
 def test_the_handler_runs_as_the_kubectl_role(existing: Synth) -> None:
