@@ -172,7 +172,10 @@ class ExistingClusterConfig(Section):
     oidc_provider_arn: str
     """IAM OIDC provider of the EKS cluster (the add-ons' IRSA roles trust it)."""
     vpc_id: str | None = None
-    """VPC of the cluster; required with ``kubectl_subnet_ids`` (private endpoint)."""
+    """VPC of the cluster; required with ``kubectl_subnet_ids`` (private endpoint) and when the
+    inference add-on's AWS Load Balancer Controller role is created here
+    (``addons.inference_operator`` mode create with ``alb_enabled``): that role may create and
+    change security groups in this VPC only."""
     kubectl_subnet_ids: tuple[str, ...] = ()
     """Private subnets for the kubectl and owned-manifest handlers (and their Provider framework
     functions) when the cluster's API endpoint is private; they must reach the EKS, Lambda and S3
@@ -226,15 +229,14 @@ class ExistingClusterConfig(Section):
         """A kubectl handler in the VPC needs the VPC and its own security group: an imported
         cluster has neither, and CDK would fail on the missing VPC."""
         if not self.kubectl_subnet_ids:
-            for name in ("vpc_id", "kubectl_security_group_id"):
-                if getattr(self, name) is not None:
-                    raise RuleViolation(
-                        "null unless kubectl_subnet_ids is set (private endpoint)",
-                        "list the kubectl handler's subnets in existing_cluster.kubectl_subnet_ids"
-                        f", or remove existing_cluster.{name}",
-                        field=f"existing_cluster.{name}",
-                        value=getattr(self, name),
-                    )
+            if self.kubectl_security_group_id is not None:
+                raise RuleViolation(
+                    "null unless kubectl_subnet_ids is set (private endpoint)",
+                    "list the kubectl handler's subnets in existing_cluster.kubectl_subnet_ids"
+                    ", or remove existing_cluster.kubectl_security_group_id",
+                    field="existing_cluster.kubectl_security_group_id",
+                    value=self.kubectl_security_group_id,
+                )
             return self
         for name, example in (("vpc_id", "vpc-0abc1234def567890"),
                               ("kubectl_security_group_id", "sg-0abc1234def567890")):  # fmt: skip

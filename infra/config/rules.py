@@ -142,6 +142,20 @@ def check_addons(app: AppConfig) -> None:
         )
     if not addons.inference_operator.enabled:
         return
+    existing = app.existing_cluster
+    if existing is not None and operator.mode == "create" and operator.alb_enabled \
+            and existing.vpc_id is None:  # fmt: skip
+        raise RuleViolation(
+            "the cluster's VPC id while addons.inference_operator creates the AWS Load Balancer "
+            "Controller's role (alb_enabled): the role may create and change security groups in "
+            "that VPC only",
+            f"run `aws eks describe-cluster --name {existing.eks_cluster_name} --query "
+            "cluster.resourcesVpcConfig.vpcId` and set existing_cluster.vpc_id, or set "
+            "addons.inference_operator.alb_enabled to false when the cluster runs its own "
+            "controller",
+            field="existing_cluster.vpc_id",
+            value=None,
+        )
     for key in INFERENCE_REQUIRES:
         if not addons.settings(key).enabled:
             raise RuleViolation(

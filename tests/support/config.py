@@ -74,6 +74,8 @@ EXISTING_CLUSTER: dict[str, Any] = {
     "kubectl_role_arn": f"arn:aws:iam::{ACCOUNT}:role/team-kubectl",
     "oidc_provider_arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.us-west-2."
     "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
+    # The cluster's VPC: the ALB controller's role creates security groups there only.
+    "vpc_id": "vpc-0beef1111aaaa2222",
 }
 
 # Existing-cluster mode needs the instance groups written out (infra/config/rules.py).
@@ -112,6 +114,7 @@ QUICK_INSTALL_CLUSTER = existing_cluster(
     kubectl_role_arn=None,
     oidc_provider_arn=f"arn:aws:iam::{ACCOUNT}:oidc-provider/oidc.eks.us-west-2."
     "amazonaws.com/id/QUICKINSTALL0123456789ABCDEF",
+    vpc_id="vpc-0aaaa1111bbbb2222",
 )
 QUICK_INSTALL_PRIVATE = {
     "vpc_id": "vpc-0aaaa1111bbbb2222",

@@ -10,8 +10,14 @@ statement by statement). Each statement here carries the upstream statement's nu
 
 Narrower than upstream, all of it by resource scope or an added condition:
 - every resource is in this account and Region;
-- security group ingress may be opened or closed only on security groups of the cluster's VPC
-  (upstream: any security group), where the VPC is known;
+- security group ingress may be opened or closed, and the controller's own security groups
+  deleted, only on security groups of the cluster's VPC (upstream: any security group, and any
+  security group another cluster's controller tagged), and security groups may be created only
+  in that VPC (upstream: any VPC); config requires the VPC on an existing cluster
+  (``existing_cluster.vpc_id``) whenever this role is made. CreateSecurityGroup is scoped by its
+  ``vpc`` resource (``vpc/<id>`` instead of ``*``): the Service Authorization Reference lists
+  no ``ec2:Vpc`` key for that action (the group does not exist yet), so a condition on it would
+  refuse every create; ``ec2:Vpc`` scopes the actions on existing groups;
 - listeners and rules may be created, changed or deleted only on load balancers, listeners and
   rules carrying the ``elbv2.k8s.aws/cluster`` tag, which the controller puts on all of them
   (ListenerRulesTagging, on by default in v2.13.2); listener and rule tags follow the same
@@ -155,7 +161,7 @@ UPSTREAM: dict[str, int] = {
 }
 
 
-def narrowings(vpc_known: bool) -> list[Narrowing]:
+def narrowings() -> list[Narrowing]:
     """Every way ``alb_controller_statements`` is narrower than upstream (the test compares)."""
     out = [
         Narrowing("ReadCertificatesAndProtections", "actions removed", a, NO_WAF)
@@ -195,16 +201,14 @@ def narrowings(vpc_known: bool) -> list[Narrowing]:
             "tags only as part of creating a listener or rule",
         ),
     ]
-    if vpc_known:
-        out.append(Narrowing("IngressOnVpcSecurityGroups", "condition added", "ArnEquals ec2:Vpc",
-                             IN_VPC))  # fmt: skip
+    out += [Narrowing(sid, "condition added", "ArnEquals ec2:Vpc", IN_VPC)
+            for sid in ("IngressOnVpcSecurityGroups", "ManageOwnSecurityGroups")]  # fmt: skip
     return out
 
 
-def alb_controller_statements(stack: Stack, vpc_id: str | None) -> list[iam.PolicyStatement]:
+def alb_controller_statements(stack: Stack, vpc_id: str) -> list[iam.PolicyStatement]:
     """The controller's statements in ``stack``'s account and Region. ``vpc_id``: the cluster's
-    VPC (None: not known here, e.g. an existing cluster whose config names no VPC), which scopes
-    security group changes."""
+    VPC, which scopes security group creation and changes."""
 
     def arn(service: str, resource: str) -> str:
         # The stack's own account and Region: literals when the environment is known, which
@@ -219,9 +223,8 @@ def alb_controller_statements(stack: Stack, vpc_id: str | None) -> list[iam.Poli
     ]  # fmt: skip
     load_balancers, target_groups, listeners, rules = elb[0:2], elb[2:3], elb[3:5], elb[5:7]
     security_groups = [arn("ec2", "security-group/*")]
-    vpc = arn("ec2", f"vpc/{vpc_id}") if vpc_id else None
-    in_vpc = {"ArnEquals": {"ec2:Vpc": vpc}} if vpc else None
-    vpcs = [vpc] if vpc else [arn("ec2", "vpc/*")]
+    vpc = arn("ec2", f"vpc/{vpc_id}")
+    in_vpc = {"ArnEquals": {"ec2:Vpc": vpc}}
     elb_create = ["CreateTargetGroup", "CreateLoadBalancer"]
 
     def st(
@@ -241,7 +244,8 @@ def alb_controller_statements(stack: Stack, vpc_id: str | None) -> list[iam.Poli
         st("IngressOnVpcSecurityGroups",
            ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
            security_groups, in_vpc),
-        st("CreateSecurityGroups", ["ec2:CreateSecurityGroup"], [*security_groups, *vpcs]),
+        # The new group has no ec2:Vpc key yet: the VPC is the action's resource.
+        st("CreateSecurityGroups", ["ec2:CreateSecurityGroup"], [*security_groups, vpc]),
         st("TagNewSecurityGroups", ["ec2:CreateTags"], security_groups,
            {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
             "Null": {REQUEST_TAG: "false"}}),
@@ -249,7 +253,7 @@ def alb_controller_statements(stack: Stack, vpc_id: str | None) -> list[iam.Poli
            RETAG),
         st("ManageOwnSecurityGroups",
            ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
-            "ec2:DeleteSecurityGroup"], security_groups, TAGGED),
+            "ec2:DeleteSecurityGroup"], security_groups, {**TAGGED, **in_vpc}),
         st("CreateTaggedLoadBalancers",
            ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
            [*load_balancers, *target_groups], {"Null": {REQUEST_TAG: "false"}}),

@@ -78,10 +78,12 @@ def gated_model_principal(
     return iam.CompositePrincipal(web, sagemaker)
 
 
-def _vpc_id(cluster: AnyCluster, existing_vpc_id: str | None) -> str | None:
+def _vpc_id(cluster: AnyCluster, existing_vpc_id: str | None) -> str:
     """The cluster's VPC: the created cluster's, or the one an existing cluster's config names
-    (an imported cluster has a VPC only when it was given one)."""
-    return cluster.vpc.vpc_id if isinstance(cluster, eks.Cluster) else existing_vpc_id
+    (config requires it there whenever the ALB controller's role is made)."""
+    vpc_id = cluster.vpc.vpc_id if isinstance(cluster, eks.Cluster) else existing_vpc_id
+    assert vpc_id is not None, "existing_cluster.vpc_id is required with alb_enabled"
+    return vpc_id
 
 
 class InferenceOperatorAddon(EksAddon):

@@ -187,6 +187,7 @@ EXISTING_CLUSTER: dict[str, Any] = {
     "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/"
     "oidc.eks.us-west-2.amazonaws.com/id/EXAMPLE",
     "kubectl_role_arn": "arn:aws:iam::111122223333:role/kubectl",
+    "vpc_id": "vpc-0aaaa1111bbbb2222",
 }
 GROUPS = {
     "gpu_group": {"name": "gpu", "instance_type": "ml.g6e.4xlarge", "instance_count": 2},

@@ -98,11 +98,47 @@ def test_private_endpoint_needs_vpc_and_security_group(drop: str, field: str) ->
     assert "\n" not in str(err.value)
 
 
-def test_vpc_without_kubectl_subnets_is_refused() -> None:
-    cluster = {**QUICK_INSTALL_CLUSTER, "vpc_id": "vpc-0aaaa1111bbbb2222"}
+def test_a_security_group_without_kubectl_subnets_is_refused() -> None:
+    """The VPC describes the cluster (the ALB controller's role is scoped to it) with a public
+    endpoint too; the kubectl handler's security group means nothing outside the VPC."""
+    cluster = {**QUICK_INSTALL_CLUSTER, "kubectl_security_group_id": "sg-0eeee5555ffff6666"}
+    raw = {"account": "111122223333", "existing_cluster": cluster, "hyperpod": EXISTING_GROUPS}
     with pytest.raises(ConfigError) as err:
-        parse_config({"account": "111122223333", "existing_cluster": cluster}, "t.yaml", "dev")
-    assert err.value.field == "existing_cluster.vpc_id"
+        parse_config(raw, "t.yaml", "dev")
+    assert err.value.field == "existing_cluster.kubectl_security_group_id"
+    assert parse_config({**raw, "existing_cluster": QUICK_INSTALL_CLUSTER}, "t.yaml", "dev")
+
+
+@pytest.mark.parametrize(
+    ("operator", "refused"),
+    [({}, True), ({"alb_enabled": False}, False), ({"mode": "skip"}, False),
+     ({"enabled": False}, False)],
+)  # fmt: skip
+def test_an_existing_cluster_names_its_vpc_when_the_alb_controllers_role_is_made(
+    operator: dict[str, object], refused: bool
+) -> None:
+    """Without the VPC the controller's role could create security groups in every VPC of the
+    account: the config says so in one line, with the command that prints the id."""
+    cluster = {k: v for k, v in QUICK_INSTALL_CLUSTER.items() if k != "vpc_id"}
+    addons = {"inference_operator": operator}
+    if operator.get("enabled") is False or operator.get("mode") == "skip":
+        addons |= {k: {"mode": "skip"} for k in ("cert_manager", "s3_csi", "fsx_csi",
+                                                 "metrics_server")}  # fmt: skip
+    raw = {"account": "111122223333", "existing_cluster": cluster, "hyperpod": EXISTING_GROUPS,
+           "addons": addons}  # fmt: skip
+    if not refused:
+        assert parse_config(raw, "t.yaml", "dev")
+        return
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw, "t.yaml", "dev")
+    assert str(err.value) == (
+        "t.yaml: existing_cluster.vpc_id = (missing): allowed: the cluster's VPC id while "
+        "addons.inference_operator creates the AWS Load Balancer Controller's role "
+        "(alb_enabled): the role may create and change security groups in that VPC only; fix: "
+        "run `aws eks describe-cluster --name hyperpod-cluster-eks --query "
+        "cluster.resourcesVpcConfig.vpcId` and set existing_cluster.vpc_id, or set "
+        "addons.inference_operator.alb_enabled to false when the cluster runs its own controller"
+    )
 
 
 def test_adopted_values_are_refused_off_adopt() -> None:

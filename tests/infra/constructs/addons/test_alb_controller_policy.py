@@ -2,9 +2,10 @@
 tests/fixtures/alb-controller/), statement by statement, and what IAM would let it do.
 
 The role's policy is read from the synthesized templates (dev: a VPC this app creates; existing:
-a cluster whose config names no VPC). IAM's evaluation is modelled by tests/doubles/iam_eval.py
-(Allow statements and the condition operators these policies use): no AWS API can evaluate a
-policy offline, and IAM's policy simulator needs an account.
+the VPC ``existing_cluster.vpc_id`` names, which config requires with this role). IAM's
+evaluation is modelled by tests/doubles/iam_eval.py (Allow statements and the condition operators
+these policies use): no AWS API can evaluate a policy offline, and IAM's policy simulator needs an
+account.
 """
 
 from __future__ import annotations
@@ -95,27 +96,27 @@ def differences(ours: list[dict[str, Any]], upstream: list[dict[str, Any]]) -> s
     return out
 
 
-def declared(vpc_known: bool) -> set[tuple[str, ...]]:
-    return {(n.sid, n.kind, n.detail) for n in narrowings(vpc_known)}
+def declared() -> set[tuple[str, ...]]:
+    return {(n.sid, n.kind, n.detail) for n in narrowings()}
 
 
 def test_upstream_policy_is_the_pinned_controllers_file() -> None:
     assert hashlib.sha256(UPSTREAM_FILE.read_bytes()).hexdigest() == UPSTREAM_SHA256
 
 
-@pytest.mark.parametrize(("env", "vpc_known"), [("dev", True), ("existing", False)])
+@pytest.mark.parametrize("env", ["dev", "existing"])
 def test_alb_controller_policy_differs_from_upstream_only_where_it_says_it_narrows(
-    env: str, vpc_known: bool, request: pytest.FixtureRequest
+    env: str, request: pytest.FixtureRequest
 ) -> None:
     ours = alb_statements(request.getfixturevalue(env))
     upstream = json.loads(UPSTREAM_FILE.read_text())["Statement"]
     got = differences(ours, upstream)
-    want = declared(vpc_known)
+    want = declared()
     assert not [d for d in got if d[1] == "BROADER"], sorted(got)
     assert got == want, (
         f"undeclared: {sorted(got - want)}; declared but not there: {sorted(want - got)}"
     )
-    assert all(isinstance(n, Narrowing) and n.why for n in narrowings(vpc_known))
+    assert all(isinstance(n, Narrowing) and n.why for n in narrowings())
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +133,7 @@ OWN = {f"aws:ResourceTag/{CLUSTER_TAG}": TAG_VALUE}
         ("ec2:AuthorizeSecurityGroupIngress", f"{EC2}:security-group/sg-0node",
          {"ec2:Vpc": VPC_ARN}),
         ("ec2:CreateSecurityGroup", VPC_ARN, {}),
+        ("ec2:DeleteSecurityGroup", f"{EC2}:security-group/sg-0ours", {"ec2:Vpc": VPC_ARN, **OWN}),
         ("elasticloadbalancing:CreateLoadBalancer", f"{ELB}:loadbalancer/app/k8s-x/1",
          {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}),
         ("elasticloadbalancing:CreateListener", f"{ELB}:loadbalancer/app/k8s-x/1", OWN),
@@ -158,6 +160,11 @@ def test_alb_controller_may_manage_what_it_created(
          {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"}),
         ("ec2:RevokeSecurityGroupIngress", f"{EC2}:security-group/sg-0db",
          {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"}),
+        # a security group another cluster's controller made (tagged) in its own VPC
+        ("ec2:DeleteSecurityGroup", f"{EC2}:security-group/sg-0theirs",
+         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN}),
+        ("ec2:AuthorizeSecurityGroupIngress", f"{EC2}:security-group/sg-0theirs",
+         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN}),
         # listeners and rules of a load balancer someone else runs in the account
         ("elasticloadbalancing:DeleteListener", f"{ELB}:listener/app/payments/1/2", {}),
         ("elasticloadbalancing:ModifyListener", f"{ELB}:listener/app/payments/1/2", {}),
@@ -182,3 +189,31 @@ def test_alb_controller_cannot_touch_what_is_not_its_own(
     dev_alb: list[dict[str, Any]], action: str, resource: str, context: dict[str, str]
 ) -> None:
     assert not allows(dev_alb, Request(action, resource, context))
+
+
+def _create_security_group(vpc_arn: str) -> list[Request]:
+    """CreateSecurityGroup as EC2 authorizes it (the Service Authorization Reference): on the
+    new group (``security-group*``: tag keys only, no ``ec2:Vpc``) and on the VPC it goes in;
+    the call is allowed only when both are."""
+    tags = {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}
+    return [Request("ec2:CreateSecurityGroup", f"{EC2}:security-group/*", tags),
+            Request("ec2:CreateSecurityGroup", vpc_arn, {})]  # fmt: skip
+
+
+@pytest.mark.parametrize("env", ["dev", "existing"])
+def test_alb_controller_creates_and_changes_security_groups_only_in_the_clusters_vpc(
+    env: str, request: pytest.FixtureRequest
+) -> None:
+    """dev: the VPC the app creates; existing: the cluster's VPC from config. Another VPC of the
+    account (a database's, another cluster's) is refused, its controller's groups included."""
+    s: Synth = request.getfixturevalue(env)
+    statements = alb_statements(s)
+    ours = VPC_ARN if s.config.existing_cluster is None else \
+        f"{EC2}:vpc/{s.config.existing_cluster.vpc_id}"  # fmt: skip
+    other = f"{EC2}:vpc/vpc-0other"
+    assert all(allows(statements, r) for r in _create_security_group(ours))
+    assert not all(allows(statements, r) for r in _create_security_group(other))
+    for vpc, allowed in ((ours, True), (other, False)):
+        for action in ("ec2:DeleteSecurityGroup", "ec2:AuthorizeSecurityGroupIngress"):
+            group = Request(action, f"{EC2}:security-group/sg-0k8s", {"ec2:Vpc": vpc, **OWN})
+            assert allows(statements, group) is allowed, (action, vpc)
