@@ -136,3 +136,27 @@ def test_l1_is_what_lmcache_gets_in_the_container(
     assert result.exit_code == 0, result.output
     tiers = {t["name"]: t for t in json.loads(result.stdout)["tiers"]}
     assert tiers["L1"]["bytes"] == l1_gib * GIB
+
+
+@pytest.mark.parametrize(("nodes", "fits"), [(None, False), ("3", True)])
+def test_the_working_set_is_held_against_the_pool_of_every_gpu_node(
+    nodes: str | None, fits: bool
+) -> None:
+    """200 sessions x 100,000 tokens of qwen2-7b: 1.147 TB of KV. dev pools 400 GiB of NVMe on
+    each of its 2 GPU nodes (0.859 TB): too small; on 3 nodes (1.288 TB) it fits. One node's
+    400 GiB (0.429 TB) is never what the working set is held against."""
+    argv = ["size", "qwen2-7b", "--json", "--prompt-tokens", "50000", "--sessions", "200",
+            "--context-tokens", "100000", "--prefill-tokens-per-s", "10000",
+            *(["--gpu-nodes", nodes] if nodes else [])]  # fmt: skip
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    advice = data["tier_advice"]
+    pool = 400 * GIB * (int(nodes) if nodes else 2)
+    assert (
+        advice["curvine_pool_bytes"] == pool == {t["name"]: t for t in data["tiers"]}["L2"]["bytes"]
+    )
+    assert advice["working_set_bytes"] == 200 * 100_000 * 57_344
+    assert (advice["working_set_bytes"] <= pool) is fits
+    assert advice["recommendation"] == "curvine"
+    assert ("fits the NVMe pool" in advice["reason"]) is fits
