@@ -105,6 +105,9 @@ EXAMPLES: tuple[Example, ...] = (
     Example("sizing ignores gpu_memory_utilization for L0", "scripts/lib/sizing.py",
             "gpu_memory_gib * gpu_memory_utilization", "gpu_memory_gib * 0.9",
             ("tests/scripts/lib/test_sizing.py::test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights",)),
+    Example("an explicit bootstrap_creator_admin: false read as unset", "infra/config/eks.py",
+            "if self.bootstrap_creator_admin is not None:", "if self.bootstrap_creator_admin:",
+            ("tests/infra/constructs/test_eks_cluster.py::test_the_creator_admin_setting_decides_the_creator_whatever_the_admin_list",)),
 )  # fmt: skip
 
 

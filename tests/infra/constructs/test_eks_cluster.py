@@ -6,8 +6,10 @@ The construct alone in a bare stack (a VPC of its own), synthesized by CDK: no A
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import pytest
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
@@ -47,20 +49,32 @@ def kubectl_handler(template: dict[str, Any]) -> dict[str, Any]:
     return handler
 
 
-def test_the_deploy_role_is_no_cluster_admin_once_admin_principals_are_configured() -> None:
-    _, out = control_plane(admin_principal_arns=[ADMIN])
-    assert out["cluster"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is False
-
-
-def test_the_deploy_role_stays_cluster_admin_while_nobody_else_is() -> None:
-    _, out = control_plane()
-    assert out["cluster"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is True
-
-
-def test_an_explicit_creator_admin_setting_wins_over_the_admin_list() -> None:
-    """A cluster created with the creator's access keeps it (a change would replace it)."""
-    _, out = control_plane(admin_principal_arns=[ADMIN], bootstrap_creator_admin=True)
-    assert out["cluster"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is True
+@pytest.mark.parametrize(
+    ("admins", "setting", "creator_admin"),
+    [((), None, True), ((ADMIN,), None, False), ((), False, False), ((), True, True),
+     ((ADMIN,), False, False), ((ADMIN,), True, True)],
+)  # fmt: skip
+def test_the_creator_admin_setting_decides_the_creator_whatever_the_admin_list(
+    admins: tuple[str, ...], setting: bool | None, creator_admin: bool
+) -> None:
+    """The deploy role keeps cluster-admin only while no admin principal is configured, unless
+    ``eks.bootstrap_creator_admin`` says otherwise: both of its values hold on both sides of the
+    boundary the default turns on (the admin list empty or not), since a cluster created with
+    or without the creator's access must keep it (a change would replace the cluster). The
+    admin list alone decides the access entries."""
+    _, out = control_plane(admin_principal_arns=list(admins), bootstrap_creator_admin=setting)
+    access = out["cluster"]["AccessConfig"]
+    assert access["BootstrapClusterCreatorAdminPermissions"] is creator_admin
+    entries = [r["Properties"] for r in out["template"]["Resources"].values()
+               if r["Type"] == "AWS::EKS::AccessEntry"]  # fmt: skip
+    named = [e for e in entries if isinstance(e["PrincipalArn"], str)]
+    assert [e["PrincipalArn"] for e in named] == list(admins)
+    for e in named:
+        (policy,) = e["AccessPolicies"]
+        assert json.dumps(policy["PolicyArn"]).endswith(
+            ':eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]}'
+        )
+        assert policy["AccessScope"] == {"Type": "cluster"}
 
 
 def test_a_public_endpoint_admits_only_the_listed_networks_and_kubectl_still_reaches_it() -> None:
