@@ -11,6 +11,7 @@ from aws_cdk import DefaultStackSynthesizer, Environment, Stack, Stage
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.rules_pipeline import check_pipeline_reaches_test
 from infra.constructs.delivery_pipeline import DeliveryPipeline
 from stacks.composition import EnvironmentStacks, compose
 
@@ -61,6 +62,7 @@ class PipelineStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **kwargs)
+        check_pipeline_reaches_test(config, test_config)
         self.test_stage = EnvironmentStage(self, "Test", config=test_config)
         self.prod_stage = EnvironmentStage(self, "Prod", config=config)
         # Id "Default": CDK leaves that path component out of logical IDs, so the pipeline's

@@ -7,15 +7,22 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+import yaml
 from aws_cdk import Environment
 
+import app
 from infra.cdk_context import new_app
-from infra.config import load_config, parse_config
+from infra.config import ConfigError, load_config, loader, parse_config
+from infra.config.rules_pipeline import check_pipeline_reaches_test
 from infra.constructs.pipeline import ENVIRONMENT_STACKS
 from infra.stack_layout import STACK_SUFFIXES, dependencies
 from infra.validation import errors_only, lint_template
 from stacks.pipeline_stack import PipelineStack
+from tests.support.config import env_raw
 from tests.support.pipeline import nightly_statements, prod_with_pipeline
+
+OFFICE = "203.0.113.0/24"
 
 
 def stages(template: dict[str, Any]) -> list[dict[str, Any]]:
@@ -175,3 +182,59 @@ def test_nightly_role_deletes_network_leftovers_only_by_tag(pipeline: dict[str, 
     assert sorted(sweep["Action"]) == ["ec2:DeleteSecurityGroup", "ec2:DeleteVpcEndpoints"]
     assert sweep["Condition"] == {"StringEquals": {"aws:ResourceTag/GuardDutyManaged": "true"}}
     assert all(r.endswith(('vpc-endpoint/*"', 'security-group/*"')) for r in _resources(sweep))
+
+
+def _test_env(**eks: Any) -> dict[str, Any]:
+    raw = env_raw("test")
+    raw["eks"] = {**raw["eks"], **eks}
+    return raw
+
+
+def test_a_narrowed_test_endpoint_with_the_nightly_recreate_is_refused_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """config/test.yaml advises narrowing eks.public_access_cidrs; the nightly recreate and
+    the verify step call that endpoint from CodeBuild outside the VPC (the recreate deletes the
+    VPC), so the pipeline's synth refuses the pair before it builds anything."""
+    folder = tmp_path / "config"
+    folder.mkdir()
+    (folder / "prod.yaml").write_text(yaml.safe_dump(prod_with_pipeline(nightly_recreate=True)))
+    (folder / "test.yaml").write_text(yaml.safe_dump(_test_env(public_access_cidrs=[OFFICE])))
+    monkeypatch.setattr(loader, "CONFIG_DIR", folder)
+    with pytest.raises(SystemExit) as done:
+        app.main(["-c", "env=prod", "-c", "pipeline=true", "--outdir", str(tmp_path / "out")])
+    assert done.value.code == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"error: config/test.yaml: eks.public_access_cidrs = ['{OFFICE}']: allowed: [] or a "
+        "list with 0.0.0.0/0 while config/prod.yaml's pipeline.nightly_recreate and "
+        "pipeline.verify_test_environment call the cluster's API: CodeBuild runs them outside "
+        "the VPC, since the nightly recreate deletes the test environment's VPC, and reaches "
+        "the public API endpoint from CodeBuild's addresses; fix: remove "
+        "eks.public_access_cidrs from config/test.yaml, or set pipeline.nightly_recreate and "
+        "pipeline.verify_test_environment to false in config/prod.yaml"
+    )
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("pipeline", "eks", "field"),
+    [({}, {"public_access_cidrs": [OFFICE]}, "eks.public_access_cidrs"),
+     ({"verify_test_environment": False, "nightly_recreate": True}, {"endpoint_access": "private"},
+      "eks.endpoint_access"),
+     ({"verify_test_environment": False}, {"public_access_cidrs": [OFFICE]}, None),
+     ({}, {"public_access_cidrs": [OFFICE, "0.0.0.0/0"]}, None),
+     ({"nightly_recreate": True}, {"public_access_cidrs": []}, None)],
+)  # fmt: skip
+def test_the_test_endpoint_must_answer_the_pipelines_codebuild_steps(
+    pipeline: dict[str, Any], eks: dict[str, Any], field: str | None
+) -> None:
+    config = parse_config(prod_with_pipeline(**pipeline), "config/prod.yaml", "prod")
+    test = parse_config(_test_env(**eks), "config/test.yaml", "test")
+    if field is None:
+        check_pipeline_reaches_test(config, test)
+        return
+    with pytest.raises(ConfigError) as err:
+        check_pipeline_reaches_test(config, test)
+    assert err.value.field == field and err.value.source == "config/test.yaml"
+    assert "\n" not in str(err.value)
