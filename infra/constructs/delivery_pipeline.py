@@ -8,6 +8,7 @@ environments' stages are built by the pipeline stack (stacks/pipeline_stack.py) 
 from __future__ import annotations
 
 from aws_cdk import RemovalPolicy, Stage, pipelines
+from aws_cdk import aws_codebuild as codebuild
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -16,6 +17,7 @@ from infra.config import AppConfig
 from infra.constructs.buckets import SecureBucket
 from infra.constructs.pipeline import (
     BUILD_IMAGE,
+    RUNTIME_VERSIONS,
     GitHubDeployRole,
     NightlyRecreate,
     VerifyRole,
@@ -77,7 +79,10 @@ class DeliveryPipeline(Construct):
             self_mutation=True,
             artifact_bucket=self.artifacts.bucket,
             code_build_defaults=pipelines.CodeBuildOptions(
-                build_environment={"build_image": BUILD_IMAGE}
+                build_environment={"build_image": BUILD_IMAGE},
+                partial_build_spec=codebuild.BuildSpec.from_object(
+                    {"phases": {"install": {"runtime-versions": RUNTIME_VERSIONS}}}
+                ),
             ),
         )
         post: list[pipelines.Step] = []

@@ -17,8 +17,13 @@ from infra.config.model import topic_name
 from infra.nag import acknowledge
 from infra.stack_layout import STACK_SUFFIXES
 
-# CodeBuild's Ubuntu image with Python 3.11+/3.12 and Node.js 20 (the toolkit's prerequisites).
+# CodeBuild's Ubuntu 22.04 image (standard:7.0); it offers Python 3.9 to 3.14 and Node.js 18 to 24
+# (aws/aws-codebuild-docker-images, ubuntu/standard/7.0/runtimes.yml).
 BUILD_IMAGE = codebuild.LinuxBuildImage.STANDARD_7_0
+# The Python and Node.js the project is tested with (pyproject.toml's python_version, CI's
+# setup-python and setup-node), pinned in every buildspec: without runtime-versions CodeBuild
+# uses the image's defaults, which move when a version reaches its end of life.
+RUNTIME_VERSIONS = {"python": "3.11", "nodejs": "22"}
 HELM_VERSION = "v3.16.3"
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 # The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
@@ -258,9 +263,10 @@ class NightlyRecreate(Construct):
                     "version": "0.2",
                     "phases": {
                         "install": {
+                            "runtime-versions": RUNTIME_VERSIONS,
                             "commands": tool_install_commands(
                                 kubectl_version=kubectl_version_for(test_config)
-                            )
+                            ),
                         },
                         "build": {"commands": nightly_commands(test_config)},
                         # Runs after a failed build phase too; the build stays failed.

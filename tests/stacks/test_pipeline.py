@@ -4,6 +4,7 @@ step running the README's commands, the nightly recreate and the GitHub deploy r
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +239,37 @@ def test_the_test_endpoint_must_answer_the_pipelines_codebuild_steps(
         check_pipeline_reaches_test(config, test)
     assert err.value.field == field and err.value.source == "config/test.yaml"
     assert "\n" not in str(err.value)
+
+
+def _ci_versions(repo_root: Path) -> dict[str, str]:
+    """The Python and Node.js CI tests with (every job of .github/workflows/ci.yml agrees)."""
+    workflow = yaml.safe_load((repo_root / ".github" / "workflows" / "ci.yml").read_text())
+    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
+    found = {
+        kind: {s["with"][f"{kind}-version"] for s in steps
+               if s.get("uses", "").startswith(f"actions/setup-{kind}@")}
+        for kind in ("python", "node")
+    }  # fmt: skip
+    assert all(len(v) == 1 for v in found.values()), found
+    return {"python": found["python"].pop(), "nodejs": found["node"].pop()}
+
+
+def test_every_build_pins_the_python_and_node_the_project_is_tested_with(
+    pipeline: dict[str, Any], repo_root: Path
+) -> None:
+    """The nightly run, the synth step (make test, make synth) and the verify step: each
+    buildspec's runtime-versions are CI's, and Python is the one pyproject.toml targets."""
+    want = _ci_versions(repo_root)
+    pyproject = tomllib.loads((repo_root / "pyproject.toml").read_text())
+    assert want["python"] == pyproject["tool"]["mypy"]["python_version"]
+    specs = {
+        name: json.loads(r["Properties"]["Source"]["BuildSpec"])
+        for name, r in pipeline["template"]["Resources"].items()
+        if r["Type"] == "AWS::CodeBuild::Project"
+        and isinstance(r["Properties"]["Source"].get("BuildSpec"), str)
+    }
+    commands = {name: json.dumps(spec) for name, spec in specs.items()}
+    for step in ("scripts recreate", "make test", "scripts verify"):
+        assert any(step in c for c in commands.values()), step
+    for name, spec in specs.items():
+        assert spec["phases"]["install"]["runtime-versions"] == want, name
