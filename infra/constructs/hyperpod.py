@@ -116,7 +116,11 @@ class HyperPodExecutionRole(Construct):
         )
         arn = stack.format_arn
         eni_arn = arn(service="ec2", resource="network-interface", resource_name="*")
-        instance_arn = arn(service="ec2", resource="instance", resource_name="*")
+        # HyperPod's instances live in an account SageMaker owns, not this one (the VPC CNI
+        # sees their subnets cross-account: aws/amazon-vpc-cni-k8s ad95439d): an instance ARN
+        # of this account would refuse every attach. Any account, this Region; the ENI side
+        # (ManageEnisInHyperPodSubnet) keeps attaches to interfaces of the HyperPod subnet.
+        instance_arn = arn(service="ec2", resource="instance", resource_name="*", account="*")
         # Every registry the nodes pull from is regional: the HyperPod chart's images come from
         # a per-Region AWS account (regional-values/values-<region>.yaml), the EKS add-ons from
         # the per-Region EKS registry, vLLM/DLC and the inference operator from per-Region
@@ -139,7 +143,8 @@ class HyperPodExecutionRole(Construct):
                 resources=[eni_arn, subnet_arn, sg_arn],
             ),
             # Attach/Detach authorize on the instance as well as on the ENI (AWS's reference
-            # HyperPod EKS role grants instance/* too); the ENI side is the subnet-scoped one below.
+            # HyperPod EKS role grants instance/* too); the ENI side is the subnet-scoped one below,
+            # so no interface outside the HyperPod subnet is attached anywhere.
             iam.PolicyStatement(
                 sid="AttachEnisToNodes",
                 actions=["ec2:AttachNetworkInterface", "ec2:DetachNetworkInterface"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.doubles.iam_eval import Request, allows, import_names, policy_statements
 from tests.support.synth import Synth
 
 
@@ -47,3 +48,35 @@ def test_parity_with_the_reference_role(dev: Synth) -> None:
     assert tag_existing["Action"] == "ec2:CreateTags"
     assert set(tag_existing["Condition"]) == {"ArnEquals"}
     assert set(tag_existing["Condition"]["ArnEquals"]) == {"ec2:Subnet"}
+
+
+SUBNET = "subnet-0hyperpod"
+SERVICE_ACCOUNT = "999988887777"  # the account SageMaker runs HyperPod's instances in
+
+
+def _attach(dev: Synth, instance_account: str, subnet: str) -> bool:
+    """AttachNetworkInterface as EC2 authorizes it: on the instance and on the interface
+    (in this account, with the subnet it sits in); allowed only when both are."""
+    region, account = dev.config.region, dev.config.account
+    pseudo = {"AWS::Partition": "aws", "AWS::Region": region, "AWS::AccountId": account}
+    template = dev.template_json("hyperpod")
+    imports = {name: SUBNET if "Subnet" in name else "sg-0cluster"
+               for name in import_names(template["Resources"])}  # fmt: skip
+    role = policy_statements(template, "AttachEnisToNodes", pseudo, imports)
+    ec2 = f"arn:aws:ec2:{region}"
+    return all(allows(role, r) for r in (
+        Request("ec2:AttachNetworkInterface", f"{ec2}:{instance_account}:instance/i-0node"),
+        Request("ec2:AttachNetworkInterface", f"{ec2}:{account}:network-interface/eni-0pod",
+                {"ec2:Subnet": f"{ec2}:{account}:subnet/{subnet}"}),
+    ))  # fmt: skip
+
+
+def test_enis_of_the_hyperpod_subnet_attach_to_nodes_in_the_service_owned_account(
+    dev: Synth,
+) -> None:
+    """HyperPod's instances are not in this account (the VPC CNI meets their subnets
+    cross-account), so the instance side names no account; the interface side still holds
+    attaches to the HyperPod subnet's interfaces."""
+    assert _attach(dev, SERVICE_ACCOUNT, SUBNET)
+    assert _attach(dev, dev.config.account, SUBNET)
+    assert not _attach(dev, SERVICE_ACCOUNT, "subnet-0elsewhere")
