@@ -52,6 +52,8 @@ EXISTING_OVERLAY: dict[str, Any] = {
         "kubectl_role_arn": "arn:aws:iam::111122223333:role/team-kubectl",
         "oidc_provider_arn": "arn:aws:iam::111122223333:oidc-provider/oidc.eks.us-west-2."
         "amazonaws.com/id/EXAMPLED539D4633E53DE1B71EXAMPLE",
+        # The ALB controller's role is scoped to the cluster's VPC: config requires it.
+        "vpc_id": "vpc-0beef1111aaaa2222",
     },
     "network": None,  # the cluster brings its own
     "hyperpod": {
