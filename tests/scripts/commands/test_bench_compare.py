@@ -241,11 +241,12 @@ def test_each_tiers_result_is_the_conjunction_of_its_own_verdicts(
     servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two targets with one endpoint label (an explicit target is named by its first URL): the
-    Curvine Pod given twice, whose cross-Pod verdict fails, then that Pod and the other
-    replica, whose verdict passes. Each row of the report reads its own verdicts."""
+    Curvine Pod given twice, whose cross-Pod verdict fails, then, counted as fsx_lustre (both
+    are file-system L2s read through LMCache's fs connector), that Pod and the other replica,
+    whose verdict passes. Each row of the report reads its own verdicts."""
     _config(monkeypatch)
     a, b = (s.url for s in servers["curvine"])
-    argv = ["bench", "compare", "--target", f"curvine={a},{a}", "--target", f"curvine={a},{b}",
+    argv = ["bench", "compare", "--target", f"curvine={a},{a}", "--target", f"fsx_lustre={a},{b}",
             "--out", str(tmp_path), *QUICK, "--workloads", "cross-pod", "--seed", "16",
             "--json"]  # fmt: skip
     result = CliRunner().invoke(app, argv)
