@@ -129,7 +129,8 @@ def _with(obj: Obj, path: str, value: Any) -> Obj:
         (PV, "spec.volumeMode", "Block", True),
         (PV, "spec.persistentVolumeReclaimPolicy", "Delete", False),
         (PVC, "spec.volumeName", "l2-new", True),
-        (PVC, "spec.resources.requests.storage", "2Gi", False),
+        # A static volume's claim has no StorageClass that could allow it to grow.
+        (PVC, "spec.resources.requests.storage", "2Gi", True),
     ],
 )
 def test_the_model_refuses_what_the_api_server_refuses(
@@ -140,3 +141,63 @@ def test_the_model_refuses_what_the_api_server_refuses(
     assert update_refusals([old], [_with(old, path, value)]) == refused_changes(
         old, _with(old, path, value)
     )
+
+
+CLAIM = {
+    "apiVersion": "v1",
+    "kind": "PersistentVolumeClaim",
+    "metadata": {"name": "l2", "namespace": "a"},
+    "spec": {
+        "accessModes": ["ReadWriteMany"],
+        "storageClassName": "curvine-sc",
+        "resources": {"requests": {"storage": "1200Gi"}},
+    },
+}
+
+
+def _class(expands: bool | None) -> Obj:
+    sc: Obj = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"}
+    sc |= {"metadata": {"name": "curvine-sc"}, "provisioner": "curvine"}
+    return sc if expands is None else {**sc, "allowVolumeExpansion": expands}
+
+
+@pytest.mark.parametrize("expands", [None, False])
+def test_growing_a_bound_claim_is_refused_unless_its_class_allows_expansion(
+    expands: bool | None,
+) -> None:
+    """The resize admission plugin: a larger request needs allowVolumeExpansion: true on the
+    claim's StorageClass (unset is false); the class must exist."""
+    grown = _with(CLAIM, "spec.resources.requests.storage", "1800Gi")
+    assert refused_changes(CLAIM, grown, {"curvine-sc": _class(expands)})
+    assert refused_changes(CLAIM, grown, {})
+    assert not refused_changes(CLAIM, grown, {"curvine-sc": _class(True)})
+    assert update_refusals([CLAIM, _class(True)], [grown, _class(True)]) == []
+    assert update_refusals([CLAIM, _class(expands)], [grown, _class(expands)])
+
+
+def test_shrinking_a_bound_claim_to_its_capacity_or_below_is_refused() -> None:
+    """Even where the class allows expansion: a request may only come down while it stays
+    above status.capacity (a failed expansion's recovery), never to or below it."""
+    classes = {"curvine-sc": _class(True)}
+    shrunk = _with(CLAIM, "spec.resources.requests.storage", "1Ti")
+    assert refused_changes(CLAIM, shrunk, classes)
+    same_bytes = _with(CLAIM, "spec.resources.requests.storage", f"{1200 * 2**30}")
+    assert not refused_changes(CLAIM, same_bytes, classes)
+    assert refused_changes(CLAIM, _with(CLAIM, "spec.resources.requests.storage", "1100Gi"),
+                           classes, capacity="1000Gi") == []  # fmt: skip
+    assert refused_changes(CLAIM, _with(CLAIM, "spec.resources.requests.storage", "1000Gi"),
+                           classes, capacity="1000Gi")  # fmt: skip
+
+
+def test_a_claims_limits_and_other_requests_cannot_change() -> None:
+    classes = {"curvine-sc": _class(True)}
+    limited = _with(CLAIM, "spec.resources", {"requests": {"storage": "1200Gi"},
+                                              "limits": {"storage": "2Ti"}})  # fmt: skip
+    assert refused_changes(CLAIM, limited, classes)
+    other = _with(CLAIM, "spec.resources.requests", {"storage": "1200Gi", "cpu": "1"})
+    assert refused_changes(CLAIM, other, classes)
+
+
+def test_an_unbound_claims_request_cannot_change() -> None:
+    grown = _with(CLAIM, "spec.resources.requests.storage", "1800Gi")
+    assert refused_changes(CLAIM, grown, {"curvine-sc": _class(True)}, bound=False)
