@@ -15,7 +15,7 @@ from typing import Any
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from k8s.names import PVC, REMOTE_URL_ENV
+from k8s.names import REMOTE_URL_ENV
 
 VOLUME = "curvine-l2"  # the L2 claim's volume in the Pod
 L1_SIZE_ENV = "LMCACHE_MAX_LOCAL_CPU_SIZE"
@@ -85,9 +85,10 @@ def endpoint_env(config: AppConfig, e: EndpointConfig) -> list[tuple[str, str]]:
     return own
 
 
-def l2_settings(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> L2Settings:
+def l2_settings(config: AppConfig, e: EndpointConfig, claim: str) -> L2Settings:
     """What the L2 policy gives a Pod of ``e`` (a curvine or fsx_lustre endpoint) whose claim is
-    ``claim`` (``k8s.l2_volume.l2_claim``; with FSx named after the file system). The mount's
+    ``claim`` (``k8s.l2_volume.l2_claim``: on Curvine named after its size, with FSx after the
+    file system). The mount's
     subPath gives each endpoint its own directory while the URL stays the documented one."""
     return L2Settings(
         marker=REMOTE_URL_ENV,

@@ -1,5 +1,11 @@
-"""The RWX PVC ``curvine-pvc`` in each namespace of an endpoint on Curvine, the optional static
-PV, and the size-based evictor that bounds the L2 pool.
+"""The RWX PVC ``curvine-pvc-<GiB>gi`` in each namespace of an endpoint on Curvine, the optional
+static PV, and the size-based evictor that bounds the L2 pool.
+
+The Curvine claim is named after its size (``k8s.names.curvine_claim``): a bound claim cannot
+shrink, and cannot grow on curvine-sc, whose driver resizes nothing; so a pool of another size
+is a new claim (a new, empty Curvine directory), the old one pruned by the same apply. The
+static volume, when configured, is named after the same size and pre-bound to its claim: the
+old volume (Retain) stays Released once its claim goes and could bind no other claim.
 
 With endpoints on ``fsx_lustre`` each of their namespaces has a claim bound to a static
 PersistentVolume of the FSx CSI driver (all on the one file system), so the endpoints and the L2
@@ -21,9 +27,18 @@ from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, meta, re
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import curvine_volume_parameters, l2_namespaces
 from k8s.kube_api import KubeApi
-from k8s.names import CURVINE_SC, FSX_L2, PVC, fsx_claim, labels
+from k8s.names import (
+    CURVINE_SC,
+    FSX_L2,
+    PVC,
+    STATIC_PV,
+    curvine_claim,
+    curvine_claim_gib,
+    curvine_static_volume,
+    fsx_claim,
+    labels,
+)
 
-STATIC_PV = "curvine-l2-static"
 EVICTOR = "curvine-l2-evictor"
 EVICT_MOUNT = "/l2"
 FSX_DRIVER = "fsx.csi.aws.com"
@@ -58,7 +73,7 @@ def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:
 def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
     """The claim the L2 policy mounts in every endpoint namespace."""
     if "fsx_lustre" not in config.kvcache.l2_backends:
-        return PVC
+        return curvine_claim(config)
     if fsx is None:
         # No placeholder: a PersistentVolume naming no real file system is accepted by the API
         # server and leaves every Pod that mounts it in ContainerCreating.
@@ -80,20 +95,29 @@ class L2VolumeChart(cdk8s.Chart):
         cv = config.kvcache.curvine
         static = cv.static_pv
         k8s = k8s_for(config)
+        size = curvine_claim_gib(config)
+        volume = curvine_static_volume(config)
         if static.enabled:
+            # The rules allow a static volume with one endpoint namespace only: it binds one claim.
+            (only_ns,) = l2_namespaces(config)
             k8s.KubePersistentVolume(
                 self,
                 "static-pv",
-                metadata=meta(k8s, STATIC_PV, labels=labels(STATIC_PV, "l2")),
+                metadata=meta(k8s, volume, labels=labels(STATIC_PV, "l2")),
                 spec=k8s.PersistentVolumeSpec(
-                    capacity={"storage": k8s.Quantity.from_string(f"{static.size_gib}Gi")},
+                    capacity={"storage": k8s.Quantity.from_string(f"{size}Gi")},
                     access_modes=["ReadWriteMany"],
                     # Retain: deleting the PVC (or the stack) keeps the warm cache on Curvine.
                     persistent_volume_reclaim_policy="Retain",
                     storage_class_name=CURVINE_SC,
+                    # Pre-bound: no other claim can take it, and the claim of the next size gets
+                    # the next volume.
+                    claim_ref=k8s.ObjectReference(namespace=only_ns, name=claim),
                     csi=k8s.CsiPersistentVolumeSource(
                         driver="curvine",
-                        volume_handle=STATIC_PV,
+                        # Unique per volume (the kubelet keys a CSI volume by driver and
+                        # handle): the volumes of two sizes must not be taken for one.
+                        volume_handle=volume,
                         # Its own FUSE process (another fs-path): its own metrics port.
                         volume_attributes={
                             **curvine_volume_parameters(config, FUSE_STATIC_WEB_PORT),
@@ -102,23 +126,19 @@ class L2VolumeChart(cdk8s.Chart):
                     ),
                 ),
             )
-        pool_gib = l2_pool_bytes(config, "curvine") // 2**30
-        size = static.size_gib if static.enabled else pool_gib
         for ns in l2_namespaces(config):
             kplus.PersistentVolumeClaim(
                 self,
                 f"{ns}-pvc",
                 metadata=cdk8s.ApiObjectMetadata(
-                    name=PVC,
+                    name=claim,
                     namespace=ns,
                     labels=labels(PVC, "l2"),
                 ),
                 access_modes=[kplus.PersistentVolumeAccessMode.READ_WRITE_MANY],
                 storage=cdk8s.Size.gibibytes(size),
                 storage_class_name=CURVINE_SC,
-                volume=kplus.PersistentVolume.from_persistent_volume_name(
-                    self, f"{ns}-pv", STATIC_PV
-                )
+                volume=kplus.PersistentVolume.from_persistent_volume_name(self, f"{ns}-pv", volume)
                 if static.enabled
                 else None,
             )

@@ -7,9 +7,12 @@ CLI reads them without loading jsii, which starts Node.js (and fails where Node.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from infra.config import AppConfig
+from infra.config.model import l2_pool_bytes
 from infra.fsx_outputs import FsxVolume
 
 # The labels every rendered object carries (k8s.common.labels): teardown deletes only objects
@@ -25,7 +28,8 @@ MANAGED_BY = "cdk8s"
 ENDPOINT_POD_LABEL = "app"
 
 CURVINE_SC = "curvine-sc"  # the Curvine StorageClass (k8s.foundation)
-PVC = "curvine-pvc"  # the L2 claim in each endpoint namespace on Curvine (k8s.l2_volume)
+PVC = "curvine-pvc"  # prefix of the L2 claim in each endpoint namespace on Curvine (curvine_claim)
+STATIC_PV = "curvine-l2-static"  # prefix of the optional static volume on Curvine (k8s.l2_volume)
 FSX_L2 = "fsx-l2"  # prefix of the FSx for Lustre L2 claim and volumes (k8s.l2_volume)
 CSI_DRIVER = "curvine"  # the Curvine CSIDriver (k8s.csi)
 POLICY = "hyperpod-kvcache-l2-curvine"  # the Kyverno ClusterPolicy (k8s.policy)
@@ -88,6 +92,37 @@ class Workload:
 CURVINE_MASTER, CURVINE_WORKER = "curvine-master", "curvine-worker"
 MASTER_WL = Workload(CURVINE_MASTER, "master")
 WORKER_WL = Workload(CURVINE_WORKER, "worker")
+
+
+def curvine_claim_gib(app: AppConfig) -> int:
+    """The size the L2 claim on Curvine asks for, in GiB: the static volume's nominal size, or
+    the whole pool (every GPU node's worker capacity)."""
+    static = app.kvcache.curvine.static_pv
+    return static.size_gib if static.enabled else l2_pool_bytes(app, "curvine") // 2**30
+
+
+def curvine_claim(app: AppConfig) -> str:
+    """The L2 claim with ``kvcache.l2_backend: curvine``: named after its size,
+    ``curvine-pvc-<GiB>gi``. The API server refuses to shrink a bound claim, and to grow one
+    whose StorageClass lacks ``allowVolumeExpansion``, which curvine-sc must lack: Curvine's CSI
+    driver resizes nothing (v0.3.2-alpha: no EXPAND_VOLUME controller capability,
+    ControllerExpandVolume and NodeExpandVolume answer Unimplemented). So a pool of another size
+    (more GPU nodes, another worker capacity) is a new claim, created by the same apply that
+    prunes the old one, and the L2 policy mounts it in every Pod admitted after it."""
+    return f"{PVC}-{curvine_claim_gib(app)}gi"
+
+
+def curvine_static_volume(app: AppConfig) -> str:
+    """The static PersistentVolume of ``kvcache.curvine.static_pv``, named after its size like
+    its claim: a Retain volume stays Released once its claim goes, so the claim of a new size
+    needs a volume of its own (on the same Curvine path, so the cache stays warm)."""
+    return f"{STATIC_PV}-{curvine_claim_gib(app)}gi"
+
+
+def is_curvine_claim(name: str) -> bool:
+    """A name the L2 claim on Curvine has had: ``curvine-pvc-<GiB>gi`` (or plain ``curvine-pvc``,
+    before claims were named after their size)."""
+    return re.fullmatch(rf"{PVC}(-[0-9]+gi)?", name) is not None
 
 
 def fsx_claim(fsx: FsxVolume) -> str:

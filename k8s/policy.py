@@ -31,7 +31,7 @@ from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.common import raw
 from k8s.l2_pod import l2_settings
-from k8s.names import ENDPOINT_POD_LABEL, POLICY, PVC, REMOTE_URL_ENV, labels
+from k8s.names import ENDPOINT_POD_LABEL, POLICY, REMOTE_URL_ENV, labels
 
 KYVERNO_REPOSITORY = "https://kyverno.github.io/kyverno/"  # Kyverno's Helm chart repository
 CONTAINERS = "request.object.spec.containers"
@@ -76,9 +76,9 @@ def _patch(config: AppConfig, e: EndpointConfig, claim: str) -> dict[str, Any]:
     return {"spec": {"containers": [container], "volumes": list(settings.volumes)}}
 
 
-def rule(config: AppConfig, e: EndpointConfig, claim: str = PVC) -> dict[str, Any]:
-    """``claim``: the L2 claim (``k8s.l2_volume.l2_claim``; with FSx named after the file
-    system)."""
+def rule(config: AppConfig, e: EndpointConfig, claim: str) -> dict[str, Any]:
+    """``claim``: the L2 claim (``k8s.l2_volume.l2_claim``: on Curvine named after its size,
+    with FSx after the file system)."""
     carries_url = {"key": CARRIES_REMOTE_URL, "operator": "GreaterThan", "value": 0}
     foreach = {
         "list": CONTAINERS,
@@ -115,7 +115,7 @@ def match_conditions(endpoints: list[EndpointConfig]) -> list[dict[str, str]]:
 
 
 class PolicyChart(cdk8s.Chart):
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig, claim: str = PVC):
+    def __init__(self, scope: Construct, id: str, *, config: AppConfig, claim: str):
         super().__init__(scope, id, disable_resource_name_hashes=True)
         endpoints = list(config.kvcache.mounted_l2_endpoints)
         rules = [rule(config, e, claim) for e in endpoints]

@@ -86,7 +86,7 @@ class EvictorConfig(Section):
 
 class StaticPvConfig(Section):
     enabled: bool = False
-    """Bind ``curvine-pvc`` to a static PersistentVolume (``Retain``) on a fixed Curvine path, so
+    """Bind the L2 claim to a static PersistentVolume (``Retain``) on a fixed Curvine path, so
     a redeploy or a deleted PVC finds the warm cache. False: dynamic provisioning on curvine-sc."""
     curvine_path: str = "/l2cache/static"
     """Curvine path of the static volume."""

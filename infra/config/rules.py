@@ -399,7 +399,7 @@ def check_kvcache(app: AppConfig) -> None:
     # The claims are in the namespaces of the endpoints on Curvine only.
     namespaces = sorted({e.namespace for e in kv.endpoints if e.l2_backend == "curvine"})
     if "curvine" in kv.l2_backends and cv.static_pv.enabled and len(namespaces) > 1:
-        # Each namespace has its own curvine-pvc, and a PersistentVolume binds one claim only:
+        # Each namespace has its own L2 claim, and a PersistentVolume binds one claim only:
         # the second claim of the one static PV would stay Pending, and its endpoints with it.
         raise RuleViolation(
             f"false while the endpoints on curvine use more than one namespace "

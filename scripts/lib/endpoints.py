@@ -2,8 +2,8 @@
 and the L2 claim an endpoint mounts.
 
 The Kubernetes layer (k8s/) owns the names of the objects it creates; the CLI reads them from
-``k8s.names`` (``PVC``, ``fsx_claim``) and what the L2 policy gives an endpoint's Pods from
-``k8s.l2_pod``; neither imports cdk8s.
+``k8s.names`` (``curvine_claim``, ``fsx_claim``) and what the L2 policy gives an endpoint's Pods
+from ``k8s.l2_pod``; neither imports cdk8s.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
-from k8s.names import PVC, fsx_claim
+from k8s.names import curvine_claim, fsx_claim
 from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError
 
@@ -42,11 +42,12 @@ def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) ->
 
 
 def l2_claim(clients: Clients, cfg: AppConfig) -> str:
-    """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc``, or with FSx
+    """The claim the L2 policy mounts in the deployed environment: ``curvine-pvc-<GiB>gi``
+    (named after the size ``cfg`` gives it), or with FSx
     the claim named after the deployed file system (read from the kvcache stack's outputs;
     OperationError with the reason when it cannot be)."""
     if "fsx_lustre" not in cfg.kvcache.l2_backends:
-        return PVC
+        return curvine_claim(cfg)
     try:
         return fsx_claim(deployed_file_system(cfg, clients.aws("cloudformation")))
     except FileSystemUnknown as exc:

@@ -72,14 +72,21 @@ def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() 
     objs = manifests(build_charts(config))["40-l2-volume"]
     (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
     (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]
-    assert pv["metadata"]["name"] == "curvine-l2-static"
+    # Both named after the size: the claim of another size needs a volume of its own.
+    assert pv["metadata"]["name"] == "curvine-l2-static-512gi"
+    assert pvc["metadata"]["name"] == "curvine-pvc-512gi"
     spec = pv["spec"]
     assert spec["persistentVolumeReclaimPolicy"] == "Retain"
     assert spec["accessModes"] == ["ReadWriteMany"] and spec["capacity"] == {"storage": "512Gi"}
     assert spec["storageClassName"] == pvc["spec"]["storageClassName"] == "curvine-sc"
-    assert spec["csi"]["driver"] == "curvine" and spec["csi"]["volumeHandle"] == "curvine-l2-static"
+    assert spec["csi"]["driver"] == "curvine"
+    assert spec["csi"]["volumeHandle"] == "curvine-l2-static-512gi"
     assert spec["csi"]["volumeAttributes"]["fs-path"] == "/l2cache/warm"
-    assert pvc["spec"]["volumeName"] == "curvine-l2-static"
+    assert pvc["spec"]["volumeName"] == "curvine-l2-static-512gi"
+    assert spec["claimRef"] == {
+        "namespace": pvc["metadata"]["namespace"],
+        "name": "curvine-pvc-512gi",
+    }
     assert pvc["spec"]["resources"]["requests"]["storage"] == "512Gi"
     # Labelled as this project's, like every object it renders (what teardown and adopt read).
     assert labelled(pv["metadata"]) and labelled(pvc["metadata"])

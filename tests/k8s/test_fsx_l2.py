@@ -13,10 +13,11 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from infra.config import AppConfig
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.app import build_charts
 from k8s.foundation import endpoint_namespaces
-from k8s.l2_volume import PVC
+from k8s.names import curvine_claim
 from k8s.policy import POLICY
 from tests.support.config import DEPLOYED_FSX, FSX_VARIANT, fsx_config
 
@@ -102,7 +103,7 @@ def test_curvine_is_not_deployed(objs: list[Obj]) -> None:
 
 
 def test_endpoints_and_l2_policy_change_only_the_claim_they_mount(
-    objs: list[Obj], rendered_files: dict[str, list[Obj]]
+    objs: list[Obj], rendered_files: dict[str, list[Obj]], dev_config: AppConfig
 ) -> None:
     """dev with Curvine and dev with FSx: the same endpoints, and the same policy (mount, URL)
     but for the claim, which with FSx is named after the file system."""
@@ -117,8 +118,9 @@ def test_endpoints_and_l2_policy_change_only_the_claim_they_mount(
     }
     assert _kind(objs, "InferenceEndpointConfig") == curvine["InferenceEndpointConfig"]
     fsx_policy = json.dumps(_kind(objs, "ClusterPolicy"))
-    assert f'"claimName": "{CLAIM}"' in fsx_policy and PVC not in fsx_policy
-    assert json.loads(fsx_policy.replace(CLAIM, PVC)) == curvine["ClusterPolicy"]
+    curvine_pvc = curvine_claim(dev_config)
+    assert f'"claimName": "{CLAIM}"' in fsx_policy and curvine_pvc not in fsx_policy
+    assert json.loads(fsx_policy.replace(CLAIM, curvine_pvc)) == curvine["ClusterPolicy"]
 
 
 def test_evictor_bounds_the_file_system(objs: list[Obj]) -> None:

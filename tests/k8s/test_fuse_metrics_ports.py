@@ -11,6 +11,7 @@ import pytest
 
 from infra.config import AppConfig, parse_config
 from k8s.app import build_charts, manifests
+from k8s.names import curvine_static_volume
 from k8s.observability import scrape_targets
 from tests.doubles.curvine_csi import fuse_processes, provisioned_context
 from tests.support.config import SOURCE, with_overrides
@@ -42,11 +43,12 @@ def _storage_class_context(objs: list[Obj], pv: str = "pvc-5f1c2a3b") -> dict[st
 
 
 def _claims_context(config: AppConfig, objs: list[Obj]) -> dict[str, str]:
-    """The volume context of what the endpoints' curvine-pvc binds."""
+    """The volume context of what the endpoints' Curvine claim binds."""
     if config.kvcache.curvine.static_pv.enabled:
-        attributes: dict[str, str] = _one(objs, "PersistentVolume", "curvine-l2-static")["spec"][
-            "csi"
-        ]["volumeAttributes"]
+        volume = curvine_static_volume(config)
+        attributes: dict[str, str] = _one(objs, "PersistentVolume", volume)["spec"]["csi"][
+            "volumeAttributes"
+        ]
         return attributes
     return _storage_class_context(objs)
 

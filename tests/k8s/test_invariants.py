@@ -19,7 +19,7 @@ from infra.config import AppConfig
 from k8s.csi import NODE
 from k8s.curvine import master_addrs
 from k8s.foundation import CURVINE_SC
-from k8s.names import PART_OF
+from k8s.names import PART_OF, curvine_claim
 from tests.support.objects import Obj, containers_of, fail_with, obj_id, pod_templates, selector_of
 
 FS_URL_PREFIX = "fs://"
@@ -250,7 +250,7 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
         (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == env["ROOT"]]
         volumes = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
         (vol,) = [v for v in volumes if v["name"] == mount["name"]]
-        assert vol["persistentVolumeClaim"]["claimName"] == "curvine-pvc", obj_id(cron)
+        assert vol["persistentVolumeClaim"]["claimName"] == curvine_claim(config), obj_id(cron)
 
 
 def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:

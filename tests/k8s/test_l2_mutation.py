@@ -15,6 +15,7 @@ import pytest
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
+from k8s.names import curvine_claim
 from k8s.policy import RULE_NAME_MAX, rule_name
 from tests.doubles.kyverno_eval import apply_policy
 from tests.support.objects import OPERATOR_POD
@@ -75,7 +76,7 @@ def _renamed(name: str, first: bool) -> dict[str, Any]:
     ("name", "first"), [("inference", True), ("qwen3-8b", False), ("vllm", False)]
 )
 def test_mutation_repoints_l2_and_mounts_the_pvc(
-    policy: dict[str, Any], name: str, first: bool
+    policy: dict[str, Any], name: str, first: bool, dev_config: AppConfig
 ) -> None:
     before_pod = _renamed(name, first)
     pod = apply_policy(policy, before_pod, "CREATE")
@@ -100,7 +101,7 @@ def test_mutation_repoints_l2_and_mounts_the_pvc(
     ]
     assert pod["spec"]["volumes"] == [
         *before_pod["spec"]["volumes"],
-        {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}},
+        {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": curvine_claim(dev_config)}},
     ]
     for other in ("reverse-proxy", "otel-collector"):
         assert after[other] == before[other]
@@ -182,7 +183,10 @@ def operator_3_2_pod(iec: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[st
 
 @pytest.mark.parametrize("drop", [(), ("PYTHONHASHSEED",)], ids=["as-reported", "no-hashseed"])
 def test_operator_3_2_pod_still_gets_everything_l2_needs(
-    policy: dict[str, Any], rendered: list[dict[str, Any]], drop: tuple[str, ...]
+    policy: dict[str, Any],
+    rendered: list[dict[str, Any]],
+    drop: tuple[str, ...],
+    dev_config: AppConfig,
 ) -> None:
     iec = next(o for o in rendered if o["kind"] == "InferenceEndpointConfig")
     assert "LMCACHE_REMOTE_SERDE" in {
@@ -201,6 +205,6 @@ def test_operator_3_2_pod_still_gets_everything_l2_needs(
     assert {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "qwen3-8b"} in (
         _model(pod)["volumeMounts"]
     )
-    assert {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}} in (
-        pod["spec"]["volumes"]
-    )
+    pvc = curvine_claim(dev_config)
+    claim = {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": pvc}}
+    assert claim in pod["spec"]["volumes"]

@@ -22,8 +22,8 @@ from k8s.names import (
     PART_OF,
     PART_OF_LABEL,
     POLICY,
-    PVC,
     REMOTE_URL_ENV,
+    curvine_claim,
     fsx_claim,
 )
 from k8s.policy import rule
@@ -43,7 +43,7 @@ def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
     if curvine:
         assert CSI_DRIVER in _named(objs, "CSIDriver")
         assert CURVINE_SC in _named(objs, "StorageClass")
-    claim = fsx_claim(DEPLOYED_FSX) if env == FSX_VARIANT else PVC
+    claim = fsx_claim(DEPLOYED_FSX) if env == FSX_VARIANT else curvine_claim(config)
     claims = {(o["metadata"]["namespace"], o["metadata"]["name"])
               for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
     assert {(e.namespace, claim) for e in config.kvcache.mounted_l2_endpoints} <= claims
@@ -65,7 +65,7 @@ def test_every_rendered_object_carries_the_labels_teardown_selects_by(
 
 def test_the_l2_rule_rewrites_the_variable_the_cli_looks_for(config: AppConfig) -> None:
     for e in config.kvcache.endpoints:
-        (loop,) = rule(config, e)["mutate"]["foreach"]
+        (loop,) = rule(config, e, "any-claim")["mutate"]["foreach"]
         (container,) = loop["patchStrategicMerge"]["spec"]["containers"]
         assert REMOTE_URL_ENV in {env["name"] for env in container["env"]}
 

@@ -228,7 +228,8 @@ def _toml(objs: list[Obj]) -> dict[str, Any]:
 
 
 def test_l2_claims_are_read_write_many(objs: list[Obj]) -> None:
-    """The claims the L2 policy mounts (curvine-pvc; with FSx named after the file system)."""
+    """The claims the L2 policy mounts (curvine-pvc-<GiB>gi; with FSx named after the file
+    system)."""
     (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
     mounted = {
         v["persistentVolumeClaim"]["claimName"]

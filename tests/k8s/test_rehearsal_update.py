@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.config.loader import parse_config
 from infra.fsx_outputs import FsxVolume
 from k8s.l2_volume import FSX_DRIVER
 from k8s.render import render_config
 from tests.doubles.immutable import identity, refused_changes, update_refusals
 from tests.doubles.kyverno_eval import apply_policy
-from tests.support.config import DEPLOYED_FSX, fsx_config
+from tests.support.config import DEPLOYED_FSX, env_raw, fsx_config
 from tests.support.objects import OPERATOR_POD
 
 Obj = dict[str, Any]
@@ -201,3 +202,73 @@ def test_a_claims_limits_and_other_requests_cannot_change() -> None:
 def test_an_unbound_claims_request_cannot_change() -> None:
     grown = _with(CLAIM, "spec.resources.requests.storage", "1800Gi")
     assert refused_changes(CLAIM, grown, {"curvine-sc": _class(True)}, bound=False)
+
+
+def _curvine(gpu_nodes: int, **static: Any) -> Any:
+    raw = env_raw()
+    raw["hyperpod"]["gpu_group"]["instance_count"] = gpu_nodes
+    if static:
+        raw["kvcache"].setdefault("curvine", {})["static_pv"] = {"enabled": True, **static}
+    return parse_config(raw, "config/dev.yaml (pool variant)", "dev")
+
+
+def _rendered(config: Any, tmp: Path) -> list[Obj]:
+    paths = render_config(config, tmp / "dist", tmp / "locks")
+    return [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+
+
+def _mounted_claim(objs: list[Obj], iec: Obj) -> str:
+    (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
+    pod = copy.deepcopy(OPERATOR_POD)
+    ns, name = iec["metadata"]["namespace"], iec["metadata"]["name"]
+    pod["metadata"].update(namespace=ns, labels={"app": name})
+    pod = apply_policy(policy, pod, "CREATE")
+    (claim,) = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in pod["spec"]["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
+    return str(claim)
+
+
+@pytest.mark.parametrize(("before", "after"), [(2, 3), (3, 2)], ids=["grown", "shrunk"])
+def test_a_curvine_pool_of_another_size_is_an_update_the_api_server_accepts(
+    tmp_path: Path, before: int, after: int
+) -> None:
+    """More or fewer GPU nodes make the pool, and so the claim's size, change. curvine-sc has
+    no allowVolumeExpansion (its driver resizes nothing) and a bound claim never shrinks: the
+    claim of the new size is a new claim, and every endpoint Pod admitted after the apply
+    mounts it."""
+    old = _rendered(_curvine(before), tmp_path / "before")
+    new = _rendered(_curvine(after), tmp_path / "after")
+    problems = update_refusals(old, new)
+    assert not problems, "\n".join(problems)
+    claims = _kind(new, "PersistentVolumeClaim")
+    for iec in (o for o in new if o["kind"] == "InferenceEndpointConfig"):
+        ns = iec["metadata"]["namespace"]
+        claim = claims[(ns, _mounted_claim(new, iec))]
+        pool_gib = _curvine(after).kvcache.curvine.worker.capacity_gib * after
+        assert claim["spec"]["resources"]["requests"]["storage"] == f"{int(pool_gib)}Gi"
+    gone = {identity(o) for o in old} - {identity(o) for o in new}
+    assert {k[1] for k in gone} == {"PersistentVolumeClaim"}
+
+
+def test_a_static_volume_of_another_size_comes_with_its_claim(tmp_path: Path) -> None:
+    """With the static volume, its claim's size is the volume's: a new size is a new volume
+    pre-bound to a new claim, on the same Curvine path (the cache stays warm); the old pair is
+    pruned (a Retain volume stays Released and binds no other claim)."""
+    old = _rendered(_curvine(2, size_gib=1024), tmp_path / "before")
+    new = _rendered(_curvine(2, size_gib=2048), tmp_path / "after")
+    assert update_refusals(old, new) == []
+    (pv,) = _kind(new, "PersistentVolume").values()
+    (pvc,) = _kind(new, "PersistentVolumeClaim").values()
+    (old_pv,) = _kind(old, "PersistentVolume").values()
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] != old_pv["metadata"]["name"]
+    assert pv["spec"]["claimRef"] == {
+        "namespace": pvc["metadata"]["namespace"],
+        "name": pvc["metadata"]["name"],
+    }
+    assert pv["spec"]["csi"]["volumeHandle"] != old_pv["spec"]["csi"]["volumeHandle"]
+    assert pv["spec"]["csi"]["volumeAttributes"] == old_pv["spec"]["csi"]["volumeAttributes"]
+    (iec,) = [o for o in new if o["kind"] == "InferenceEndpointConfig"]
+    assert _mounted_claim(new, iec) == pvc["metadata"]["name"]

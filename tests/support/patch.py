@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from k8s.l2_pod import l2_settings
+from k8s.names import curvine_claim
 from scripts.lib.clients import Clients
 from tests.doubles.fake_kube import FakeKube
 from tests.support.endpoint_objects import (
@@ -19,7 +20,7 @@ from tests.support.endpoint_objects import (
 
 CFG = recorded_cfg()
 REF = recorded_endpoint(CFG)
-SETTINGS = l2_settings(CFG, REF)
+SETTINGS = l2_settings(CFG, REF, curvine_claim(CFG))
 
 
 def _seed(kube: FakeKube, deployment: dict[str, Any], operator_replicas: int = 2) -> Clients:

@@ -18,6 +18,7 @@ import pytest
 from botocore.stub import Stubber
 
 from k8s.l2_pod import l2_settings
+from k8s.names import curvine_claim
 from scripts.lib import runtime
 from scripts.lib.clients import Clients
 from scripts.lib.patch import compute_patch
@@ -98,7 +99,8 @@ def _stubbed_aws(
 
 def _patched_pod_template() -> dict[str, Any]:
     dep = recorded_deployment()
-    return json_patch(dep, compute_patch(dep, l2_settings(CFG, REF)))["spec"]["template"]
+    settings = l2_settings(CFG, REF, curvine_claim(CFG))
+    return json_patch(dep, compute_patch(dep, settings))["spec"]["template"]
 
 
 def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
@@ -111,7 +113,7 @@ def _seed_cluster(kube: FakeKube, patched: bool = True) -> None:
     kube.put(
         "/api/v1/namespaces/models/persistentvolumeclaims",
         {
-            "metadata": {"name": "curvine-pvc", "namespace": "models"},
+            "metadata": {"name": curvine_claim(CFG), "namespace": "models"},
             "spec": {"storageClassName": "curvine-sc", "accessModes": ["ReadWriteMany"]},
             "status": {"phase": "Bound"},
         },

@@ -11,7 +11,14 @@ from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
 from infra.custom_resources.owned_manifest.handler.ownership import OWNER_ANNOTATION
-from k8s.names import CURVINE_SC, MANAGED_BY, MANAGED_BY_LABEL, PART_OF, PART_OF_LABEL, PVC
+from k8s.names import (
+    CURVINE_SC,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    PART_OF,
+    PART_OF_LABEL,
+    is_curvine_claim,
+)
 from scripts.lib.clients import Clients
 from scripts.lib.endpoints import IEC_GROUP, IEC_PLURAL, IEC_VERSION
 from scripts.lib.environment import cluster_names
@@ -131,7 +138,7 @@ def curvine_volumes_left(clients: Clients, cfg: AppConfig) -> list[str]:
             spec.get("storageClassName") != CURVINE_SC
             or spec.get("persistentVolumeReclaimPolicy") != "Delete"
             or claim.get("namespace") not in namespaces
-            or claim.get("name") != PVC
+            or not is_curvine_claim(str(claim.get("name")))
         ):
             continue
         try:

@@ -12,6 +12,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from k8s.names import curvine_claim
 from scripts import cli
 from scripts.lib import runtime
 from tests.doubles.fake_kube import FakeKube
@@ -39,7 +40,7 @@ def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch)
     assert result.exit_code == 0 and data["ok"] is True, result.output
     statuses = {c["stage"]: c["status"] for c in data["checks"]}
     assert statuses["CSIDriver curvine"] == "pass"
-    assert statuses["PVC models/curvine-pvc"] == "pass"
+    assert statuses[f"PVC models/{curvine_claim(CFG)}"] == "pass"
     assert statuses["Pods carry L2 settings"] == "pass"
     assert statuses["cross-Pod L2"] == "skip"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from k8s.names import curvine_claim
 from k8s.policy import rule
 from scripts.lib.errors import OperationError
 from scripts.lib.patch import compute_patch, run_patch
@@ -22,7 +23,7 @@ from tests.support.progress import FakeClock, plain
 
 URL = "fs://localhost:0/mnt/curvine/l2cache/"
 MOUNT = {"name": "curvine-l2", "mountPath": "/mnt/curvine/l2cache", "subPath": "vllm-kvcache"}
-VOLUME = {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": "curvine-pvc"}}
+VOLUME = {"name": "curvine-l2", "persistentVolumeClaim": {"claimName": curvine_claim(CFG)}}
 
 
 def test_patch_targets_the_container_and_env_found_by_name(deployment: dict[str, Any]) -> None:
@@ -108,7 +109,8 @@ def test_patch_gives_the_template_exactly_what_the_policy_gives_the_pod(
         _stale(deployment)
     if change == "already-patched":
         deployment = json_patch(deployment, compute_patch(deployment, SETTINGS))
-    policy = {"spec": {"rules": [rule(CFG, REF)]}}  # the rule k8s/policy.py renders
+    # The rule k8s/policy.py renders.
+    policy = {"spec": {"rules": [rule(CFG, REF, curvine_claim(CFG))]}}
     by_policy = apply_policy(policy, _as_pod(deployment), "CREATE")["spec"]
     by_patch = json_patch(deployment, compute_patch(deployment, SETTINGS))["spec"]["template"]
     by_patch = by_patch["spec"]

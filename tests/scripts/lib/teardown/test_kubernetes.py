@@ -204,6 +204,17 @@ def test_a_volume_whose_claim_is_there_or_that_is_retained_is_not_waited_for(
     assert curvine_volumes_left(world.clients, world.cfg) == ["old"]
 
 
+def test_the_volume_of_an_l2_claim_of_any_size_is_waited_for(world: World) -> None:
+    """The L2 claim is named after its size, so a claim of an earlier size (pruned when the
+    pool changed) leaves a volume under another claim name; a claim that is not the L2's
+    (the cluster owner's, on our StorageClass) does not."""
+    for volume, claim in (("sized", "curvine-pvc-1600gi"), ("owners", "owners-cache")):
+        world.kube.put(PVS, {"metadata": {"name": volume}, "spec": {
+            "storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
+            "claimRef": {"namespace": "default", "name": claim, "uid": "gone"}}})  # fmt: skip
+    assert curvine_volumes_left(world.clients, world.cfg) == ["sized"]
+
+
 def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> None:
     """Stubber (exact requests): ELBv2's DescribeTags takes at most 20 ARNs, so 41 load
     balancers take three calls, each ARN in exactly one; only the cluster's are kept, once."""

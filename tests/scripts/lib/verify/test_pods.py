@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from k8s.names import curvine_claim
 from k8s.policy import rule
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
@@ -137,7 +138,7 @@ def test_operator_3_2_pods_admitted_through_the_rule_pass(kube: FakeKube) -> Non
     """The same Pods after the rendered Kyverno rule (tests/doubles/kyverno_eval.py) mutated them at
     admission: verify finds everything L2 needs."""
     _as_operator_3_2_renders(kube)
-    policy = {"spec": {"rules": [rule(CFG, REF)]}}
+    policy = {"spec": {"rules": [rule(CFG, REF, curvine_claim(CFG))]}}
     for key, pod in list(kube.objects.items()):
         if "/pods/" in key:
             admitted = apply_policy(policy, {"kind": "Pod", **pod}, "CREATE")
