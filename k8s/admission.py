@@ -10,7 +10,10 @@ the baseline controls there instead, with that one path allowed. A VAP rather th
 rule: the API server evaluates it itself, so admission does not hang on Kyverno's availability.
 
 The controls and allowed values follow "Pod Security Standards" (kubernetes.io, v1.34), field
-by field; the warn and audit labels stay at ``restricted``. The binding selects the namespaces by
+by field, and the checks of kubernetes/pod-security-admission v0.34.0 where the page is terse:
+the 1.34 probe and lifecycle host check (on a 1.33 cluster, where baseline lacks it, this policy
+is the stricter) and the safe sysctls of 1.32 onwards. The warn and audit labels stay at
+``restricted``. The binding selects the namespaces by
 ``kubernetes.io/metadata.name``, which the API server sets and nobody can remove.
 """
 
@@ -57,7 +60,12 @@ SAFE_SYSCTLS = (
     "net.ipv4.tcp_fin_timeout",
     "net.ipv4.tcp_keepalive_intvl",
     "net.ipv4.tcp_keepalive_probes",
+    "net.ipv4.tcp_rmem",  # safe from 1.32 (check_sysctls.go); the app supports 1.33 and 1.34
+    "net.ipv4.tcp_wmem",
 )
+# Handlers that may name a host (httpGet, tcpSocket): the probes and the lifecycle hooks.
+PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+HOOKS = ("lifecycle.postStart", "lifecycle.preStop")
 SELINUX_TYPES = ("", "container_t", "container_init_t", "container_kvm_t", "container_engine_t")
 APPARMOR_ANNOTATION = "container.apparmor.security.beta.kubernetes.io/"
 
@@ -86,6 +94,16 @@ def both(path: str, cond: str) -> str:
     pod = unset_or("object.spec", f"securityContext.{path}", cond)
     each = unset_or("c", f"securityContext.{path}", cond)
     return f"({pod}) && variables.containers.all(c, {each})"
+
+
+def no_host(base: str) -> str:
+    """No probe or lifecycle handler of container ``base`` names a host: unset or empty."""
+    empty = "@ == ''"
+    return " && ".join(
+        f"({unset_or(base, f'{handler}.{action}.host', empty)})"
+        for handler in (*PROBES, *HOOKS)
+        for action in ("httpGet", "tcpSocket")
+    )
 
 
 def baseline_checks() -> list[tuple[str, str]]:
@@ -135,6 +153,10 @@ def baseline_checks() -> list[tuple[str, str]]:
             + unset_or("c", "securityContext.procMount", "@ == 'Default'")
             + ")",
             "/proc Mount Type: procMount must be unset or Default",
+        ),
+        (
+            f"variables.containers.all(c, {no_host('c')})",
+            "Host Probes / Lifecycle Hooks: probes and lifecycle handlers must not set host",
         ),
         (
             both("seccompProfile.type", "@ != 'Unconfined'"),

@@ -92,6 +92,16 @@ def _host_port(spec: Obj) -> None:
     _model(spec)["ports"] = [{"containerPort": 8000, "hostPort": 8000}]
 
 
+def _probe_host(spec: Obj) -> None:
+    """A liveness probe that asks the node's metadata service (IMDS) through the kubelet."""
+    _model(spec)["livenessProbe"] = {"httpGet": {"host": "169.254.169.254", "port": 80}}
+
+
+def _init_hook_host(spec: Obj) -> None:
+    hook = {"tcpSocket": {"host": "localhost", "port": 22}}
+    spec["initContainers"][0]["lifecycle"] = {"preStop": hook}
+
+
 def _apparmor_annotation(pod: Obj) -> None:
     key = "container.apparmor.security.beta.kubernetes.io/inference"
     pod["metadata"]["annotations"] = {key: "unconfined"}
@@ -116,6 +126,22 @@ VIOLATIONS: dict[str, tuple[Callable[[Obj], None], str]] = {
         _set(securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}),
         "Sysctls",
     ),
+    "probe host": (_probe_host, "Host Probes / Lifecycle Hooks"),
+    "init container hook host": (_init_hook_host, "Host Probes / Lifecycle Hooks"),
+}
+# What baseline admits that an older copy of its rules refused.
+ADMITTED: dict[str, Callable[[Obj], None]] = {
+    "tcp buffer sysctls (safe from 1.32)": _set(
+        securityContext={
+            "sysctls": [
+                {"name": "net.ipv4.tcp_rmem", "value": "4096 87380 6291456"},
+                {"name": "net.ipv4.tcp_wmem", "value": "4096 16384 4194304"},
+            ]
+        }
+    ),
+    "probe without a host": lambda spec: _model(spec).update(
+        readinessProbe={"httpGet": {"path": "/health", "port": 8000}}
+    ),
 }
 
 
@@ -137,12 +163,32 @@ def test_what_baseline_refuses_is_refused_in_an_endpoint_namespace(
     assert [v for v in violations(pod["spec"], "baseline") if v.startswith(control)]
 
 
+@pytest.mark.parametrize("case", sorted(ADMITTED))
+def test_what_baseline_admits_is_admitted_in_an_endpoint_namespace(
+    rendered: list[Obj], case: str
+) -> None:
+    pod = _violating(ADMITTED[case])
+    assert refused(rendered, pod) == []
+    assert [v for v in violations(pod["spec"], "baseline") if f"({TOOLKIT_CACHE})" not in v] == []
+
+
+def test_kubectl_debug_cannot_add_a_container_that_probes_a_host(rendered: list[Obj]) -> None:
+    pod = copy.deepcopy(OPERATOR_POD)
+    probe = {"tcpSocket": {"host": "169.254.169.254", "port": 80}}
+    pod["spec"]["ephemeralContainers"] = [
+        {"name": "debug", "image": "busybox:1", "lifecycle": {"postStart": probe}}
+    ]
+    got = refused(rendered, pod, operation="UPDATE", resource="pods/ephemeralcontainers")
+    assert got == ["Host Probes / Lifecycle Hooks: probes and lifecycle handlers must not set host"]
+
+
 def test_the_policy_refuses_exactly_what_baseline_refuses_but_the_toolkit_cache(
     rendered: list[Obj],
 ) -> None:
     """Every crafted Pod, and the operator's own: refused by the policy if and only if baseline
     refuses something other than the ai-toolkit cache's hostPath."""
     pods = [copy.deepcopy(OPERATOR_POD)] + [_violating(c) for c, _ in VIOLATIONS.values()]
+    pods += [_violating(change) for change in ADMITTED.values()]
     for pod in pods:
         beyond = [v for v in violations(pod["spec"], "baseline") if f"({TOOLKIT_CACHE})" not in v]
         assert bool(refused(rendered, pod)) == bool(beyond), (beyond, refused(rendered, pod))
