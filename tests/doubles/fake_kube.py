@@ -1,9 +1,18 @@
 """A tiny in-memory Kubernetes API server on 127.0.0.1 for the official ``kubernetes`` client.
 
 It stands in for the API server in the CLI's tests: the real client builds the real URLs, headers
-and bodies, and this server stores objects by path, answers GET/LIST (with equality label
-selectors), DELETE, JSON Patch (RFC 6902, list bodies only, like the real server) and merge patch,
-the ``scale`` subresource and Pod logs. Every request is recorded; ``fail`` injects errors.
+and bodies, and this server stores objects by path, answers GET, LIST of the resources in
+``PLURALS`` (with label selectors, equality- and set-based, as ``labels.Parse`` reads them),
+DELETE, JSON Patch (RFC 6902 add, remove, replace and test: a body that is not a list is 400, an
+operation that does not apply 422, as the real server answers), JSON merge patch (RFC 7386), a
+strategic-merge patch that holds no list and no ``$`` directive (it then means what a merge
+patch means), the ``scale`` subresource and Pod logs (``container`` and ``sinceSeconds`` taken
+as given: ``logs`` holds what that window shows). A missing object is 404.
+
+Anything else it does not model (another method, a field selector, watch or paging, a
+strategic-merge patch with lists or directives, move/copy operations, a set-based selector it
+cannot read) is refused loudly: answered 501 and raised as ``Unmodelled`` when the server stops,
+so no test passes on a mis-model. Every request is recorded; ``fail`` injects errors.
 """
 
 from __future__ import annotations
@@ -31,6 +40,76 @@ PLURALS = {
     "events",
 }
 Hook = Callable[["FakeKube", str, str], None]  # (server, method, path) after a write
+# Query parameters whose meaning the fake models (or which do not change the answer).
+MODELLED_QUERY = {"labelSelector", "fieldManager", "force", "container", "sinceSeconds"}
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+
+
+class Unmodelled(NotImplementedError):
+    """A request the fake does not model: answered 501 and raised when the server stops."""
+
+
+def _requirements(selector: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(key, operator, values) of each requirement of a label selector string, as
+    ``labels.Parse`` reads it: ``k``, ``!k``, ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``,
+    ``k notin (a,b)``; anything else (``>``, ``<``) is refused."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(selector):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            parts.append(selector[start:i])
+            start = i + 1
+    parts.append(selector[start:])
+    out = []
+    for part in (p.strip() for p in parts if p.strip()):
+        if m := re.fullmatch(r"(\S+)\s+(in|notin)\s*\(([^()]*)\)", part):
+            values = tuple(v.strip() for v in m.group(3).split(",") if v.strip())
+            out.append((m.group(1), m.group(2), values))
+        elif m := re.fullmatch(r"([^=!<>\s]+)\s*(==|!=|=)\s*([^=!<>\s]*)", part):
+            out.append((m.group(1), "!=" if m.group(2) == "!=" else "=", (m.group(3),)))
+        elif m := re.fullmatch(r"!\s*([^=!<>\s()]+)", part):
+            out.append((m.group(1), "!", ()))
+        elif re.fullmatch(r"[^=!<>\s()]+", part):
+            out.append((part, "exists", ()))
+        else:
+            raise Unmodelled(f"label selector requirement {part!r}")
+    return out
+
+
+def selects(selector: str, labels: dict[str, str]) -> bool:
+    """Does the label selector string ``selector`` select an object labelled ``labels``?"""
+    for key, op, values in _requirements(selector):
+        ok = {
+            "=": labels.get(key) == values[0] if values else False,
+            "!=": labels.get(key) != values[0] if values else True,
+            "in": key in labels and labels[key] in values,
+            "notin": labels.get(key) not in values,
+            "exists": key in labels,
+            "!": key not in labels,
+        }[op]
+        if not ok:
+            return False
+    return True
+
+
+def _has_list_or_directive(patch: Any) -> bool:
+    if isinstance(patch, list):
+        return True
+    if isinstance(patch, dict):
+        return any(str(k).startswith("$") or _has_list_or_directive(v) for k, v in patch.items())
+    return False
+
+
+def _is_collection(path: str) -> bool:
+    """``/api/v1/<plural>``, ``/apis/<g>/<v>/<plural>`` or their namespaced forms, not an
+    object's path."""
+    parts = path.strip("/").split("/")
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        rest = rest[2:]
+    return len(rest) == 1
 
 
 def _merge(target: Any, patch: Any) -> Any:
@@ -50,13 +129,23 @@ def _pointer(path: str) -> list[str]:
 
 
 def json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """``ops`` applied to ``doc``; ValueError (the real server's 422) when one does not apply."""
+    try:
+        return _json_patch(doc, ops)
+    except (KeyError, IndexError, TypeError) as exc:
+        raise ValueError(f"json patch operation does not apply: {exc!r}") from exc
+
+
+def _json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
     doc = copy.deepcopy(doc)
     for op in ops:
+        kind = op["op"]
+        if kind not in ("add", "remove", "replace", "test"):
+            raise Unmodelled(f"json patch operation {kind!r}")
         *parents, last = _pointer(op["path"])
         node = doc
         for key in parents:
             node = node[int(key)] if isinstance(node, list) else node[key]
-        kind = op["op"]
         if kind == "test":
             current = node[int(last)] if isinstance(node, list) else node.get(last)
             if current != op["value"]:
@@ -73,10 +162,8 @@ def json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
                 if last not in node:
                     raise ValueError(f"replace of missing {op['path']}")
                 node[last] = op["value"]
-        elif kind == "remove":
-            del node[int(last) if isinstance(node, list) else last]
         else:
-            raise ValueError(f"unsupported op {kind}")
+            del node[int(last) if isinstance(node, list) else last]
     return doc
 
 
@@ -97,6 +184,7 @@ class FakeKube:
         self.fail: dict[tuple[str, str], int] = {}  # (method, path) -> HTTP status to return
         self.after_write: list[Hook] = []
         self.after_read: list[Hook] = []  # e.g. a finalizer that lets an object go a read later
+        self.unmodelled: list[str] = []  # requests refused as not modelled (raised at exit)
         self._lock = threading.RLock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         # shutdown() waits for the serving loop's next poll: 0.5 s by default, after every test.
@@ -112,6 +200,10 @@ class FakeKube:
     def __exit__(self, *exc: object) -> None:
         self._server.shutdown()
         self._server.server_close()
+        if self.unmodelled and exc[0] is None:
+            raise Unmodelled(
+                "FakeKube was sent what it does not model: " + "; ".join(self.unmodelled)
+            )
 
     @property
     def url(self) -> str:
@@ -173,11 +265,15 @@ class FakeKube:
                     if (method, path) in fake.fail:
                         return self._status(fake.fail[(method, path)], "injected failure")
                     try:
+                        unknown = set(query) - MODELLED_QUERY
+                        if unknown:
+                            raise Unmodelled(f"query parameters {sorted(unknown)}")
                         result = fake._serve(method, path, query, body, ctype)
+                    except Unmodelled as exc:
+                        fake.unmodelled.append(f"{method} {self.path}: {exc}")
+                        return self._status(501, f"not modelled by FakeKube: {exc}")
                     except Refusal as exc:
                         return self._status(exc.status, exc.message)
-                    except KeyError as exc:
-                        return self._status(404, f"not found: {exc}")
                     except ValueError as exc:
                         return self._status(422, str(exc))
                 for hook in fake.after_read if method == "GET" else fake.after_write:
@@ -195,6 +291,18 @@ class FakeKube:
             def do_DELETE(self) -> None:
                 self._dispatch("DELETE")
 
+            def do_POST(self) -> None:
+                self._unmodelled("POST")
+
+            def do_PUT(self) -> None:
+                self._unmodelled("PUT")
+
+            def _unmodelled(self, method: str) -> None:
+                with fake._lock:
+                    fake.requests.append((method, self.path, self.headers.get("Content-Type")))
+                    fake.unmodelled.append(f"{method} {self.path}: the method")
+                self._status(501, f"not modelled by FakeKube: {method}")
+
         return Handler
 
     def _serve(
@@ -206,28 +314,29 @@ class FakeKube:
         sub = None
         if path.endswith("/scale"):
             path, sub = path.removesuffix("/scale"), "scale"
-        if method == "GET" and path not in self.objects:
+        if method == "GET" and _is_collection(path):
             return self._list(path, query)
-        obj = self.objects[path]  # KeyError -> 404
+        if path not in self.objects:
+            raise Refusal(404, f'"{path.rsplit("/", 1)[-1]}" not found')
+        obj = self.objects[path]
         if method == "DELETE":
             del self.objects[path]
             return {"kind": "Status", "status": "Success"}
         if method == "PATCH":
             patch = json.loads(body)
-            if ctype == "application/json-patch+json":
-                if not isinstance(patch, list):
-                    raise ValueError("json patch body must be a list")  # what the real server says
+            if ctype == JSON_PATCH:
+                if not isinstance(patch, list):  # jsonpatch.DecodePatch fails: BadRequest
+                    raise Refusal(400, "json patch body must be a list of operations")
                 target = self._scale_view(obj) if sub else obj
                 patched = json_patch(target, patch)
-            elif ctype in (
-                "application/merge-patch+json",
-                "application/strategic-merge-patch+json",
-            ):
-                if isinstance(patch, list):
-                    raise ValueError("merge patch body must be an object")
+            elif ctype in (MERGE_PATCH, STRATEGIC_MERGE_PATCH):
+                if not isinstance(patch, dict):
+                    raise Unmodelled("a merge patch whose body is not an object")
+                if ctype == STRATEGIC_MERGE_PATCH and _has_list_or_directive(patch):
+                    raise Unmodelled("a strategic-merge patch with a list or a $ directive")
                 patched = _merge(self._scale_view(obj) if sub else obj, patch)
             else:
-                raise ValueError(f"unsupported patch content type {ctype}")
+                raise Unmodelled(f"PATCH of type {ctype}")
             if sub:
                 obj["spec"]["replicas"] = patched["spec"]["replicas"]
                 return self._scale_view(obj)
@@ -250,17 +359,15 @@ class FakeKube:
     def _list(self, path: str, query: dict[str, list[str]]) -> dict[str, Any]:
         prefix, plural = path.rsplit("/", 1)
         if plural not in PLURALS:
-            raise KeyError(path)
-        wanted = dict(
-            kv.split("=", 1) for kv in query.get("labelSelector", [""])[0].split(",") if kv
-        )
+            raise Refusal(404, f"the server could not find the requested resource ({plural})")
+        selector = query.get("labelSelector", [""])[0]
+        _requirements(selector)  # refused before anything is listed
         items = []
         for key, obj in self.objects.items():
             collection = key.rsplit("/", 1)[0]
             # Namespaced list, cluster-scoped list, or a list across all namespaces.
             across = re.fullmatch(re.escape(prefix) + r"/namespaces/[^/]+/" + plural, collection)
-            if collection == path or ("/namespaces/" not in path and across):
-                labels = obj["metadata"].get("labels") or {}
-                if all(labels.get(k) == v for k, v in wanted.items()):
-                    items.append(obj)
+            inside = collection == path or ("/namespaces/" not in path and across)
+            if inside and selects(selector, obj["metadata"].get("labels") or {}):
+                items.append(obj)
         return {"kind": "List", "apiVersion": "v1", "metadata": {}, "items": items}
