@@ -3,10 +3,23 @@ exists, like the real server) and server-side apply (``application/apply-patch+y
 field ownership the API server keeps in ``metadata.managedFields``.
 
 Field ownership, as kube-apiserver's server-side apply keeps it (Kubernetes docs, "Server-Side
-Apply": field management, conflicts, "Merge strategy"): every write records which fields its
-manager set, under (manager, operation): a POST or a merge patch as ``Update``, an apply as
-``Apply``. An apply by manager M owns exactly the fields of its body; fields M's previous apply
-set and this one leaves out are removed from the object, unless another manager owns them too.
+Apply": field management, conflicts, "Merge strategy"; kubernetes/apimachinery v0.34.0
+``pkg/util/managedfields/internal``, structured-merge-diff v6 ``merge/update.go``): every write
+records which fields its manager holds, under (manager, operation): a POST or a merge patch as
+``Update``, an apply as ``Apply``.
+
+- An Update (POST, merge patch) compares the object before and after: its manager gains only the
+  fields it added or whose value it changed (on a create, every field), keeps what it held but
+  what was removed, and every other manager loses the fields it added, changed or removed. A
+  field sent with the value it already had changes hands to nobody. An Update of an object that
+  has no managed fields at all records nothing (``skipNonApplied``).
+- An Apply by manager M owns exactly the fields of its body; fields M's previous apply set and
+  this one leaves out are removed from the object, unless another manager owns them too. The
+  first apply to an object without managed fields (one stored here by ``put``) first gives every
+  field it has to the manager ``before-first-apply``, as an Update.
+- Whatever a patch changes is judged on the object before and after it, whatever its type;
+  ``FakeKube`` refuses the patches it cannot apply (``Unmodelled``), and a write to a
+  subresource is refused here.
 Lists whose items carry a key (``name``, ``mountPath``, ``containerPort``/``port`` with
 ``protocol``) merge item by item as associative lists; other lists are atomic. The manager of a
 request without ``fieldManager`` is the User-Agent's product token, as the server derives it. A
@@ -29,7 +42,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.doubles.fake_kube import FakeKube, Refusal
+from tests.doubles.fake_kube import FakeKube, Refusal, Unmodelled
 
 # What kube-apiserver serves and decodes (media types compare case-insensitively, RFC 9110).
 SERVED = {"application/json", "application/yaml", "application/vnd.kubernetes.protobuf"}
@@ -37,7 +50,7 @@ ACCEPTED = SERVED | {"*/*", "application/*"}
 DELETE_OPTIONS_VERSIONS = {"v1", "meta.k8s.io/v1"}
 PROPAGATION_POLICIES = {"Orphan", "Background", "Foreground"}
 APPLY = "application/apply-patch+yaml"
-MERGE_PATCHES = {"application/merge-patch+json", "application/strategic-merge-patch+json"}
+BEFORE_FIRST_APPLY = "before-first-apply"
 # A field path: map keys, and ("k", key) for the item of an associative list with that key.
 Path = tuple[Any, ...]
 Owners = dict[tuple[str, str], set[Path]]  # (manager, operation) -> the fields it owns
@@ -119,6 +132,22 @@ def field_set(value: Any, prefix: Path = ()) -> set[Path]:
     return {prefix}
 
 
+def _is_item(path: Path) -> bool:
+    """The path of an associative list's item (not one of its fields)."""
+    return bool(path) and isinstance(path[-1], tuple)
+
+
+def compare(live: Any, new: Any) -> tuple[set[Path], set[Path], set[Path]]:
+    """(added, modified, removed) fields from ``live`` to ``new``, as structured-merge-diff's
+    Compare: an item of an associative list is added or removed as a whole, never modified
+    (its fields are)."""
+    before, after = field_set(live), field_set(new)
+    modified = {
+        p for p in before & after if not _is_item(p) and value_at(live, p) != value_at(new, p)
+    }
+    return after - before, modified, before - after
+
+
 def _child(node: Any, step: Any) -> Any:
     if isinstance(step, tuple) and isinstance(node, list):
         return next((i for i in node if _item_key(i) == step[1]), None)
@@ -180,17 +209,19 @@ class ApplyFakeKube(FakeKube):
         agent = getattr(self._request, "agent", "") or ""
         return agent.split("/", 1)[0]
 
-    def _own(self, path: str, manager: str, operation: str, fields: set[Path]) -> None:
-        """``manager`` now owns ``fields`` as ``operation``; an Update takes them from others."""
+    def _update(self, path: str, manager: str, live: Any, new: Any) -> None:
+        """Record an Update by ``manager`` from ``live`` (None: a create) to ``new``."""
+        if live is not None and not self.owners.get(path):
+            return  # skipNonApplied: no managed fields, and an update does not start them
+        added, modified, removed = compare(live or {}, new)
+        changed = added | modified
         owners = self.owners.setdefault(path, {})
-        if operation == "Update":
-            for key in owners:
-                if key != (manager, operation):
-                    owners[key] -= fields
-            fields = owners.get((manager, operation), set()) | fields
-        owners[(manager, operation)] = fields
-        for key in [k for k, v in owners.items() if not v]:
-            del owners[key]
+        mine = (manager, "Update")
+        for key in owners:
+            if key != mine:
+                owners[key] -= changed | removed
+        owners[mine] = (owners.get(mine, set()) - removed) | changed
+        self.owners[path] = {k: v for k, v in owners.items() if v}
 
     def _server_side_apply(
         self, path: str, query: dict[str, list[str]], applied: dict[str, Any]
@@ -210,6 +241,9 @@ class ApplyFakeKube(FakeKube):
             )
         applied = copy.deepcopy(applied)
         applied.get("metadata", {}).pop("resourceVersion", None)
+        if live is not None and not self.owners.get(path):
+            self.owners[path] = {}
+            self._update(path, BEFORE_FIRST_APPLY, None, live)
         owners = self.owners.setdefault(path, {}) if live is not None else {}
         mine = (manager, "Apply")
         fields = field_set(applied)
@@ -283,7 +317,7 @@ class ApplyFakeKube(FakeKube):
                         fake.objects[f"{path}/{name}"] = json.loads(body)
                         query = parse_qs(urlsplit(self.path).query)
                         manager = query.get("fieldManager", [fake._default_manager()])[0]
-                        fake._own(f"{path}/{name}", manager, "Update", field_set(json.loads(body)))
+                        fake._update(f"{path}/{name}", manager, None, json.loads(body))
                         return self._send(201, json.loads(body))
                 if ("POST", path) in fake.fail:
                     return self._status(fake.fail[("POST", path)], "injected failure")
@@ -299,13 +333,15 @@ class ApplyFakeKube(FakeKube):
                 return self._server_side_apply(path, query, json.loads(body))
             except Conflict as e:
                 raise Refusal(409, str(e)) from e
+        if method == "PATCH" and path.endswith("/scale"):
+            raise Unmodelled("field ownership of a write to a subresource")
+        live = copy.deepcopy(self.objects.get(path))
         result = super()._serve(method, path, query, body, ctype)
         if method == "DELETE":
             self.owners.pop(path, None)
-        elif method == "PATCH" and ctype in MERGE_PATCHES and path in self.owners | self.objects:
+        elif method == "PATCH":
             manager = query.get("fieldManager", [self._default_manager()])[0]
-            patch = json.loads(body)
-            self._own(path, manager, "Update", field_set(patch) & field_set(result))
+            self._update(path, manager, live, self.objects[path])
         return result
 
 

@@ -102,3 +102,46 @@ def test_an_apply_that_is_not_forced_stops_at_another_managers_field(kube: Apply
     )
     call(api, "PATCH", f"{CMS}/c", cm(a="2"), APPLY, fieldManager="n", force="true")
     assert kube.managers(f"{CMS}/c") == {("n", "Apply"): {("data", "a")}}
+
+
+MERGE = "application/merge-patch+json"
+
+
+def test_a_merge_patch_owns_only_the_fields_it_changed(kube: ApplyFakeKube) -> None:
+    """structured-merge-diff's Update: a field sent with the value it already had changes
+    hands to nobody; an added or changed one moves to the patch's manager."""
+    api = kube.api_client()
+    call(api, "PATCH", f"{CMS}/c", cm(a="1", b="2"), APPLY, fieldManager="m", force="true")
+    call(api, "PATCH", f"{CMS}/c", {"data": {"a": "1", "b": "3", "c": "4"}}, MERGE,
+         fieldManager="kubectl")  # fmt: skip
+    assert kube.managers(f"{CMS}/c") == {
+        ("m", "Apply"): {("data", "a")},
+        ("kubectl", "Update"): {("data", "b"), ("data", "c")},
+    }
+
+
+def test_a_field_a_merge_patch_removes_leaves_every_manager(kube: ApplyFakeKube) -> None:
+    api = kube.api_client()
+    call(api, "PATCH", f"{CMS}/c", cm(a="1", b="2"), APPLY, fieldManager="m", force="true")
+    call(api, "PATCH", f"{CMS}/c", {"data": {"b": None}}, MERGE, fieldManager="kubectl")
+    assert kube.managers(f"{CMS}/c") == {("m", "Apply"): {("data", "a")}}
+
+
+def test_an_update_of_an_object_without_managed_fields_records_none(kube: ApplyFakeKube) -> None:
+    """skipNonApplied: managed fields start with a create or an apply, never an update."""
+    kube.put(CMS, cm(a="1"))
+    call(kube.api_client(), "PATCH", f"{CMS}/c", {"data": {"b": "2"}}, MERGE, fieldManager="k")
+    assert kube.managers(f"{CMS}/c") == {}
+
+
+def test_the_first_apply_leaves_an_unmanaged_objects_fields_to_before_first_apply(
+    kube: ApplyFakeKube,
+) -> None:
+    """What the object held before its first apply stays, co-owned by before-first-apply,
+    when the applier later drops it; what the apply changed is the applier's alone."""
+    kube.put(CMS, cm(a="1", b="2"))
+    api = kube.api_client()
+    call(api, "PATCH", f"{CMS}/c", cm(a="1", b="3"), APPLY, fieldManager="m", force="true")
+    call(api, "PATCH", f"{CMS}/c", cm(c="4"), APPLY, fieldManager="m", force="true")
+    assert kube.objects[f"{CMS}/c"]["data"] == {"a": "1", "c": "4"}
+    assert kube.managers(f"{CMS}/c")[("before-first-apply", "Update")] >= {("data", "a")}

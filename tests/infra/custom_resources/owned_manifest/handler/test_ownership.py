@@ -218,6 +218,24 @@ def test_fields_another_manager_set_on_our_object_stay(
     assert [v["name"] for v in live["spec"]["template"]["spec"]["volumes"]] == ["data"]
 
 
+def test_a_label_someone_set_again_to_our_value_is_still_ours_to_remove(
+    kube: ApplyFakeKube, cluster: Cluster
+) -> None:
+    """``kubectl label --overwrite legacy=yes team=ml`` (a merge patch) after our create: the API
+    server gives that manager only what it changed (team), so legacy stays ours alone and our
+    next version, which drops it, removes it; team, theirs, stays."""
+    index.on_event(event("Create", [V1]), None, cluster=cluster)
+    path = f"{DEPLOYMENTS}/curvine"
+    kube.api_client().call_api(
+        path, "PATCH", query_params=[("fieldManager", "kubectl-label")],
+        header_params={"Content-Type": "application/merge-patch+json"},
+        body={"metadata": {"labels": {"legacy": "yes", "team": "ml"}}},
+        response_types_map={200: "object"},
+    )  # fmt: skip
+    _create_then_update(cluster, V1, V2)
+    assert kube.objects[path]["metadata"]["labels"] == {"tier": "l2", "team": "ml"}
+
+
 def test_an_object_created_between_our_read_and_our_create_is_left_as_it_is(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
