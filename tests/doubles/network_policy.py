@@ -1,10 +1,19 @@
-"""Kubernetes NetworkPolicy ingress, as far as the Curvine and endpoint namespaces' policies use
-it, and the VPC CNI's network policy agent's view of the kubelet's probes.
+"""Kubernetes NetworkPolicy ingress, and the VPC CNI's network policy agent's view of the
+kubelet's probes.
 
-Ingress semantics (kubernetes.io/docs/concepts/services-networking/network-policies/): policies
-select Pods by label; a Pod selected by no policy admits everything, a Pod selected by any admits
-only what some selecting policy allows. A peer is a namespace and Pod selector, or an ipBlock
-that matches addresses, never a Pod's labels.
+Ingress semantics (kubernetes.io/docs/concepts/services-networking/network-policies/ and the
+NetworkPolicy API reference, networking.k8s.io/v1): a policy takes part in a Pod's ingress when
+its ``podSelector`` selects the Pod and its ``policyTypes`` hold ``Ingress`` (left out, they
+always do); a Pod selected by no such policy admits everything, a Pod selected by any admits only
+what some rule of them allows. A rule without ``from`` (or with an empty one) admits every
+source, one without ``ports`` every port; a port without ``protocol`` is TCP, one without
+``port`` every port of its protocol, ``endPort`` makes a range. A peer is a namespace and/or Pod
+selector (a Pod selector alone: the policy's namespace), or an ``ipBlock`` (``cidr`` less its
+``except`` ranges) that matches addresses, never a Pod's labels. Selectors read ``matchLabels``
+and ``matchExpressions`` (In, NotIn, Exists, DoesNotExist).
+
+What this does not model is refused (``Unmodelled``) rather than guessed: a named port (it needs
+the target Pod's ports), another selector operator, an unknown field of a policy, rule or peer.
 """
 
 from __future__ import annotations
@@ -14,11 +23,85 @@ from typing import Any
 
 Obj = dict[str, Any]
 CURVINE = "curvine"
+SPEC_FIELDS = {"podSelector", "policyTypes", "ingress", "egress"}
+RULE_FIELDS = {"from", "ports"}
+PEER_FIELDS = {"podSelector", "namespaceSelector", "ipBlock"}
+PORT_FIELDS = {"port", "protocol", "endPort"}
+
+
+class Unmodelled(NotImplementedError):
+    """A NetworkPolicy feature this model does not evaluate."""
 
 
 def _matches(selector: dict[str, Any] | None, lbls: dict[str, str]) -> bool:
-    want = (selector or {}).get("matchLabels", {})
-    return all(lbls.get(k) == v for k, v in want.items())
+    """A LabelSelector: every matchLabels pair and every matchExpressions requirement holds
+    (an empty selector selects everything)."""
+    selector = selector or {}
+    unknown = set(selector) - {"matchLabels", "matchExpressions"}
+    if unknown:
+        raise Unmodelled(f"label selector fields {sorted(unknown)}")
+    if any(lbls.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for req in selector.get("matchExpressions") or []:
+        key, op, values = req["key"], req["operator"], req.get("values") or []
+        holds = {
+            "In": key in lbls and lbls[key] in values,
+            "NotIn": key not in lbls or lbls[key] not in values,
+            "Exists": key in lbls,
+            "DoesNotExist": key not in lbls,
+        }.get(op)
+        if holds is None:
+            raise Unmodelled(f"label selector operator {op!r}")
+        if not holds:
+            return False
+    return True
+
+
+def _known(obj: dict[str, Any], fields: set[str], what: str) -> dict[str, Any]:
+    unknown = set(obj) - fields
+    if unknown:
+        raise Unmodelled(f"{what} fields {sorted(unknown)}")
+    return obj
+
+
+def _port_matches(rule_ports: list[Obj] | None, port: int) -> bool:
+    """Does a rule's ``ports`` admit TCP ``port``?"""
+    if not rule_ports:
+        return True
+    for rp in rule_ports:
+        _known(rp, PORT_FIELDS, "NetworkPolicy port")
+        if rp.get("protocol", "TCP") != "TCP":
+            continue
+        number = rp.get("port")
+        if number is None:
+            return True
+        if isinstance(number, str):
+            raise Unmodelled(f"named port {number!r} (the target Pod's ports are not modelled)")
+        if number <= port <= rp.get("endPort", number):
+            return True
+    return False
+
+
+def _in_block(block: Obj, src_ip: str) -> bool:
+    addr = ipaddress.ip_address(src_ip)
+    net = ipaddress.ip_network(block["cidr"])
+    if addr.version != net.version or addr not in net:
+        return False
+    return not any(addr in ipaddress.ip_network(e) for e in block.get("except") or [])
+
+
+def _ingress_policies(objs: list[Obj], namespace: str, target: dict[str, str]) -> list[Obj]:
+    """The NetworkPolicies that decide ingress to a Pod labelled ``target`` in ``namespace``."""
+    out = []
+    for o in objs:
+        if o["kind"] != "NetworkPolicy" or o["metadata"]["namespace"] != namespace:
+            continue
+        spec = _known(o["spec"], SPEC_FIELDS, "NetworkPolicy spec")
+        if "Ingress" not in spec.get("policyTypes", ["Ingress"]):
+            continue
+        if _matches(spec["podSelector"], target):
+            out.append(o)
+    return out
 
 
 def allowed(
@@ -34,23 +117,21 @@ def allowed(
     """May a Pod labelled ``src_pod`` in ``src_ns`` (or, with ``src_ip``, a client outside the
     Pod network at that address) open TCP ``port`` on a Pod labelled ``target`` in
     ``namespace`` (Curvine's unless named)?"""
-    policies = [
-        o
-        for o in objs
-        if o["kind"] == "NetworkPolicy"
-        and o["metadata"]["namespace"] == namespace
-        and _matches(o["spec"]["podSelector"], target)
-    ]
+    policies = _ingress_policies(objs, namespace, target)
     if not policies:
         return True
     for p in policies:
-        for rule in p["spec"].get("ingress", []):
-            if rule.get("ports") and not any(rp.get("port") == port for rp in rule["ports"]):
+        for rule in p["spec"].get("ingress") or []:
+            _known(rule, RULE_FIELDS, "NetworkPolicy ingress rule")
+            if not _port_matches(rule.get("ports"), port):
                 continue
-            for peer in rule.get("from", []):
+            peers = rule.get("from") or []
+            if not peers:
+                return True  # no from: every source
+            for peer in peers:
+                _known(peer, PEER_FIELDS, "NetworkPolicy peer")
                 if "ipBlock" in peer:  # matches addresses, never a Pod's labels
-                    net = ipaddress.IPv4Network(peer["ipBlock"]["cidr"])
-                    if src_ip is not None and ipaddress.IPv4Address(src_ip) in net:
+                    if src_ip is not None and _in_block(peer["ipBlock"], src_ip):
                         return True
                     continue
                 if src_ip is not None:
