@@ -427,17 +427,28 @@ def evaluate_policy(
     for m in (constraints, match or {}):
         if "namespaceSelector" in m and not _selects(m["namespaceSelector"], namespace_labels):
             return []
+    out = []
+    for v, outcome in zip(spec["validations"], validation_outcomes(policy, pod), strict=True):
+        if isinstance(outcome, CelError):
+            if spec.get("failurePolicy", "Fail") == "Fail":
+                out.append(f"{v['message']} (evaluation error: {outcome})")
+            continue
+        if not outcome:
+            out.append(v["message"])
+    return out
+
+
+def validation_outcomes(policy: dict[str, Any], pod: dict[str, Any]) -> list[bool | CelError]:
+    """What each of the policy's validations evaluates to on ``pod`` (its variables evaluated
+    when first read): true, false, or the evaluation error."""
+    spec = policy["spec"]
     env: Env = {"object": pod}
     env["variables"] = _Lazy({v["name"]: v["expression"] for v in spec.get("variables", [])}, env)
-    out = []
+    out: list[bool | CelError] = []
     for v in spec["validations"]:
         node = parse(v["expression"])
         try:
-            ok = _bool(node(env))
+            out.append(_bool(node(env)))
         except CelError as err:
-            if spec.get("failurePolicy", "Fail") == "Fail":
-                out.append(f"{v['message']} (evaluation error: {err})")
-            continue
-        if not ok:
-            out.append(v["message"])
+            out.append(err)
     return out

@@ -1,5 +1,6 @@
 """The CEL evaluator's own checks: CEL's error and equality rules where the policies lean on
-them, and the refusal of any CEL it does not model (so a policy cannot pass on it)."""
+them, held to Google's CEL implementation (cel-cpp, ``tests.support.cel_engine``), and the
+refusal of any CEL it does not model (so a policy cannot pass on it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import pytest
 
 from tests.doubles.cel import CelError, Unsupported, evaluate
+from tests.support import cel_engine
 
 
 def test_an_absent_field_is_an_error_that_has_guards_against() -> None:
@@ -66,3 +68,45 @@ def test_values_of_different_types_are_unequal() -> None:
 def test_unmodelled_cel_is_refused_when_parsed(expr: str) -> None:
     with pytest.raises(Unsupported):
         evaluate(expr, {"a": {"b": 1}})
+
+
+CROSS_CHECKED = [
+    ("a.b == 1", {"a": {}}),
+    ("!has(a.b) || a.b == 1", {"a": {}}),
+    ("a.missing == 1 || true", {"a": {}}),
+    ("true || a.missing == 1", {"a": {}}),
+    ("a.missing == 1 && false", {"a": {}}),
+    ("a.missing == 1 || false", {"a": {}}),
+    ("[0, 1].all(x, x == 0)", {"a": {}}),
+    ("[].all(x, x.missing)", {"a": {}}),
+    ("l.exists(e, e.x == 2)", {"l": [{}, {"x": 1}]}),
+    ("l.exists(e, e.x == 1)", {"l": [{}, {"x": 1}]}),
+    ("l.all(e, e.x == 1)", {"l": [{"x": 2}, {}]}),
+    ("a == '1'", {"a": 1}),
+    ("a in ['1']", {"a": 1}),
+    ("!a", {"a": 0}),
+    ("m.all(k, k.startsWith('x'))", {"m": {"xa": 1, "xb": 2}}),
+    ("'k' in m && m['k'] == 'v'", {"m": {"k": "v"}}),
+    ("m['nope'] == 'v'", {"m": {"k": "v"}}),
+    ("l + [3] == [1, 2, 3]", {"l": [1, 2]}),
+    ("size(l) == 2 && size('abc') == 3", {"l": [1, 2]}),
+    ("a.b ? 'y' : 'n'", {"a": {"b": True}}),
+    ("l[5] == 1", {"l": [1]}),
+]
+
+
+@pytest.mark.parametrize(("expr", "env"), CROSS_CHECKED)
+def test_the_emulator_agrees_with_cel_cpp(expr: str, env: dict[str, Any]) -> None:
+    """The same value of the same type, or an error on both sides, as Google's CEL
+    implementation (cel-cpp) gives."""
+    got: Any
+    try:
+        got = evaluate(expr, env)
+    except CelError:
+        got = "error"
+    real: Any
+    try:
+        real = cel_engine.evaluate_in(expr, env)
+    except cel_engine.CelEvalError:
+        real = "error"
+    assert (got, type(got)) == (real, type(real))

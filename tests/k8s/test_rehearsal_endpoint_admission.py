@@ -3,7 +3,8 @@
 The endpoint namespaces enforce Pod Security ``privileged`` (the operator's Pod mounts one host
 path); the rendered ValidatingAdmissionPolicy brings them back to ``baseline`` but for that path.
 Doubles: ``tests.doubles.cel`` evaluates the policy as the API server would (a CEL subset that
-refuses what it does not model), ``tests.doubles.pod_security`` holds the documented baseline
+refuses what it does not model), held on every Pod here to Google's CEL implementation
+(``tests.support.cel_engine``, cel-cpp); ``tests.doubles.pod_security`` holds the baseline
 controls to compare with, and the operator's Pod is fixtures/operator_pod.yaml as Kyverno
 mutates it.
 """
@@ -19,8 +20,9 @@ import pytest
 
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.admission import NAME_LABEL, TOOLKIT_CACHE
-from tests.doubles.cel import evaluate_policy
+from tests.doubles.cel import CelError, evaluate_policy, validation_outcomes
 from tests.doubles.pod_security import violations
+from tests.support import cel_engine
 from tests.support.admission import operator_pods, pod_templates
 from tests.support.config import MANAGED_NAMESPACE, TIERS_VARIANT
 from tests.support.objects import OPERATOR_POD
@@ -39,8 +41,23 @@ def endpoint_namespaces(objs: list[Obj]) -> set[str]:
     return {o["metadata"]["namespace"] for o in objs if o["kind"] == "InferenceEndpointConfig"}
 
 
+def outcomes(policy: Obj, pod: Obj) -> tuple[list[bool | str], list[bool | str]]:
+    """Each validation's outcome on ``pod`` (true, false or "error"): the emulator's, and
+    cel-cpp's."""
+    emulated = ["error" if isinstance(o, CelError) else o for o in validation_outcomes(policy, pod)]
+    real = [
+        "error" if isinstance(o, cel_engine.CelEvalError) else o
+        for o in cel_engine.validation_outcomes(policy, pod)
+    ]
+    return emulated, real
+
+
 def refused(objs: list[Obj], pod: Obj, ns: str = "inference", **kw: str) -> list[str]:
+    """What the policy refuses ``pod`` with; every validation's outcome is also held to
+    cel-cpp's, so no verdict here rests on the emulator alone."""
     policy, binding = policy_and_binding(objs)
+    emulated, real = outcomes(policy, pod)
+    assert emulated == real, (pod["metadata"], emulated, real)
     return evaluate_policy(policy, binding, pod, {NAME_LABEL: ns}, **kw)
 
 
@@ -237,3 +254,24 @@ def test_a_namespace_of_managed_tier_endpoints_is_bound_too(
     pod = _violating(_sc(privileged=True))
     assert refused(objs, pod, MANAGED_NAMESPACE)
     assert refused(objs, copy.deepcopy(OPERATOR_POD), MANAGED_NAMESPACE) == []
+
+
+def test_the_cel_emulator_agrees_with_cel_cpp_on_every_pod_these_tests_use(
+    rendered_envs: dict[str, list[Obj]],
+) -> None:
+    """Every validation, on the operator's Pod, every Pod we render in an endpoint namespace,
+    each crafted violation and each Pod baseline admits: the emulator's outcome is cel-cpp's
+    (both refuse or both admit, an evaluation error alike), and the check has both outcomes to
+    compare (a pod refused by each control)."""
+    objs = rendered_envs["dev"]
+    policy, _ = policy_and_binding(objs)
+    pods = [copy.deepcopy(OPERATOR_POD)]
+    pods += [_pod(spec, ns) for env in ENVS for _, ns, spec in pod_templates(rendered_envs[env])]
+    pods += [_violating(change) for change, _ in VIOLATIONS.values()]
+    pods += [_violating(change) for change in ADMITTED.values()]
+    seen: set[bool | str] = set()
+    for pod in pods:
+        emulated, real = outcomes(policy, pod)
+        assert emulated == real, (pod["metadata"], emulated, real)
+        seen |= set(real)
+    assert seen >= {True, False}

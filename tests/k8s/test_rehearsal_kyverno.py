@@ -43,12 +43,15 @@ from tests.doubles.kyverno_chart import (
     unknown_keys,
 )
 from tests.doubles.kyverno_eval import (
+    CelError,
     apply_policy,
     called_webhooks,
+    cel,
     chart_webhook_selectors,
     registered_webhooks,
     selects,
 )
+from tests.support import cel_engine
 from tests.support.config import BASE, SOURCE, env_config, with_overrides
 from tests.support.objects import OPERATOR_POD
 from tests.support.schemas import SCHEMAS, crd_schema, strict
@@ -314,3 +317,41 @@ def test_kubectl_users_install_kyverno_with_the_values_the_stack_deploys(
         if "--values" in line
     )
     assert f"--values {out}/{KYVERNO_VALUES}" in helm
+
+
+def _outcome(expression: str, p: Obj, emulated: bool) -> bool | str:
+    request = {"namespace": p["metadata"]["namespace"], "operation": "CREATE"}
+    try:
+        if emulated:
+            return cel(expression, request, p)
+        value = cel_engine.evaluate(expression, object=p, oldObject=None, request=request)
+        assert isinstance(value, bool), value
+        return value
+    except (CelError, cel_engine.CelEvalError):
+        return "error"
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_the_match_condition_emulator_agrees_with_cel_cpp(
+    rendered_envs: dict[str, list[Obj]], env: str
+) -> None:
+    """The rendered webhook's matchConditions, on every Pod the tests above send through it
+    and each endpoint's own: the double's verdict is that of Google's CEL implementation
+    (cel-cpp), and both verdicts occur."""
+    objs, config = rendered_envs[env], env_config(env)
+    policy = next((o for o in objs if o["kind"] == "ClusterPolicy"), None)
+    if policy is None:
+        pytest.skip(f"{env} renders no L2 policy: no matchConditions to evaluate")
+    names = {e.name for e in config.kvcache.endpoints}
+    namespaces = {e.namespace for e in config.kvcache.endpoints}
+    pods = [p for _, p in rendered_pods(objs)]
+    pods += [pod(ns, {"app": n}) for ns in (*OTHER_NAMESPACES, *namespaces) for n in names]
+    pods += [pod(ns) for ns in (*OTHER_NAMESPACES, *namespaces)]
+    pods += [pod(ns, {"app": "other"}) for ns in namespaces]
+    seen: set[bool | str] = set()
+    for condition in policy["spec"]["webhookConfiguration"]["matchConditions"]:
+        for p in pods:
+            real = _outcome(condition["expression"], p, emulated=False)
+            assert _outcome(condition["expression"], p, emulated=True) == real, (condition, p)
+            seen.add(real)
+    assert seen >= {True, False}
