@@ -22,6 +22,7 @@ from infra.config import load_config
 from tests.support import background, cdk_cli
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
+from tests.support.helm import binary as helm_binary
 from tests.support.synth import Synth, synth
 
 share_service_models()
@@ -126,3 +127,12 @@ def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real helm (tests/support/helm.py), extracted once into pytest's cache; a skip that
+    says what is missing where it cannot be had."""
+    cache = getattr(request.config, "cache", None)
+    where = cache.mkdir("helm") if cache is not None else tmp_path_factory.getbasetemp() / "helm"
+    return helm_binary(Path(where))

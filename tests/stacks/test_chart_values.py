@@ -2,22 +2,27 @@
 
 The chart goes in before any node exists, so whatever its templates would read from a Node (the
 health-monitoring agent's Region, and so the registry of its image) falls back to a hard-coded
-Region. No double: the chart's real templates at the pinned commit (the fixture's copies, see
+Region. The chart's real templates at the pinned commit (the fixture's copies, see
 tests/fixtures/hyperpod-chart/SOURCES.md), read by ``chart_fallbacks``, against the values in the
-synthesized dev template.
+synthesized dev template; ``chart_fallbacks``' verdicts are held to the real ``helm template``
+of the same templates (tests/support/helm.py), which, like an install before any node exists,
+finds no Node.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from aws_cdk import App, Stack
 
 from infra.constructs.hyperpod import chart_values
 from tests.doubles.chart_fallbacks import Fallback, unavoided
+from tests.support.helm import template
 from tests.support.synth import FIXTURE_CHART, Synth
 
 HMA_HELPERS = FIXTURE_CHART / "charts" / "health-monitoring-agent" / "templates" / "_helpers.tpl"
@@ -88,3 +93,44 @@ def test_an_environment_agnostic_region_is_resolved_by_cloudformation() -> None:
     text = "".join(p if isinstance(p, str) else "<region>" for p in values["Fn::Join"][1])
     assert json.loads(text)["health-monitoring-agent"] == {"region": "<region>"}
     assert "gpu-operator" not in json.loads(text)  # no file can be chosen for a token
+
+
+def _agent_regions(helm: Path, values: dict[str, Any]) -> set[str]:
+    """The Regions of the agent's image registry in what ``helm template`` renders."""
+    objs = template(helm, FIXTURE_CHART, "hyperpod-dependencies", "kube-system", values)
+    images = {
+        c["image"]
+        for o in objs
+        if o["kind"] == "DaemonSet"
+        for c in o["spec"]["template"]["spec"]["containers"]
+    }
+    assert images, "the fixture rendered no agent DaemonSet"
+    return {
+        re.sub(r"^\d{12}\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com/.*$", r"\1", i) for i in images
+    }
+
+
+@pytest.mark.parametrize(
+    ("values", "region"),
+    [
+        ({}, "us-west-2"),
+        ({"health-monitoring-agent": {"region": "us-west-2"}}, "us-west-2"),
+        ({"global": {"region": "eu-west-1"}}, "eu-west-1"),
+        ({"health-monitoring-agent": {"region": "me-south-1"}}, "me-south-1"),  # not in its map
+    ],
+    ids=["no-values", "agent-region", "global-region", "unmapped-region"],
+)
+def test_helm_renders_the_stacks_region_exactly_when_the_model_says_no_guess_is_left(
+    helm: Path, values: dict[str, Any], region: str
+) -> None:
+    """Where ``chart_fallbacks`` finds no fallback left, helm's agent image comes from the
+    Region's registry; where it finds one, helm's guess (us-east-1) is what the image gets."""
+    rendered = _agent_regions(helm, values)
+    if left_to_a_guess(values, region):
+        assert rendered == {"us-east-1"} != {region}
+    else:
+        assert rendered == {region}
+
+
+def test_helm_renders_the_synthesized_values_with_the_stacks_region(helm: Path, dev: Synth) -> None:
+    assert _agent_regions(helm, synthesized_values(dev)) == {dev.config.region}
