@@ -3,7 +3,10 @@
 
 Prometheus parses its configuration strictly (an unknown field is an error); ``checked`` holds
 the configuration to the fields of the sections used here (names as in Prometheus's
-configuration reference) and the values Prometheus accepts for the enumerated ones.
+configuration reference) and the values Prometheus accepts for the enumerated ones. Regexps are
+Go's RE2, which has no lookaround, backreference, atomic group or conditional: those are refused
+though Python's ``re`` reads them. tests/k8s/test_observability_k8s.py holds ``checked`` to
+``promtool check config``.
 
 Relabelling: what Prometheus does (model/relabel/relabel.go): the ``source_labels`` values joined by
 ``separator`` (default ``;``) are matched against ``regex`` (default ``(.*)``), anchored at both
@@ -20,6 +23,15 @@ from typing import Any
 _GROUP = re.compile(r"\$(\d+)|\$\{(\w+)\}")
 _DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+# What Python's re reads and Go's RE2 refuses ("invalid or unsupported Perl syntax").
+_NOT_RE2 = re.compile(r"\(\?(?:=|!|<=|<!|>|\(|P=)|\\[1-9]|\\Z")
+
+
+def re2(pattern: str) -> re.Pattern[str]:
+    """``pattern`` compiled, if RE2 reads it too; else fails."""
+    assert not _NOT_RE2.search(pattern), f"regex {pattern!r}: syntax RE2 does not support"
+    return re.compile(pattern)
+
 
 GLOBAL = {"scrape_interval", "scrape_timeout", "evaluation_interval", "external_labels"}
 SCRAPE_CONFIG = {
@@ -84,7 +96,6 @@ def checked(config: dict[str, Any]) -> dict[str, Any]:
     for job in jobs:
         where = f"scrape_configs[{job['job_name']}]"
         _fields(where, job, SCRAPE_CONFIG)
-        assert job.get("metrics_path", "/").startswith("/"), f"{where}.metrics_path"
         for sd in job.get("kubernetes_sd_configs", []):
             _fields(f"{where}.kubernetes_sd_configs", sd, KUBERNETES_SD)
             assert sd.get("role") in ROLES, f"{where}: role {sd.get('role')!r} not in {ROLES}"
@@ -94,7 +105,7 @@ def checked(config: dict[str, Any]) -> dict[str, Any]:
             assert rc.get("action", "replace") in ACTIONS, f"{where}: action {rc.get('action')!r}"
             if rc.get("action", "replace") == "replace":
                 assert _LABEL_NAME.match(rc["target_label"]), f"{where}: {rc['target_label']!r}"
-            re.compile(rc.get("regex", "(.*)"))
+            re2(rc.get("regex", "(.*)"))
     return config
 
 

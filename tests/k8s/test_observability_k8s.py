@@ -3,6 +3,10 @@ collector RBAC and the model container env."""
 
 from __future__ import annotations
 
+import copy
+import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -24,6 +28,8 @@ from k8s.observability import (
 )
 from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.doubles.prometheus import checked, scraped
+from tests.support.config import env_config
+from tests.support.promtool import config_verdict, needs_promtool
 
 
 def _services(rendered: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
@@ -336,3 +342,68 @@ def test_the_scrape_configuration_is_one_prometheus_loads_and_labels_the_environ
         "scrape_interval": f"{interval}s",
         "external_labels": {"environment": "dev"},
     }
+
+
+@needs_promtool
+@pytest.mark.parametrize("env", ["dev", "test", "prod", "fsx", "tiers"])
+def test_promtool_loads_the_scrape_configuration_of_every_environment(
+    env: str, tmp_path: Path
+) -> None:
+    loads, said = config_verdict(yaml.safe_load(scrape_config_yaml(env_config(env))), tmp_path)
+    assert loads, said
+
+
+def _broken(change: Callable[[dict[str, Any]], None]) -> Callable[[AppConfig], dict[str, Any]]:
+    def make(config: AppConfig) -> dict[str, Any]:
+        out = copy.deepcopy(scrape_config(config))
+        change(out)
+        return out
+
+    return make
+
+
+def _job(out: dict[str, Any]) -> dict[str, Any]:
+    job: dict[str, Any] = out["scrape_configs"][0]
+    return job
+
+
+def _relabel(out: dict[str, Any], **fields: Any) -> None:
+    _job(out)["relabel_configs"][0].update(fields)
+
+
+CONFIGS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "as rendered": lambda out: None,
+    "unknown job field": lambda out: _job(out).update(scrape_every="30s"),
+    "unknown relabel field": lambda out: _relabel(out, regexp="x"),
+    "unknown action": lambda out: _relabel(out, action="keepif"),
+    "target label not a label name": lambda out: _job(out)["relabel_configs"].append(
+        {"target_label": "1st", "replacement": "x"}
+    ),
+    "duplicate job name": lambda out: out["scrape_configs"].append(copy.deepcopy(_job(out))),
+    "bad interval": lambda out: out["global"].update(scrape_interval="30 seconds"),
+    "lookahead regex": lambda out: _relabel(out, regex="(?=vllm).*"),
+    "backreference regex": lambda out: _relabel(out, regex="(a)\\1"),
+    "named group regex": lambda out: _relabel(out, regex="(?P<name>.+)"),
+    # Prometheus loads it (Go's URL adds the slash between host and path).
+    "path without slash": lambda out: _job(out).update(metrics_path="metrics"),
+}
+
+
+@needs_promtool
+@pytest.mark.parametrize("case", sorted(CONFIGS))
+def test_the_configuration_model_refuses_what_promtool_refuses(
+    dev_config: AppConfig, tmp_path: Path, case: str
+) -> None:
+    """``checked`` stands in for Prometheus in the tests above: on the rendered configuration
+    and on each broken one it must agree with promtool, and both verdicts must occur."""
+    config = _broken(CONFIGS[case])(dev_config)
+    loads, said = config_verdict(config, tmp_path)
+    try:
+        checked(copy.deepcopy(config))
+        model = True
+    except AssertionError:
+        model = False
+    except re.error:
+        model = False
+    assert model == loads, said
+    assert loads is (case in ("as rendered", "named group regex", "path without slash"))

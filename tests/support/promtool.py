@@ -1,5 +1,12 @@
-"""Prometheus's own tool for rule files (``promtool``): ``check rules`` parses every expression
-and template as Prometheus (and AMP) would, ``test rules`` evaluates alerts over sample series.
+"""Prometheus's own tool (``promtool``): ``check rules`` parses every expression and template as
+Prometheus (and AMP) would, ``test rules`` evaluates alerts over sample series, ``check config``
+loads a scrape configuration as Prometheus does.
+
+Debian's promtool (2.42, the package ``.ci/run`` installs) is built without Kubernetes service
+discovery: it refuses ``kubernetes_sd_configs`` as an unknown field. ``config_verdict`` therefore
+checks a copy in which each job's ``kubernetes_sd_configs`` is a ``static_configs`` target; the
+rest of the job (relabelling with RE2's regexps, label names, paths, durations, job names) is
+checked as Prometheus checks it, the discovery settings themselves are not.
 
 Tests that need it skip with the reason where it is absent; ``.ci/run`` installs it from
 Debian's ``prometheus`` package, as it does shellcheck.
@@ -66,3 +73,18 @@ def expand(template: str, labels: dict[str, str], value: float) -> str:
     text = _VALUE.sub(lambda _: go_float(value), text)
     assert "{{" not in text, f"template action not modelled here: {template!r}"
     return text
+
+
+def config_verdict(config: dict[str, Any], tmp: Path) -> tuple[bool, str]:
+    """(whether promtool loads the scrape configuration ``config``, its own words), with each
+    ``kubernetes_sd_configs`` swapped for a static target (see above)."""
+    copy = {**config, "scrape_configs": []}
+    for job in config.get("scrape_configs", []):
+        job = dict(job)
+        if job.pop("kubernetes_sd_configs", None) is not None:
+            job["static_configs"] = [{"targets": ["127.0.0.1:9090"]}]
+        copy["scrape_configs"].append(job)
+    path = tmp / "prometheus.yaml"
+    path.write_text(yaml.safe_dump(copy, sort_keys=False))
+    done = _run("check", "config", str(path))
+    return done.returncode == 0, done.stdout + done.stderr
