@@ -211,7 +211,7 @@ def test_the_volume_of_an_l2_claim_of_any_size_is_waited_for(world: World) -> No
     for volume, claim in (("sized", "curvine-pvc-1600gi"), ("owners", "owners-cache")):
         world.kube.put(PVS, {"metadata": {"name": volume}, "spec": {
             "storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": {"namespace": "default", "name": claim, "uid": "gone"}}})  # fmt: skip
+            "claimRef": {"namespace": "models", "name": claim, "uid": "gone"}}})  # fmt: skip
     assert curvine_volumes_left(world.clients, world.cfg) == ["sized"]
 
 
