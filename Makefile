@@ -27,7 +27,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test test-runtime test-server lint docs chart deploy destroy \
 	pipeline pipeline-synth manifests preflight verify teardown bench deploy-plan deploy-durations \
-	dashboard mutation logical-ids clean
+	dashboard mutation logical-ids versions clean
 
 ## help: list the targets with one line each
 help:
@@ -181,6 +181,10 @@ mutation: install
 ## logical-ids: compare every environment's logical IDs with BASE=<rev> (default main; ALLOW=file.yaml)
 logical-ids: install
 	$(PY) -m tools.logical_ids compare $(or $(BASE),main) $(if $(ALLOW),--allow $(ALLOW))
+
+## versions: each pinned version beside the newest its registry lists (a report: exit 0 when behind)
+versions: install
+	$(PY) -m tools.versions
 
 ## clean: remove cdk.out/, dist/ and the tool caches
 clean:

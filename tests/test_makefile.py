@@ -63,6 +63,17 @@ def test_install_puts_the_project_and_hpkv_in_the_venv(tmp_path: Path) -> None:
     assert "--no-deps -e ." in printed
 
 
+def test_make_versions_runs_the_report_and_is_listed_in_help(tmp_path: Path) -> None:
+    venv = _venv(tmp_path, 0)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\necho "$@" > "{venv}/argv"\n')
+    python.chmod(0o755)
+    assert _make("versions", f"VENV={venv}").returncode == 0
+    assert (venv / "argv").read_text().split() == ["-m", "tools.versions"]
+    listed = [line.split()[0] for line in _make("help").stdout.splitlines() if line.strip()]
+    assert "versions" in listed
+
+
 def _lint(tmp_path: Path, manifest_age_s: float) -> list[str]:
     """`make lint` with tools that record their arguments, over a cdk.out whose manifest is
     ``manifest_age_s`` older than the newest file a synth reads; the commands that ran."""

@@ -1,0 +1,1 @@
+"""`make versions`: every version the product pins, beside the newest its registry lists."""
