@@ -87,13 +87,19 @@ ENDPOINT_HELP = "Endpoint of kvcache.endpoints (repeat; default: bench.endpoints
 TARGET_HELP = (
     "L2_BACKEND=URL[,URL] instead (repeat): an endpoint's replicas, the one on another node second."
 )
+JOINING_HELP = (
+    "L2_BACKEND=URL (repeat, with --target): a replica that has served nothing yet, the one that "
+    "joins that tier in the scale-out workload."
+)
 
 
 def _workloads(text: str) -> tuple[str, ...] | None:
     names = tuple(w.strip().replace("-", "_") for w in text.split(",") if w.strip())
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
-        raise typer.BadParameter(f"{', '.join(unknown)}: the workloads are sweep, chat, cross-pod")
+        raise typer.BadParameter(
+            f"{', '.join(unknown)}: the workloads are sweep, chat, cross-pod, scale-out"
+        )
     return names or None
 
 
@@ -113,6 +119,7 @@ def compare_command(
         list[str] | None,
         typer.Option(help=TARGET_HELP),
     ] = None,
+    joining: Annotated[list[str] | None, typer.Option(help=JOINING_HELP)] = None,
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="Report folder (default bench-results/...).")
     ] = None,
@@ -126,7 +133,7 @@ def compare_command(
     concurrency: Annotated[int | None, typer.Option(min=1, help="Chat requests in flight.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per sweep request.")] = None,
     workloads: Annotated[
-        str, typer.Option(help="Which to run: sweep,chat,cross-pod (default: all).")
+        str, typer.Option(help="Which to run: sweep,chat,cross-pod,scale-out (default: all).")
     ] = "",
     settle_seconds: Annotated[
         float,
@@ -146,7 +153,8 @@ def compare_command(
     sweep = tuple(counts(lengths, "--lengths", empty_ok=True)) or None
     given = Overrides(sweep, repeats, users, rounds, concurrency, max_tokens, _workloads(workloads))
     options = bench_compare.CompareOptions(
-        env=env, endpoints=tuple(endpoint or ()), targets=tuple(target or ()), out_dir=out_dir,
+        env=env, endpoints=tuple(endpoint or ()), targets=tuple(target or ()),
+        joining=tuple(joining or ()), out_dir=out_dir,
         seed=seed, given=given, waits=Waits(settle_seconds, counters_wait_seconds),
         as_json=as_json, direct=direct, context=context, note=note,
     )  # fmt: skip

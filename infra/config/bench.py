@@ -76,6 +76,12 @@ class BenchConfig(Section):
     2.7x at about 2,500 tokens)."""
     speedup_prompt_words: int = Field(default=2500, ge=1, le=100_000)
     """The sweep length the speedup verdict reads."""
+    min_scale_out_l2_share: float = Field(default=0.9, gt=0, le=1)
+    """Verdict: share of the known prefix's whole 256-token chunks a replica that joined after
+    the prefix was written reads from L2 on its first request (the scale-out workload, at
+    ``cross_pod_prompt_words``). Below ``min_cross_pod_hit``: the new Pod takes minutes to
+    start, in which the L2's evictor may drop the least recently used chunks of a busy tier;
+    a replica that misses L2 altogether reads 0."""
 
     @field_validator("sweep_prompt_words")
     @classmethod

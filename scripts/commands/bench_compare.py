@@ -24,6 +24,7 @@ from scripts.lib.bench_compare.run import (
     plan_from,
     request_count,
 )
+from scripts.lib.bench_compare.scale_out import Joiner, named_replica
 from scripts.lib.bench_compare.scrape import scrape_metrics
 from scripts.lib.bench_compare.targets import (
     BenchTarget,
@@ -31,6 +32,7 @@ from scripts.lib.bench_compare.targets import (
     one_per_tier,
     open_endpoint,
     parse_target,
+    scale_out_joiner,
 )
 from scripts.lib.bench_compare.workloads import Waits
 from scripts.lib.errors import CliError, Exit
@@ -45,6 +47,8 @@ class CompareOptions:
     """Names of kvcache.endpoints; empty: bench.endpoints, else all."""
     targets: tuple[str, ...] = ()
     """``L2_BACKEND=URL[,URL]`` instead of endpoints from config."""
+    joining: tuple[str, ...] = ()
+    """``L2_BACKEND=URL``: with ``targets``, a replica that joins that tier (scale-out)."""
     out_dir: Path | None = None
     seed: int | None = None
     given: Overrides = field(default_factory=Overrides)
@@ -64,11 +68,13 @@ def run(o: CompareOptions) -> Exit:
     folder = o.out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
     # Bad options fail before any work.
     explicit = one_per_tier([parse_target(t) for t in o.targets])
+    joiners = _named_joiners(explicit, o.joining)
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
-        tiers = explicit or _from_config(stack, env, list(o.endpoints), o.direct, o.context)
+        if not explicit:
+            explicit, joiners = _from_config(stack, env, list(o.endpoints), o.direct, o.context)
         try:
-            result = compare_tiers(cfg, tiers, the_seed, o.given, o.waits)
+            result = compare_tiers(cfg, explicit, the_seed, o.given, o.waits, joiners)
         except (StreamError, OSError) as exc:
             raise runtime.fail(f"{type(exc).__name__}: {exc}") from None
     heading = f"KV-cache tiers compared: {env}"
@@ -83,18 +89,39 @@ def run(o: CompareOptions) -> Exit:
     return code
 
 
+def _named_joiners(targets: list[BenchTarget], joining: tuple[str, ...]) -> dict[str, Joiner]:
+    """``--joining L2_BACKEND=URL``: one URL for a tier given with ``--target``."""
+    by_tier = {t.l2_backend: t for t in targets}
+    out: dict[str, Joiner] = {}
+    for text in joining:
+        new = parse_target(text)
+        if new.l2_backend not in by_tier or new.pods != 1 or new.endpoint in out:
+            raise CliError(
+                f"--joining {text}: want L2_BACKEND=URL, one URL for a tier given with "
+                f"--target ({', '.join(by_tier) or 'none given'}), each tier once",
+                Exit.USAGE,
+            )
+        out[by_tier[new.l2_backend].endpoint] = named_replica(new.urls[0], scrape_metrics)
+    return out
+
+
 def _from_config(
     stack: contextlib.ExitStack, env: str, names: list[str], direct: bool, context: str | None
-) -> list[BenchTarget]:
+) -> tuple[list[BenchTarget], dict[str, Joiner]]:
+    """The endpoints' replicas, and for each a joiner that scales it out by one."""
     cfg = runtime.config(env)
     refs = endpoints_to_compare(cfg, names)
     clients = runtime.CLIENTS(cfg, context)
     transport = runtime.transport(direct, context)
-    return [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
+    targets = [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
+    joiners = {t.endpoint: scale_out_joiner(clients, ref, transport, runtime.PROGRESS)
+               for t, ref in zip(targets, refs, strict=True)}  # fmt: skip
+    return targets, joiners
 
 
 def compare_tiers(cfg: AppConfig, tiers: list[BenchTarget], seed: int, given: Overrides,
-                  waits: Waits) -> Comparison:  # fmt: skip
+                  waits: Waits,
+                  joiners: dict[str, Joiner] | None = None) -> Comparison:  # fmt: skip
     """The workloads of ``cfg.bench`` (with ``given``) on every tier, in order, with progress."""
     bpt = cfg.observability.kv_bytes_per_token
     cards = {t.endpoint: model_cards(t.urls[0])[0] for t in tiers}
@@ -102,12 +129,16 @@ def compare_tiers(cfg: AppConfig, tiers: list[BenchTarget], seed: int, given: Ov
     by_url = {u: models[t.endpoint] for t in tiers for u in t.urls}
 
     def send(url: str, prompt: str, max_tokens: int) -> StreamResult:
+        if url not in by_url:  # a replica that joined during the run
+            by_url[url] = model_cards(url)[0]["id"]
         return stream_completion(url, by_url[url], prompt, max_tokens=max_tokens)
 
     plan = plan_from(cfg.bench, seed, waits, given)
     _fits(plan, cards)
-    with Steps("bench compare", request_count(plan, tiers), runtime.PROGRESS) as steps:
-        return compare(tiers, plan, send, scrape_metrics, steps, cfg.bench, bpt, models)
+    joinable = joiners or {}
+    total = request_count(plan, tiers, joinable)
+    with Steps("bench compare", total, runtime.PROGRESS) as steps:
+        return compare(tiers, plan, send, scrape_metrics, steps, cfg.bench, bpt, models, joinable)
 
 
 def _fits(plan: Plan, cards: dict[str, dict[str, Any]]) -> None:
@@ -119,20 +150,24 @@ def _fits(plan: Plan, cards: dict[str, dict[str, Any]]) -> None:
         if not isinstance(limit, int):
             continue
         for workload in plan.workloads:
-            if longest[workload] > limit:
+            tokens = longest[SAME_REQUESTS.get(workload, workload)]
+            if tokens > limit:
                 raise CliError(
-                    f"{workload}: its longest request is about {longest[workload]} tokens, "
+                    f"{workload}: its longest request is about {tokens} tokens, "
                     f"endpoint {endpoint} serves at most {limit} (max_model_len); lower "
                     f"{SIZED_BY[workload]}, or leave the workload out (--workloads)",
                     Exit.USAGE,
                 )
 
 
+# The scale-out sends the cross-Pod test's requests (its prompt, the same max_tokens).
+SAME_REQUESTS = {"scale_out": "cross_pod"}
 # What sizes each workload's longest request, on the command line and in config.
 SIZED_BY = {
     "sweep": "--lengths (bench.sweep_prompt_words) or --max-tokens",
     "cross_pod": "bench.cross_pod_prompt_words",
     "chat": "--rounds (bench.chat)",
+    "scale_out": "bench.cross_pod_prompt_words",
 }
 
 

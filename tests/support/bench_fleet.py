@@ -1,5 +1,6 @@
 """Fake model servers, two replicas per tier, each tier with the per-token delays the tests and
-the example report inject (``tests/doubles/fake_tiers.py`` says how a request is served)."""
+the example report inject (``tests/doubles/fake_tiers.py`` says how a request is served), and
+replicas that join a tier later (the scale-out workload)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import tempfile
 from collections.abc import Iterator
 
+from scripts.lib.bench_compare.scale_out import Joiner
 from tests.doubles.fake_tiers import TierSpec
 from tests.doubles.fake_vllm import FakeVllm
 
@@ -30,14 +32,40 @@ def expected_ms(tier: str, **tokens: int) -> float:
     return sum(n * per[where] for where, n in tokens.items())
 
 
+class Fleet(dict[str, tuple[FakeVllm, FakeVllm]]):
+    """Tier -> its two running replicas; ``new_replica`` starts another of a tier (its own
+    empty GPU and CPU caches, the tier's L2 directory), as a Pod the endpoint scaled out to."""
+
+    def __init__(self, stack: contextlib.ExitStack) -> None:
+        super().__init__()
+        self.stack = stack
+        self.specs: dict[str, TierSpec] = {}
+
+    def new_replica(self, tier: str, l2_state: str = "up") -> FakeVllm:
+        """``l2_state`` ``down``: a replica that cannot reach the tier's L2 (its mount failed)."""
+        replica = self.stack.enter_context(FakeVllm(tiers=self.specs[tier]))
+        if l2_state != "up":
+            replica.set_l2(l2_state)
+        return replica
+
+    def joiner(self, tier: str) -> Joiner:
+        """Starts the new replica when the workload asks for it, after the prefix is written."""
+
+        @contextlib.contextmanager
+        def join() -> Iterator[str]:
+            yield self.new_replica(tier).url
+
+        return join
+
+
 @contextlib.contextmanager
-def fleet(tiers: tuple[str, ...] = TIERS) -> Iterator[dict[str, tuple[FakeVllm, FakeVllm]]]:
-    """Two replicas per tier; a tier with an L2 shares one directory between its two."""
+def fleet(tiers: tuple[str, ...] = TIERS) -> Iterator[Fleet]:
+    """Two replicas per tier; a tier with an L2 shares one directory between its replicas."""
     with contextlib.ExitStack() as stack:
-        out = {}
+        out = Fleet(stack)
         for tier in tiers:
             l2 = None if tier == "none" else stack.enter_context(tempfile.TemporaryDirectory())
-            spec = TierSpec(tier, l2, delays(tier))
+            spec = out.specs[tier] = TierSpec(tier, l2, delays(tier))
             out[tier] = (stack.enter_context(FakeVllm(tiers=spec)),
                          stack.enter_context(FakeVllm(tiers=spec)))  # fmt: skip
         yield out

@@ -14,12 +14,19 @@ from typing import Any
 from scripts.lib.bench_compare import plots
 from scripts.lib.bench_compare.run import Comparison
 from scripts.lib.bench_compare.stats import Figures, figures
-from scripts.lib.bench_compare.verdicts import CROSS_POD, SPEEDUP, Verdict, cross_pod_hit
+from scripts.lib.bench_compare.verdicts import (
+    CROSS_POD,
+    SCALE_OUT,
+    SPEEDUP,
+    Verdict,
+    cross_pod_hit,
+)
 
 TITLES = {
     "sweep": "Cold/warm sweep",
     "chat": "Multi-round chat",
     "cross_pod": "Cross-Pod reuse",
+    "scale_out": "Scale-out: a replica joins",
 }
 SHARES = ("l0", "l1", "l2", "recomputed", "load_shortfall")
 COLUMNS = ["l2_backend", "endpoint", "requests", "cold p50 ms", "cold p95 ms", "warm p50 ms",
@@ -64,7 +71,7 @@ def _verdict_cell(v: Verdict | None) -> str:
     if v.status == "n/a":
         return "n/a"
     shown = "-" if v.measured is None else (
-        pct(v.measured) if v.check == CROSS_POD else times(v.measured))  # fmt: skip
+        times(v.measured) if v.check == SPEEDUP else pct(v.measured))  # fmt: skip
     return f"{shown} **{v.status}**" + ("" if v.measured is not None else f" ({v.reason})")
 
 
@@ -79,11 +86,13 @@ def _verdicts_table(c: Comparison) -> list[str]:
     for t in c.targets:
         mine = c.verdicts_of(t)
         rows.append([t.l2_backend, t.endpoint, _verdict_cell(_worst(mine, CROSS_POD)),
-                     _verdict_cell(_worst(mine, SPEEDUP)), f"**{c.result_of(t)}**"])  # fmt: skip
+                     _verdict_cell(_worst(mine, SPEEDUP)), _verdict_cell(_worst(mine, SCALE_OUT)),
+                     f"**{c.result_of(t)}**"])  # fmt: skip
     thresholds = {v.check: v.threshold for v in c.verdicts}
     hit, speed = thresholds.get(CROSS_POD), thresholds.get(SPEEDUP)
     head = ["l2_backend", "endpoint", f"cross-Pod hit (>= {pct(hit)})",
-            f"warm/cold TTFT p50 at {c.at_words} words (>= {times(speed)})", "result"]  # fmt: skip
+            f"warm/cold TTFT p50 at {c.at_words} words (>= {times(speed)})",
+            f"new replica L2 share (>= {pct(thresholds.get(SCALE_OUT))})", "result"]  # fmt: skip
     return _table(head, rows)
 
 
@@ -110,10 +119,20 @@ def markdown(c: Comparison, kv_bytes_per_token: int, heading: str, note: str, gu
         "cross_pod": f"A fresh {p.cross_pod_words}-word prompt written on the first replica "
                      "(cold) and read on the second (warm); the shares are the second "
                      "replica's.",
+        "scale_out": f"A fresh {p.cross_pod_words}-word prefix written on a running replica "
+                     "(cold); then a replica joins (the endpoint scaled out by one) and its "
+                     "first request is that prefix (warm); the shares are the new replica's. "
+                     "On none the new replica recomputes it: a cold replica on an L1-only "
+                     "endpoint.",
     }  # fmt: skip
     for workload in p.workloads:
-        mine = [_row(f) for f in rows if f.workload == workload]
+        mine = [_row(f) for f, r in zip(rows, c.runs, strict=True)
+                if f.workload == workload and "not_run" not in r.extra]  # fmt: skip
         lines += [f"## {TITLES[workload]}", "", intro[workload], "", *_table(COLUMNS, mine), ""]
+        skipped = [f"{r.target.l2_backend}: {r.extra['not_run']}" for r in c.runs
+                   if r.workload == workload and "not_run" in r.extra]  # fmt: skip
+        if skipped:
+            lines += ["Not run: " + "; ".join(skipped) + ".", ""]
         if workload == "sweep":
             lines += ["### By prompt length", "", *_by_length(c, kv_bytes_per_token), ""]
     lines += ["## Files", "",
@@ -151,8 +170,9 @@ def _summary_rows(c: Comparison, kv_bytes_per_token: int) -> list[dict[str, Any]
         row = {k: v for k, v in asdict(f).items() if k != "shares"}
         row["speedup"] = f.speedup
         row |= {k: getattr(f.shares, k) if f.shares else None for k in SHARES}
-        if run.workload == "cross_pod":
-            row["cross_pod_hit"] = cross_pod_hit(run, kv_bytes_per_token)
+        if run.workload in ("cross_pod", "scale_out"):
+            key = "cross_pod_hit" if run.workload == "cross_pod" else "new_replica_l2_share"
+            row[key] = cross_pod_hit(run, kv_bytes_per_token)
         out.append(row)
     return out
 
@@ -184,7 +204,9 @@ def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, no
         "counters": [{"workload": r.workload, "l2_backend": r.target.l2_backend, "deltas": r.deltas,
                       "replicas": r.replica_deltas,
                       **({"second_replica": r.extra.get("second_replica")}
-                         if r.workload == "cross_pod" else {})} for r in c.runs],
+                         if r.workload == "cross_pod" else {}),
+                      **({"new_replica": r.extra.get("new_replica")}
+                         if r.workload == "scale_out" else {})} for r in c.runs],
     }, indent=2, default=str))  # fmt: skip
     files.append(results)
     files += plots.draw(c, folder, kv_bytes_per_token)

@@ -4,11 +4,14 @@ do not load each other), the counters of every replica read around it, then the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from kubernetes.client.exceptions import ApiException
+
 from infra.config.bench import BenchConfig, ChatWorkload
+from scripts.lib.bench_compare.scale_out import Joiner, scale_out
 from scripts.lib.bench_compare.scrape import Counters, Scrape, add, increase
 from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.bench_compare.verdicts import Verdict, judge, tier_result
@@ -20,9 +23,10 @@ from scripts.lib.bench_compare.workloads import (
     cross_pod,
     sweep,
 )
+from scripts.lib.errors import OperationError
 from scripts.lib.progress import Steps
 
-WORKLOADS = ("sweep", "chat", "cross_pod")
+WORKLOADS = ("sweep", "chat", "cross_pod", "scale_out")
 
 
 @dataclass(frozen=True)
@@ -69,13 +73,16 @@ def plan_from(bench: BenchConfig, seed: int, waits: Waits, given: Overrides) -> 
     )
 
 
-def request_count(plan: Plan, targets: list[BenchTarget]) -> int:
+def request_count(plan: Plan, targets: list[BenchTarget], joinable: Mapping[str, Joiner]) -> int:
     per_tier = {
         "sweep": 2 * len(plan.lengths) * plan.repeats,
         "chat": plan.chat.users * plan.chat.rounds,
         "cross_pod": 2,
+        "scale_out": 2,
     }
-    return sum(per_tier[w] - (w == "cross_pod" and t.pods < 2)
+    skipped = {"cross_pod": lambda t: t.pods < 2,
+               "scale_out": lambda t: 2 * (t.endpoint not in joinable)}  # fmt: skip
+    return sum(per_tier[w] - skipped.get(w, lambda t: 0)(t)
                for w in plan.workloads for t in targets)  # fmt: skip
 
 
@@ -113,8 +120,28 @@ def _counters(scrape: Scrape, t: BenchTarget) -> list[Counters]:
     return [scrape(u) for u in t.metrics_urls]
 
 
+NOT_JOINABLE = "no replica to join: endpoints from config scale out by one; with --target " \
+               "name a new replica with --joining TIER=URL"  # fmt: skip
+
+
+def _scale_out(run: WorkloadRun, plan: Plan, send: Sender, scrape: Scrape, join: Joiner | None,
+               tick: Callable[[str], None]) -> None:  # fmt: skip
+    """The new replica's counters go to ``extra["new_replica"]``; a replica that could not
+    join (at its maximum, never Ready) leaves the reason in ``extra["error"]``."""
+    t = run.target
+    if join is None:
+        run.extra["not_run"] = NOT_JOINABLE
+        return
+    try:
+        run.samples, run.extra["new_replica"] = scale_out(
+            send, t, join, plan.cross_pod_words, plan.seed, plan.max_tokens, scrape, plan.waits,
+            tick)  # fmt: skip
+    except (OperationError, ApiException) as exc:
+        run.extra["error"] = f"no replica joined: {type(exc).__name__}: {exc}"
+
+
 def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Scrape,
-             tick: Callable[[str], None]) -> WorkloadRun:  # fmt: skip
+             tick: Callable[[str], None], join: Joiner | None = None) -> WorkloadRun:  # fmt: skip
     before = _counters(scrape, t)
     start = time.perf_counter()
     run = WorkloadRun(workload, t)
@@ -122,19 +149,22 @@ def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Sc
         run.samples = sweep(send, t, plan.lengths, plan.repeats, plan.seed, plan.max_tokens, tick)
     elif workload == "chat":
         run.samples = chat(send, t, plan.chat, plan.seed, tick)
-    else:
+    elif workload == "cross_pod":
         run.samples, second = cross_pod(send, t, plan.cross_pod_words, plan.seed,
                                         plan.max_tokens, scrape, plan.waits, tick)  # fmt: skip
         run.extra["second_replica"] = second
+    else:
+        _scale_out(run, plan, send, scrape, join, tick)
     run.wall_s = time.perf_counter() - start
-    if workload != "cross_pod":
-        time.sleep(plan.waits.flush_s)  # the cross-Pod test waited for its own reading
+    if workload in ("sweep", "chat"):
+        time.sleep(plan.waits.flush_s)  # the others waited for their own reading
     run.replica_deltas = [increase(b, a) for b, a in zip(before, _counters(scrape, t), strict=True)]
     total: Counters = {}
     for deltas in run.replica_deltas:
         total = add(total, deltas)
-    # The cross-Pod test's shares are the second replica's: where it found the first's prompt.
-    second = run.extra.get("second_replica")
+    # The cross-Pod test's shares are the second replica's: where it found the first's prompt;
+    # the scale-out's the new replica's.
+    second = run.extra.get("second_replica", run.extra.get("new_replica"))
     run.deltas = second if second is not None else total
     return run
 
@@ -148,11 +178,14 @@ def compare(
     bench: BenchConfig,
     kv_bytes_per_token: int,
     models: dict[str, str],
+    joiners: Mapping[str, Joiner] | None = None,
 ) -> Comparison:
+    """``joiners``: by endpoint label, how a replica joins it (the scale-out workload)."""
     result = Comparison(plan, targets, models, bench.speedup_prompt_words)
     for workload in plan.workloads:
         for t in targets:
             steps.phase(f"{workload} on {t.l2_backend} ({t.endpoint})")
-            result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance))
+            join = (joiners or {}).get(t.endpoint)
+            result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance, join))
     result.judged = judge(result.runs, bench, kv_bytes_per_token)
     return result

@@ -10,6 +10,8 @@ router URL alone measures no cross-Pod reuse).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -24,6 +26,11 @@ from scripts.lib.kube import (
     pod_ready,
     pods_of,
 )
+from scripts.lib.progress import Show
+from scripts.lib.scale_endpoint import scaled_out
+
+# A new Pod downloads and loads the model before it is Ready: minutes on a GPU node.
+JOIN_TIMEOUT_S = 1800.0
 
 
 @dataclass(frozen=True)
@@ -127,3 +134,18 @@ def open_endpoint(
         urls.append(url)
         metrics.append(url)
     return BenchTarget(ref.l2_backend, f"{ref.namespace}/{ref.name}", tuple(urls), tuple(metrics))
+
+
+def scale_out_joiner(
+    clients: Clients, ref: EndpointConfig, transport: Transport, show: Show
+) -> Callable[[], AbstractContextManager[str]]:
+    """The endpoint scaled out by one (``scripts.lib.scale_endpoint``) while the new Pod is
+    reached through ``transport``; restored afterwards."""
+
+    @contextlib.contextmanager
+    def join() -> Iterator[str]:
+        with contextlib.ExitStack() as stack:
+            pod = stack.enter_context(scaled_out(clients, ref, JOIN_TIMEOUT_S, show=show))
+            yield stack.enter_context(transport.open(pod, ref.container_port))
+
+    return join

@@ -20,6 +20,7 @@ from scripts.lib.bench_compare.workloads import WorkloadRun
 
 CROSS_POD = "cross-Pod hit"
 SPEEDUP = "warm/cold TTFT"
+SCALE_OUT = "new replica L2 share"
 
 
 @dataclass(frozen=True)
@@ -48,9 +49,9 @@ def _verdict(run: WorkloadRun, check: str, measured: float | None, threshold: fl
 
 def cross_pod_hit(run: WorkloadRun, kv_bytes_per_token: int) -> float | None:
     """Share of the prompt's whole chunks (LMCache stores whole 256-token chunks; the tail is
-    recomputed) that the second replica read from L2, from its counters; None when there is no
-    second replica or its /metrics has no LMCache counters."""
-    deltas = run.extra.get("second_replica")
+    recomputed) that the second replica (the scale-out: the new one) read from L2, from its
+    counters; None when there is no such replica or its /metrics has no LMCache counters."""
+    deltas = run.extra.get("second_replica", run.extra.get("new_replica"))
     warm = [s for s in run.samples if s.kind == "warm"]
     if deltas is None or not warm:
         return None
@@ -97,10 +98,15 @@ def _unmeasured(run: WorkloadRun) -> tuple[str, str] | None:
 def judge(
     runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int
 ) -> list[tuple[WorkloadRun, Verdict]]:
-    """The verdict of each judged run (the sweep and the cross-Pod test), beside its run."""
+    """The verdict of each judged run (the sweep, the cross-Pod test and the scale-out),
+    beside its run."""
     out = []
     for run in runs:
         t = run.target
+        if run.workload == "scale_out":
+            if "not_run" not in run.extra:
+                out.append((run, _scale_out_verdict(run, bench, kv_bytes_per_token)))
+            continue
         if run.workload not in ("sweep", "cross_pod"):
             continue
         check = CROSS_POD if run.workload == "cross_pod" else SPEEDUP
@@ -120,6 +126,21 @@ def judge(
             missing = f"not measured: no sweep at {bench.speedup_prompt_words} words"
         out.append((run, _verdict(run, check, measured, threshold, missing)))
     return out
+
+
+def _scale_out_verdict(run: WorkloadRun, bench: BenchConfig, kv_bytes_per_token: int) -> Verdict:
+    """The new replica's L2 share of the known prefix: n/a without L2, a failure when no
+    replica joined."""
+    t, threshold = run.target, bench.min_scale_out_l2_share
+    if t.l2_backend == "none":
+        why = "no L2: the new replica starts cold, the baseline the others are compared with"
+        return Verdict(t.l2_backend, t.endpoint, SCALE_OUT, None, threshold, "n/a", why)
+    if "error" in run.extra:
+        return Verdict(t.l2_backend, t.endpoint, SCALE_OUT, None, threshold, "fail",
+                       run.extra["error"])  # fmt: skip
+    missing = "not measured: no LMCache counters on the new replica's /metrics " \
+              "(is PROMETHEUS_MULTIPROC_DIR set?)"  # fmt: skip
+    return _verdict(run, SCALE_OUT, cross_pod_hit(run, kv_bytes_per_token), threshold, missing)
 
 
 def tier_result(verdicts: Sequence[Verdict]) -> str:
