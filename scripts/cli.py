@@ -149,8 +149,9 @@ def verify_command(
         bool,
         typer.Option(
             "--chaos",
-            help="Then break things on purpose (DISRUPTIVE): delete an endpoint Pod and one "
-            "Curvine worker, and check that L2 serves again. Asks first unless --yes.",
+            help="Then break things on purpose (DISRUPTIVE): delete an endpoint Pod, scale the "
+            "endpoint out by one and back, delete one Curvine worker, and check that L2 serves "
+            "again. Asks first unless --yes.",
         ),
     ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="Run --chaos without asking.")] = False,
@@ -173,8 +174,8 @@ def _confirm_chaos(env: str, endpoint: str | None) -> None:
     """Ask on a terminal; refuse (exit 3) where no one can answer."""
     who = endpoint or "the first endpoint"
     what = (
-        f"verify --chaos deletes an endpoint Pod ({who}) and one Curvine worker Pod in {env}: "
-        "requests slow down while they come back"
+        f"verify --chaos deletes an endpoint Pod ({who}), scales it out by one and back, and "
+        f"deletes one Curvine worker Pod in {env}: requests slow down while they come back"
     )
     if not sys.stdin.isatty():
         raise CliError(f"refused: {what}; pass --yes to run it", Exit.REFUSED)

@@ -4,6 +4,10 @@ an endpoint Pod and (on Curvine) one Curvine worker Pod.
 - ``endpoint Pod replaced``: a prefix stored through one Pod, that Pod deleted, its replacement
   (from the Deployment) Ready, the prefix replayed on the new Pod: it must be read from L2 (the
   new Pod's GPU and CPU caches start empty), at least ``min_hit`` of its whole chunks.
+- ``endpoint scaled out``: a prefix stored through a running Pod, the endpoint scaled out by
+  one (``scripts.lib.scale_endpoint``: its replicas, or under autoscaling its floor), the new
+  Pod's first request is the prefix and must be read from L2 the same way; the endpoint is
+  scaled back afterwards.
 - ``requests while a Curvine worker is lost``: one worker Pod deleted, requests keep succeeding
   (LMCache recomputes what it cannot read: ``kv_load_failure_policy`` recompute).
 - ``L2 after the Curvine worker returns``: once the DaemonSet's replacement is Ready, a fresh
@@ -36,11 +40,14 @@ from scripts.lib.kube import Transport, find_endpoint_deployment, pod_ready, pod
 from scripts.lib.openai_stream import StreamError, list_models, stream_completion
 from scripts.lib.progress import Show, wait_for
 from scripts.lib.prompts import make_prompt, seed_for
+from scripts.lib.scale_endpoint import scaled_out
 
 POD_REPLACED = "chaos: endpoint Pod replaced"
+SCALED_OUT = "chaos: endpoint scaled out"
 DURING_LOSS = "chaos: requests while a Curvine worker is lost"
 L2_BACK = "chaos: L2 after the Curvine worker returns"
-STAGES = (POD_REPLACED, DURING_LOSS, L2_BACK)
+STAGES = (POD_REPLACED, SCALED_OUT, DURING_LOSS, L2_BACK)
+CURVINE_STAGES = (DURING_LOSS, L2_BACK)
 
 
 @dataclass(frozen=True)
@@ -135,6 +142,24 @@ def pod_replaced(ep: _Endpoint, seed: int, show: Show) -> Check:
     return Check(POD_REPLACED, "pass" if ok else "fail", detail, fix)
 
 
+def scaled_out_reads_l2(ep: _Endpoint, seed: int, show: Show) -> Check:
+    opts = ep.opts
+    running = ep.ready_pods()
+    if not running:
+        return Check(SCALED_OUT, "fail", "no Ready endpoint Pod", "run verify without --chaos")
+    prompt = make_prompt(seed_for(seed, 33), opts.prompt_words)
+    ep.send(running[0], prompt)
+    time.sleep(opts.settle_s)
+    with scaled_out(ep.clients, ep.ref, opts.timeout_s, opts.interval_s, show) as new_pod:
+        hit = ep.l2_hit(new_pod, prompt)
+    ok = hit is not None and hit >= opts.min_hit
+    detail = (f"{new_pod['metadata']['name']} joined {len(running)} Ready Pod(s) and read the "
+              f"prefix {_share(hit)} on its first request (need {100 * opts.min_hit:.0f} %); "
+              "scaled back")  # fmt: skip
+    fix = "" if ok else "check the new Pod's L2 mount and PYTHONHASHSEED (verify without --chaos)"
+    return Check(SCALED_OUT, "pass" if ok else "fail", detail, fix)
+
+
 def _workers(clients: Clients, namespace: str) -> list[dict[str, Any]]:
     selector = ",".join(f"{k}={v}" for k, v in WORKER_WL.selector.items())
     listed = clients.core().list_namespaced_pod(namespace, label_selector=selector)
@@ -148,7 +173,7 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
     pods = ep.ready_pods()
     if not workers or len(pods) < 2:
         why = "no Ready Curvine worker" if not workers else "fewer than two Ready endpoint Pods"
-        return [Check(s, "fail", why, "run verify without --chaos") for s in STAGES[1:]]
+        return [Check(s, "fail", why, "run verify without --chaos") for s in CURVINE_STAGES]
     victim = workers[0]["metadata"]["name"]
     ep.clients.core().delete_namespaced_pod(victim, ns)
 
@@ -216,9 +241,10 @@ def run_chaos(
         return [Check(s, "skip", why) for s in STAGES]
     seed = opts.seed if opts.seed is not None else time.time_ns() % (2**31)
     checks = _stage(POD_REPLACED, lambda: [pod_replaced(ep, seed, show)])
+    checks += _stage(SCALED_OUT, lambda: [scaled_out_reads_l2(ep, seed, show)])
     if ep.l2_backend != "curvine":
         reason = f"l2_backend is {ep.l2_backend}: no Curvine worker to lose"
-        return checks + [Check(s, "skip", reason) for s in STAGES[1:]]
+        return checks + [Check(s, "skip", reason) for s in CURVINE_STAGES]
     return checks + _stage(DURING_LOSS, lambda: worker_lost(ep, cfg, seed, show))
 
 

@@ -34,6 +34,7 @@ from scripts.lib.verify.cluster import (
 from scripts.lib.verify.cross_pod import CrossPodResult, cross_pod_l2
 from scripts.lib.verify.metrics import check_metrics, metrics_client
 from scripts.lib.verify.pods import check_pods, check_remote_url, check_tiered_url
+from scripts.lib.verify.scaler import check_scaler
 
 
 def run_verify(
@@ -52,6 +53,7 @@ def run_verify(
         _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
         claim_check,
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
+        _guard(f"scaler {ref.namespace}/{ref.name}", lambda: check_scaler(clients, ref)),
         check_metrics(cfg, ref, lambda: metrics_client(cfg, clients)),
     ]
     pods: list[dict[str, Any]] = []

@@ -46,6 +46,8 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     by_stage = {c.stage: c for c in checks}
     metrics = by_stage.pop("metrics: tier hit rates")
     assert metrics.status == "skip" and "logs are used" in metrics.detail, metrics
+    # A fixed replica count: no scaler to read.
+    assert by_stage.pop("scaler models/vllm-kvcache").status == "skip"
     assert [c.status for c in by_stage.values()] == ["pass"] * 10, checks
     assert by_stage["Curvine probes"].detail == "3 Pods Ready"
     assert cross is not None and cross.node_a != cross.node_b
