@@ -110,3 +110,20 @@ def gpu_node_pieces(app: AppConfig, endpoint: EndpointConfig) -> list[Piece]:
             )
         )
     return pieces
+
+
+def replicas_per_node(app: AppConfig, endpoint: EndpointConfig) -> int:
+    """How many replicas of ``endpoint`` one GPU node holds: by its GPUs (tensor-parallel size
+    each) and by the CPU and memory left once what runs on every node is counted; 0 when not
+    even one fits (the node budget rule says why)."""
+    inst = GPU_INSTANCES[app.hyperpod.gpu_group.instance_type]
+    pieces = gpu_node_pieces(app, endpoint)
+    replica = [p for p in pieces if p.what == f"vLLM replica of {endpoint.name}"]
+    replica += [p for p in pieces if p.what in OPERATOR_SIDECARS]
+    fixed = [p for p in pieces if p not in replica]
+    per_cpu = sum(p.cpu_millicores for p in replica)
+    per_mem = sum(p.memory_mib for p in replica)
+    room_cpu = inst.allocatable_cpu_millicores - sum(p.cpu_millicores for p in fixed)
+    room_mem = inst.allocatable_memory_mib - sum(p.memory_mib for p in fixed)
+    return max(0, min(inst.gpus // endpoint.tensor_parallel_size, room_cpu // per_cpu,
+                      room_mem // per_mem))  # fmt: skip

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from infra.config import images
+from infra.config.autoscaling import AutoscalingConfig
 from infra.config.base import Section
 from infra.config.curvine import CurvineConfig
 from infra.config.errors import RuleViolation
@@ -130,7 +131,11 @@ class EndpointConfig(Section):
     instance_type: str | None = None
     """GPU instance type of the endpoint; default: hyperpod.gpu_group.instance_type."""
     replicas: int = Field(default=2, ge=1)
-    """Model replicas (one per node on single-GPU instances)."""
+    """Model replicas (one per node on single-GPU instances). With ``autoscaling``, the count
+    it starts with (the CRD's ``replicas``): within ``min_replicas``..``max_replicas``."""
+    autoscaling: AutoscalingConfig | None = None
+    """Scale the replicas on a signal from the metrics store (docs/autoscaling.md); null (the
+    default): a fixed ``replicas``."""
     rollout: Literal["surge", "scale_down_first"] = "scale_down_first"
     """How updates roll: ``surge`` lets the operator's Deployment start a new Pod before stopping
     an old one, which needs a free GPU slot (replicas x tensor-parallel + tensor-parallel <= GPUs);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
+from infra.config.autoscaling import peak_replicas
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import MODEL_SOURCES, VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig
@@ -18,6 +19,7 @@ from infra.config.model import (
     l1_in_container_gib,
 )
 from infra.config.operator_versions import ADDON_NAME
+from infra.config.rules_autoscaling import check_autoscaling
 from infra.config.rules_bench import check_bench
 from infra.config.rules_budget import check_node_budget
 from infra.config.rules_existing import check_existing_arns
@@ -333,7 +335,8 @@ def _check_gpu_slots(app: AppConfig) -> None:
     total = gpu.instance_count * inst.gpus
     used = 0
     for i, e in enumerate(app.kvcache.endpoints):
-        used += e.replicas * e.tensor_parallel_size
+        # Autoscaled endpoints count at their maximum: all may peak at once.
+        used += peak_replicas(e.replicas, e.autoscaling) * e.tensor_parallel_size
         surge = e.tensor_parallel_size if e.rollout == "surge" else 0
         if used + surge > total:
             why = (
@@ -343,11 +346,12 @@ def _check_gpu_slots(app: AppConfig) -> None:
                 if surge and used <= total
                 else f"{used} GPUs > {total} GPUs ({gpu.instance_count} nodes x {inst.gpus})"
             )
+            key = "autoscaling.max_replicas" if e.autoscaling else "replicas"
             raise RuleViolation(
-                f"replicas that fit the GPU group: {why}",
-                "lower replicas, add GPU nodes, or set rollout: scale_down_first",
-                field=f"kvcache.endpoints.{i}.replicas",
-                value=e.replicas,
+                f"{key.split('.')[-1]} that fit the GPU group: {why}",
+                f"lower {key}, add GPU nodes, or set rollout: scale_down_first",
+                field=f"kvcache.endpoints.{i}.{key}",
+                value=peak_replicas(e.replicas, e.autoscaling),
             )
 
 
@@ -420,6 +424,7 @@ def check_kvcache(app: AppConfig) -> None:
         )
     for i, e in enumerate(kv.endpoints):
         _check_endpoint(app, i, e)
+    check_autoscaling(app)
     _check_gpu_slots(app)
     check_node_budget(app)
 

@@ -33,6 +33,13 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     # Below 11 GiB only without L1, never below vLLM's 10 (tests/infra/config/test_memory.py).
     "kvcache.endpoints.0.memory_gib": {"kvcache.endpoints.0.enable_l1_cache": False},
 }  # fmt: skip
+# An autoscaling section needs a maximum the two dev GPU nodes hold (the default 5 does not).
+AUTOSCALING = "kvcache.endpoints.0.autoscaling"
+COMPANIONS |= {
+    f"{AUTOSCALING}.{name}": {f"{AUTOSCALING}.max_replicas": 2}
+    for name in ("polling_interval_seconds", "cooldown_seconds", "initial_cooldown_seconds",
+                 "scale_up_stabilization_seconds", "scale_down_stabilization_seconds")
+}  # fmt: skip
 # vLLM serves /metrics on the port it listens on: the two ports move together.
 SAME_VALUE = {
     "kvcache.endpoints.0.container_port": "kvcache.endpoints.0.metrics_port",
@@ -187,6 +194,23 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {"kvcache.endpoints.0.l2_backend": "tieredstorage", "kvcache.endpoints.0.memory_gib": 15},
      {"kvcache.endpoints.0.l2_backend": "tieredstorage", "kvcache.endpoints.0.memory_gib": 14},
      "kvcache.endpoints.0.memory_gib"),
+    ("autoscaling max >= min",
+     {f"{AUTOSCALING}.min_replicas": 2, f"{AUTOSCALING}.max_replicas": 2},
+     {f"{AUTOSCALING}.min_replicas": 2, f"{AUTOSCALING}.max_replicas": 1},
+     f"{AUTOSCALING}.max_replicas"),
+    ("autoscaling max fits the GPU nodes",
+     {f"{AUTOSCALING}.max_replicas": 2}, {f"{AUTOSCALING}.max_replicas": 3},
+     f"{AUTOSCALING}.max_replicas"),
+    ("autoscaling starts within its bounds",
+     {f"{AUTOSCALING}.max_replicas": 2, "kvcache.endpoints.0.replicas": 2},
+     {f"{AUTOSCALING}.max_replicas": 1, "kvcache.endpoints.0.replicas": 2},
+     "kvcache.endpoints.0.replicas"),
+    ("kv_cache_usage target a fraction",
+     {f"{AUTOSCALING}.max_replicas": 2, f"{AUTOSCALING}.signal": "kv_cache_usage",
+      f"{AUTOSCALING}.target": 1},
+     {f"{AUTOSCALING}.max_replicas": 2, f"{AUTOSCALING}.signal": "kv_cache_usage",
+      f"{AUTOSCALING}.target": 1.001},
+     f"{AUTOSCALING}.target"),
     ("Curvine masters 1, 3 or 5",
      {"kvcache.curvine.master.replicas": 5},
      {"kvcache.curvine.master.replicas": 6},

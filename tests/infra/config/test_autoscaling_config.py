@@ -1,0 +1,158 @@
+"""``kvcache.endpoints[].autoscaling``: what loads, and the one line each refusal gets (the CRD
+checks none of these, so each would otherwise deploy and scale wrongly or not at all)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.config import AppConfig, parse_config
+from infra.config.autoscaling import effective_target
+from tests.support.config import (
+    BASE,
+    ENV,
+    EXISTING_GROUPS,
+    SOURCE,
+    existing_cluster,
+    refusal,
+    with_overrides,
+)
+
+AT = "kvcache.endpoints.0.autoscaling"
+# dev.yaml: two single-GPU ml.g6e.4xlarge nodes, observability on, operator 3.2 with KEDA.
+FITS = {"max_replicas": 2}
+
+
+def _endpoints(*overrides: dict[str, Any]) -> dict[str, Any]:
+    base = BASE["kvcache"]["endpoints"][0]
+    return {"kvcache.endpoints": [{**base, **o} for o in overrides]}
+
+
+def parse_with(overrides: dict[str, Any]) -> AppConfig:
+    return parse_config(with_overrides(overrides), SOURCE, ENV)
+
+
+def _field_of(line: str | None) -> str:
+    assert line is not None, "accepted"
+    assert "\n" not in line
+    return line.removeprefix(f"{SOURCE}: ").split(" = ", 1)[0]
+
+
+def test_absent_keeps_the_fixed_replicas() -> None:
+    endpoint = parse_with({}).kvcache.endpoints[0]
+    assert endpoint.autoscaling is None
+
+
+def test_defaults_are_the_crd_timings_and_the_evidence_targets() -> None:
+    cfg = parse_with({AT: FITS})
+    a = cfg.kvcache.endpoints[0].autoscaling
+    assert a is not None
+    assert (a.min_replicas, a.max_replicas, a.signal) == (1, 2, "requests_waiting")
+    assert (a.polling_interval_seconds, a.cooldown_seconds, a.initial_cooldown_seconds) == (
+        30, 300, 300,
+    )  # fmt: skip
+    assert (a.scale_up_stabilization_seconds, a.scale_down_stabilization_seconds) == (0, 300)
+    bound = cfg.observability.ttft_p95_bound_seconds
+    assert effective_target(a, bound) == 5
+    kv = parse_with({AT: {**FITS, "signal": "kv_cache_usage"}}).kvcache.endpoints[0].autoscaling
+    assert kv is not None and effective_target(kv, bound) == 0.8
+    ttft = parse_with({AT: {**FITS, "signal": "ttft_p95"}}).kvcache.endpoints[0].autoscaling
+    assert ttft is not None and effective_target(ttft, bound) == bound
+    own = parse_with({AT: {**FITS, "target": 3}}).kvcache.endpoints[0].autoscaling
+    assert own is not None and effective_target(own, bound) == 3
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({AT: {"min_replicas": 2, "max_replicas": 1}}, f"{AT}.max_replicas"),
+        ({AT: {"min_replicas": 0, "max_replicas": 2}}, f"{AT}.min_replicas"),
+        ({AT: {"min_replicas": -1, "max_replicas": 2}}, f"{AT}.min_replicas"),
+        ({AT: {**FITS, "target": 0}}, f"{AT}.target"),
+        ({AT: {**FITS, "target": -2}}, f"{AT}.target"),
+        ({AT: {**FITS, "signal": "kv_cache_usage", "target": 80}}, f"{AT}.target"),
+        ({AT: {**FITS, "signal": "gpu_utilization"}}, f"{AT}.signal"),
+        ({AT: {**FITS, "polling_interval_seconds": 0}}, f"{AT}.polling_interval_seconds"),
+        ({AT: {**FITS, "cooldown_seconds": -1}}, f"{AT}.cooldown_seconds"),
+        ({AT: {**FITS, "initial_cooldown_seconds": -1}}, f"{AT}.initial_cooldown_seconds"),
+        # Kubernetes refuses an HPA stabilization window over an hour; the CRD does not.
+        (
+            {AT: {**FITS, "scale_down_stabilization_seconds": 3601}},
+            f"{AT}.scale_down_stabilization_seconds",
+        ),
+        (
+            {AT: {**FITS, "scale_up_stabilization_seconds": -1}},
+            f"{AT}.scale_up_stabilization_seconds",
+        ),
+        ({AT: {**FITS, "fallback": 2}}, f"{AT}.fallback"),
+    ],
+)
+def test_values_the_crd_or_kubernetes_would_refuse_are_refused_in_one_line(
+    overrides: dict[str, Any], field: str
+) -> None:
+    assert _field_of(refusal(overrides)) == field
+
+
+def test_replicas_is_the_starting_count_within_the_bounds() -> None:
+    line = refusal({AT: {"min_replicas": 1, "max_replicas": 2}, "kvcache.endpoints.0.replicas": 1})
+    assert line is None
+    line = refusal({AT: {"min_replicas": 2, "max_replicas": 2}, "kvcache.endpoints.0.replicas": 1})
+    assert _field_of(line) == "kvcache.endpoints.0.replicas"
+    assert line is not None and "fix: set replicas to 2" in line
+
+
+def test_a_maximum_beyond_the_gpu_nodes_is_refused_with_what_they_hold() -> None:
+    line = refusal({AT: {"max_replicas": 3}})
+    assert _field_of(line) == f"{AT}.max_replicas"
+    assert line is not None and "at most 2:" in line
+    assert refusal({AT: {"max_replicas": 3}, "hyperpod.gpu_group.instance_count": 3}) is None
+
+
+def test_a_node_holds_as_many_replicas_as_its_cpu_allows_not_only_its_gpus() -> None:
+    """ml.g6e.12xlarge: 4 GPUs, 48 vCPUs, 7.75 cores of other work. Replicas of 15 cores (and
+    the operator's sidecars): two per node by CPU, not four by GPU."""
+    big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
+    fat = {"kvcache.endpoints.0.cpu": 15, "kvcache.endpoints.0.replicas": 1}
+    assert refusal({**big, **fat, AT: {"max_replicas": 4}}) is None
+    line = refusal({**big, **fat, AT: {"max_replicas": 5}})
+    assert _field_of(line) == f"{AT}.max_replicas"
+    assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
+
+
+def test_endpoints_count_at_their_maximum_when_sharing_the_gpu_group() -> None:
+    """Each fits alone; at their peaks together they need three GPUs of two."""
+    both = _endpoints(
+        {"replicas": 1},
+        {"name": "other", "replicas": 1, "autoscaling": {"max_replicas": 2}},
+    )
+    line = refusal(both)
+    assert _field_of(line) == "kvcache.endpoints.1.autoscaling.max_replicas"
+    assert line is not None and "3 GPUs > 2 GPUs" in line
+    both["kvcache.endpoints"][1]["autoscaling"]["max_replicas"] = 1
+    assert refusal(both) is None
+
+
+def test_a_signal_needs_observability_and_says_why_there_is_no_cloudwatch_form() -> None:
+    line = refusal({AT: FITS, "observability.enabled": False})
+    assert _field_of(line) == f"{AT}.signal"
+    assert line is not None and "observability.enabled: true" in line and "CloudWatch" in line
+
+
+def test_a_signal_needs_the_collector_that_writes_it() -> None:
+    """An existing cluster without the collector's subnets gets a workspace nobody writes to:
+    the query would find nothing, which KEDA reads as zero load."""
+    existing = {"existing_cluster": existing_cluster(), "hyperpod": EXISTING_GROUPS}
+    assert refusal(existing) is None
+    assert _field_of(refusal({**existing, AT: FITS})) == f"{AT}.signal"
+
+
+def test_operator_3_0_cannot_take_an_amp_query_url() -> None:
+    line = refusal({AT: FITS, "addons.inference_operator.version": "v1.0.0-eksbuild.1"})
+    assert _field_of(line) == "addons.inference_operator.version"
+
+
+def test_autoscaling_needs_the_add_ons_keda() -> None:
+    line = refusal({AT: FITS, "addons.inference_operator.keda_enabled": False})
+    assert _field_of(line) == "addons.inference_operator.keda_enabled"
+    assert refusal({"addons.inference_operator.keda_enabled": False}) is None
