@@ -21,6 +21,13 @@ import yaml
 from infra.config import AppConfig
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, L2Backend
 from infra.config.model import l2_pool_bytes
+from infra.scaling import (
+    at_max_rules,
+    serving_replicas,
+    signal_per_replica,
+    target,
+    wanted_replicas,
+)
 from infra.tiers import (
     L0_HITS,
     L2_LABELS,
@@ -126,6 +133,7 @@ def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
         title=f"{e.namespace}/{e.name} ({e.routing_strategy})",
         endpoint=e.name,
         panels=(
+            *_scaling_panels(config, e),
             Panel("Hit rate by tier", "percentunit", hits, tier),
             Panel("TTFT", "s", (Target(q.ttft(0.5), "p50"), Target(q.ttft(0.95), "p95")),
                   "Time to first token", (("bound", config.observability.ttft_p95_bound_seconds),)),
@@ -142,6 +150,32 @@ def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
                   "LMCache's local CPU backend per Pod (bounded by the Tiered Storage share)"),
         ),
     )  # fmt: skip
+
+
+def _scaling_panels(config: AppConfig, e: EndpointConfig) -> tuple[Panel, ...]:
+    """An autoscaled endpoint's replicas and signal (``infra.scaling``), first in its row."""
+    if e.autoscaling is None:
+        return ()
+    a = e.autoscaling
+    replicas = Panel(
+        "Replicas: wanted vs serving",
+        "short",
+        (
+            Target(wanted_replicas(config, e), "wanted (signal / target)"),
+            Target(serving_replicas(e), "serving"),
+        ),
+        "Replicas the signal asks for (the HPA's formula, within min..max) against the Pods "
+        "answering on /metrics; wanted above serving for long: a Pod cannot start",
+        (("max", float(a.max_replicas)), ("min", float(a.min_replicas))),
+    )
+    signal = Panel(
+        f"Scaling signal: {a.signal}",
+        "short",
+        (Target(signal_per_replica(config, e), "per replica"),),
+        "What KEDA scales on, against its target",
+        (("target", target(config, e)),),
+    )
+    return (replicas, signal)  # fmt: skip
 
 
 def curvine_row(config: AppConfig) -> Row:
@@ -307,6 +341,7 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
         },
     ]  # fmt: skip
     rules += _l2_rules(config)
+    rules += at_max_rules(config)
     if "curvine" in config.kvcache.l2_backends:
         rules += [
             {

@@ -19,6 +19,7 @@ from scripts.lib.errors import Exit
 from scripts.lib.report import (
     PromClient,
     query_endpoint,
+    range_step,
     render_png,
     summary,
     table,
@@ -57,7 +58,7 @@ def run(o: ReportOptions) -> Exit:
     report = summary(config, client, window, end)
     print(json.dumps(report, indent=2) if as_json else table(report))
     start = end - timedelta(seconds=seconds)
-    step = max(30, seconds // 120)
+    step = range_step(seconds)
     path = o.png or Path("dist") / config.environment / "report.png"
     render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
                f"{config.stack_prefix}: last {window}")  # fmt: skip

@@ -10,13 +10,14 @@ is ``observability.query_endpoint`` or, when unset, found by the workspace alias
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from botocore.credentials import Credentials
 
 from infra.config import AppConfig
 from infra.dashboards import Panel, Queries, Row, Target, l2_used_percent
+from infra.scaling import serving_replicas, wanted_replicas
 
 WINDOWS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -88,10 +90,43 @@ def query_endpoint(config: AppConfig, amp: Any = None) -> str:
     raise LookupError(f"no AMP workspace with alias {alias}: is observability.enabled deployed?")
 
 
+def range_step(seconds: int) -> int:
+    """About 120 points over the window, never closer than the 30 s scrape interval."""
+    return max(30, seconds // 120)
+
+
+def scale_events(points: list[tuple[float, float]]) -> list[dict[str, Any]]:
+    """Each change of the serving replica count, in time order: when, from and to (a gap in
+    the series, no sample, is no event)."""
+    out = []
+    for (_, before), (t, now) in itertools.pairwise(points):
+        if now != before:
+            at = datetime.fromtimestamp(t, UTC).isoformat()
+            out.append({"at": at, "from": int(before), "to": int(now)})
+    return out
+
+
+def _replicas(config: AppConfig, client: PromClient, e: Any, start: datetime,
+              at: datetime) -> dict[str, Any]:  # fmt: skip
+    """Replicas serving now, their changes over the window, and for an autoscaled endpoint what
+    its signal asks for and its bounds (``infra.scaling``)."""
+    step = range_step(int((at - start).total_seconds()))
+    found = client.series(serving_replicas(e), start, at, step)
+    out: dict[str, Any] = {"replicas_serving": client.scalar(serving_replicas(e), at),
+                           "scale_events": scale_events(found[0][1]) if found else []}  # fmt: skip
+    if e.autoscaling is not None:
+        out |= {"replicas_wanted": client.scalar(wanted_replicas(config, e), at),
+                "min_replicas": e.autoscaling.min_replicas,
+                "max_replicas": e.autoscaling.max_replicas}  # fmt: skip
+    return out
+
+
 def summary(config: AppConfig, client: PromClient, window: str, at: datetime) -> dict[str, Any]:
-    """Hit rate per tier, TTFT percentiles and request rate per endpoint; L2 use, over window."""
+    """Hit rate per tier, TTFT percentiles, request rate and replicas (with their scale events)
+    per endpoint; L2 use, over window."""
     out: dict[str, Any] = {"environment": config.environment, "window": window,
                            "end": at.isoformat(), "endpoints": {}}  # fmt: skip
+    start = at - timedelta(seconds=window_seconds(window))
     for e in config.kvcache.endpoints:
         q = Queries(config, e, window=window)
         l2 = q.l2_hit_rate()
@@ -105,6 +140,7 @@ def summary(config: AppConfig, client: PromClient, window: str, at: datetime) ->
             "ttft_p95_seconds": client.scalar(q.ttft(0.95), at),
             "ttft_p99_seconds": client.scalar(q.ttft(0.99), at),
             "requests_per_second": client.scalar(q.request_rate(), at),
+            **_replicas(config, client, e, start, at),
         }
     if "curvine" in config.kvcache.l2_backends:
         ev = config.kvcache.curvine.evictor
@@ -141,6 +177,15 @@ def table(report: dict[str, Any]) -> str:
         f"{report['environment']}: last {report['window']} to {report['end']}",
         *("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines),
     ]
+    for name, r in report["endpoints"].items():
+        events = ", ".join(f"{ev['at'][11:16]} {ev['from']} -> {ev['to']}"
+                           for ev in r["scale_events"]) or "none"  # fmt: skip
+        serving = _fmt(r["replicas_serving"], "n").removesuffix(".00")
+        bounds = ""
+        if "max_replicas" in r:
+            wanted = _fmt(r["replicas_wanted"], "n").removesuffix(".00")
+            bounds = f", wanted {wanted} of {r['min_replicas']}..{r['max_replicas']}"
+        text.append(f"{name} replicas serving {serving}{bounds}; scale events: {events}")
     if "l2" in report:
         l2 = report["l2"]
         used = "-" if l2["used_percent"] is None else f"{l2['used_percent']:.1f}%"
