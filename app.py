@@ -27,7 +27,7 @@ from infra.cdk_context import cdk_json_context, new_app
 from infra.config import AppConfig, ConfigError, load_config
 from infra.nag import enable_checks
 from infra.unresolved import UnresolvedTokenError
-from k8s.render import needs_file_system, render_config
+from k8s.render import needs_file_system, needs_workspace, render_config
 from stacks.composition import compose
 from stacks.pipeline_stack import PipelineStack
 
@@ -58,13 +58,19 @@ def _pipeline(app: App, config: AppConfig) -> None:
 
 def write_manifests(config: AppConfig, out: Path, stream: TextIO) -> None:
     """dist/<env>/ as `make manifests` writes it. With an FSx L2 the PersistentVolume names the
-    deployed file system, which an offline synth cannot read: nothing is written, and one line
-    says how to get the folder."""
-    if needs_file_system(config):
-        env = config.environment
+    deployed file system, and an autoscaled endpoint the deployed AMP workspace, which an
+    offline synth cannot read: nothing is written, and one line says how to get the folder."""
+    env = config.environment
+    deployed = (
+        "with kvcache.l2_backend fsx_lustre the L2 PersistentVolume names the deployed file system"
+        if needs_file_system(config)
+        else "an autoscaled endpoint names the deployed AMP workspace"
+        if needs_workspace(config)
+        else None
+    )
+    if deployed is not None:
         print(
-            f"warning: {out} not written: with kvcache.l2_backend fsx_lustre the L2 "
-            "PersistentVolume names the deployed file system, which a synth cannot know; run "
+            f"warning: {out} not written: {deployed}, which a synth cannot know; run "
             f"`make manifests ENV={env}` after `make deploy ENV={env}`",
             file=stream,
         )

@@ -4,10 +4,10 @@
 Light on purpose (no aws_cdk import): teardown plans its deletion waves from it without loading
 CDK. Each stack lists the stacks it needs; anything not listed runs side by side:
 
-    network -> eks ----> hyperpod -> nodes -> addons ---------\\
-        \\---> egress -/          |        \\-> kvcache --------+-> endpoints
-                                 \\-> tiered-storage ----------/
-                                 \\-> observability
+    network -> eks ----> hyperpod -> nodes -----------> addons ------\\
+        \\---> egress -/          |      \\-> kvcache -----------------+-> endpoints
+                                 |-> observability -> (addons) -----+
+                                 \\-> tiered-storage ---------------/
 
 A stack that is not part of a mode (network, egress and eks on an existing cluster, egress on an
 existing VPC, addons when no add-on is managed, observability when it is off) is dropped; its own
@@ -36,10 +36,13 @@ STACK_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "nodes": ("hyperpod",),
     # The Tiered Storage custom resource (UpdateCluster): only the endpoints wait for it.
     "tiered-storage": ("hyperpod",),
-    "addons": ("hyperpod", "nodes"),
-    "kvcache": ("hyperpod", "nodes"),
-    "endpoints": ("addons", "kvcache", "tiered-storage"),
+    # The AMP workspace, its collector and alerts.
     "observability": ("hyperpod",),
+    # KEDA's role (add-ons) may query the observability workspace only; autoscaled endpoints
+    # name it in their serverAddress.
+    "addons": ("hyperpod", "nodes", "observability"),
+    "kvcache": ("hyperpod", "nodes"),
+    "endpoints": ("addons", "kvcache", "tiered-storage", "observability"),
 }
 STACK_SUFFIXES: tuple[str, ...] = tuple(STACK_DEPENDENCIES)  # one valid deploy order
 

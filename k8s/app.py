@@ -11,6 +11,7 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
+from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
 from infra.fsx_outputs import FsxVolume
 from k8s.csi import CsiChart
@@ -47,10 +48,13 @@ class Charts:
         return self.by_name[name]
 
 
-def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
+def build_charts(
+    config: AppConfig, *, fsx: FsxVolume | None = None, workspace: AmpWorkspace | None = None
+) -> Charts:
     """``fsx``: the file system of ``l2_backend: fsx_lustre``, required with it (the kvcache
-    stack passes its attributes as CDK tokens; ``k8s.render`` the deployed values). Nothing is
-    written here: the App is only the charts' scope."""
+    stack passes its attributes as CDK tokens; ``k8s.render`` the deployed values).
+    ``workspace``: the observability AMP workspace, required when an endpoint autoscales (the
+    same two sources). Nothing is written here: the App is only the charts' scope."""
     kv = config.kvcache
     curvine = "curvine" in kv.l2_backends
     # The L2 claim and policy exist with either mounted store; Curvine's own charts only with it.
@@ -68,7 +72,7 @@ def build_charts(config: AppConfig, *, fsx: FsxVolume | None = None) -> Charts:
             mounted,
             lambda s, i: PolicyChart(s, i, config=config, claim=l2_claim(config, fsx)),
         ),
-        (ENDPOINTS, True, lambda s, i: EndpointsChart(s, i, config=config)),
+        (ENDPOINTS, True, lambda s, i: EndpointsChart(s, i, config=config, workspace=workspace)),
     ]
     app = cdk8s.App()
     return Charts(

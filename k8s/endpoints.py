@@ -6,9 +6,11 @@ from __future__ import annotations
 import cdk8s
 from constructs import Construct
 
+from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import sagemaker_endpoint_name
+from k8s.autoscaling import autoscaling_spec
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
 from k8s.l2_pod import endpoint_env
 from k8s.names import labels
@@ -39,7 +41,9 @@ def _source(
     )
 
 
-def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpec:
+def _spec(
+    config: AppConfig, e: EndpointConfig, workspace: AmpWorkspace | None
+) -> ie.InferenceEndpointConfigSpec:
     gpus = e.tensor_parallel_size
     amounts: dict[str, str | int] = {
         "cpu": str(e.cpu),
@@ -66,11 +70,18 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
         *e.args,
     ]
     l2 = e.l2_backend != "none"
+    scaling = None
+    if e.autoscaling is not None:
+        if workspace is None:
+            raise ValueError(f"endpoint {e.name} autoscales: its chart needs the AMP workspace")
+        scaling = autoscaling_spec(config, e, e.autoscaling, workspace)
     return ie.InferenceEndpointConfigSpec(
         model_name=e.name,
         endpoint_name=sagemaker_endpoint_name(config, e),
         instance_type=e.instance_type or config.hyperpod.gpu_group.instance_type,
+        # With autoscaling: the count it starts with; KEDA moves it within the bounds.
         replicas=e.replicas,
+        auto_scaling_spec=scaling,
         model_source_config=_source(config, e),
         worker=ie.InferenceEndpointConfigSpecWorker(
             image=e.image,
@@ -113,7 +124,16 @@ def _spec(config: AppConfig, e: EndpointConfig) -> ie.InferenceEndpointConfigSpe
 
 
 class EndpointsChart(cdk8s.Chart):
-    def __init__(self, scope: Construct, id: str, *, config: AppConfig):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        config: AppConfig,
+        workspace: AmpWorkspace | None = None,
+    ):
+        """``workspace``: the observability AMP workspace, required when an endpoint
+        autoscales (the CDK app passes its tokens, ``k8s.render`` the deployed id)."""
         super().__init__(scope, id, disable_resource_name_hashes=True)
         for e in config.kvcache.endpoints:
             ie.InferenceEndpointConfig(
@@ -124,5 +144,5 @@ class EndpointsChart(cdk8s.Chart):
                     namespace=e.namespace,
                     labels=labels(e.name, "endpoint"),
                 ),
-                spec=_spec(config, e),
+                spec=_spec(config, e, workspace),
             )

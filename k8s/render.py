@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from infra.amp_workspace import AmpWorkspace, WorkspaceUnknown
 from infra.config import AppConfig, load_config
 from infra.config.locks import LOCK_DIR, lock_of
 from infra.fsx_outputs import FileSystemUnknown, FsxVolume
@@ -195,25 +196,47 @@ def needs_file_system(config: AppConfig) -> bool:
     return "fsx_lustre" in config.kvcache.l2_backends
 
 
+def needs_workspace(config: AppConfig) -> bool:
+    """Some endpoint autoscales: its serverAddress names the deployed AMP workspace."""
+    return any(e.autoscaling is not None for e in config.kvcache.endpoints)
+
+
 def render(
-    env: str, out: Path, lock_dir: Path | None = None, *, fsx: FsxVolume | None = None
+    env: str,
+    out: Path,
+    lock_dir: Path | None = None,
+    *,
+    fsx: FsxVolume | None = None,
+    workspace: AmpWorkspace | None = None,
 ) -> list[Path]:
     config = load_config(env)  # refuses a config that disagrees with its lock
-    return render_config(config, out, lock_dir, fsx=fsx)
+    return render_config(config, out, lock_dir, fsx=fsx, workspace=workspace)
 
 
 def render_config(
-    config: AppConfig, out: Path, lock_dir: Path | None = None, *, fsx: FsxVolume | None = None
+    config: AppConfig,
+    out: Path,
+    lock_dir: Path | None = None,
+    *,
+    fsx: FsxVolume | None = None,
+    workspace: AmpWorkspace | None = None,
 ) -> list[Path]:
     """dist/<env>/ from the config alone. ``fsx``: the deployed file system, required with
-    ``l2_backend: fsx_lustre`` (``deployed_file_system`` reads it)."""
+    ``l2_backend: fsx_lustre`` (``deployed_file_system`` reads it). ``workspace``: the deployed
+    AMP workspace, required when an endpoint autoscales (``deployed_workspace`` reads it)."""
     if needs_file_system(config) and fsx is None:
         raise FileSystemUnknown(
             f"kvcache.l2_backend = 'fsx_lustre': the L2 PersistentVolume names the deployed file "
             f"system, and none was given; fix: `make manifests ENV={config.environment}` reads it "
             "from the deployed kvcache stack"
         )
-    return write(config, build_charts(config, fsx=fsx), out, lock_dir)
+    if needs_workspace(config) and workspace is None:
+        raise WorkspaceUnknown(
+            "an autoscaled endpoint's serverAddress names the deployed AMP workspace, and none "
+            f"was given; fix: `make manifests ENV={config.environment}` reads it from the "
+            "deployed observability stack"
+        )
+    return write(config, build_charts(config, fsx=fsx, workspace=workspace), out, lock_dir)
 
 
 def write(config: AppConfig, charts: Charts, out: Path, lock_dir: Path | None = None) -> list[Path]:

@@ -32,6 +32,7 @@ class AddonsStack(Stack):
         oidc_provider: iam.IOpenIdConnectProvider,
         hyperpod_cluster_arn: str,
         nodes_ready: list[IConstruct] | None = None,
+        metrics_workspace_arn: str | None = None,
         **stack_kwargs: Any,
     ) -> None:
         super().__init__(scope, id, **stack_kwargs)
@@ -42,6 +43,7 @@ class AddonsStack(Stack):
             cluster=cluster,
             oidc_provider=oidc_provider,
             hyperpod_cluster_arn=hyperpod_cluster_arn,
+            metrics_workspace_arn=metrics_workspace_arn,
         )
         if nodes_ready:
             # Add-ons with Deployments stay DEGRADED until nodes (and CoreDNS) are up.

@@ -158,6 +158,19 @@ def compose(
         description="HyperPod KV cache: node readiness gate and CoreDNS",
         **common("nodes"),
     )
+    observability = None
+    if config.observability.enabled:
+        # Metrics store, collector and alerts; the collector needs the cluster and its network.
+        # Before the add-ons and endpoints: KEDA's role and autoscaled endpoints name it.
+        observability = ObservabilityStack(
+            app,
+            f"{prefix}-observability",
+            config=config,
+            cluster=hyperpod.eks_cluster,
+            network=network.network if network else None,
+            description="HyperPod KV cache: AMP workspace, managed collector, alerts",
+            **common("observability"),
+        )
     addons = None
     if config.addons.any_managed:
         # Add-on Pods need nodes and CoreDNS; the operator needs the cluster ARN.
@@ -169,6 +182,7 @@ def compose(
             oidc_provider=hyperpod.oidc_provider,
             hyperpod_cluster_arn=hyperpod.hyperpod_cluster_arn,
             nodes_ready=nodes.ready,
+            metrics_workspace_arn=observability.workspace_arn if observability else None,
             description="HyperPod KV cache: EKS add-ons, their IAM, the inference operator",
             **common("addons"),
         )
@@ -180,6 +194,7 @@ def compose(
         network=network.network if network else None,
         skip=frozenset({ENDPOINTS}),
         nodes_ready=nodes.ready,
+        workspace=observability.workspace if observability else None,
         description="HyperPod KV cache: Curvine or the FSx file system, the L2 volume and "
         "Kyverno with its policy",
         **common("kvcache"),
@@ -202,18 +217,6 @@ def compose(
         description="HyperPod KV cache: the inference endpoints",
         **common("endpoints"),
     )
-    observability = None
-    if config.observability.enabled:
-        # Metrics store, collector and alerts; the collector needs the cluster and its network.
-        observability = ObservabilityStack(
-            app,
-            f"{prefix}-observability",
-            config=config,
-            cluster=hyperpod.eks_cluster,
-            network=network.network if network else None,
-            description="HyperPod KV cache: AMP workspace, managed collector, alerts",
-            **common("observability"),
-        )
     stacks = EnvironmentStacks(
         network=network,
         eks=eks_stack,

@@ -16,6 +16,7 @@ from typing import Any
 from aws_cdk import Stack
 from constructs import Construct, IConstruct
 
+from infra.amp_workspace import AmpWorkspace
 from infra.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
 from infra.constructs.kubernetes_layer import KubernetesLayer
@@ -34,10 +35,13 @@ class KvCacheStack(Stack):
         network: Network | None = None,
         skip: frozenset[str] = frozenset(),
         nodes_ready: list[IConstruct] | None = None,
+        workspace: AmpWorkspace | None = None,
         **stack_kwargs: Any,
     ) -> None:
         """``network``: the created network (None on an existing cluster: the file system's
-        placement comes from ``kvcache.fsx``). ``skip``: chart names another stack deploys."""
+        placement comes from ``kvcache.fsx``). ``skip``: chart names another stack deploys.
+        ``workspace``: the observability stack's, for the endpoints chart (deployed by the
+        endpoints stack, so only that stack refers to it)."""
         super().__init__(scope, id, **stack_kwargs)
         target = as_icluster(cluster)
         # Id "Default": CDK leaves that path component out of logical IDs, so the layer's
@@ -52,6 +56,7 @@ class KvCacheStack(Stack):
             network=network,
             skip=skip,
             nodes_ready=nodes_ready,
+            workspace=workspace,
         )
         self.l2_file_system = self.layer.l2_file_system
         self.charts = self.layer.charts

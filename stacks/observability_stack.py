@@ -8,6 +8,7 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
+from infra.amp_workspace import WORKSPACE_ID_OUTPUT, AmpWorkspace
 from infra.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.network import Network
@@ -38,3 +39,9 @@ class ObservabilityStack(Stack):
         CfnOutput(self, "QueryEndpoint", value=self.observability.query_endpoint,
                   description="Prometheus query URL (observability.query_endpoint)")  # fmt: skip
         CfnOutput(self, "AlertTopicArn", value=self.observability.topic.topic_arn)
+        workspace = self.observability.workspace
+        # What autoscaled endpoints query (their serverAddress; `make manifests` reads it).
+        CfnOutput(self, WORKSPACE_ID_OUTPUT, value=workspace.attr_workspace_id,
+                  description="AMP workspace id (autoscaled endpoints' serverAddress)")  # fmt: skip
+        self.workspace = AmpWorkspace(workspace.attr_workspace_id, config.region)
+        self.workspace_arn = workspace.attr_arn

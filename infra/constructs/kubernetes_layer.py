@@ -22,6 +22,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
+from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
 from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.network import Network
@@ -90,6 +91,7 @@ class KubernetesLayer(Construct):
         network: Network | None = None,
         skip: frozenset[str] = frozenset(),
         nodes_ready: list[IConstruct] | None = None,
+        workspace: AmpWorkspace | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.l2_file_system: FsxLustreL2 | None = None
@@ -97,7 +99,9 @@ class KubernetesLayer(Construct):
             self.l2_file_system = l2_file_system(self, config, network)
         fsx = self.l2_file_system.volume if self.l2_file_system else None
         # The charts as deployed: the FSx values are CDK tokens here (never written to dist/).
-        self.charts: Charts = build_charts(config, fsx=fsx)
+        # The workspace is another stack's token: only the endpoints chart (its own stack) has it;
+        # the first owned apply here takes the endpoints' names, not their specs.
+        self.charts: Charts = build_charts(config, fsx=fsx, workspace=workspace)
         self.manifests = self._manifests(config, cluster, owned, skip)
         _claims_go_first(self.manifests)
         self.kyverno: eks.HelmChart | None = None

@@ -1,16 +1,18 @@
 """``hpkv manifests``: write the Kubernetes layer of one environment as plain YAML for kubectl or
 GitOps (``k8s.render``: one file per chart in apply order, kustomization.yaml, README.md) and
 record its lock; prints each file written. With ``kvcache.l2_backend: fsx_lustre`` the file
-system is read from the deployed kvcache stack's outputs; without it nothing is written."""
+system is read from the deployed kvcache stack's outputs, and with an autoscaled endpoint the AMP
+workspace from the observability stack's; without them nothing is written."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.amp_workspace import WorkspaceUnknown, deployed_workspace
 from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
 from infra.unresolved import UnresolvedTokenError
-from k8s.render import needs_file_system, render_config
+from k8s.render import needs_file_system, needs_workspace, render_config
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
 
@@ -26,8 +28,9 @@ def run(o: ManifestsOptions) -> Exit:
     config = runtime.config(o.env)
     try:
         fsx = deployed_file_system(config) if needs_file_system(config) else None
-        paths = render_config(config, o.out or Path("dist") / o.env, fsx=fsx)
-    except FileSystemUnknown as exc:
+        workspace = deployed_workspace(config) if needs_workspace(config) else None
+        paths = render_config(config, o.out or Path("dist") / o.env, fsx=fsx, workspace=workspace)
+    except (FileSystemUnknown, WorkspaceUnknown) as exc:
         raise runtime.fail(f"{exc}; nothing was written", Exit.USAGE) from None
     except UnresolvedTokenError as exc:
         raise runtime.fail(str(exc), Exit.USAGE) from None

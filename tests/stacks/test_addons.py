@@ -388,3 +388,13 @@ def test_cfn_lint_has_no_errors(synth: Synth) -> None:
     )
     errors = [m for m in matches if m.rule.id.startswith("E")]
     assert errors == [], "\n".join(str(m) for m in errors)
+
+
+def test_without_a_metrics_workspace_keda_may_query_no_prometheus(synth: Synth) -> None:
+    """Observability off: there is no workspace of this environment to scale on, so KEDA's role
+    gets no ``aps:`` action at all (CloudWatch reads only)."""
+    keda = synth.stack.platform.inference_operator.keda_role  # type: ignore[union-attr]
+    statements = synth.policy_statements(synth.logical_id(keda))
+    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str)
+                                               else s["Action"])}  # fmt: skip
+    assert actions and not any(a.startswith("aps:") for a in actions)

@@ -69,12 +69,12 @@ def test_stack_dependencies_are_the_layout_table(dev: Synth) -> None:
     # References may add a direct edge (the cluster is in eks) but never a wait the table lacks.
     table = {s: set(d) for s, d in dependencies(stacks).items()}
     assert closure(stacks) == closure(table)
-    # Add-ons and the Kubernetes layer need the nodes, not Tiered Storage or each other.
-    assert (
-        closure(stacks)["addons"]
-        == closure(stacks)["kvcache"]
-        == {"network", "eks", "egress", "hyperpod", "nodes"}
-    )
+    # Add-ons and the Kubernetes layer need the nodes, not Tiered Storage or each other; the
+    # add-ons also the metrics workspace (KEDA's role may query it only).
+    nodes = {"network", "eks", "egress", "hyperpod", "nodes"}
+    assert closure(stacks)["kvcache"] == nodes
+    assert closure(stacks)["addons"] == nodes | {"observability"}
+    assert "observability" in closure(stacks)["endpoints"]
     # The control plane and the NAT gateways are built side by side.
     assert closure(stacks)["eks"] == closure(stacks)["egress"] == {"network"}
 
@@ -169,9 +169,9 @@ def test_deletion_waves_delete_dependents_first() -> None:
     waves = deletion_waves(["network", "eks", "egress", "hyperpod", "nodes", "tiered-storage",
                             "addons", "kvcache", "endpoints", "observability"])  # fmt: skip
     assert waves == [
-        ["endpoints", "observability"],
+        ["endpoints"],
         ["tiered-storage", "addons", "kvcache"],
-        ["nodes"],
+        ["nodes", "observability"],
         ["hyperpod"],
         ["eks", "egress"],
         ["network"],

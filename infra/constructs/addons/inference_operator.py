@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
-from aws_cdk import Aws, CfnElement, CfnJson, Stack
+from aws_cdk import CfnElement, CfnJson, Stack
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
@@ -103,7 +103,10 @@ class InferenceOperatorAddon(EksAddon):
         retain_stateful_resources: bool,
         endpoint_namespaces: Sequence[str] = (),
         existing_vpc_id: str | None = None,
+        metrics_workspace_arn: str | None = None,
     ) -> None:
+        """``metrics_workspace_arn``: the observability AMP workspace, the only one KEDA's
+        role may query (None, observability off: no Prometheus query at all)."""
         if settings.adopted:
             # The installed operator keeps its execution role, TLS bucket and ALB/KEDA roles:
             # they stay in adopted_configuration, and nothing here would outlive a destroy.
@@ -221,29 +224,26 @@ class InferenceOperatorAddon(EksAddon):
                     resources=["*"],  # CloudWatch metric reads have no resource-level scoping
                 )
             )
-            self.keda_role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="PrometheusQueries",
-                    actions=[
-                        "aps:QueryMetrics",
-                        "aps:GetLabels",
-                        "aps:GetSeries",
-                        "aps:GetMetricMetadata",
-                    ],
-                    resources=[
-                        f"arn:{Aws.PARTITION}:aps:{Aws.REGION}:{Aws.ACCOUNT_ID}:workspace/*"
-                    ],
+            if metrics_workspace_arn is not None:
+                # The autoscaled endpoints' triggers query the observability workspace only.
+                self.keda_role.add_to_policy(
+                    iam.PolicyStatement(
+                        sid="PrometheusQueries",
+                        actions=[
+                            "aps:QueryMetrics",
+                            "aps:GetLabels",
+                            "aps:GetSeries",
+                            "aps:GetMetricMetadata",
+                        ],
+                        resources=[metrics_workspace_arn],
+                    )
                 )
-            )
             acknowledge_findings(
                 self.keda_role,
                 {
                     wildcard_finding(
                         "*"
                     ): "CloudWatch metric reads have no resource-level permissions.",
-                    wildcard_finding(
-                        "arn:<AWS::Partition>:aps:<AWS::Region>:<AWS::AccountId>:workspace/*"
-                    ): "Scaling queries may read any Prometheus workspace of this account.",
                 },
             )
             config["keda"] = {

@@ -26,6 +26,7 @@ from infra.constructs.addons.storage_addons import (
 # What an add-on's IAM roles need from outside the add-ons stack.
 OIDC = "oidc_provider"  # IRSA roles trust the cluster's OIDC provider
 CLUSTER_ARN = "hyperpod_cluster_arn"  # roles scoped to the HyperPod cluster
+WORKSPACE_ARN = "metrics_workspace_arn"  # KEDA's role queries the observability workspace
 
 
 def _no_options(_config: AppConfig) -> dict[str, Any]:
@@ -42,7 +43,7 @@ class AddonRow:
     """Its config section, ``addons.<key>``."""
     addon: type[EksAddon]
     iam: tuple[str, ...] = ()
-    """What its IAM roles need (``OIDC``, ``CLUSTER_ARN``)."""
+    """What its IAM roles need (``OIDC``, ``CLUSTER_ARN``, ``WORKSPACE_ARN``)."""
     requires: tuple[str, ...] = ()
     """Add-ons (keys) it depends on where this stack manages them (infra/config/rules.py refuses
     a config that disables one)."""
@@ -78,7 +79,7 @@ ADDONS: tuple[AddonRow, ...] = (
         "InferenceOperator",
         "inference_operator",
         InferenceOperatorAddon,
-        iam=(OIDC, CLUSTER_ARN),
+        iam=(OIDC, CLUSTER_ARN, WORKSPACE_ARN),
         requires=INFERENCE_REQUIRES,
         options=_inference_operator,
     ),
@@ -100,12 +101,17 @@ class PlatformAddons(Construct):
         cluster: AnyCluster,
         oidc_provider: iam.IOpenIdConnectProvider,
         hyperpod_cluster_arn: str,
+        metrics_workspace_arn: str | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.addons: dict[str, EksAddon] = {}
         if not config.addons.enabled:
             return
-        iam_inputs: dict[str, Any] = {OIDC: oidc_provider, CLUSTER_ARN: hyperpod_cluster_arn}
+        iam_inputs: dict[str, Any] = {
+            OIDC: oidc_provider,
+            CLUSTER_ARN: hyperpod_cluster_arn,
+            WORKSPACE_ARN: metrics_workspace_arn,
+        }
         for row in ADDONS:
             settings = config.addons.settings(row.key)
             if not settings.managed:

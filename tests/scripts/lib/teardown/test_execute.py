@@ -72,7 +72,9 @@ def test_order_of_operations(world: World) -> None:
     waves = stack_waves(world.cfg)
     for before, after in itertools.pairwise(waves):
         assert max(stacks.index(n) for n in before) < min(stacks.index(n) for n in after)
-    assert waves[0] == [f"{PREFIX}-endpoints", f"{PREFIX}-observability"]
+    assert waves[0] == [f"{PREFIX}-endpoints"]
+    # The workspace goes after the add-ons and endpoints that import its id and ARN.
+    assert f"{PREFIX}-observability" in waves[2]
     eks, network = f"{PREFIX}-eks", f"{PREFIX}-network"
     assert (
         t.index("k8s:inferenceendpointconfigs")

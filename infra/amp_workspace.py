@@ -1,0 +1,79 @@
+"""The observability AMP workspace as the scaler addresses it.
+
+KEDA's Prometheus scaler appends ``/api/v1/query`` to the InferenceEndpointConfig's
+``serverAddress``, and the operator's CRD (3.2) takes only
+``https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-<id>`` there: no trailing ``/``,
+so the workspace's ``PrometheusEndpoint`` attribute (which ends in one) cannot be reused. The
+address is built from the region and the workspace id.
+
+In CDK the id is the observability stack's token; ``make manifests`` reads it from that stack's
+``WorkspaceId`` output (CloudFormation ``DescribeStacks``). Light on purpose, as
+``infra.fsx_outputs``: boto3 only when a lookup runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infra.config import AppConfig
+
+OBSERVABILITY_SUFFIX = "observability"
+WORKSPACE_ID_OUTPUT = "WorkspaceId"
+
+
+@dataclass(frozen=True)
+class AmpWorkspace:
+    workspace_id: str
+    """``ws-...`` (a CDK token inside the app)."""
+    region: str
+
+    @property
+    def query_address(self) -> str:
+        """KEDA's ``serverAddress``: the workspace's Prometheus-compatible root."""
+        return f"https://aps-workspaces.{self.region}.amazonaws.com/workspaces/{self.workspace_id}"
+
+
+class WorkspaceUnknown(Exception):
+    """The deployed workspace's id could not be read; the message is one line."""
+
+
+def observability_stack_name(config: AppConfig) -> str:
+    return f"{config.stack_prefix}-{OBSERVABILITY_SUFFIX}"
+
+
+def deployed_workspace(config: AppConfig, cloudformation: Any = None) -> AmpWorkspace:
+    """The workspace of ``config``'s deployed observability stack. ``cloudformation``: a boto3
+    client (default: one for the environment's region, default credentials)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    name = observability_stack_name(config)
+
+    def unknown(reason: str, fix: str) -> WorkspaceUnknown:
+        return WorkspaceUnknown(
+            f"an autoscaled endpoint's serverAddress names the AMP workspace, read from output "
+            f"{WORKSPACE_ID_OUTPUT} of stack {name} ({config.region}): {reason}; fix: {fix}"
+        )
+
+    deploy = f"deploy it first (`make deploy ENV={config.environment}`)"
+    if cloudformation is None:
+        import boto3
+
+        cloudformation = boto3.client("cloudformation", region_name=config.region)
+    try:
+        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
+    except ClientError as exc:
+        error = exc.response.get("Error", {})
+        if "does not exist" in str(error.get("Message", "")):
+            raise unknown("the stack does not exist", deploy) from None
+        raise unknown(
+            f"DescribeStacks failed: {error.get('Code')}: {error.get('Message')}",
+            f"allow cloudformation:DescribeStacks on {name}",
+        ) from None
+    except BotoCoreError as exc:
+        raise unknown(f"DescribeStacks failed: {exc}", "check credentials and network") from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    if not outputs.get(WORKSPACE_ID_OUTPUT):
+        raise unknown(f"the stack has no output {WORKSPACE_ID_OUTPUT}", deploy)
+    return AmpWorkspace(outputs[WORKSPACE_ID_OUTPUT], config.region)
