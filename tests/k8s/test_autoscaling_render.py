@@ -159,3 +159,15 @@ def test_an_undeployed_or_older_observability_stack_is_one_line_saying_to_deploy
     _stack(config, {"AlertTopicArn": "arn:aws:sns:us-west-2:111122223333:t"})
     with pytest.raises(WorkspaceUnknown, match=f"no output {WORKSPACE_ID_OUTPUT}; fix: deploy"):
         deployed_workspace(config)
+
+
+def test_the_pinned_crd_has_no_fallback_so_none_is_rendered() -> None:
+    """KEDA's ``fallback`` (hold a replica count while the metrics store fails) has no field in
+    the operator's autoScalingSpec: the API server would refuse it, which is why an outage
+    freezes the count instead (docs/autoscaling.md)."""
+    config = _config()
+    iec = _iec(config)
+    assert "fallback" not in iec["spec"]["autoScalingSpec"]
+    iec["spec"]["autoScalingSpec"]["fallback"] = {"failureThreshold": 3, "replicas": 2}
+    with pytest.raises(jsonschema.ValidationError, match="fallback"):
+        jsonschema.validate(iec, _pinned(config))
