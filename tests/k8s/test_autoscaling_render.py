@@ -17,6 +17,7 @@ import cdk8s
 import jsonschema
 import pytest
 from moto import mock_aws
+from typer.testing import CliRunner
 
 from infra.amp_workspace import (
     WORKSPACE_ID_OUTPUT,
@@ -27,8 +28,11 @@ from infra.amp_workspace import (
 )
 from infra.config import AppConfig, parse_config
 from infra.config.operator_versions import OPERATORS
+from k8s import render as render_module
 from k8s.endpoints import EndpointsChart
 from k8s.render import render_config
+from scripts import cli
+from scripts.lib import runtime
 from tests.support.config import SOURCE, with_overrides
 from tests.support.schemas import crd_schema, strict
 
@@ -171,3 +175,25 @@ def test_the_pinned_crd_has_no_fallback_so_none_is_rendered() -> None:
     iec["spec"]["autoScalingSpec"]["fallback"] = {"failureThreshold": 3, "replicas": 2}
     with pytest.raises(jsonschema.ValidationError, match="fallback"):
         jsonschema.validate(iec, _pinned(config))
+
+
+@pytest.fixture
+def autoscaled_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`--env dev` loads dev with an autoscaled endpoint; the lock goes to a temporary folder."""
+    monkeypatch.setattr(runtime, "load_config", lambda env: _config())
+    monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
+
+
+@mock_aws
+@pytest.mark.usefixtures("autoscaled_env")
+def test_hpkv_manifests_reads_the_workspace_and_before_a_deploy_exits_2(tmp_path: Path) -> None:
+    out = tmp_path / "dist"
+    result = CliRunner().invoke(cli.app, ["manifests", "--env", "dev", "--out", str(out)])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert "the stack does not exist" in line and "make deploy ENV=dev" in line
+    assert result.stdout == "" and not out.exists()
+    _stack(_config(), {WORKSPACE_ID_OUTPUT: WORKSPACE.workspace_id})
+    result = CliRunner().invoke(cli.app, ["manifests", "--env", "dev", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert WORKSPACE.query_address in (out / "60-endpoints.yaml").read_text()
