@@ -3,7 +3,7 @@
 Does the controller need privilege? No. Curvine's controller service provisions a volume by
 running ``curvine-cli fs mkdir -p <path> --master-addrs ...`` (an RPC to the masters) and deletes
 one with ``curvine-cli`` plus a PV lookup through the Kubernetes API; it never mounts anything
-(CurvineIO/curvine v0.3.2-alpha, commit f40ca6ff7fbc985b15e7a3f3079516d244f10a62,
+(CurvineIO/curvine v0.4.1, commit 709f24781f35a0ea8dda01b12212ede007712498,
 ``curvine-csi/pkg/csi/controller.go``: CreateVolume/CreateCurinveDir/DeleteVolume). The upstream
 chart nevertheless runs it privileged with SYS_ADMIN by default (CurvineIO/curvine-helm, commit
 adeb66242e975cd64beccf1b5432e4a6da67aef8, ``curvine-csi/values.yaml`` controller
@@ -320,7 +320,7 @@ class CsiChart(cdk8s.Chart):
         )
         # The embedded mount mode keeps each node's mount state in one Secret of the plugin's
         # namespace, curvine-csi-mount-<node>: it gets it, creates it when absent and updates it,
-        # nothing else (CurvineIO/curvine v0.3.2-alpha, curvine-csi/pkg/csi/k8s_client.go
+        # nothing else (CurvineIO/curvine v0.4.1, curvine-csi/pkg/csi/k8s_client.go
         # GetSecret, CreateOrUpdateSecret, UpdateSecretData, called from mount_state.go;
         # DeleteSecret is never called). The name holds the node's, unknown here, so the grant
         # cannot name it. ConfigMaps are the standalone mode's (standalone_manager.go): none.

@@ -34,7 +34,7 @@ MASTER_WEB_PORT, WORKER_WEB_PORT, FUSE_WEB_PORT = 9000, 9001, 9002
 # process per node for each distinct set of volume parameters (the mount key: master-addrs,
 # fs-path and the flags), all inside its own container, so two parameter sets mounted on one node
 # need two ports: curvine-sc's volumes use FUSE_WEB_PORT, the static PV FUSE_STATIC_WEB_PORT
-# (CurvineIO/curvine v0.3.2-alpha: curvine-csi/pkg/csi/node.go NodeStageVolume,
+# (CurvineIO/curvine v0.4.1: curvine-csi/pkg/csi/node.go NodeStageVolume,
 # volume_handle.go GenerateMountKeyWithFuseParams, curvine-fuse/src/web_server.rs).
 FUSE_STATIC_WEB_PORT = 9003
 # The node plugin's container ports, one per FUSE process it may run.
@@ -43,17 +43,18 @@ CONFIG_MAP = "curvine-cluster-config"
 CONF_DIR = "/app/curvine/conf"
 WORKER_HOST_PATH = "/opt/dlami/nvme/curvine-data"
 # Mount points of the master volumes. Curvine is pointed at a sub-directory of each: a fresh ext4
-# volume holds lost+found, and with format_master=false v0.3.2-alpha refuses a non-empty directory
+# volume holds lost+found, and with format_master=false Curvine refuses a non-empty directory
 # that is not a RocksDB store, but creates a missing one. So a fresh cluster comes up, and no
 # restart ever formats anything: no bootstrap step is needed.
 META_MOUNT, JOURNAL_MOUNT = "/data/meta", "/data/journal"
 WORKER_DATA_MOUNT = "/data/curvine"
-# What the image writes outside its volumes (CurvineIO/curvine v0.3.2-alpha,
-# commit f40ca6ff7fbc985b15e7a3f3079516d244f10a62): curvine-docker/deploy/entrypoint.sh creates
+# What the image writes outside its volumes (CurvineIO/curvine v0.4.1,
+# commit 709f24781f35a0ea8dda01b12212ede007712498): curvine-docker/deploy/entrypoint.sh creates
 # ${CURVINE_HOME}/logs and tees the server's output to logs/<service>.out there, with
-# CURVINE_HOME=/app/curvine (curvine-docker/deploy/Dockerfile_ubuntu24). The server itself logs to
-# stdout (orpc/src/common/logger.rs: log_dir defaults to "stdout"). /tmp is given for anything
-# else that expects a writable temporary directory. Everything else is read-only.
+# CURVINE_HOME=/app/curvine (curvine-docker/deploy/Dockerfile_ubuntu24). The server itself logs
+# to stdout (crates/core/runtime/src/common/logger.rs: log_dir defaults to "stdout"). /tmp is
+# given for anything else that expects a writable temporary directory. Everything else is
+# read-only.
 LOG_DIR, TMP_DIR = "/app/curvine/logs", "/tmp"
 
 
@@ -120,8 +121,8 @@ worker_threads = {cv.fuse.worker_threads}
 """
 
 
-# Servers bind every address of the Pod (orpc/src/server/rpc_server.rs reads it; the image sets
-# it too), so a connect to 127.0.0.1 reaches the same listener as one to the Pod's IP.
+# Servers bind every address of the Pod (crates/core/rpc/src/server/rpc_server.rs reads it; the
+# image sets it too), so a connect to 127.0.0.1 reaches the same listener as one to the Pod's IP.
 BIND_ALL = ("ORPC_BIND_HOSTNAME", "0.0.0.0")
 
 

@@ -119,9 +119,13 @@ class L2VolumeChart(cdk8s.Chart):
                         # handle): the volumes of two sizes must not be taken for one.
                         volume_handle=volume,
                         # Its own FUSE process (another fs-path): its own metrics port.
+                        # curvine-path: the directory NodePublishVolume binds into the Pod,
+                        # which it refuses to do without one (CurvineIO/curvine v0.4.1,
+                        # curvine-csi/pkg/csi/node.go); here the whole FUSE mount of fs-path.
                         volume_attributes={
                             **curvine_volume_parameters(config, FUSE_STATIC_WEB_PORT),
                             "fs-path": static.curvine_path,
+                            "curvine-path": static.curvine_path,
                         },
                     ),
                 ),

@@ -105,7 +105,7 @@ def curvine_claim(app: AppConfig) -> str:
     """The L2 claim with ``kvcache.l2_backend: curvine``: named after its size,
     ``curvine-pvc-<GiB>gi``. The API server refuses to shrink a bound claim, and to grow one
     whose StorageClass lacks ``allowVolumeExpansion``, which curvine-sc must lack: Curvine's CSI
-    driver resizes nothing (v0.3.2-alpha: no EXPAND_VOLUME controller capability,
+    driver resizes nothing (v0.4.1: no EXPAND_VOLUME controller capability,
     ControllerExpandVolume and NodeExpandVolume answer Unimplemented). So a pool of another size
     (more GPU nodes, another worker capacity) is a new claim, created by the same apply that
     prunes the old one, and the L2 policy mounts it in every Pod admitted after it."""

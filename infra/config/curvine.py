@@ -97,7 +97,7 @@ class StaticPvConfig(Section):
 class CurvineConfig(Section):
     """Curvine is deployed exactly when some endpoint's ``l2_backend`` is ``curvine``."""
 
-    version: str = "v0.3.2-alpha"
+    version: str = "v0.4.1"
     """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
     image_repository: str = "ghcr.io/curvineio/curvine"
     """Image of the master and worker."""
@@ -123,7 +123,7 @@ class CurvineConfig(Section):
     @classmethod
     def _version(cls, v: str) -> str:
         if not re.match(r"^v\d+\.\d+\.\d+(-[a-z0-9.]+)?$", v):
-            raise RuleViolation("a release tag like v0.3.2-alpha (never latest)", "pin a tag")
+            raise RuleViolation("a release tag like v0.4.1 (never latest)", "pin a tag")
         return v
 
     @field_validator("csi_provisioner_image", "csi_node_driver_registrar_image")

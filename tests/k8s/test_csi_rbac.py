@@ -47,7 +47,7 @@ NODE_NEEDS: dict[tuple[str, str, str], set[str]] = {
     (CLUSTER, "", "persistentvolumes"): READ,
     (CLUSTER, "", "events"): {"create", "patch"},
     # The embedded mount mode reads, creates and updates its node's mount-state Secret
-    # (curvine-csi v0.3.2-alpha pkg/csi/k8s_client.go, mount_state.go): no list, watch, patch or
+    # (curvine-csi v0.4.1 pkg/csi/k8s_client.go, mount_state.go): no list, watch, patch or
     # delete, and no ConfigMaps (the standalone mode's).
     ("curvine", "", "secrets"): {"get", "create", "update"},
 }

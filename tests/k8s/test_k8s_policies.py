@@ -128,7 +128,7 @@ def test_toml_never_formats(rendered: list[dict[str, Any]], dev_config: AppConfi
     conf = tomllib.loads(cm["data"]["curvine-cluster.toml"])
     assert conf["format_master"] is False and conf["format_worker"] is False
     # Curvine data dirs are sub-directories of the volume mounts (a fresh ext4 volume holds
-    # lost+found, which v0.3.2-alpha refuses with format_master=false).
+    # lost+found, which Curvine v0.4.1 refuses with format_master=false).
     sts = next(o for o in rendered if o["kind"] == "StatefulSet")
     mounts = {
         m["name"]: m["mountPath"]
