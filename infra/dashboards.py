@@ -20,7 +20,7 @@ import yaml
 
 from infra.config import AppConfig
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, L2Backend
-from infra.config.model import l2_pool_bytes
+from infra.config.model import curvine_writable_bytes
 from infra.scaling import (
     at_max_rules,
     serving_replicas,
@@ -116,7 +116,8 @@ class Queries:
 
 
 def l2_used_percent(config: AppConfig) -> str:
-    return f"100 * sum(fs_used{{{WORKER}}}) / {l2_pool_bytes(config, 'curvine')}"
+    """Against what writes can fill, the base of the evictor's water marks."""
+    return f"100 * sum(fs_used{{{WORKER}}}) / {curvine_writable_bytes(config)}"
 
 
 def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:

@@ -20,7 +20,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.config.model import l2_pool_bytes
+from infra.config.model import curvine_writable_bytes, l2_pool_bytes
 from infra.fsx_outputs import FsxVolume
 from infra.node_budget import L2_EVICTOR
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, meta, resources
@@ -146,7 +146,7 @@ class L2VolumeChart(cdk8s.Chart):
                 if static.enabled
                 else None,
             )
-            self._evictor(config, k8s, ns, claim, EVICTOR, l2_pool_bytes(config, "curvine"))
+            self._evictor(config, k8s, ns, claim, EVICTOR, curvine_writable_bytes(config))
 
     def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
         """Per endpoint namespace: a static PV on the file system, pre-bound to its claim."""

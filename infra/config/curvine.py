@@ -51,7 +51,9 @@ class CurvineWorkerConfig(Section):
     capacity_gib: int = Field(default=400, ge=10)
     """NVMe capacity each worker offers to the L2 pool, in GiB (at most the instance store)."""
     reserved_gib: int = Field(default=10, ge=0)
-    """Space the worker leaves free on the NVMe, in GiB."""
+    """Of ``capacity_gib``, the space the worker keeps free, in GiB (Curvine's
+    ``dir_reserved``): writes can fill capacity - reserved, the base of the evictor's water
+    marks. Less than ``capacity_gib``."""
     cpu_millicores: int = Field(default=4000, ge=500)
     """CPU request and limit of a worker, in millicores."""
     memory_mib: int = Field(default=8192, ge=1024)
@@ -79,7 +81,8 @@ class EvictorConfig(Section):
     schedule: str = "*/5 * * * *"
     """Cron schedule of the size-based evictor (UTC)."""
     high_water_percent: int = Field(default=85, ge=10, le=99)
-    """Start deleting when the L2 directory holds more than this share of the pool, in percent."""
+    """Start deleting when the L2 directory holds more than this share of what writes can fill
+    of the pool (worker capacity less reserved, times the GPU nodes), in percent."""
     low_water_percent: int = Field(default=70, ge=5, le=98)
     """Delete the oldest ``.data`` files until usage is below this share, in percent."""
 

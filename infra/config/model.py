@@ -191,6 +191,18 @@ def l2_pool_bytes(
     return 0
 
 
+def curvine_writable_bytes(app: AppConfig) -> int:
+    """What writes can fill of the Curvine pool, in bytes: each worker's capacity less its
+    ``dir_reserved``, times the GPU nodes. Curvine v0.4.1 counts a data directory's free space
+    as capacity - used - reserved (``crates/adapters/curvine-storage-local/src/vfs_dir.rs``
+    ``VfsDir::available``), so a write fails once a worker holds capacity - reserved, while its
+    statfs still reports the whole capacity as the size (``curvine-fuse/src/fs/
+    curvine_file_system.rs`` ``stat_fs``: blocks from the master's summed worker capacity).
+    The evictor's water marks are shares of this, not of the capacity."""
+    w = app.kvcache.curvine.worker
+    return (w.capacity_gib - w.reserved_gib) * app.hyperpod.gpu_group.instance_count * GIB
+
+
 def l1_in_container_gib(app: AppConfig, e: EndpointConfig) -> float:
     """The CPU cache (L1) LMCache of ``e`` really gets, in GiB: the size it asks for
     (``l1_cache_gib``) where ``LMCACHE_MAX_LOCAL_CPU_SIZE`` reaches the container (the L2 policy

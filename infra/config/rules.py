@@ -381,6 +381,14 @@ def check_kvcache(app: AppConfig) -> None:
             field="kvcache.curvine.fuse.cpu_limit_millicores",
             value=cv.fuse.cpu_limit_millicores,
         )
+    if cv.worker.reserved_gib >= cv.worker.capacity_gib:
+        raise RuleViolation(
+            f"less than capacity_gib ({cv.worker.capacity_gib}): Curvine keeps it free out of "
+            "the capacity",
+            "lower kvcache.curvine.worker.reserved_gib",
+            field="kvcache.curvine.worker.reserved_gib",
+            value=cv.worker.reserved_gib,
+        )
     inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
     if "curvine" in kv.l2_backends and inst is not None:
         nvme_gib = inst.nvme_gb * 10**9 // 2**30

@@ -236,7 +236,9 @@ def _high_water_cases(config: AppConfig, rule: dict[str, Any], high: int) -> lis
     """``high``: the bytes above which the evictor deletes. The workers' ``fs_used`` summing
     to exactly that is quiet; one byte more fires once ``for`` has passed."""
     workers = config.hyperpod.gpu_group.instance_count
-    pool = config.kvcache.curvine.worker.capacity_gib * workers * 2**30  # every worker's share
+    w = config.kvcache.curvine.worker
+    # What writes can fill: Curvine keeps reserved_gib free out of every worker's capacity.
+    pool = (w.capacity_gib - w.reserved_gib) * workers * 2**30
     wait = WAITS[rule["alert"]](config)
     end = wait + 20
 

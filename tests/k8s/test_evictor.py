@@ -14,7 +14,11 @@ from typing import Any
 
 import pytest
 
+from infra.config import parse_config
+from infra.config.model import curvine_writable_bytes
+from k8s.app import build_charts, manifests
 from k8s.l2_volume import EVICTOR
+from tests.support.config import SOURCE, with_overrides
 
 Obj = dict[str, Any]
 MIB = 2**20
@@ -124,3 +128,31 @@ def test_the_evictor_runs_where_the_pool_is_mounted_and_is_not_restarted_in_plac
     pod = _evictor(rendered)["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     assert pod["restartPolicy"] == "Never"
     assert pod["tolerations"] == [{"operator": "Exists"}]
+
+
+def test_the_evictor_starts_before_curvine_refuses_writes(tmp_path: Path) -> None:
+    """Curvine v0.4.1 stops taking writes once each worker holds its capacity less
+    ``reserved_gib`` (``infra.config.model.curvine_writable_bytes``). A pool filled that far must
+    be above the rendered high mark, or the evictor never runs and every L2 write fails. Sparse
+    files stand in for the chunks: du -b and find count their apparent size, as on the mount."""
+    cfg = parse_config(
+        with_overrides({
+            "kvcache.curvine.worker.capacity_gib": 50,
+            "kvcache.curvine.worker.reserved_gib": 10,
+            "kvcache.curvine.evictor.high_water_percent": 95,
+            "kvcache.curvine.evictor.low_water_percent": 80,
+        }),
+        SOURCE,
+        "dev",
+    )  # fmt: skip
+    cron = _evictor([o for objs in manifests(build_charts(cfg)).values() for o in objs])
+    env = {e["name"]: e["value"] for e in _container(cron)["env"]}
+    full = curvine_writable_bytes(cfg)
+    chunks = 40
+    for i in range(chunks):
+        with (tmp_path / f"{i:03}.data").open("wb") as f:
+            f.truncate(full // chunks)
+        os.utime(tmp_path / f"{i:03}.data", (1_700_000_000 + i, 1_700_000_000 + i))
+    _run(cron, tmp_path, high=int(env["HIGH"]), low=int(env["LOW"]))
+    assert _used(tmp_path) <= int(env["LOW"]) < full
+    assert not (tmp_path / "000.data").exists() and (tmp_path / f"{chunks - 1:03}.data").exists()

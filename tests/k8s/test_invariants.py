@@ -229,11 +229,13 @@ def _curvine_only(config: AppConfig) -> None:
 def test_evictor_marks_are_the_pool_size_times_the_percentages(
     objs: list[Obj], config: AppConfig
 ) -> None:
-    """HIGH/LOW in bytes = capacity per GPU node x GPU nodes x percent. Ten times too large and
-    it never evicts; the pool fills and LMCache writes fail."""
+    """HIGH/LOW in bytes = (capacity - reserved) per GPU node x GPU nodes x percent: what
+    Curvine lets writes fill. Ten times too large and it never evicts; the pool fills and
+    LMCache writes fail."""
     _curvine_only(config)
     cv = config.kvcache.curvine
-    pool = cv.worker.capacity_gib * 2**30 * config.hyperpod.gpu_group.instance_count
+    writable = cv.worker.capacity_gib - cv.worker.reserved_gib
+    pool = writable * 2**30 * config.hyperpod.gpu_group.instance_count
     evictors = [
         o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] == "curvine-l2-evictor"
     ]

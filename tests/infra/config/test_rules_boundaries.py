@@ -27,6 +27,8 @@ COMPANIONS: dict[str, dict[str, Any]] = {
                                           "kvcache.endpoints.0.replicas": 1},
     "kvcache.curvine.evictor.low_water_percent": {"kvcache.curvine.evictor.high_water_percent": 99},
     "kvcache.curvine.evictor.high_water_percent": {"kvcache.curvine.evictor.low_water_percent": 5},
+    # Curvine keeps reserved_gib free out of capacity_gib: the smallest pool needs a small reserve.
+    "kvcache.curvine.worker.capacity_gib": {"kvcache.curvine.worker.reserved_gib": 0},
     "kvcache.curvine.fuse.cpu_limit_millicores": {
         "kvcache.curvine.fuse.cpu_request_millicores": 100},
     "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
@@ -118,6 +120,10 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {"kvcache.curvine.evictor.low_water_percent": 85,
       "kvcache.curvine.evictor.high_water_percent": 85},
      "kvcache.curvine.evictor.low_water_percent"),
+    ("reserve below capacity",
+     {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 49},
+     {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 50},
+     "kvcache.curvine.worker.reserved_gib"),
     ("NVMe holds capacity + reserved",
      {"kvcache.curvine.worker.capacity_gib": NVME_GIB - RESERVED,
       "kvcache.curvine.worker.reserved_gib": RESERVED},

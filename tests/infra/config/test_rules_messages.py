@@ -318,6 +318,18 @@ def test_curvines_pool_and_reserve_must_fit_the_gpu_nodes_nvme() -> None:
     )
 
 
+def test_curvines_reserve_must_leave_room_to_write() -> None:
+    """Curvine keeps ``dir_reserved`` free out of the worker's capacity: a reserve as large as
+    the capacity leaves a pool no write fits in, and an evictor with nothing to aim at."""
+    field = "kvcache.curvine.worker.reserved_gib"
+    overrides = {"kvcache.curvine.worker.capacity_gib": 50, field: 50}
+    assert refusal(overrides) == (
+        f"{SOURCE}: {field} = 50: allowed: less than capacity_gib (50): Curvine keeps it free "
+        "out of the capacity; fix: lower kvcache.curvine.worker.reserved_gib"
+    )
+    assert refusal({**overrides, field: 49}) is None
+
+
 def test_with_the_l2_on_fsx_curvines_pool_size_is_not_checked_against_the_nvme() -> None:
     """Curvine is off then; its worker settings size nothing."""
     overrides = {"kvcache.l2_backend": "fsx_lustre", "kvcache.curvine.worker.capacity_gib": 10**5}
