@@ -13,6 +13,15 @@ an endpoint Pod and (on Curvine) one Curvine worker Pod.
 - ``L2 after the Curvine worker returns``: once the DaemonSet's replacement is Ready, a fresh
   prefix stored on one endpoint Pod is read from L2 on another again (retried until
   ``timeout_s``: a worker re-registers with the master after it starts).
+- ``L2 kept across the Curvine worker's loss``: a prefix stored just before the worker was
+  deleted is read from L2 on another endpoint Pod once it is back. Curvine v0.4.1 drops the cached
+  copy of a lost worker's files only for cache-mode files, those with a UFS source
+  (``curvine-master/src/master/meta/fs_dir.rs`` ``invalidate_lost_cache_files``); what LMCache
+  writes through the FUSE mount has none, so its blocks keep their normal recovery path. The
+  replacement worker finds them on the node's NVMe (hostPath, ``format_worker = false``) under
+  the same worker id (kept in the data directory,
+  ``crates/adapters/curvine-storage-local/src/version.rs``) and reports them to the master, so
+  nothing stored before the loss has to be recomputed after it.
 
 The L2 hit is read from the reading Pod's LMCache counters (``infra.tiers.l2_hit_share``), as
 ``bench compare`` reads it.
@@ -46,8 +55,9 @@ POD_REPLACED = "chaos: endpoint Pod replaced"
 SCALED_OUT = "chaos: endpoint scaled out"
 DURING_LOSS = "chaos: requests while a Curvine worker is lost"
 L2_BACK = "chaos: L2 after the Curvine worker returns"
-STAGES = (POD_REPLACED, SCALED_OUT, DURING_LOSS, L2_BACK)
-CURVINE_STAGES = (DURING_LOSS, L2_BACK)
+L2_KEPT = "chaos: L2 kept across the Curvine worker's loss"
+CURVINE_STAGES = (DURING_LOSS, L2_BACK, L2_KEPT)
+STAGES = (POD_REPLACED, SCALED_OUT, *CURVINE_STAGES)
 
 
 @dataclass(frozen=True)
@@ -175,6 +185,9 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
         why = "no Ready Curvine worker" if not workers else "fewer than two Ready endpoint Pods"
         return [Check(s, "fail", why, "run verify without --chaos") for s in CURVINE_STAGES]
     victim = workers[0]["metadata"]["name"]
+    kept = make_prompt(seed_for(seed, 33), opts.prompt_words)
+    ep.send(pods[0], kept)
+    time.sleep(opts.settle_s)
     ep.clients.core().delete_namespaced_pod(victim, ns)
 
     def stopped() -> tuple[bool, str]:  # a deleted Pod serves through its grace period
@@ -216,11 +229,20 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
                         opts.interval_s, show)  # fmt: skip
     except OperationError as exc:
         return [during, Check(L2_BACK, "fail", str(exc), "check the Curvine master's worker list "
-                              "and the FUSE mount on the endpoint's nodes")]  # fmt: skip
+                              "and the FUSE mount on the endpoint's nodes"),
+                Check(L2_KEPT, "skip", "L2 did not serve again")]  # fmt: skip
     back_check = Check(L2_BACK, "pass", f"workers {want}/{want} Ready after {w_s:.0f}s; L2 "
                        f"{_share(attempts[-1])} after {l2_s:.0f}s more, "
                        f"{len(attempts)} attempt(s)")  # fmt: skip
-    return [during, back_check]
+    # One read only: a miss is recomputed and stored again, so a second would hit what it wrote.
+    hit = ep.l2_hit(pods[1], kept)
+    ok = hit is not None and hit >= opts.min_hit
+    kept_check = Check(L2_KEPT, "pass" if ok else "fail",
+                       f"the prefix stored before deleting {victim} read {_share(hit)} "
+                       f"(need {100 * opts.min_hit:.0f} %)",
+                       "" if ok else "check that the worker keeps its NVMe directory "
+                       "(hostPath, format_worker false) and its worker id")  # fmt: skip
+    return [during, back_check, kept_check]
 
 
 def run_chaos(

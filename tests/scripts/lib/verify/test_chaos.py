@@ -21,7 +21,14 @@ from k8s.names import WORKER_WL
 from scripts.cli import app
 from scripts.lib.checks import Check
 from scripts.lib.progress import Reporter
-from scripts.lib.verify.chaos import DURING_LOSS, L2_BACK, POD_REPLACED, ChaosOptions, run_chaos
+from scripts.lib.verify.chaos import (
+    DURING_LOSS,
+    L2_BACK,
+    L2_KEPT,
+    POD_REPLACED,
+    ChaosOptions,
+    run_chaos,
+)
 from tests.doubles.fake_kube import FakeKube
 from tests.doubles.fake_tiers import TierSpec
 from tests.doubles.fake_vllm import FakeVllm
@@ -135,12 +142,44 @@ def test_a_replaced_pod_reads_the_prefix_from_l2_and_l2_serves_again_after_a_los
 
         _replace_on_delete(kube, "curvine-worker-a", _worker_pod(kube), reads=3, on_ready=l2_up)
         rows = _run(kube, servers)
-        assert [rows[s].status for s in (POD_REPLACED, DURING_LOSS, L2_BACK)] == ["pass"] * 3, rows
+        stages = (POD_REPLACED, DURING_LOSS, L2_BACK, L2_KEPT)
+        assert [rows[s].status for s in stages] == ["pass"] * 4, rows
         assert f"deleted {A}; {NEW}" in rows[POD_REPLACED].detail
         assert "100.0 % from L2" in rows[POD_REPLACED].detail
         assert "100.0 % from L2" in rows[L2_BACK].detail
+        assert "100.0 % from L2" in rows[L2_KEPT].detail
     deleted = [p for m, p, _ in kube.writes("DELETE")]
     assert [p.rsplit("/", 1)[1] for p in deleted] == [A, "curvine-worker-a"]
+
+
+def test_a_worker_that_returns_without_what_it_held_fails_the_kept_stage(
+    kube: FakeKube, l2_dir: str
+) -> None:
+    """Curvine v0.4.1 keeps the blocks of files written through the mount across a worker's
+    loss: its replacement reports them from the node's NVMe. A replacement that comes back empty
+    (its directory formatted, or the files dropped as v0.4.1 drops cache-mode files with a UFS
+    source) serves fresh prefixes, so the L2-back stage passes, but the prefix stored before the
+    loss is recomputed: that stage fails."""
+    _seed_cluster(kube)
+    _label_workers(kube)
+    for servers in _servers(l2_dir, l2_dir):
+        _replace_on_delete(kube, A, _endpoint_pod(kube), reads=2)
+        _lose_l2_with_worker(kube, servers)
+
+        def back_empty(s: dict[str, FakeVllm] = servers) -> None:
+            for f in Path(l2_dir).rglob("*"):
+                if f.is_file():
+                    f.unlink()
+            for v in s.values():
+                v.set_l2("up")
+
+        _replace_on_delete(
+            kube, "curvine-worker-a", _worker_pod(kube), reads=3, on_ready=back_empty
+        )
+        rows = _run(kube, servers)
+    assert [rows[s].status for s in (DURING_LOSS, L2_BACK)] == ["pass"] * 2, rows
+    assert rows[L2_KEPT].status == "fail"
+    assert "0.0 % from L2 (need 99 %)" in rows[L2_KEPT].detail
 
 
 def test_a_replacement_pod_without_the_shared_l2_fails_the_first_stage(
@@ -168,6 +207,7 @@ def test_l2_that_never_comes_back_fails_the_last_stage_but_requests_kept_succeed
     assert rows[DURING_LOSS].status == "pass" and "3 requests succeeded" in rows[DURING_LOSS].detail
     assert rows[L2_BACK].status == "fail"
     assert "timed out after 30s waiting for Curvine workers" in rows[L2_BACK].detail
+    assert rows[L2_KEPT].status == "skip"
 
 
 def test_an_endpoint_without_l2_skips_every_chaos_stage_and_deletes_nothing(
