@@ -14,6 +14,7 @@ bytes per token), L1 the tokens LMCache loaded minus L2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -40,6 +41,10 @@ from k8s.names import vllm_job
 
 RATE = "5m"
 WORKER = 'job="curvine-worker"'
+# Curvine's own FUSE dashboard, kept byte for byte (assets/grafana/SOURCES.md).
+CURVINE_FUSE_DASHBOARD = (
+    Path(__file__).resolve().parents[1] / "assets" / "grafana" / "curvine-fuse-dashboard.json"
+)
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,15 @@ def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
         "refresh": "1m",
         "panels": panels,
     }  # fmt: skip
+
+
+def upstream_dashboards(config: AppConfig) -> dict[str, str]:
+    """Upstream dashboards to import next to ours, by file name: Curvine's FUSE dashboard when
+    some endpoint's L2 is on Curvine. Unchanged: its ``job`` variable keeps the jobs matching
+    ``/.*curvine.*fuse.*/``, which takes in the collector's ``curvine-fuse`` job."""
+    if "curvine" not in config.kvcache.l2_backends:
+        return {}
+    return {CURVINE_FUSE_DASHBOARD.name: CURVINE_FUSE_DASHBOARD.read_text()}
 
 
 def _l2_jobs(config: AppConfig) -> dict[L2Backend, list[str]]:

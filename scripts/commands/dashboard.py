@@ -1,6 +1,7 @@
 """``hpkv dashboard --env dev``: write the environment's Grafana dashboard to
 ``dist/<env>/grafana-dashboard.json`` (import it by hand, with the AMP workspace as a SigV4
-Prometheus data source), and the alert rules it ships to AMP next to it.
+Prometheus data source), and the alert rules it ships to AMP next to it. With Curvine, also
+Curvine's own FUSE dashboard (``curvine-fuse-dashboard.json``), to import the same way.
 
 ``--samples FILE --png PATH`` also renders the dashboard's panels from sample series (the
 screenshot in docs/ comes from ``tests/scripts/fixtures/observability_samples.json``).
@@ -13,7 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.dashboards import Panel, Target, alert_rules_yaml, grafana_dashboard, rows
+from infra.dashboards import (
+    Panel,
+    Target,
+    alert_rules_yaml,
+    grafana_dashboard,
+    rows,
+    upstream_dashboards,
+)
 from infra.unresolved import UnresolvedTokenError, write_checked
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
@@ -65,14 +73,18 @@ def run(o: DashboardOptions) -> Exit:
     config = runtime.config(o.env)
     folder = o.out or Path("dist") / config.environment
     dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
+    upstream = {folder / name: text for name, text in upstream_dashboards(config).items()}
     try:
         write_checked({
             dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
             rules: alert_rules_yaml(config),
+            **upstream,
         })  # fmt: skip
     except UnresolvedTokenError as error:
         raise runtime.fail(str(error), Exit.USAGE) from None
     print(f"wrote {dashboard} and {rules}")
+    for path in upstream:
+        print(f"wrote {path} (upstream, import it next to the dashboard)")
     if png:
         render_png(rows(config), sample_series(series), png,
                    f"{config.stack_prefix} (sample data)")  # fmt: skip

@@ -22,19 +22,46 @@ LMCACHE = (
     "integration/vllm/vllm_v1_adapter.py (which tokens are retrieved) and "
     "v1/storage_backend/connector/instrumented_connector.py (remote reads and writes)"
 )
-CURVINE_WORKER = (
-    "CurvineIO/curvine curvine-server/src/worker/worker_metrics.rs @ v0.3.2-alpha "
-    "(f40ca6ff7fbc985b15e7a3f3079516d244f10a62)"
-)
-CURVINE_MASTER = (
-    "CurvineIO/curvine curvine-server/src/master/master_metrics.rs @ v0.3.2-alpha "
-    "(f40ca6ff7fbc985b15e7a3f3079516d244f10a62)"
-)
-CURVINE_FUSE = (
-    "CurvineIO/curvine curvine-fuse/src/fuse_metrics.rs @ v0.3.2-alpha "
-    "(f40ca6ff7fbc985b15e7a3f3079516d244f10a62)"
-)
+_CURVINE_TAG = "@ v0.4.1 (709f24781f35a0ea8dda01b12212ede007712498)"
+CURVINE_WORKER = f"CurvineIO/curvine curvine-worker/src/worker/worker_metrics.rs {_CURVINE_TAG}"
+CURVINE_MASTER = f"CurvineIO/curvine curvine-master/src/master/master_metrics.rs {_CURVINE_TAG}"
+CURVINE_FUSE = f"CurvineIO/curvine curvine-fuse/src/fuse_metrics.rs {_CURVINE_TAG}"
+# curvine-fuse registers its metrics in the prometheus crate's default registry
+# (crates/core/curvine-metrics/src/lib.rs), built with the crate's "process" feature
+# (Cargo.toml: prometheus 0.13.4), which adds the standard process_* series of the FUSE process.
+CURVINE_FUSE_PROCESS = f"CurvineIO/curvine Cargo.toml, crates/core/curvine-metrics {_CURVINE_TAG}"
 PROMETHEUS = "Prometheus: synthetic series of every scrape (up), prometheus.io/docs jobs_instances"
+
+
+# Every curvine_fuse_* series of CURVINE_FUSE with its kind; the upstream FUSE dashboard
+# (assets/grafana/curvine-fuse-dashboard.json) queries most of them.
+_FUSE_KINDS = {
+    "counter": (
+        "decode_errors_total", "errors_total", "interrupted_total", "io_bytes_total",
+        "io_requests_total", "negative_entry_returned_total", "node_cache_total",
+        "notify_total", "receive_errors_total", "reply_enqueue_errors_total", "requests_total",
+        "response_bytes_total", "response_write_errors_total", "session_init_total",
+        "session_shutdown_total", "state_persist_total", "state_restore_total",
+        "stream_lifecycle_requests_total", "unsupported_total",
+        "user_meta_cache_invalidations_total", "user_meta_cache_total",
+    ),
+    "gauge": (
+        "active_requests", "dir_handle_count", "file_handle_count", "inode_count",
+        "kernel_fd_health", "meta_task_inflight", "metrics_scrape_bytes", "reply_queue_depth",
+        "sender_last_progress_unixtime", "setlkw_inflight", "state_persist_handle_count",
+        "stream_io_inflight", "stream_lifecycle_inflight", "stream_write_queue_depth",
+    ),
+    "histogram": (
+        "io_dispatch_duration_us", "io_duration_us", "io_size_bytes",
+        "metrics_scrape_duration_us", "operation_duration_us", "readdir_duration_us",
+        "readdir_entries", "receive_loop_wait_duration_us", "request_duration_us",
+        "response_write_duration_us", "setlkw_wait_duration_us", "stage_duration_us",
+        "state_persist_stage_duration_us", "state_restore_stage_duration_us",
+        "stream_lifecycle_duration_us",
+    ),
+}  # fmt: skip
+_PROCESS = ("cpu_seconds_total", "max_fds", "open_fds", "resident_memory_bytes", "threads",
+            "virtual_memory_bytes", "start_time_seconds")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,6 +80,21 @@ def _vllm(kind: str, meaning: str) -> Metric:
 
 def _lmcache(kind: str, meaning: str) -> Metric:
     return Metric(kind, LMCACHE, meaning)
+
+
+def _process_kind(name: str) -> str:
+    return "counter" if name.endswith("_total") else "gauge"
+
+
+def _curvine_fuse() -> dict[str, Metric]:
+    """Each FUSE series as scraped: a histogram as its _bucket, _count and _sum."""
+    out = {}
+    for kind, names in _FUSE_KINDS.items():
+        for name in names:
+            suffixes = ("_bucket", "_count", "_sum") if kind == "histogram" else ("",)
+            for suffix in suffixes:
+                out[f"curvine_fuse_{name}{suffix}"] = Metric(kind, CURVINE_FUSE)
+    return out
 
 
 METRICS: dict[str, Metric] = {
@@ -99,11 +141,13 @@ METRICS: dict[str, Metric] = {
     "write_bytes": Metric("counter", CURVINE_WORKER, "bytes the worker wrote"),
     # Curvine master (web port 9000): label tag = live | blacklist | decommission | lost.
     "worker_num": Metric("gauge", CURVINE_MASTER, "workers per state (label tag)"),
-    # Curvine FUSE in the CSI node plugin (web port 9002).
+    # Curvine FUSE in the CSI node plugin (web port 9002, 9003 for the static PV).
+    **_curvine_fuse(),
     "curvine_fuse_request_duration_us_bucket": Metric(
         "histogram", CURVINE_FUSE, "FUSE request time"
     ),
     "curvine_fuse_response_bytes_total": Metric("counter", CURVINE_FUSE, "FUSE bytes answered"),
+    **{f"process_{n}": Metric(_process_kind(n), CURVINE_FUSE_PROCESS) for n in _PROCESS},
     "up": Metric("gauge", PROMETHEUS, "1 when the target's scrape succeeded"),
 }
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
+from infra.dashboards import CURVINE_FUSE_DASHBOARD
 from scripts.cli import app
 from tests.support.endpoint_objects import FIXTURES
 
@@ -21,9 +22,15 @@ def test_it_writes_the_dashboard_and_the_alert_rules(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["dashboard", "--env", "dev", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     dashboard, rules = tmp_path / "grafana-dashboard.json", tmp_path / "alert-rules.yaml"
-    assert result.stdout.splitlines() == [f"wrote {dashboard} and {rules}"]
+    fuse = tmp_path / "curvine-fuse-dashboard.json"
+    assert result.stdout.splitlines() == [
+        f"wrote {dashboard} and {rules}",
+        f"wrote {fuse} (upstream, import it next to the dashboard)",
+    ]
     assert json.loads(dashboard.read_text())["panels"]
     assert yaml.safe_load(rules.read_text())["groups"]
+    # dev's L2 is on Curvine: Curvine's FUSE dashboard, byte for byte as kept.
+    assert fuse.read_bytes() == CURVINE_FUSE_DASHBOARD.read_bytes()
 
 
 def test_the_panels_render_from_sample_series(tmp_path: Path) -> None:
