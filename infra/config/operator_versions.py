@@ -60,6 +60,14 @@ OPERATORS: dict[str, OperatorVersion] = {
     "3.2": OperatorVersion(
         "3.2", "2.2.2", ("s3", "fsx", "huggingface", "kubernetesVolume"), keeps_lmcache_env=False
     ),
+    # chart 2.3.0, commit 0986f2c: 3.2's CRD plus spec.modelCacheConfig (image and weights cache),
+    # loadBalancer.idleTimeoutSeconds and status.imageCacheStatus; kvCacheSpec unchanged. No
+    # add-on version is known to ship it (ADDON_OPERATOR): the tests hold what the app renders
+    # under the pin to this CRD too, so the add-on can move under it. Nothing on record says the
+    # LMCACHE_* stripping changed since 3.2.
+    "3.3": OperatorVersion(
+        "3.3", "2.3.0", ("s3", "fsx", "huggingface", "kubernetesVolume"), keeps_lmcache_env=False
+    ),
 }
 
 ADDON_OPERATOR: dict[str, str] = {

@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 
 from infra.config import AppConfig
-from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS
+from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS, OperatorVersion
 from infra.versions import SUPPORTED_KUBERNETES
 from k8s.endpoints import EndpointsChart
 from tests.support.config import env_config
@@ -81,6 +81,62 @@ def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
                 f"of operator {op.operator.version} (add-on {op.version}): {exc.message} at "
                 f"{'.'.join(str(p) for p in exc.absolute_path)}"
             )
+
+
+def _newer_operators(config: AppConfig) -> list[OperatorVersion]:
+    pinned = config.addons.inference_operator.operator
+    return [op for op in OPERATORS.values() if _release(op) > _release(pinned)]
+
+
+def _release(op: OperatorVersion) -> tuple[int, ...]:
+    return tuple(int(part) for part in op.version.split("."))
+
+
+@pytest.mark.parametrize("env", ENVS)
+def test_endpoints_validate_against_the_crd_of_every_newer_operator(
+    rendered_envs: dict[str, list[dict[str, Any]]], env: str
+) -> None:
+    """Forward compatibility: an add-on upgraded under the app (to an operator no pinned add-on
+    version is known to ship, 3.3) still accepts every InferenceEndpointConfig the app renders,
+    unknown fields refused as kubectl apply does."""
+    config = env_config(env)
+    newer = _newer_operators(config)
+    assert "3.3" in {op.version for op in newer}, f"{env}: no newer operator CRD to check"
+    iecs = [o for o in rendered_envs[env] if _key(o) == IEC]
+    assert iecs
+    for op in newer:
+        schema = strict(crd_schema(op.crd_path, "v1"))
+        for obj in iecs:
+            try:
+                jsonschema.validate(obj, schema)
+            except jsonschema.ValidationError as exc:  # pragma: no cover - failure path
+                pytest.fail(
+                    f"{env}: InferenceEndpointConfig {obj['metadata']['name']} is refused by the "
+                    f"CRD of operator {op.version}: {exc.message} at "
+                    f"{'.'.join(str(p) for p in exc.absolute_path)}"
+                )
+
+
+def test_the_operator_3_3_crd_is_the_one_with_the_model_cache(
+    rendered: list[dict[str, Any]],
+) -> None:
+    """The 3.3 copy is the right one: the weights cache that arrived with 3.3 fails the 3.2 CRD
+    (an unknown field) and passes 3.3's, which also bounds its host path."""
+    iec = next(o for o in rendered if _key(o) == IEC)
+    cached = {
+        **iec,
+        "spec": {
+            **iec["spec"],
+            "modelCacheConfig": {"weightsCache": {"enabled": True, "hostPath": "/x"}},
+        },
+    }
+    with pytest.raises(jsonschema.ValidationError, match="modelCacheConfig"):
+        jsonschema.validate(cached, strict(crd_schema(OPERATORS["3.2"].crd_path, "v1")))
+    schema = strict(crd_schema(OPERATORS["3.3"].crd_path, "v1"))
+    jsonschema.validate(cached, schema)
+    cached["spec"]["modelCacheConfig"]["weightsCache"]["hostPath"] = "/" + "x" * 255
+    with pytest.raises(jsonschema.ValidationError, match="too long"):
+        jsonschema.validate(cached, schema)
 
 
 @pytest.mark.parametrize("addon_version", sorted(ADDON_OPERATOR))
