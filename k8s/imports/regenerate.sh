@@ -4,7 +4,7 @@
 set -euo pipefail
 CDK8S_CLI_VERSION=2.207.56
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-crd="${repo}/k8s/schemas/hyperpod-inference/3.2/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
+crd="${repo}/k8s/schemas/hyperpod-inference/3.3/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 cd "${repo}"
 rm -rf k8s/imports/hyperpod_inference
 # An absolute path: cdk8s-cli treats a relative "name:=path" source as a URL.
