@@ -47,13 +47,24 @@ class CurvineMasterConfig(Section):
         return v
 
 
+MIN_WORKER_CAPACITY_GIB = 10
+
+
 class CurvineWorkerConfig(Section):
-    capacity_gib: int = Field(default=400, ge=10)
+    capacity_gib: int = Field(default=400, ge=MIN_WORKER_CAPACITY_GIB)
     """NVMe capacity each worker offers to the L2 pool, in GiB (at most the instance store)."""
     reserved_gib: int = Field(default=10, ge=0)
     """Of ``capacity_gib``, the space the worker keeps free, in GiB (Curvine's
     ``dir_reserved``): writes can fill capacity - reserved, the base of the evictor's water
     marks. Less than ``capacity_gib``."""
+    weights_cache_gib: int = Field(default=0, ge=0)
+    """NVMe each GPU node keeps for the inference operator's model weights cache, in GiB: the
+    weights of every model cached there. Operator 3.3 and later cache weights on the node
+    (``modelCacheConfig.weightsCache`` of an endpoint, or a ``ModelWeightsCacheConfig``) at a host
+    path that defaults to ``/opt/dlami/nvme``, the disk Curvine's workers fill, and bound it by
+    nothing. This app renders no weights cache (its add-on pin ships operator 3.2); on an
+    existing cluster whose owner uses one, set this and ``hpkv preflight`` accepts it. 0: no
+    weights cache may use that disk."""
     cpu_millicores: int = Field(default=4000, ge=500)
     """CPU request and limit of a worker, in millicores."""
     memory_mib: int = Field(default=8192, ge=1024)

@@ -10,6 +10,7 @@ import math
 
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
 from infra.config.autoscaling import peak_replicas
+from infra.config.curvine import MIN_WORKER_CAPACITY_GIB
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import MODEL_SOURCES, VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig
@@ -391,14 +392,20 @@ def check_kvcache(app: AppConfig) -> None:
         )
     inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
     if "curvine" in kv.l2_backends and inst is not None:
-        nvme_gib = inst.nvme_gb * 10**9 // 2**30
-        if cv.worker.capacity_gib + cv.worker.reserved_gib > nvme_gib:
+        # Curvine's data and the operator's weights cache share the one NVMe mount.
+        w, nvme_gib = cv.worker, inst.nvme_gb * 10**9 // 2**30
+        if w.capacity_gib + w.reserved_gib + w.weights_cache_gib > nvme_gib:
+            left = nvme_gib - w.reserved_gib - w.weights_cache_gib
             raise RuleViolation(
-                f"capacity + reserved <= {nvme_gib} GiB (local NVMe of "
-                f"{app.hyperpod.gpu_group.instance_type})",
-                "lower kvcache.curvine.worker.capacity_gib",
+                f"capacity + reserved + weights_cache_gib <= {nvme_gib} GiB (local NVMe of "
+                f"{app.hyperpod.gpu_group.instance_type}), here {w.capacity_gib} + "
+                f"{w.reserved_gib} + {w.weights_cache_gib} = "
+                f"{w.capacity_gib + w.reserved_gib + w.weights_cache_gib}",
+                f"lower kvcache.curvine.worker.capacity_gib to {left}"
+                if left >= MIN_WORKER_CAPACITY_GIB
+                else "lower kvcache.curvine.worker.weights_cache_gib or reserved_gib",
                 field="kvcache.curvine.worker.capacity_gib",
-                value=cv.worker.capacity_gib,
+                value=w.capacity_gib,
             )
     if cv.namespace in {e.namespace for e in kv.endpoints} | {kv.kyverno.namespace}:
         raise RuleViolation(

@@ -313,8 +313,29 @@ def test_curvines_pool_and_reserve_must_fit_the_gpu_nodes_nvme() -> None:
     field = "kvcache.curvine.worker.capacity_gib"
     overrides = {field: NVME_GIB - 9, "kvcache.curvine.worker.reserved_gib": 10}
     assert refusal(overrides) == (
-        f"{SOURCE}: {field} = {NVME_GIB - 9}: allowed: capacity + reserved <= {NVME_GIB} GiB "
-        "(local NVMe of ml.g6e.4xlarge); fix: lower kvcache.curvine.worker.capacity_gib"
+        f"{SOURCE}: {field} = {NVME_GIB - 9}: allowed: capacity + reserved + weights_cache_gib "
+        f"<= {NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here {NVME_GIB - 9} + 10 + 0 = "
+        f"{NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to {NVME_GIB - 10}"
+    )
+
+
+def test_the_operators_weights_cache_is_sized_with_curvine_on_the_one_nvme() -> None:
+    """The weights cache (operator 3.3+, host path /opt/dlami/nvme by default) and Curvine's
+    worker data share the disk: a budget for it leaves Curvine that much less."""
+    field = "kvcache.curvine.worker.capacity_gib"
+    weights = "kvcache.curvine.worker.weights_cache_gib"
+    fits = {field: 400, "kvcache.curvine.worker.reserved_gib": 10, weights: NVME_GIB - 410}
+    assert refusal(fits) is None
+    assert refusal({**fits, weights: NVME_GIB - 409}) == (
+        f"{SOURCE}: {field} = 400: allowed: capacity + reserved + weights_cache_gib <= "
+        f"{NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here 400 + 10 + {NVME_GIB - 409} = "
+        f"{NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to 399"
+    )
+    # No room left for Curvine's smallest worker: the fix is the other two.
+    assert refusal({**fits, field: 10, weights: NVME_GIB - 15}) == (
+        f"{SOURCE}: {field} = 10: allowed: capacity + reserved + weights_cache_gib <= "
+        f"{NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here 10 + 10 + {NVME_GIB - 15} = "
+        f"{NVME_GIB + 5}; fix: lower kvcache.curvine.worker.weights_cache_gib or reserved_gib"
     )
 
 
