@@ -22,7 +22,15 @@ from k8s.common import (
     system_node_selector,
 )
 from k8s.kube_api import KubeApi
-from k8s.names import CURVINE_MASTER, CURVINE_WORKER, MASTER_WL, WORKER_WL, Workload, labels
+from k8s.names import (
+    CURVINE_DATA_DIR,
+    CURVINE_MASTER,
+    CURVINE_WORKER,
+    MASTER_WL,
+    WORKER_WL,
+    Workload,
+    labels,
+)
 
 if TYPE_CHECKING:
     from k8s.kube_api import kube
@@ -41,7 +49,7 @@ FUSE_STATIC_WEB_PORT = 9003
 FUSE_CONTAINER_PORTS = {"fuse-metrics": FUSE_WEB_PORT, "fuse-static": FUSE_STATIC_WEB_PORT}
 CONFIG_MAP = "curvine-cluster-config"
 CONF_DIR = "/app/curvine/conf"
-WORKER_HOST_PATH = "/opt/dlami/nvme/curvine-data"
+WORKER_HOST_PATH = CURVINE_DATA_DIR
 # Mount points of the master volumes. Curvine is pointed at a sub-directory of each: a fresh ext4
 # volume holds lost+found, and with format_master=false Curvine refuses a non-empty directory
 # that is not a RocksDB store, but creates a missing one. So a fresh cluster comes up, and no

@@ -35,6 +35,10 @@ CSI_DRIVER = "curvine"  # the Curvine CSIDriver (k8s.csi)
 POLICY = "hyperpod-kvcache-l2-curvine"  # the Kyverno ClusterPolicy (k8s.policy)
 # The env variable the operator injects into the model container and the L2 rule rewrites.
 REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
+# The GPU nodes' NVMe instance store, and the directory on it where Curvine's workers keep their
+# data (k8s.curvine's hostPath). Operator 3.3+ caches model weights at the mount by default.
+NVME_MOUNT = "/opt/dlami/nvme"
+CURVINE_DATA_DIR = f"{NVME_MOUNT}/curvine-data"
 
 
 def labels(name: str, component: str) -> dict[str, str]:

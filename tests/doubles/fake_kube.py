@@ -36,6 +36,7 @@ PLURALS = {
     "daemonsets",
     "nodes",
     "inferenceendpointconfigs",
+    "modelweightscacheconfigs",
     "csidrivers",
     "events",
 }
@@ -179,6 +180,8 @@ class Refusal(Exception):
 class FakeKube:
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Any]] = {}  # collection path + "/" + name -> object
+        # Resources it serves; a test drops one to model a cluster without its CRD (a 404 list).
+        self.plurals: set[str] = set(PLURALS)
         self.logs: dict[str, str] = {}  # "ns/pod" -> log text
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, content type)
         self.fail: dict[tuple[str, str], int] = {}  # (method, path) -> HTTP status to return
@@ -358,7 +361,7 @@ class FakeKube:
 
     def _list(self, path: str, query: dict[str, list[str]]) -> dict[str, Any]:
         prefix, plural = path.rsplit("/", 1)
-        if plural not in PLURALS:
+        if plural not in self.plurals:
             raise Refusal(404, f"the server could not find the requested resource ({plural})")
         selector = query.get("labelSelector", [""])[0]
         _requirements(selector)  # refused before anything is listed

@@ -13,11 +13,13 @@ from typing import Any
 
 import boto3
 from botocore.stub import Stubber
+from kubernetes import client as k8s
 
 from infra.config import AppConfig
 from infra.config.addons import ADDON_KEYS, AddonsConfig
 from scripts.lib.checks import Check
-from scripts.lib.clients import Clients
+from scripts.lib.clients import Clients, KubeFactory
+from scripts.lib.errors import OperationError
 from scripts.lib.preflight.run import run_preflight
 from scripts.lib.preflight.versions import ADDON_NAMES
 from tests.support.config import QUICK_INSTALL_CLUSTER, make_cfg
@@ -143,9 +145,16 @@ def _oidc() -> str:
     )["OpenIDConnectProviderArn"]
 
 
-def _run(cfg: AppConfig, eks: Any, sm: Any) -> dict[str, Check]:
+def _no_kube() -> k8s.ApiClient:
+    raise OperationError("no Kubernetes access: not given to this test")
+
+
+def _run(cfg: AppConfig, eks: Any, sm: Any, kube: KubeFactory = _no_kube) -> dict[str, Check]:
+    """The rows by stage; ``kube`` serves the Kubernetes API (none unless a test gives one)."""
     doubles = {"eks": eks, "sagemaker": sm}
     clients = Clients(
-        REGION, aws_factory=lambda s: doubles.get(s) or boto3.client(s, region_name=REGION)
+        REGION,
+        aws_factory=lambda s: doubles.get(s) or boto3.client(s, region_name=REGION),
+        kube_factory=kube,
     )
     return {c.stage: c for c in run_preflight(clients, cfg, _tools())}

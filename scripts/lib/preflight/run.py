@@ -33,6 +33,7 @@ from scripts.lib.preflight.versions import (
     check_tools,
     run_tool,
 )
+from scripts.lib.preflight.weights_cache import check_weights_cache
 
 
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
@@ -84,6 +85,8 @@ def run_existing_preflight(
         checks.append(check_oidc(clients, existing, cluster))
         checks += check_kubectl_role(clients, existing)
         checks += check_addons(clients, cfg, cluster["version"])
+        # The owner's operator may cache weights on the disk Curvine is about to fill.
+        checks.append(check_weights_cache(clients, cfg))
     checks += check_instance_groups(clients, cfg)
     checks += check_endpoint_names(clients, cfg)
     checks += check_kubectl_routes(clients, cfg)
