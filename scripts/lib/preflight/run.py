@@ -33,7 +33,7 @@ from scripts.lib.preflight.versions import (
     check_tools,
     run_tool,
 )
-from scripts.lib.preflight.weights_cache import check_weights_cache
+from scripts.lib.weights_cache import check_weights_cache
 
 
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:

@@ -35,6 +35,7 @@ from scripts.lib.verify.cross_pod import CrossPodResult, cross_pod_l2
 from scripts.lib.verify.metrics import check_metrics, metrics_client
 from scripts.lib.verify.pods import check_pods, check_remote_url, check_tiered_url
 from scripts.lib.verify.scaler import check_scaler
+from scripts.lib.weights_cache import check_weights_cache
 
 
 def run_verify(
@@ -51,6 +52,7 @@ def run_verify(
         _guard("add-ons ACTIVE", lambda: check_addons(clients, cfg)),
         _csi_check(clients, ref),
         _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
+        check_weights_cache(clients, cfg),
         claim_check,
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
         _guard(f"scaler {ref.namespace}/{ref.name}", lambda: check_scaler(clients, ref)),

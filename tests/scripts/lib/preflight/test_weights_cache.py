@@ -21,7 +21,7 @@ from infra.config import AppConfig, parse_config
 from infra.instances import GPU_INSTANCES
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
-from scripts.lib.preflight.weights_cache import STAGE, check_weights_cache
+from scripts.lib.weights_cache import STAGE, check_weights_cache
 from tests.doubles.fake_kube import FakeKube
 from tests.support.config import ENV, SOURCE, with_overrides
 from tests.support.preflight_existing import _addons, _cfg, _eks, _oidc, _run, _sagemaker

@@ -48,8 +48,11 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     assert metrics.status == "skip" and "logs are used" in metrics.detail, metrics
     # A fixed replica count: no scaler to read.
     assert by_stage.pop("scaler models/vllm-kvcache").status == "skip"
-    assert [c.status for c in by_stage.values()] == ["pass"] * 10, checks
+    assert [c.status for c in by_stage.values()] == ["pass"] * 11, checks
     assert by_stage["Curvine probes"].detail == "3 Pods Ready"
+    assert by_stage["weights cache on Curvine's NVMe"].detail == (
+        "no weights cache under /opt/dlami/nvme"
+    )
     assert cross is not None and cross.node_a != cross.node_b
     assert cross.verdict.hit_ratio == 1.0 and cross.verdict.l2_read_ms == pytest.approx(55.75)
     # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
@@ -167,3 +170,22 @@ def test_an_fsx_or_l1_only_endpoint_is_not_checked_for_curvines_driver(kube: Fak
     none = REF.model_copy(update={"l2_backend": "none"})
     checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, none, None)
     assert {c.stage: c for c in checks}["PVC models"].status == "skip"
+
+
+def test_a_weights_cache_added_after_the_deploy_fails_its_row(kube: FakeKube) -> None:
+    """An owner's endpoint (operator 3.3+) that caches weights at the CRD's default host path,
+    the NVMe Curvine fills, with no budget in config: the row names it; the others still run."""
+    _seed_cluster(kube)
+    owner = {
+        "metadata": {"name": "owner-llm", "namespace": "team-a"},
+        "spec": {"modelName": "owner-llm", "modelCacheConfig": {"weightsCache": {"enabled": True}}},
+    }
+    kube.put("/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/team-a/"
+             "inferenceendpointconfigs", owner)  # fmt: skip
+    checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
+    by_stage = {c.stage: c for c in checks}
+    row = by_stage["weights cache on Curvine's NVMe"]
+    assert row.status == "fail"
+    assert row.detail.startswith("InferenceEndpointConfig team-a/owner-llm at /opt/dlami/nvme:")
+    assert "kvcache.curvine.worker.weights_cache_gib" in row.fix
+    assert by_stage["Curvine probes"].status == "pass"

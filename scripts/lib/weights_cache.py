@@ -6,7 +6,8 @@ Operator 3.3 and later cache an endpoint's weights on each node at a host path
 instance store, where Curvine's workers keep the L2 pool. Nothing bounds the cache's size. This
 app renders no weights cache; on an existing cluster the owner's endpoints may, and then the disk
 holds both only if ``kvcache.curvine.worker.weights_cache_gib`` budgets the weights (the config
-rule sizes capacity + reserved + that against the instance's NVMe).
+rule sizes capacity + reserved + that against the instance's NVMe). ``preflight`` asks before a
+deploy on an existing cluster, ``verify`` after any deploy (an owner may add a cache later).
 """
 
 from __future__ import annotations
