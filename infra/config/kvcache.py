@@ -142,12 +142,14 @@ class EndpointConfig(Section):
     ``scale_down_first`` uses every GPU, and updates go through ``replicas - 1`` first."""
     tensor_parallel_size: int = Field(default=1, ge=1)
     """GPUs per replica (vLLM ``--tensor-parallel-size``)."""
-    image: str = "lmcache/vllm-openai:v0.3.15"
-    """vLLM image with LMCache: v0.3.15 carries LMCache 0.3.15 and vLLM 0.16.0 (fs:// for curvine
-    and fsx_lustre, sagemaker-hyperpod:// for tieredstorage, and a failed L2 read recomputed).
-    A known image that lacks what the endpoint's backend needs is refused
-    (infra/config/images.py): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod:// connector and
-    runs a request whose L2 read failed on unfilled KV blocks."""
+    image: str = images.RECOMMENDED
+    """vLLM image with LMCache. Supported: v0.4.7 (LMCache 0.4.7, vLLM 0.23.0; CUDA 13, so the
+    GPU nodes' driver must support CUDA 13) and v0.3.15 (LMCache 0.3.15, vLLM 0.16.0; CUDA 12.8).
+    Both have fs:// for curvine and fsx_lustre, sagemaker-hyperpod:// for tieredstorage, and
+    recompute a failed L2 read. A known image that lacks what the endpoint's backend needs is
+    refused (infra/config/images.py): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod://
+    connector and runs a request whose L2 read failed on unfilled KV blocks; v0.5.5-cu129 fails
+    at Pod start."""
     args: tuple[str, ...] = (
         "--max-model-len",
         "32768",

@@ -18,9 +18,9 @@ FIELD = "kvcache.endpoints.0.image"
 
 
 def test_the_default_image_recomputes_a_failed_l2_read() -> None:
-    """v0.3.15 (vLLM 0.16.0) with the policy spelled out in --kv-transfer-config."""
+    """v0.4.7 (vLLM 0.23.0) with the policy spelled out in --kv-transfer-config."""
     e = EndpointConfig()
-    assert e.image == "lmcache/vllm-openai:v0.3.15"
+    assert e.image == "lmcache/vllm-openai:v0.4.7"
     transfer = json.loads(e.args[e.args.index("--kv-transfer-config") + 1])
     assert transfer == {
         "kv_connector": "LMCacheConnectorV1",
@@ -40,8 +40,8 @@ def test_an_image_that_runs_a_failed_l2_read_on_unfilled_blocks_is_refused(backe
     )
     assert found == (
         f"{SOURCE}: {FIELD} = '{OLD}': allowed: an image that serves l2_backend {backend}, like "
-        f"lmcache/vllm-openai:v0.3.15: {OLD} (LMCache 0.3.9, vLLM 0.11.0) {why}; fix: set "
-        f"{FIELD} to lmcache/vllm-openai:v0.3.15"
+        f"lmcache/vllm-openai:v0.4.7: {OLD} (LMCache 0.3.9, vLLM 0.11.0) {why}; fix: set "
+        f"{FIELD} to lmcache/vllm-openai:v0.4.7"
     )
 
 
@@ -50,9 +50,9 @@ def test_a_failure_policy_on_a_vllm_without_it_is_refused_and_l1_only_may_drop_i
     none = {FIELD: OLD, "kvcache.endpoints.0.l2_backend": "none"}
     assert refusal(none) == (
         f"{SOURCE}: {FIELD} = '{OLD}': allowed: an image that serves l2_backend none, like "
-        f"lmcache/vllm-openai:v0.3.15: {OLD} (LMCache 0.3.9, vLLM 0.11.0) has no "
+        f"lmcache/vllm-openai:v0.4.7: {OLD} (LMCache 0.3.9, vLLM 0.11.0) has no "
         "kv_load_failure_policy (vLLM 0.13.0+); fix: set kvcache.endpoints.0.image to "
-        "lmcache/vllm-openai:v0.3.15, or drop kv_load_failure_policy from "
+        "lmcache/vllm-openai:v0.4.7, or drop kv_load_failure_policy from "
         "kvcache.endpoints.0.args"
     )
     args = ["--kv-transfer-config", '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}']
@@ -63,13 +63,26 @@ def test_a_failure_policy_on_a_vllm_without_it_is_refused_and_l1_only_may_drop_i
     "image",
     [
         "lmcache/vllm-openai:v0.3.12",
-        "docker.io/lmcache/vllm-openai:v0.3.15@sha256:" + "a" * 64,
+        "lmcache/vllm-openai:v0.3.15",
+        "docker.io/lmcache/vllm-openai:v0.4.7@sha256:" + "a" * 64,
         "123456789012.dkr.ecr.us-west-2.amazonaws.com/vllm:v0.3.9",  # unknown: not checked
     ],
 )
 def test_a_known_good_or_unknown_image_is_accepted_on_every_backend(image: str) -> None:
     for backend in ("curvine", "tieredstorage", "none"):
         assert refusal({FIELD: image, "kvcache.endpoints.0.l2_backend": backend}) is None
+
+
+@pytest.mark.parametrize("backend", ["curvine", "tieredstorage", "none"])
+def test_an_image_that_fails_at_pod_start_is_refused_on_every_backend(backend: str) -> None:
+    """v0.5.5-cu129 pairs a CUDA 13 vLLM with a CUDA 12.9 torch: no endpoint can run it."""
+    broken = "lmcache/vllm-openai:v0.5.5-cu129@sha256:" + "b" * 64
+    found = refusal({FIELD: broken, "kvcache.endpoints.0.l2_backend": backend})
+    assert found == (
+        f"{SOURCE}: {FIELD} = '{broken}': allowed: an image that serves l2_backend {backend}, "
+        f"like lmcache/vllm-openai:v0.4.7: {broken} installs a CUDA 13 vLLM beside a CUDA 12.9 "
+        f"torch: vLLM fails to load at Pod start; fix: set {FIELD} to lmcache/vllm-openai:v0.4.7"
+    )
 
 
 RUNTIME_REQUIREMENTS = Path(__file__).resolve().parents[3] / "tests" / "runtime" / "requirements"
@@ -79,7 +92,7 @@ def test_the_runtime_layer_installs_the_engines_each_image_carries() -> None:
     """make test-runtime builds one virtualenv per file, named after an image tag: it must pin
     the LMCache and vLLM that tag carries, or it judges the product against other engines."""
     files = sorted(RUNTIME_REQUIREMENTS.glob("*.txt"))
-    assert files
+    assert {p.stem for p in files} == set(images.SUPPORTED)
     for path in files:
         known = images.KNOWN[path.stem]
         pins = dict(
