@@ -65,8 +65,10 @@ test: install node_modules/.installed
 	$(PY) -m pytest $(TEST_WORKERS)
 
 # The runtime layer: the real LMCache and vLLM of each supported image (one requirements file per
-# image tag), each in a virtualenv of its own: their pins clash with the app's.
-RUNTIME_IMAGES := $(patsubst tests/runtime/requirements/%.txt,%,$(wildcard tests/runtime/requirements/*.txt))
+# image tag), each in a virtualenv of its own: their pins clash with the app's. Sorted, so v0.3.15
+# comes first: test-server pairs the first image's LMCache with its vLLM CPU build, vLLM 0.16.0,
+# which is v0.3.15's vLLM.
+RUNTIME_IMAGES := $(sort $(patsubst tests/runtime/requirements/%.txt,%,$(wildcard tests/runtime/requirements/*.txt)))
 
 .venv-runtime/%/.installed: tests/runtime/requirements/%.txt
 	test -x .venv-runtime/$*/bin/python || $(PYTHON) -m venv .venv-runtime/$*
