@@ -122,10 +122,14 @@ except ModuleNotFoundError as exc:
     if spec_name == "TieringOffloadingSpec" and not has_tiering:
         answer("spec", f"{spec_name}: no module {TIERING} in vLLM {vllm.__version__} ({exc})")
     answer("spec", f"{type(exc).__name__}: {exc}")
+spec = None
 try:
     spec = OffloadingSpecFactory.create_spec(config, kv_cache_config)
     manager = spec.get_manager()
 except Exception as exc:
+    region = getattr(spec, "_scheduler_mmap", None)  # made before a tier is refused
+    if region is not None:
+        region.cleanup()
     answer("spec", f"{type(exc).__name__}: {exc}")
 
 try:
