@@ -10,7 +10,6 @@ import math
 
 from infra.config.addons import _WHY_REQUIRED, ADDON_KEYS, INFERENCE_REQUIRES
 from infra.config.autoscaling import peak_replicas
-from infra.config.curvine import MIN_WORKER_CAPACITY_GIB
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
 from infra.config.kvcache import MODEL_SOURCES, VLLM_HOST_GIB, VLLM_HOST_GIB_PER_GPU, EndpointConfig
@@ -23,6 +22,7 @@ from infra.config.operator_versions import ADDON_NAME
 from infra.config.rules_autoscaling import check_autoscaling
 from infra.config.rules_bench import check_bench
 from infra.config.rules_budget import check_node_budget
+from infra.config.rules_curvine import check_curvine
 from infra.config.rules_existing import check_existing_arns
 from infra.config.rules_names import check_endpoint_names, check_namespaces
 from infra.config.rules_network import check_network
@@ -361,59 +361,7 @@ def check_kvcache(app: AppConfig) -> None:
     kv = app.kvcache
     cv = kv.curvine
     check_endpoint_names(app)
-    if cv.evictor.low_water_percent >= cv.evictor.high_water_percent:
-        raise RuleViolation(
-            f"less than high_water_percent ({cv.evictor.high_water_percent})",
-            "lower low_water_percent",
-            field="kvcache.curvine.evictor.low_water_percent",
-            value=cv.evictor.low_water_percent,
-        )
-    if cv.fuse.memory_limit_mib < cv.fuse.memory_request_mib:
-        raise RuleViolation(
-            f"at least memory_request_mib ({cv.fuse.memory_request_mib})",
-            "raise memory_limit_mib",
-            field="kvcache.curvine.fuse.memory_limit_mib",
-            value=cv.fuse.memory_limit_mib,
-        )
-    if cv.fuse.cpu_limit_millicores < cv.fuse.cpu_request_millicores:
-        raise RuleViolation(
-            f"at least cpu_request_millicores ({cv.fuse.cpu_request_millicores})",
-            "raise cpu_limit_millicores",
-            field="kvcache.curvine.fuse.cpu_limit_millicores",
-            value=cv.fuse.cpu_limit_millicores,
-        )
-    if cv.worker.reserved_gib >= cv.worker.capacity_gib:
-        raise RuleViolation(
-            f"less than capacity_gib ({cv.worker.capacity_gib}): Curvine keeps it free out of "
-            "the capacity",
-            "lower kvcache.curvine.worker.reserved_gib",
-            field="kvcache.curvine.worker.reserved_gib",
-            value=cv.worker.reserved_gib,
-        )
-    inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
-    if "curvine" in kv.l2_backends and inst is not None:
-        # Curvine's data and the operator's weights cache share the one NVMe mount.
-        w, nvme_gib = cv.worker, inst.nvme_gb * 10**9 // 2**30
-        if w.capacity_gib + w.reserved_gib + w.weights_cache_gib > nvme_gib:
-            left = nvme_gib - w.reserved_gib - w.weights_cache_gib
-            raise RuleViolation(
-                f"capacity + reserved + weights_cache_gib <= {nvme_gib} GiB (local NVMe of "
-                f"{app.hyperpod.gpu_group.instance_type}), here {w.capacity_gib} + "
-                f"{w.reserved_gib} + {w.weights_cache_gib} = "
-                f"{w.capacity_gib + w.reserved_gib + w.weights_cache_gib}",
-                f"lower kvcache.curvine.worker.capacity_gib to {left}"
-                if left >= MIN_WORKER_CAPACITY_GIB
-                else "lower kvcache.curvine.worker.weights_cache_gib or reserved_gib",
-                field="kvcache.curvine.worker.capacity_gib",
-                value=w.capacity_gib,
-            )
-    if cv.namespace in {e.namespace for e in kv.endpoints} | {kv.kyverno.namespace}:
-        raise RuleViolation(
-            "a namespace of its own (the only privileged one)",
-            "use different namespaces for Curvine, Kyverno and the endpoints",
-            field="kvcache.curvine.namespace",
-            value=cv.namespace,
-        )
+    check_curvine(app)
     check_namespaces(kv)
     # The claims are in the namespaces of the endpoints on Curvine only.
     namespaces = sorted({e.namespace for e in kv.endpoints if e.l2_backend == "curvine"})
