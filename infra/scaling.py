@@ -1,6 +1,12 @@
-"""Scaling seen from the metrics store: per autoscaled endpoint, the replicas serving, the
-replicas its signal asks for, and an alert when it sits at ``max_replicas`` with the signal
-still above target.
+"""Scaling seen from the metrics store: the query KEDA runs for each signal, and per autoscaled
+endpoint the replicas serving, the replicas its signal asks for, and an alert when it sits at
+``max_replicas`` with the signal still above target.
+
+KEDA 2.17 fails a query that returns more than one series and reads an empty answer as 0
+(``ignoreNullValues`` defaults to true; the CRD does not expose it), so every query aggregates
+to one series and a TTFT with no requests answers 0, not NaN. The series carry the labels the
+collector's scrape job gives every vLLM target (``k8s.observability``): ``namespace`` and
+``endpoint`` select this endpoint's Pods only.
 
 From the series the managed collector already scrapes (``k8s.observability``): the cluster runs
 no kube-state-metrics, so the HPA's own series (``kube_horizontalpodautoscaler_*``) do not
@@ -18,10 +24,11 @@ exist, and KEDA's (``keda_scaler_metrics_value``) carry neither the target nor t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from infra.config import AppConfig
-from infra.config.autoscaling import AutoscalingConfig, effective_target
+from infra.config.autoscaling import AutoscalingConfig, Signal, effective_target
 from infra.config.kvcache import EndpointConfig
 from k8s.names import vllm_job
 
@@ -29,15 +36,41 @@ AT_MAX_ALERT = "KvCacheEndpointAtMaxReplicas"
 AT_MAX_MINUTES = 15
 """Longer than a scale-up takes (KEDA polls every 30 s; a new Pod loads the model for
 minutes), so a burst the scaler is still answering does not page anyone."""
+# The TTFT window: four polls of the default 30 s, so a p95 has samples to rest on.
 TTFT_WINDOW = "2m"
-SUMMED = {
+SUMMED: dict[Signal, str] = {
     "requests_waiting": "vllm:num_requests_waiting",
     "kv_cache_usage": "vllm:kv_cache_usage_perc",
 }
 
 
-def _sel(e: EndpointConfig) -> str:
-    return f'endpoint="{e.name}", namespace="{e.namespace}"'
+@dataclass(frozen=True)
+class SignalQuery:
+    """The query KEDA runs for a signal and how the HPA reads its answer."""
+
+    query: str
+    metric_type: str
+    """``Average`` (desired = ceil(query / target): the query is the fleet's total) or
+    ``Value`` (desired = ceil(ready replicas x query / target)), as the CRD spells them."""
+
+
+def selector(e: EndpointConfig) -> str:
+    """This endpoint's vLLM series, by the labels its scrape job writes."""
+    return f'namespace="{e.namespace}",endpoint="{e.name}"'
+
+
+def _ttft_p95(e: EndpointConfig) -> str:
+    return (f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+            f"{{{selector(e)}}}[{TTFT_WINDOW}])))")  # fmt: skip
+
+
+def signal_query(e: EndpointConfig, signal: Signal) -> SignalQuery:
+    """One series always (KEDA fails on more); the summed gauges as the fleet's total."""
+    metric = SUMMED.get(signal)
+    if metric is not None:
+        return SignalQuery(f"sum({metric}{{{selector(e)}}})", "Average")
+    # NaN (no requests in the window) fails ">= 0" and becomes 0: nothing to scale for.
+    return SignalQuery(f"({_ttft_p95(e)} >= 0) or vector(0)", "Value")
 
 
 def serving_replicas(e: EndpointConfig) -> str:
@@ -45,13 +78,7 @@ def serving_replicas(e: EndpointConfig) -> str:
 
 
 def _total(a: AutoscalingConfig, e: EndpointConfig) -> str | None:
-    metric = SUMMED.get(a.signal)
-    return None if metric is None else f"sum({metric}{{{_sel(e)}}})"
-
-
-def _ttft_p95(e: EndpointConfig) -> str:
-    return (f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
-            f"{{{_sel(e)}}}[{TTFT_WINDOW}])))")  # fmt: skip
+    return signal_query(e, a.signal).query if a.signal in SUMMED else None
 
 
 def signal_per_replica(config: AppConfig, e: EndpointConfig) -> str:
