@@ -5,8 +5,7 @@ The ``lmcache/vllm-openai`` tags install LMCache and vLLM unpinned at build time
 ``docker/Dockerfile``, stage ``image-release``), so the versions below are the releases that were
 current when each tag was built: inferred from PyPI upload dates (v0.4.7: from a user who read
 it on a node), not read from the images here (docs/verification.md has the one-liner that reads
-them on a node). An image not listed here is
-not checked.
+them on a node). An image not listed here is not checked.
 
 - ``sagemaker-hyperpod://`` (the connector of ``l2_backend: tieredstorage``) first ships in
   LMCache 0.3.9.post1.
