@@ -25,14 +25,12 @@ from tests.support.runtime import (
     Container,
     container_of,
     endpoint_pod,
-    mount_namespace_available,
+    needs_mount_namespace,
     operator_of,
 )
 from tests.support.runtime_replica import TOKENS, WHOLE, replica
 
-pytestmark = pytest.mark.skipif(
-    not mount_namespace_available(), reason="binding the claim needs root and unshare"
-)
+pytestmark = needs_mount_namespace
 Rendered = dict[str, tuple[AppConfig, list[dict[str, Any]]]]
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)$")
 

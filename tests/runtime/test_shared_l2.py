@@ -24,14 +24,12 @@ from tests.support.config import SOURCE, TIERS_VARIANT, with_overrides
 from tests.support.runtime import (
     container_of,
     endpoint_pod,
-    mount_namespace_available,
+    needs_mount_namespace,
     operator_of,
 )
 from tests.support.runtime_replica import TOKENS, WHOLE, replica
 
-pytestmark = pytest.mark.skipif(
-    not mount_namespace_available(), reason="binding the claim needs root and unshare"
-)
+pytestmark = needs_mount_namespace
 Rendered = dict[str, tuple[AppConfig, list[dict[str, Any]]]]
 
 

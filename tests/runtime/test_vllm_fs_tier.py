@@ -30,13 +30,11 @@ from tests.support.runtime import (
     ask,
     container_of,
     endpoint_pod,
-    mount_namespace_available,
+    needs_mount_namespace,
     operator_of,
 )
 
-pytestmark = pytest.mark.skipif(
-    not mount_namespace_available(), reason="binding the claim needs root and unshare"
-)
+pytestmark = needs_mount_namespace
 Rendered = dict[str, tuple[AppConfig, list[dict[str, Any]]]]
 FS_TIER_SINCE = (0, 23, 0)  # the secondary tier type "fs" (0.22.0 named it "fs_python")
 DOC = ROOT / "docs" / "architecture.md"

@@ -79,6 +79,11 @@ def mount_namespace_available() -> bool:
     return os.geteuid() == 0 and shutil.which("unshare") is not None
 
 
+needs_mount_namespace = pytest.mark.skipif(
+    not mount_namespace_available(), reason="binding the claim needs root and unshare"
+)
+
+
 def ask(tag: str, oracle: str, request: Obj, container: Container | None = None,
         timeout: float = 300) -> Obj:  # fmt: skip
     """Run ``oracle`` with the engines of image ``tag``; with ``container``, as a process of that
