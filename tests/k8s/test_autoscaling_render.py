@@ -67,6 +67,14 @@ def test_the_pinned_operators_crd_takes_every_signal(signal: str) -> None:
     assert trigger["useCachedMetrics"] is True
 
 
+@pytest.mark.parametrize("signal", ["requests_waiting", "kv_cache_usage", "ttft_p95"])
+def test_the_operator_3_3_crd_takes_the_autoscaled_endpoint_too(signal: str) -> None:
+    """An add-on upgraded under the app (operator 3.3) keeps taking what the app renders."""
+    jsonschema.validate(
+        _iec(_config(signal=signal)), strict(crd_schema(OPERATORS["3.3"].crd_path, "v1"))
+    )
+
+
 def test_the_spec_carries_the_configured_bounds_timings_and_target() -> None:
     config = _config(
         min_replicas=1, target=3, polling_interval_seconds=15, cooldown_seconds=120,
