@@ -7,14 +7,15 @@ so the workspace's ``PrometheusEndpoint`` attribute (which ends in one) cannot b
 address is built from the region and the workspace id.
 
 In CDK the id is the observability stack's token; ``make manifests`` reads it from that stack's
-``WorkspaceId`` output (CloudFormation ``DescribeStacks``). Light on purpose, as
-``infra.fsx_outputs``: boto3 only when a lookup runs.
+``WorkspaceId`` output (``infra.stack_outputs``; boto3 only when a lookup runs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from infra.stack_outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
     from infra.config import AppConfig
@@ -46,8 +47,6 @@ def observability_stack_name(config: AppConfig) -> str:
 def deployed_workspace(config: AppConfig, cloudformation: Any = None) -> AmpWorkspace:
     """The workspace of ``config``'s deployed observability stack. ``cloudformation``: a boto3
     client (default: one for the environment's region, default credentials)."""
-    from botocore.exceptions import BotoCoreError, ClientError
-
     name = observability_stack_name(config)
 
     def unknown(reason: str, fix: str) -> WorkspaceUnknown:
@@ -57,23 +56,10 @@ def deployed_workspace(config: AppConfig, cloudformation: Any = None) -> AmpWork
         )
 
     deploy = f"deploy it first (`make deploy ENV={config.environment}`)"
-    if cloudformation is None:
-        import boto3
-
-        cloudformation = boto3.client("cloudformation", region_name=config.region)
     try:
-        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        if "does not exist" in str(error.get("Message", "")):
-            raise unknown("the stack does not exist", deploy) from None
-        raise unknown(
-            f"DescribeStacks failed: {error.get('Code')}: {error.get('Message')}",
-            f"allow cloudformation:DescribeStacks on {name}",
-        ) from None
-    except BotoCoreError as exc:
-        raise unknown(f"DescribeStacks failed: {exc}", "check credentials and network") from None
-    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+        outputs = stack_outputs(config, name, deploy, cloudformation)
+    except OutputsUnreadable as exc:
+        raise unknown(exc.reason, exc.fix) from None
     if not outputs.get(WORKSPACE_ID_OUTPUT):
         raise unknown(f"the stack has no output {WORKSPACE_ID_OUTPUT}", deploy)
     return AmpWorkspace(outputs[WORKSPACE_ID_OUTPUT], config.region)

@@ -6,14 +6,16 @@ without CDK (``make manifests`` writing the static PersistentVolume as plain YAM
 here with CloudFormation ``DescribeStacks``; when they cannot be read it gets one line that says
 why and how to get them, never a placeholder to patch by hand.
 
-Light on purpose (boto3 only when a lookup runs): ``k8s.l2_volume`` and the operations CLI
-import ``FsxVolume`` from here.
+Light on purpose (boto3 only when a lookup runs, in ``infra.stack_outputs``): ``k8s.l2_volume``
+and the operations CLI import ``FsxVolume`` from here.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from infra.stack_outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
     from infra.config import AppConfig
@@ -54,40 +56,15 @@ def _deploy_first(config: AppConfig) -> str:
     return f"deploy it first (`make deploy ENV={config.environment}` creates the file system)"
 
 
-def outputs_of(config: AppConfig, cloudformation: Any) -> dict[str, str]:
-    """The kvcache stack's outputs, or FileSystemUnknown saying why they cannot be read."""
-    # botocore and boto3 load only when a lookup runs (the module docstring says why).
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
-
-    name = kvcache_stack_name(config)
-    try:
-        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
-    except NoCredentialsError:
-        raise _unknown(
-            config, "no AWS credentials",
-            f"sign in to account {config.account} (AWS_PROFILE or `aws sso login`)",
-        ) from None  # fmt: skip
-    except ClientError as exc:
-        error = exc.response.get("Error", {})
-        if "does not exist" in str(error.get("Message", "")):
-            raise _unknown(config, "the stack does not exist", _deploy_first(config)) from None
-        raise _unknown(
-            config, f"DescribeStacks failed: {error.get('Code')}: {error.get('Message')}",
-            f"allow cloudformation:DescribeStacks on {name}",
-        ) from None  # fmt: skip
-    except BotoCoreError as exc:
-        raise _unknown(config, f"DescribeStacks failed: {exc}", "check the network") from None
-    return {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
-
-
 def deployed_file_system(config: AppConfig, cloudformation: Any = None) -> FsxVolume:
     """The file system of ``config``'s deployed kvcache stack. ``cloudformation``: a boto3
     client (default: one for the environment's region, default credentials)."""
-    if cloudformation is None:
-        import boto3  # only when a lookup runs (module docstring)
-
-        cloudformation = boto3.client("cloudformation", region_name=config.region)
-    outputs = outputs_of(config, cloudformation)
+    try:
+        outputs = stack_outputs(
+            config, kvcache_stack_name(config), _deploy_first(config), cloudformation
+        )
+    except OutputsUnreadable as exc:
+        raise _unknown(config, exc.reason, exc.fix) from None
     missing = [k for k in (ID_OUTPUT, DNS_OUTPUT, MOUNT_OUTPUT) if not outputs.get(k)]
     if missing:
         raise _unknown(
