@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tests.doubles.label_selector import selects
+
 Value = Any
 Env = dict[str, Value]
 
@@ -374,18 +376,7 @@ class _Lazy:
 
 
 def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
-    selector = selector or {}
-    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
-        return False
-    for req in selector.get("matchExpressions", []):
-        op, key, values = req["operator"], req["key"], req.get("values", [])
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op not in ("In", "NotIn"):
-            raise Unsupported(f"namespaceSelector operator {op}")
-    return True
+    return selects(selector, labels, Unsupported)
 
 
 def _rule_matches(resources: dict[str, Any] | None, resource: str, operation: str) -> bool:

