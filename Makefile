@@ -10,7 +10,7 @@ TEST_WORKERS ?= -n 2 --dist loadgroup
 # The operations CLI, installed into .venv by `make install` (the project's [project.scripts]).
 HPKV := $(VENV)/bin/hpkv
 OUT := cdk.out
-# Independent stacks deploy side by side (infra/stack_layout.py): at most this many at once.
+# Independent stacks deploy side by side (infra/environment/layout.py): at most this many at once.
 CONCURRENCY ?= 4
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1

@@ -23,10 +23,10 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from aws_cdk import App, Environment, cx_api
 
-from infra.cdk_context import cdk_json_context, new_app
+from infra.cdk.context import cdk_json_context, new_app
+from infra.cdk.nag import enable_checks
+from infra.cdk.unresolved import UnresolvedTokenError
 from infra.config import AppConfig, ConfigError, load_config
-from infra.nag import enable_checks
-from infra.unresolved import UnresolvedTokenError
 from k8s.render import needs_file_system, needs_workspace, render_config
 from stacks.composition import compose
 from stacks.pipeline_stack import PipelineStack

@@ -11,9 +11,9 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
-from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
-from infra.fsx_outputs import FsxVolume
+from infra.environment.amp_workspace import AmpWorkspace
+from infra.environment.fsx import FsxVolume
 from k8s.csi import CsiChart
 from k8s.curvine import CurvineChart
 from k8s.endpoints import EndpointsChart

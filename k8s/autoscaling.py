@@ -1,15 +1,15 @@
 """An autoscaled endpoint's ``spec.autoScalingSpec``: the operator makes a KEDA ScaledObject of it
 (``<name>-scaled-object``, targeting the endpoint's Deployment) whose one Prometheus trigger
 queries the observability AMP workspace (docs/autoscaling.md) with the signal's query from
-``infra.scaling``, the one the dashboard and the at-max alert read too."""
+``infra.metrics.scaling``, the one the dashboard and the at-max alert read too."""
 
 from __future__ import annotations
 
-from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
 from infra.config.autoscaling import AutoscalingConfig, Signal, effective_target
 from infra.config.kvcache import EndpointConfig
-from infra.scaling import signal_query
+from infra.environment.amp_workspace import AmpWorkspace
+from infra.metrics.scaling import signal_query
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
 
 MetricType = ie.InferenceEndpointConfigSpecAutoScalingSpecPrometheusTriggerMetricType

@@ -10,7 +10,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.kube_api import KPlusApi, KubeApi
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.node_budget import CSI_REGISTRAR
+from infra.config.node_budget import CSI_REGISTRAR
 from k8s.common import (
     gpu_node_selector,
     hardened,

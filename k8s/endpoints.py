@@ -6,10 +6,10 @@ from __future__ import annotations
 import cdk8s
 from constructs import Construct
 
-from infra.amp_workspace import AmpWorkspace
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import sagemaker_endpoint_name
+from infra.environment.amp_workspace import AmpWorkspace
 from k8s.autoscaling import autoscaling_spec
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
 from k8s.l2_pod import endpoint_env

@@ -1,7 +1,7 @@
 """The cdk8s-plus API the charts build with, as types mypy can check.
 
 At run time the charts take the cdk8s-plus package pinned for the cluster's Kubernetes minor
-(``infra.versions.SUPPORTED_KUBERNETES``), imported by name, so mypy cannot tell which. The
+(``infra.facts.versions.SUPPORTED_KUBERNETES``), imported by name, so mypy cannot tell which. The
 protocols below name every class the charts use, typed as the classes of one pinned package,
 ``REFERENCE`` (cdk8s-plus-33). It is the oldest: every other pinned package takes each of its
 classes' fields with the same types and adds only optional ones (cdk8s-plus-34: a Container's

@@ -21,8 +21,8 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.model import curvine_writable_bytes, l2_pool_bytes
-from infra.fsx_outputs import FsxVolume
-from infra.node_budget import L2_EVICTOR
+from infra.config.node_budget import L2_EVICTOR
+from infra.environment.fsx import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, meta, resources
 from k8s.curvine import FUSE_STATIC_WEB_PORT, TMP_DIR
 from k8s.foundation import curvine_volume_parameters, l2_namespaces

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from infra.config import AppConfig
 from infra.config.model import l2_pool_bytes
-from infra.fsx_outputs import FsxVolume
+from infra.environment.fsx import FsxVolume
 
 # The labels every rendered object carries (k8s.common.labels): teardown deletes only objects
 # that carry both values.

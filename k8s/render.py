@@ -24,11 +24,11 @@ from typing import Any
 
 import yaml
 
-from infra.amp_workspace import AmpWorkspace, WorkspaceUnknown
+from infra.cdk.unresolved import check_all, write_checked
 from infra.config import AppConfig, load_config
 from infra.config.locks import LOCK_DIR, lock_of
-from infra.fsx_outputs import FileSystemUnknown, FsxVolume
-from infra.unresolved import check_all, write_checked
+from infra.environment.amp_workspace import AmpWorkspace, WorkspaceUnknown
+from infra.environment.fsx import FileSystemUnknown, FsxVolume
 from k8s.app import Charts, build_charts, manifests
 from k8s.kyverno import kyverno_values
 from k8s.policy import KYVERNO_REPOSITORY

@@ -8,10 +8,10 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
+from infra.cdk.deps import needs
 from infra.config import AppConfig
 from infra.constructs.addons import PlatformAddons
-from infra.deps import needs
 
 
 class AddonsStack(Stack):

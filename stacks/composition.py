@@ -1,4 +1,4 @@
-"""Compose the stacks of one environment; their order comes from infra/stack_layout.py."""
+"""Compose the stacks of one environment; their order comes from infra/environment/layout.py."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 from aws_cdk import Environment, IStackSynthesizer, Stack
 from constructs import Construct
 
+from infra.cdk.tagging import tag_everything
 from infra.config import AppConfig
-from infra.stack_layout import STACK_SUFFIXES, dependencies
-from infra.tagging import tag_everything
+from infra.environment.layout import STACK_SUFFIXES, dependencies
 from k8s.app import ENDPOINTS, L2_POLICY, L2_VOLUME
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
@@ -50,7 +50,7 @@ class EnvironmentStacks:
 
     @property
     def by_suffix(self) -> dict[str, Stack]:
-        """Stacks by suffix, in the deploy order of infra/stack_layout.py."""
+        """Stacks by suffix, in the deploy order of infra/environment/layout.py."""
         named: dict[str, Stack | None] = {
             "network": self.network, "eks": self.eks, "egress": self.egress,
             "hyperpod": self.hyperpod,
@@ -74,8 +74,9 @@ def compose(
 ) -> EnvironmentStacks:
     """The environment's stacks under ``app`` (an App, or a pipeline Stage).
 
-    Stack dependencies are the ones infra/stack_layout.py lists (teardown deletes in the same
-    order); resources that wait for a resource of another stack say so with ``infra.deps.needs``.
+    Stack dependencies are the ones infra/environment/layout.py lists (teardown deletes in the same
+    order); resources that wait for a resource of another stack say so with
+    ``infra.cdk.deps.needs``.
     """
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix

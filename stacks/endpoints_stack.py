@@ -6,7 +6,7 @@ them. Tiered Storage: for every endpoint with an L2, including the ``tieredstora
 of a curvine or fsx_lustre endpoint, the operator renders a Pod that mounts the ai-toolkit
 daemon's shared memory, which only Tiered Storage creates; so the wait stays whatever the
 backends. Only endpoints that are all ``none`` would not need it, and the stack still waits: the
-stack order is one table (infra/stack_layout.py) that teardown reads too.
+stack order is one table (infra/environment/layout.py) that teardown reads too.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import cdk8s
 from aws_cdk import Stack
 from constructs import Construct, IConstruct
 
-from infra.cluster_types import AnyCluster, as_icluster
+from infra.cdk.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
 from infra.constructs.kubernetes_layer import EndpointsManifest
 from infra.constructs.owned_layer import owned_manifests

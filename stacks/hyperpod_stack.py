@@ -22,7 +22,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.created_cluster import CreatedCluster
 from infra.constructs.existing_cluster import ExistingCluster

@@ -16,12 +16,12 @@ from typing import Any
 from aws_cdk import Stack
 from constructs import Construct, IConstruct
 
-from infra.amp_workspace import AmpWorkspace
-from infra.cluster_types import AnyCluster, as_icluster
+from infra.cdk.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
 from infra.constructs.kubernetes_layer import KubernetesLayer
 from infra.constructs.network import Network
 from infra.constructs.owned_layer import owned_manifests
+from infra.environment.amp_workspace import AmpWorkspace
 
 
 class KvCacheStack(Stack):

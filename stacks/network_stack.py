@@ -7,9 +7,9 @@ from typing import Any
 from aws_cdk import Stack
 from constructs import Construct
 
+from infra.cdk.removal import removal_policy
 from infra.config import AppConfig
 from infra.constructs.network import Network
-from infra.removal import removal_policy
 
 
 class NetworkStack(Stack):

@@ -16,12 +16,12 @@ from aws_cdk import Stack
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
+from infra.cdk.deps import needs
 from infra.config import AppConfig
 from infra.constructs.eks_cluster import add_coredns
 from infra.constructs.hyperpod import instance_groups_hash
 from infra.custom_resources.node_gate.construct import NodeGateProvider, NodeReadinessGate
-from infra.deps import needs
 
 
 class NodesStack(Stack):

@@ -8,11 +8,11 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack
 from constructs import Construct
 
-from infra.amp_workspace import WORKSPACE_ID_OUTPUT, AmpWorkspace
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.constructs.network import Network
 from infra.constructs.observability import Observability, collector_placement
+from infra.environment.amp_workspace import WORKSPACE_ID_OUTPUT, AmpWorkspace
 
 
 class ObservabilityStack(Stack):

@@ -12,10 +12,10 @@ from typing import Any
 from aws_cdk import Stack
 from constructs import Construct, IConstruct
 
+from infra.cdk.deps import needs
 from infra.config import AppConfig
 from infra.constructs.hyperpod import instance_groups_hash
 from infra.custom_resources.tiered_storage.construct import TieredStorage, TieredStorageProvider
-from infra.deps import needs
 
 
 class TieredStorageStack(Stack):

@@ -13,7 +13,7 @@ import pytest
 from aws_cdk import Annotations, Stack, cx_api
 
 from app import report, synth_messages
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 
 
 def assembly_with_warning(outdir: Path) -> cx_api.CloudAssembly:

@@ -160,8 +160,8 @@ REPO_PATH = re.compile(
 
 @pytest.mark.parametrize("page", PAGES[:1] + PAGES[2:], ids=lambda p: p.name)
 def test_every_repository_path_a_page_names_exists(page: Path) -> None:
-    """A path in a code span (`infra/stack_layout.py`, `tests/k8s/test_rehearsal_*.py`) exists;
-    placeholders (`config/<env>.yaml`) are skipped."""
+    """A path in a code span (`infra/environment/layout.py`, `tests/k8s/test_rehearsal_*.py`)
+    exists; placeholders (`config/<env>.yaml`) are skipped."""
     missing = []
     for raw in REPO_PATH.findall(page.read_text()):
         path = raw.split("::")[0].rstrip(".,:;")
@@ -226,8 +226,8 @@ def number(word: str) -> int:
 
 
 def test_the_stack_count_the_docs_give_is_each_shipped_environments() -> None:
-    """'the environment's ten stacks' (or 'the N stacks'): the count of `infra/stack_layout.py`'s
-    stacks an environment has, in every shipped environment."""
+    """'the environment's ten stacks' (or 'the N stacks'): the count of
+    `infra/environment/layout.py`'s stacks an environment has, in every shipped environment."""
     words = "|".join([*NUMBERS, r"\d+"])
     claim = re.compile(
         rf"\b(?:the|its|all|environment's|dev's|test's|prod's) ({words}) stacks\b", re.I

@@ -1,7 +1,9 @@
 """The shape of the code base, so it stays easy to find one's way in: no module over 500 lines,
 no import cycle among the project's own packages, every function-local import of a project
-module says why it is late, and test modules share code only through tests/support/ and
-tests/doubles/.
+module says why it is late, test modules share code only through tests/support/ and
+tests/doubles/, and infra/ keeps its floor plan (docs/architecture.md): nothing but the package
+marker at its root, its folders importing each other one way, and every test of infra/ in the
+folder that mirrors the code it tests.
 
 The checks read the sources with ``ast`` and ``tokenize`` (nothing is imported), so they run on
 any tree: the project's, and the small crafted trees below that prove each check can fail.
@@ -29,6 +31,8 @@ EXCEPTED = ("k8s/imports",)
 # What a test module may import from the tests: shared support and doubles. Importing another
 # test module (or a conftest) ties two unrelated files together and collects its tests twice.
 TEST_SHARED = ("tests.support", "tests.doubles")
+# infra/ is folders only: a module belongs in the folder of what it is (docs/architecture.md).
+INFRA = "infra"
 
 
 def python_files(root: Path, roots: tuple[str, ...] = ALL_ROOTS) -> list[Path]:
@@ -193,6 +197,50 @@ def imports_of_test_modules(root: Path) -> list[str]:
     ]
 
 
+def infra_root_modules(root: Path) -> list[str]:
+    """Modules at infra/'s root other than its package marker, and a marker that holds code."""
+    found = [p.name for p in sorted((root / INFRA).glob("*.py")) if p.name != "__init__.py"]
+    marker = root / INFRA / "__init__.py"
+    if marker.exists():
+        body = ast.parse(marker.read_text()).body
+        if any(not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)) for n in body):
+            found.append("__init__.py holds code")
+    return found
+
+
+def folder_cycle(root: Path) -> list[str] | None:
+    """One cycle among infra/'s folders (``infra.config -> infra.metrics -> infra.config``): a
+    module of one folder importing a folder that imports it back, at any depth."""
+    graph = import_graph(root, python_files(root, (INFRA,)))
+
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    folders: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        edges = folders.setdefault(folder(module), set())
+        edges |= {folder(t) for t in targets if folder(t) != folder(module)}
+    return find_cycle(folders)
+
+
+def misplaced_infra_tests(root: Path) -> list[str]:
+    """Test modules under tests/infra/ not in the folder mirroring infra/'s, or not named after a
+    module or folder there (``test_<module>.py`` or ``test_<module>_<topic>.py``)."""
+    found: list[str] = []
+    for path in sorted((root / "tests" / INFRA).rglob("test_*.py")):
+        folder = root / path.parent.relative_to(root / "tests")
+        subject = path.stem.removeprefix("test_")
+        names = (
+            {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
+            if folder.is_dir()
+            else set()
+        )
+        names.discard("__init__")
+        if not any(subject == n or subject.startswith(f"{n}_") for n in names):
+            found.append(path.relative_to(root).as_posix())
+    return found
+
+
 # --- the project ---------------------------------------------------------------------------
 
 
@@ -219,6 +267,26 @@ def test_test_modules_import_only_the_shared_test_support() -> None:
     assert not found, (
         "move what these share to tests/support/ (helpers) or tests/doubles/ (fakes):\n"
         + "\n".join(found)
+    )
+
+
+def test_infra_root_holds_only_its_package_marker() -> None:
+    found = infra_root_modules(REPO)
+    assert not found, (
+        "move these into the infra/ folder of what they are (docs/architecture.md#where-the-code-"
+        "lives):\n" + "\n".join(found)
+    )
+
+
+def test_infra_folders_import_each_other_one_way() -> None:
+    cycle = folder_cycle(REPO)
+    assert cycle is None, "infra/ folders import each other back: " + " -> ".join(cycle or [])
+
+
+def test_every_infra_test_is_in_the_folder_mirroring_its_code() -> None:
+    found = misplaced_infra_tests(REPO)
+    assert not found, (
+        "move these to tests/<the code's folder>/test_<module>[_<topic>].py:\n" + "\n".join(found)
     )
 
 
@@ -336,4 +404,64 @@ def test_a_test_module_importing_another_is_reported(tmp_path: Path) -> None:
     assert imports_of_test_modules(root) == [
         "tests.k8s.test_a -> tests.k8s.conftest",
         "tests.k8s.test_b -> tests.k8s.test_a",
+    ]
+
+
+def test_a_module_at_infras_root_is_reported(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "infra/__init__.py": '"""The marker."""\n',
+            "infra/loose.py": "X = 1\n",
+            "infra/config/__init__.py": "",
+            "infra/config/model.py": "X = 1\n",
+        },
+    )
+    assert infra_root_modules(root) == ["loose.py"]
+
+
+def test_code_in_infras_package_marker_is_reported(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"infra/__init__.py": '"""The marker."""\nX = 1\n'})
+    assert infra_root_modules(root) == ["__init__.py holds code"]
+    plain = _tree(tmp_path / "plain", {"infra/__init__.py": '"""The marker."""\n'})
+    assert infra_root_modules(plain) == []
+
+
+def test_folders_importing_each_other_back_are_named(tmp_path: Path) -> None:
+    """No module cycle, yet config's rules import a budget module that imports config back."""
+    files = {
+        "infra/__init__.py": "",
+        "infra/config/__init__.py": "",
+        "infra/config/model.py": "X = 1\n",
+        "infra/config/rules.py": "from infra.budget.node import N\n",
+        "infra/budget/__init__.py": "",
+        "infra/budget/node.py": "from infra.config.model import X\nN = X\n",
+        "infra/facts/__init__.py": "",
+        "infra/facts/gpus.py": "G = 1\n",
+    }
+    root = _tree(tmp_path, files)
+    assert find_cycle(import_graph(root, python_files(root, (INFRA,)))) is None
+    assert folder_cycle(root) == ["infra.budget", "infra.config", "infra.budget"]
+    one_way = {**files, "infra/budget/node.py": "from infra.facts.gpus import G\nN = G\n"}
+    assert folder_cycle(_tree(tmp_path / "one-way", one_way)) is None
+
+
+def test_a_test_outside_the_mirror_of_its_code_is_reported(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "infra/__init__.py": "",
+            "infra/metrics/__init__.py": "",
+            "infra/metrics/scaling.py": "X = 1\n",
+            "tests/infra/metrics/test_scaling.py": "",
+            "tests/infra/metrics/test_scaling_alert.py": "",
+            "tests/infra/metrics/test_scalingx.py": "",
+            "tests/infra/test_scaling.py": "",
+            "tests/infra/gone/test_scaling.py": "",
+        },
+    )
+    assert misplaced_infra_tests(root) == [
+        "tests/infra/gone/test_scaling.py",
+        "tests/infra/metrics/test_scalingx.py",
+        "tests/infra/test_scaling.py",
     ]

@@ -16,7 +16,7 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from infra.validation import errors_only, lint_templates, linter, templates_in
+from infra.cdk.validation import errors_only, lint_templates, linter, templates_in
 
 
 def _warm_up() -> None:

@@ -11,7 +11,7 @@ from pydantic import field_validator, model_validator
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import EKSBUILD_VERSION, cidr, retention_days
-from infra.versions import (
+from infra.facts.versions import (
     CORE_ADDON_VERSIONS,
     DEFAULT_KUBERNETES_VERSION,
     HYPERPOD_SUPPORTED_MINORS,
@@ -66,7 +66,8 @@ class EksConfig(Section):
     cluster_name: str = "hyperpod-kvcache"
     """Name of the EKS cluster."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
-    """Kubernetes minor; selects the kubectl layer and cdk8s-plus package (infra/versions.py)."""
+    """Kubernetes minor; selects the kubectl layer and cdk8s-plus package
+    (infra/facts/versions.py)."""
     endpoint_access: Literal["public_and_private", "private"] = "public_and_private"
     """API endpoint access. ``private`` needs a deploy host inside the VPC (or VPN)."""
     public_access_cidrs: tuple[str, ...] = ()
@@ -128,12 +129,12 @@ class EksConfig(Section):
 
     @model_validator(mode="after")
     def _addon_versions_follow_the_minor(self) -> EksConfig:
-        """Keys left out of ``eks.addons`` come from the minor's table (infra/versions.py)."""
+        """Keys left out of ``eks.addons`` come from the minor's table (infra/facts/versions.py)."""
         minor = self.kubernetes_version
         table = CORE_ADDON_VERSIONS.get(minor)
         if table is None:
             raise RuleViolation(
-                f"a minor with an add-on version table in infra/versions.py "
+                f"a minor with an add-on version table in infra/facts/versions.py "
                 f"({', '.join(CORE_ADDON_VERSIONS)})",
                 "add the minor to CORE_ADDON_VERSIONS or pick one listed",
                 field="eks.kubernetes_version",

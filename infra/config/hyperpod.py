@@ -9,11 +9,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from infra.aws_models import BOTOCORE, cluster_instance_types
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import aws_id
-from infra.instances import GPU_FAMILIES, GPU_INSTANCES
+from infra.facts.aws_models import BOTOCORE, cluster_instance_types
+from infra.facts.instances import GPU_FAMILIES, GPU_INSTANCES
 
 HYPERPOD_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 ARN = re.compile(r"^arn:aws[a-z-]*:")

@@ -170,13 +170,13 @@ class EndpointConfig(Section):
     cpu: int = Field(default=7, ge=1)
     """CPU request and limit per replica, in cores. 7 leaves room on one ml.g6e.4xlarge (16
     vCPUs) for the Curvine worker, its FUSE node plugin, the operator's sidecars and the EKS and
-    HyperPod daemons; a replica must fit one GPU node with them (infra/node_budget.py)."""
+    HyperPod daemons; a replica must fit one GPU node with them (infra/config/node_budget.py)."""
     memory_gib: int = Field(default=64, ge=VLLM_HOST_GIB + VLLM_HOST_GIB_PER_GPU)
     """Memory request and limit per replica, in GiB. With L1 on, what vLLM does not need is
     LMCache's CPU cache (``l1_cache_gib``): ``memory_gib - (8 + 2 x tensor_parallel_size)``, where
     that size reaches LMCache (operator 3.2 drops it on tieredstorage and none endpoints, which
     then get LMCache's default 5 GiB). A replica must fit one GPU node beside what else runs
-    there (infra/node_budget.py)."""
+    there (infra/config/node_budget.py)."""
     routing_strategy: str = "prefixaware"
     """Router strategy: prefixaware, kvaware, session or roundrobin. Set once, at creation."""
     enable_l1_cache: bool = True

@@ -26,7 +26,7 @@ from infra.config.rules_curvine import check_curvine
 from infra.config.rules_existing import check_existing_arns
 from infra.config.rules_names import check_endpoint_names, check_namespaces
 from infra.config.rules_network import check_network
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 
 
 def check_rules(app: AppConfig) -> None:

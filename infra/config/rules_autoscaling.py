@@ -9,7 +9,7 @@ from infra.config.autoscaling import AutoscalingConfig
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig, creates_collector
-from infra.node_budget import replicas_per_node
+from infra.config.node_budget import replicas_per_node
 
 # Operators whose CRD takes an AMP query URL as serverAddress. Operator 3.0's pattern wants one
 # more path segment after the workspace id (.../workspaces/ws-<id>/<segment>), which KEDA would
@@ -63,7 +63,7 @@ def _check_nodes(app: AppConfig, i: int, e: EndpointConfig, a: AutoscalingConfig
         raise RuleViolation(
             f"at most {fits}: {gpu.instance_count} {gpu.instance_type} nodes hold {per_node} "
             f"replica{'s' if per_node > 1 else ''} of {e.name} each (its GPUs, CPU and memory "
-            "beside what runs on every node, infra/node_budget.py); more would stay Pending",
+            "beside what runs on every node, infra/config/node_budget.py); more would stay Pending",
             "lower max_replicas, or raise hyperpod.gpu_group.instance_count",
             field=f"kvcache.endpoints.{i}.autoscaling.max_replicas",
             value=a.max_replicas,

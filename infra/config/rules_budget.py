@@ -1,14 +1,14 @@
-"""One GPU node's budget: what lands on a node that runs a replica (infra/node_budget.py) must
-fit its allocatable CPU and memory (infra/instances.py). A replica too large for it deploys,
-then stays Pending: the scheduler finds no node."""
+"""One GPU node's budget: what lands on a node that runs a replica (infra/config/node_budget.py)
+must fit its allocatable CPU and memory (infra/facts/instances.py). A replica too large for it
+deploys, then stays Pending: the scheduler finds no node."""
 
 from __future__ import annotations
 
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig
-from infra.instances import GPU_INSTANCES
-from infra.node_budget import gpu_node_pieces
+from infra.config.node_budget import gpu_node_pieces
+from infra.facts.instances import GPU_INSTANCES
 
 FREE_THE_NODE = (
     "lower what else runs there (kvcache.curvine.worker, kvcache.curvine.fuse, "

@@ -6,7 +6,7 @@ from __future__ import annotations
 from infra.config.curvine import MIN_WORKER_CAPACITY_GIB
 from infra.config.errors import RuleViolation
 from infra.config.model import AppConfig
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 
 
 def check_curvine(app: AppConfig) -> None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from infra.aws_models import regions
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import ExistingClusterConfig
 from infra.config.model import AppConfig
+from infra.facts.aws_models import regions
 
 # The EKS OIDC issuer in an OIDC provider's ARN carries the cluster's region.
 _OIDC_ISSUER = re.compile(r"^oidc-provider/oidc\.eks\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?/")

@@ -1,13 +1,13 @@
 """The ``tags`` of a config: every one goes on every stack and every resource that takes tags
 (stacks/composition.py), so each must pass the strictest rule among them, as the bundled
-botocore's models state it (infra/aws_models.py): CloudFormation's stack tags refuse an empty
+botocore's models state it (infra/facts/aws_models.py): CloudFormation's stack tags refuse an empty
 value, SageMaker's cluster and FSx refuse characters outside their pattern, and every service
 refuses a key under ``aws:`` (reserved for AWS, in any case) and more than 50 tags."""
 
 from __future__ import annotations
 
-from infra.aws_models import BOTOCORE, tag_rules
 from infra.config.errors import RuleViolation
+from infra.facts.aws_models import BOTOCORE, tag_rules
 
 # Tags the app adds itself, after the configured ones (a configured one would be replaced).
 APP_TAGS = ("project", "environment")

@@ -7,7 +7,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.nag import acknowledge
+from infra.cdk.nag import acknowledge
 
 ACCESS_LOG_DAYS = 365
 

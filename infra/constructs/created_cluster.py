@@ -14,6 +14,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.cdk.deps import needs
 from infra.config import AppConfig
 from infra.constructs.eks_cluster import EksControlPlane
 from infra.constructs.hyperpod import (
@@ -23,7 +24,6 @@ from infra.constructs.hyperpod import (
     LifecycleScripts,
 )
 from infra.constructs.network import Network
-from infra.deps import needs
 
 
 class CreatedCluster(Construct):

@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.cdk.nag import acknowledge_codebuild_grants
 from infra.config import AppConfig
 from infra.constructs.buckets import SecureBucket
 from infra.constructs.pipeline import (
@@ -24,7 +25,6 @@ from infra.constructs.pipeline import (
     kubectl_version_for,
     tool_install_commands,
 )
-from infra.nag import acknowledge_codebuild_grants
 
 
 def synth_commands(test_env: str, prod_env: str) -> list[str]:

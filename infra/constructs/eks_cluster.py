@@ -11,11 +11,11 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
+from infra.cdk.nag import acknowledge
+from infra.cdk.removal import retention
 from infra.config.eks import EksConfig
-from infra.nag import acknowledge
-from infra.removal import retention
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 
 ALL_LOG_TYPES = [
     eks.ClusterLoggingTypes.API,

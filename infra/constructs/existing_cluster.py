@@ -15,9 +15,9 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from infra.cdk.nag import acknowledge_findings, render_intrinsic
 from infra.config.hyperpod import ExistingClusterConfig
-from infra.nag import acknowledge_findings, render_intrinsic
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 
 
 class ExistingCluster(Construct):

@@ -15,11 +15,11 @@ from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from infra.cdk.removal import removal_policy
 from infra.config import AppConfig
 from infra.config.fsx import FsxLustreConfig
 from infra.constructs.network import Network
-from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT, FsxVolume
-from infra.removal import removal_policy
+from infra.environment.fsx import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT, FsxVolume
 
 # LNet: servers listen on 988; clients connect from the privileged ports 1018-1023, and the
 # file servers talk to each other on the same ports (FSx for Lustre guide, "File system access
@@ -130,7 +130,7 @@ class FsxLustreL2(Construct):
             dns_name=self.file_system.attr_dns_name,
             mount_name=self.file_system.attr_lustre_mount_name,
         )
-        # What `make manifests` reads (infra/fsx_outputs.py) to write 40-l2-volume.yaml for
+        # What `make manifests` reads (infra/environment/fsx.py) to write 40-l2-volume.yaml for
         # kubectl/GitOps; the keys are fixed so DescribeStacks finds them by name.
         for name, value in (
             (ID_OUTPUT, self.volume.file_system_id),

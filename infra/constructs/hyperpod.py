@@ -20,10 +20,10 @@ from aws_cdk import aws_s3_deployment as s3_deployment
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster, as_icluster
+from infra.cdk.cluster_types import AnyCluster, as_icluster
+from infra.cdk.nag import acknowledge, finding_name, ref
 from infra.config.hyperpod import DependenciesChartConfig, HyperPodConfig, InstanceGroupConfig
 from infra.constructs.buckets import SecureBucket
-from infra.nag import acknowledge, finding_name, ref
 
 LIFECYCLE_DIR = Path(__file__).resolve().parents[2] / "assets" / "lifecycle"
 LIFECYCLE_PREFIX = "lifecycle/"

@@ -22,13 +22,13 @@ from aws_cdk import Duration
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IConstruct
 
-from infra.amp_workspace import AmpWorkspace
+from infra.cdk.deps import needs
 from infra.config import AppConfig
 from infra.constructs.fsx_lustre import FsxLustreL2, l2_file_system
 from infra.constructs.network import Network
 from infra.constructs.owned_layer import absent_checks, hints_for, present_checks
 from infra.custom_resources.owned_manifest.construct import OwnedManifests
-from infra.deps import needs
+from infra.environment.amp_workspace import AmpWorkspace
 from k8s.app import (
     CURVINE,
     CURVINE_CSI,

@@ -7,9 +7,9 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.cdk.deps import needs
+from infra.cdk.removal import retention
 from infra.config.network import NetworkConfig
-from infra.deps import needs
-from infra.removal import retention
 
 INTERNAL_ELB_TAG = "kubernetes.io/role/internal-elb"
 PUBLIC_ELB_TAG = "kubernetes.io/role/elb"
@@ -82,7 +82,7 @@ class Network(Construct):
             )
         # The AZs are pinned in config (by name here, by AZ id for the HyperPod subnet) so that
         # synth needs no lookup and every deploy lands in the same zones (cfn-lint's W3010,
-        # ignored in infra/validation.py).
+        # ignored in infra/cdk/validation.py).
         vpc = ec2.Vpc(
             self,
             "Vpc",

@@ -28,11 +28,11 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subs
 from constructs import Construct
 
+from infra.cdk.removal import removal_policy, retention
 from infra.config import AppConfig
 from infra.config.model import topic_name
 from infra.constructs.network import Network
-from infra.dashboards import alert_rules_yaml, alertmanager_definition
-from infra.removal import removal_policy, retention
+from infra.metrics.dashboards import alert_rules_yaml, alertmanager_definition
 from k8s.observability import scrape_config_yaml
 
 

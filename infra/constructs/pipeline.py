@@ -12,10 +12,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.cdk.nag import acknowledge
 from infra.config import AppConfig
 from infra.config.model import topic_name
-from infra.nag import acknowledge
-from infra.stack_layout import STACK_SUFFIXES
+from infra.environment.layout import STACK_SUFFIXES
 
 # CodeBuild's Ubuntu 22.04 image (standard:7.0); it offers Python 3.9 to 3.14 and Node.js 18 to 24
 # (aws/aws-codebuild-docker-images, ubuntu/standard/7.0/runtimes.yml).
@@ -27,8 +27,9 @@ RUNTIME_VERSIONS = {"python": "3.11", "nodejs": "22"}
 HELM_VERSION = "v3.16.3"
 GITHUB_OIDC_URL = "https://token.actions.githubusercontent.com"
 # The CDK bootstrap roles (default qualifier) a deploy assumes; they hold the deploy rights.
-# The environment's stacks, <stack_prefix>-<suffix> (scripts/lib/teardown/ deletes these).
-ENVIRONMENT_STACKS = STACK_SUFFIXES  # what the nightly role may delete (infra/stack_layout.py)
+# The environment's stacks, <stack_prefix>-<suffix> (scripts/lib/teardown/ deletes these): what
+# the nightly role may delete (infra/environment/layout.py).
+ENVIRONMENT_STACKS = STACK_SUFFIXES
 CDK_BOOTSTRAP_ROLES = "cdk-hnb659fds-*-role-{account}-{region}"
 
 

@@ -38,7 +38,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.nag import acknowledge
+from infra.cdk.nag import acknowledge
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = REPO_ROOT / "requirements.txt"

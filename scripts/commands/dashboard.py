@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.dashboards import (
+from infra.cdk.unresolved import UnresolvedTokenError, write_checked
+from infra.metrics.dashboards import (
     Panel,
     Target,
     alert_rules_yaml,
@@ -22,7 +23,6 @@ from infra.dashboards import (
     rows,
     upstream_dashboards,
 )
-from infra.unresolved import UnresolvedTokenError, write_checked
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
 from scripts.lib.report import render_png

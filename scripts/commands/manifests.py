@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.amp_workspace import WorkspaceUnknown, deployed_workspace
-from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
-from infra.unresolved import UnresolvedTokenError
+from infra.cdk.unresolved import UnresolvedTokenError
+from infra.environment.amp_workspace import WorkspaceUnknown, deployed_workspace
+from infra.environment.fsx import FileSystemUnknown, deployed_file_system
 from k8s.render import needs_file_system, needs_workspace, render_config
 from scripts.lib import runtime
 from scripts.lib.errors import Exit

@@ -13,7 +13,7 @@ from pathlib import Path
 import boto3
 from botocore.credentials import Credentials
 
-from infra.dashboards import rows
+from infra.metrics.dashboards import rows
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
 from scripts.lib.report import (

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from rich.table import Table
 
 from infra.config.model import l1_in_container_gib, l2_pool_bytes
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
 from scripts.lib.sizing import GIB, SizingError, load_model_config, size_model

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from infra.fsx_outputs import FileSystemUnknown, deployed_file_system
+from infra.environment.fsx import FileSystemUnknown, deployed_file_system
 from k8s.names import curvine_claim, fsx_claim
 from scripts.lib.clients import Clients
 from scripts.lib.errors import OperationError

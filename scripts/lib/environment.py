@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.config import AppConfig
-from infra.stack_layout import STACK_SUFFIXES, deletion_waves
+from infra.environment.layout import STACK_SUFFIXES, deletion_waves
 
 
 def cluster_names(cfg: AppConfig) -> tuple[str, str]:
@@ -13,7 +13,7 @@ def cluster_names(cfg: AppConfig) -> tuple[str, str]:
     return cfg.eks.cluster_name, cfg.hyperpod.cluster_name
 
 
-# The stack of infra/stack_layout.py that holds the VPC, its subnets and security groups.
+# The stack of infra/environment/layout.py that holds the VPC, its subnets and security groups.
 NETWORK_SUFFIX = "network"
 
 

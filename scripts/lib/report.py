@@ -1,6 +1,6 @@
-"""What ``hpkv report`` reads and draws: each tier's hit rate (``infra.tiers``), the share of KV
-loads that failed, TTFT percentiles and L2 use over a window, read from the AMP workspace, as a
-table or JSON, and a PNG of the dashboard's panels over the same window (``render_png``, which
+"""What ``hpkv report`` reads and draws: each tier's hit rate (``infra.metrics.tiers``), the share
+of KV loads that failed, TTFT percentiles and L2 use over a window, read from the AMP workspace, as
+a table or JSON, and a PNG of the dashboard's panels over the same window (``render_png``, which
 ``hpkv dashboard --png`` also draws from sample series).
 
 Queries go to the workspace's Prometheus-compatible API (``/api/v1/query`` and
@@ -27,8 +27,8 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from infra.config import AppConfig
-from infra.dashboards import Panel, Queries, Row, Target, l2_used_percent
-from infra.scaling import serving_replicas, wanted_replicas
+from infra.metrics.dashboards import Panel, Queries, Row, Target, l2_used_percent
+from infra.metrics.scaling import serving_replicas, wanted_replicas
 
 WINDOWS = {"m": 60, "h": 3600, "d": 86400}
 
@@ -109,7 +109,7 @@ def scale_events(points: list[tuple[float, float]]) -> list[dict[str, Any]]:
 def _replicas(config: AppConfig, client: PromClient, e: Any, start: datetime,
               at: datetime) -> dict[str, Any]:  # fmt: skip
     """Replicas serving now, their changes over the window, and for an autoscaled endpoint what
-    its signal asks for and its bounds (``infra.scaling``)."""
+    its signal asks for and its bounds (``infra.metrics.scaling``)."""
     step = range_step(int((at - start).total_seconds()))
     found = client.series(serving_replicas(e), start, at, step)
     out: dict[str, Any] = {"replicas_serving": client.scalar(serving_replicas(e), at),

@@ -18,7 +18,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 from k8s.names import CURVINE_DATA_DIR, NVME_MOUNT
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients

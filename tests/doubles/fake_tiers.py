@@ -2,7 +2,7 @@
 (``fake_vllm``): L0 (the GPU prefix cache) and L1 (LMCache's CPU backend) per server, L2 a
 directory shared by the servers of one tier (as Curvine or FSx is shared by the Pods that mount
 it), and the counters vLLM and LMCache export, fed the way their code feeds them
-(``infra/tiers.py`` says how):
+(``infra/metrics/tiers.py`` says how):
 
 - a prompt is split into words (one word, one token) and chunks of ``chunk`` tokens, each chunk
   named by a hash of the whole prefix up to its end (LMCache's chained chunk keys);

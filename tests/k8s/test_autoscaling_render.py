@@ -19,15 +19,15 @@ import pytest
 from moto import mock_aws
 from typer.testing import CliRunner
 
-from infra.amp_workspace import (
+from infra.config import AppConfig, parse_config
+from infra.config.operator_versions import OPERATORS
+from infra.environment.amp_workspace import (
     WORKSPACE_ID_OUTPUT,
     AmpWorkspace,
     WorkspaceUnknown,
     deployed_workspace,
     observability_stack_name,
 )
-from infra.config import AppConfig, parse_config
-from infra.config.operator_versions import OPERATORS
 from k8s import render as render_module
 from k8s.endpoints import EndpointsChart
 from k8s.render import render_config

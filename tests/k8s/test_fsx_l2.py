@@ -14,7 +14,7 @@ import kubernetes_validate
 import pytest
 
 from infra.config import AppConfig
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.app import build_charts
 from k8s.foundation import endpoint_namespaces
 from k8s.names import curvine_claim

@@ -15,7 +15,7 @@ import pytest
 
 from infra.config import AppConfig
 from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS, OperatorVersion
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.endpoints import EndpointsChart
 from tests.support.config import env_config
 from tests.support.schemas import SCHEMAS, crd_schema, strict

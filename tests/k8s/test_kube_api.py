@@ -17,7 +17,7 @@ import pytest
 from mypy import api as mypy_api
 
 from infra.config import AppConfig
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.app import build_charts
 from k8s.common import k8s_for
 from k8s.kube_api import REFERENCE, KPlusApi, KubeApi

@@ -24,7 +24,8 @@ from moto import mock_aws
 from typer.testing import CliRunner
 
 import app as app_module
-from infra.fsx_outputs import (
+from infra.cdk.unresolved import UnresolvedTokenError, unresolved_tokens
+from infra.environment.fsx import (
     DNS_OUTPUT,
     ID_OUTPUT,
     MOUNT_OUTPUT,
@@ -33,7 +34,6 @@ from infra.fsx_outputs import (
     deployed_file_system,
     kvcache_stack_name,
 )
-from infra.unresolved import UnresolvedTokenError, unresolved_tokens
 from k8s import render as render_module
 from k8s.app import build_charts
 from k8s.render import render_config, write

@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from infra.config import AppConfig
-from infra.dashboards import all_exprs, grafana_dashboard
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
+from infra.metrics.catalog import METRICS, metric_names
+from infra.metrics.dashboards import all_exprs, grafana_dashboard
 from k8s.l2_pod import MULTIPROC_DIR, observability_env
 from k8s.names import labels, vllm_job
 from k8s.observability import (
@@ -26,7 +27,6 @@ from k8s.observability import (
     scrape_config_yaml,
     scrape_targets,
 )
-from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.doubles.prometheus import checked, scraped
 from tests.support.config import env_config
 from tests.support.promtool import config_verdict, needs_promtool

@@ -5,9 +5,10 @@ not (infra/config/rules_budget.py) counts exactly what the rendered objects requ
 Our objects are read from the real rendered output (every DaemonSet and CronJob whose
 nodeSelector matches the GPU group's labels); one vLLM replica is the rendered
 InferenceEndpointConfig's worker resources plus the operator's sidecars. What EKS and HyperPod run
-on every node, and the sidecars, are the tables of infra/node_budget.py, which the config rule
-reads too (no double: these are requests, summed). Allocatable comes from infra/instances.py (EC2
-capacity minus the EKS AMI's kube-reserved and eviction threshold, cited there).
+on every node, and the sidecars, are the tables of infra/config/node_budget.py, which the config
+rule reads too (no double: these are requests, summed). Allocatable comes from
+infra/facts/instances.py (EC2 capacity minus the EKS AMI's kube-reserved and eviction threshold,
+cited there).
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ import pytest
 
 from infra.config import AppConfig, load_config
 from infra.config.hyperpod import InstanceGroupConfig
-from infra.instances import GPU_INSTANCES
-from infra.node_budget import NODE_DAEMONS, OPERATOR_SIDECARS, own_pieces
+from infra.config.node_budget import NODE_DAEMONS, OPERATOR_SIDECARS, own_pieces
+from infra.facts.instances import GPU_INSTANCES
 from k8s.common import INSTANCE_GROUP_LABEL
 from tests.support.config import env_config
 

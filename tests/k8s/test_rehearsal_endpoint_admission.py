@@ -18,7 +18,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.admission import NAME_LABEL, TOOLKIT_CACHE
 from tests.doubles.cel import CelError, evaluate_policy, validation_outcomes
 from tests.doubles.pod_security import violations

@@ -26,10 +26,10 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import MOUNTED_L2_BACKENDS
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.app import build_charts, manifests
 from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.kyverno import RELEASE, kyverno_values

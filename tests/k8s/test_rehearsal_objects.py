@@ -13,7 +13,7 @@ import botocore.session
 import pytest
 import yaml
 
-from infra.unresolved import unresolved_tokens
+from infra.cdk.unresolved import unresolved_tokens
 from k8s.common import INSTANCE_GROUP_LABEL
 from k8s.l2_volume import FSX_DRIVER
 from tests.support.objects import (

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from infra.config.loader import parse_config
-from infra.fsx_outputs import FsxVolume
+from infra.environment.fsx import FsxVolume
 from k8s.l2_volume import FSX_DRIVER
 from k8s.render import render_config
 from tests.doubles.immutable import identity, refused_changes, update_refusals

@@ -14,8 +14,8 @@ import yaml
 
 from infra.config import AppConfig
 from infra.config.images import KNOWN
-from infra.dashboards import alert_rules
-from infra.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, QUERIED, tier_shares
+from infra.metrics.dashboards import alert_rules
+from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, QUERIED, tier_shares
 from k8s.l2_pod import MULTIPROC_ENV
 from k8s.names import vllm_job
 from scripts.lib.bench_compare.scrape import parse_counters

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig, parse_config
-from infra.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, l2_hit_share
+from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, l2_hit_share
 from k8s.app import build_charts, manifests
 from scripts.lib.bench_compare.scrape import parse_counters
 from tests.support.config import SOURCE, TIERS_VARIANT, with_overrides

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from infra.tiers import COUNTERS, L0_HITS, QUERIED, tier_shares
+from infra.metrics.tiers import COUNTERS, L0_HITS, QUERIED, tier_shares
 from scripts.cli import app
 from scripts.lib.bench_compare.scrape import increase, parse_counters, scrape_metrics
 from scripts.lib.clients import Clients

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from infra import versions
 from infra.config import parse_config
+from infra.facts import versions
 from tests.support.config import env_raw
 from tests.support.synth import Synth, synth
 

@@ -22,10 +22,10 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint_file
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 from infra.config import AppConfig, parse_config
 from infra.constructs.addons import service_accounts as sa
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from stacks.addons_stack import AddonsStack
 
 HYPERPOD_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"

@@ -20,7 +20,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 from infra.config import parse_config
 from infra.constructs.addons.inference_operator import execution_role_name
 from stacks.addons_stack import AddonsStack

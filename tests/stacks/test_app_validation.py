@@ -9,10 +9,10 @@ import pytest
 from aws_cdk import Stack
 from aws_cdk import aws_s3 as s3
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.nag import enable_checks
+from infra.cdk.validation import templates_in
 from infra.config import load_config
-from infra.nag import enable_checks
-from infra.validation import templates_in
 from tests.support import background
 from tests.support.synth import Synth, synth
 

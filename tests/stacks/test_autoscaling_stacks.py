@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from aws_cdk.assertions import Match
 
-from infra.stack_layout import dependencies
+from infra.environment.layout import dependencies
 from tests.support import background
 from tests.support.schemas import crd_schema, strict
 from tests.support.synth import Synth
@@ -103,7 +103,7 @@ def test_the_workspace_id_is_an_output_for_make_manifests(autoscaled: Synth) -> 
 
 
 def test_the_stacks_that_name_the_workspace_deploy_after_it(autoscaled: Synth) -> None:
-    """The order teardown reads (infra/stack_layout.py) is the one CDK's imports impose."""
+    """The order teardown reads (infra/environment/layout.py) is the one CDK's imports impose."""
     graph = dependencies(autoscaled.stacks.by_suffix)
     for suffix in ("addons", "endpoints"):
         assert "observability" in graph[suffix]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from infra.constructs.kubernetes_layer import L2_PROVIDERS
-from infra.stack_layout import deletion_waves, dependencies
+from infra.environment.layout import deletion_waves, dependencies
 from k8s.app import L2_VOLUME
 from tests.support.synth import TIERED, Synth, logical_id, needs_of
 from tools.deploy_time.model import Durations, as_deployed, floor, load_assembly

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
 
+from infra.cdk.validation import templates_in
 from infra.config import load_config
-from infra.validation import templates_in
 from k8s.render import render
 from tests.support import background
 from tests.support.synth import Synth, synth

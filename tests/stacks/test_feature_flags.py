@@ -18,7 +18,7 @@ from typing import Any
 import aws_cdk
 import pytest
 
-from infra.cdk_context import cdk_json_context
+from infra.cdk.context import cdk_json_context
 
 # Recommended flags kept at another value on purpose; the reason is in docs/architecture.md.
 KEPT = {"@aws-cdk/core:defaultCrossStackReferences": "strong"}

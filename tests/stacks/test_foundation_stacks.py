@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match
 
+from infra.cdk.deps import NEEDS_METADATA
 from infra.config import load_config, parse_config
-from infra.deps import NEEDS_METADATA
 from tests.support.synth import Synth, synth
 
 

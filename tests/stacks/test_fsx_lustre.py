@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from infra.cdk.validation import templates_in
 from infra.config import parse_config
-from infra.fsx_outputs import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT
-from infra.validation import templates_in
+from infra.environment.fsx import DNS_OUTPUT, ID_OUTPUT, MOUNT_OUTPUT
 from tests.support import background
 from tests.support.config import (
     EXISTING_GROUPS,
@@ -137,7 +137,7 @@ def test_a_replaced_file_system_reaches_the_pv_without_an_export(
 def test_the_stack_reports_the_file_system_where_make_manifests_reads_it(
     fixture: str, request: pytest.FixtureRequest
 ) -> None:
-    """`make manifests` finds the file system by these output keys (infra/fsx_outputs.py)."""
+    """`make manifests` finds the file system by these output keys (infra/environment/fsx.py)."""
     s: Synth = request.getfixturevalue(fixture)
     (fs,) = s.resources("kvcache", "AWS::FSx::FileSystem")
     outputs = s.template_json("kvcache")["Outputs"]

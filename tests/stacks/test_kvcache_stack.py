@@ -14,7 +14,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 from infra.config import AppConfig, load_config
 from k8s.render import render
 from stacks.kvcache_stack import KvCacheStack

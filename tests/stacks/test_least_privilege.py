@@ -12,10 +12,10 @@ import pytest
 from aws_cdk import App, CfnElement, Stack
 from aws_cdk import aws_eks_v2 as eks
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.nag import enable_checks, managed_policy_finding, wildcard_finding
 from infra.config.addons import FsxCsiConfig
 from infra.constructs.addons.storage_addons import FsxCsiDriverAddon
-from infra.nag import enable_checks, managed_policy_finding, wildcard_finding
 from tests.support.synth import Synth
 
 GATED_POLICY = "AmazonSageMakerHyperPodGatedModelAccess"

@@ -13,12 +13,12 @@ import yaml
 from aws_cdk import Environment
 
 import app
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.validation import errors_only, lint_template
 from infra.config import ConfigError, load_config, loader, parse_config
 from infra.config.rules_pipeline import check_pipeline_reaches_test
 from infra.constructs.pipeline import ENVIRONMENT_STACKS
-from infra.stack_layout import STACK_SUFFIXES, dependencies
-from infra.validation import errors_only, lint_template
+from infra.environment.layout import STACK_SUFFIXES, dependencies
 from stacks.pipeline_stack import PipelineStack
 from tests.support.config import env_raw
 from tests.support.pipeline import nightly_statements, prod_with_pipeline
@@ -46,8 +46,8 @@ def test_stage_order_ends_with_approval_then_prod(pipeline: dict[str, Any]) -> N
 
 
 def test_test_stage_deploys_in_order_then_verifies(pipeline: dict[str, Any]) -> None:
-    """Each stack after the stacks infra/stack_layout.py says it needs, independent stacks side
-    by side (the same run order), the verification last."""
+    """Each stack after the stacks infra/environment/layout.py says it needs, independent stacks
+    side by side (the same run order), the verification last."""
     test = next(s for s in stages(pipeline["template"]) if s["Name"] == "Test")
     actions = sorted(test["Actions"], key=lambda a: a["RunOrder"])
     run_order: dict[tuple[str, str], int] = {}

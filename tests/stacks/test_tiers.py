@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from infra.cdk.validation import templates_in
 from infra.config import parse_config
-from infra.validation import templates_in
 from tests.support import background
 from tests.support.config import TIERS_ENDPOINTS, env_raw, tiers_config
 from tests.support.synth import TIERED, Synth, logical_id, needs_of, synth

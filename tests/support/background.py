@@ -17,7 +17,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from infra.validation import errors_only, lint_templates, templates_in
+from infra.cdk.validation import errors_only, lint_templates, templates_in
 
 _pool: ProcessPoolExecutor | None = None
 _futures: dict[tuple[Any, ...], Future[Any]] = {}

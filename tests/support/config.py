@@ -14,7 +14,7 @@ import yaml
 
 from infra.config import AppConfig, ConfigError, load_config, parse_config
 from infra.config.loader import CONFIG_DIR
-from infra.fsx_outputs import FsxVolume
+from infra.environment.fsx import FsxVolume
 
 SOURCE = "config/dev.yaml"
 ENV = "dev"

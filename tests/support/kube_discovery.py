@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from infra.versions import DEFAULT_KUBERNETES_VERSION
+from infra.facts.versions import DEFAULT_KUBERNETES_VERSION
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "k8s" / "schemas"
 SCOPES = {"GlobalResource": False, "NamespacedResource": True, "NamespacedResourceG": True}

@@ -9,9 +9,9 @@ from typing import Any
 
 from aws_cdk import Environment
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.nag import enable_checks
 from infra.config import load_config, parse_config
-from infra.nag import enable_checks
 from stacks.pipeline_stack import PipelineStack
 from tests.support.config import env_raw
 

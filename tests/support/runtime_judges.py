@@ -11,7 +11,7 @@ from typing import Any
 
 from infra.config.images import ImageFacts
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
-from infra.tiers import LMCACHE_CHUNK_TOKENS
+from infra.metrics.tiers import LMCACHE_CHUNK_TOKENS
 from k8s.l2_pod import L1_SIZE_ENV
 from tests.doubles.operator_pod import SHARED_MEMORY
 from tests.support.runtime import Container

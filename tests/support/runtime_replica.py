@@ -15,7 +15,7 @@ from typing import Any
 
 from infra.config.images import facts
 from infra.config.kvcache import EndpointConfig
-from infra.tiers import LMCACHE_CHUNK_TOKENS
+from infra.metrics.tiers import LMCACHE_CHUNK_TOKENS
 from tests.support.runtime import Container, ask, python_version, qwen3_8b
 
 TOKENS = 3 * LMCACHE_CHUNK_TOKENS + 100  # three whole chunks and a tail LMCache does not store

@@ -11,10 +11,10 @@ from aws_cdk import CfnResource, Stack
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.deps import NEEDS_METADATA
+from infra.cdk.nag import enable_checks
 from infra.config import AppConfig
-from infra.deps import NEEDS_METADATA
-from infra.nag import enable_checks
 from stacks.composition import EnvironmentStacks, compose
 
 FIXTURE_CHART = Path(__file__).parents[1] / "fixtures" / "hyperpod-chart"
@@ -53,7 +53,7 @@ TIERED = "Custom::HyperPodTieredStorage"
 
 
 def needs_of(resource: dict[str, Any]) -> set[str]:
-    """The logical IDs a resource's ``needs`` metadata names (infra/deps.py)."""
+    """The logical IDs a resource's ``needs`` metadata names (infra/cdk/deps.py)."""
     return {n["logicalId"] for n in resource.get("Metadata", {}).get(NEEDS_METADATA, [])}
 
 

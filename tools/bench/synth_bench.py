@@ -4,7 +4,7 @@ Each run times, one after the other and each as fresh processes (no CLI): the ba
 aws-cdk-lib's built-in template validation on (its default) and off; the full app (``python
 app.py``); and what `make synth` runs (the full app writing the manifests too, then cfn-lint over
 every template). Every App of this project turns the built-in validation off
-(``infra.cdk_context.new_app``: the pinned cfn-lint checks the templates instead), so the bare app
+(``infra.cdk.context.new_app``: the pinned cfn-lint checks the templates instead), so the bare app
 with it off is the like-for-like baseline; against the bare app with it on, the project's synth
 looks faster than it is, because that validation is most of the bare app's time. Wall time and
 peak resident memory are printed with their ratios to both.

@@ -3,7 +3,7 @@
 Resources come from the synthesized templates, their dependencies from ``DependsOn``, ``Ref``,
 ``Fn::GetAtt``, ``Fn::Sub``, ``Fn::ImportValue`` and ``Fn::GetStackOutput`` (through the producing
 stack's exports and outputs), and
-from the ``hyperpod-kvcache:needs`` metadata that ``infra.deps.needs`` writes where one resource
+from the ``hyperpod-kvcache:needs`` metadata that ``infra.cdk.deps.needs`` writes where one resource
 waits for a resource of another stack without referencing it (CloudFormation cannot express that;
 CDK turns it into a stack dependency). Durations come from one table, durations.yaml.
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from infra.stack_layout import NEEDS_METADATA
+from infra.environment.layout import NEEDS_METADATA
 
 DURATIONS_FILE = Path(__file__).with_name("durations.yaml")
 _SUB_REF = re.compile(r"\$\{([A-Za-z0-9]+)(?:\.[A-Za-z0-9.]+)?\}")

@@ -15,7 +15,7 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
 from infra.config.addons import AddonSettings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
 from infra.config.addons import CertManagerConfig
 from infra.constructs.addons.base import EksAddon
 

@@ -10,7 +10,14 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
+from infra.cdk.nag import (
+    acknowledge_findings,
+    finding_name,
+    managed_policy_finding,
+    ref,
+    wildcard_finding,
+)
 from infra.config.addons import InferenceOperatorConfig
 from infra.constructs.addons.alb_controller_policy import alb_controller_statements
 from infra.constructs.addons.base import EksAddon
@@ -22,13 +29,6 @@ from infra.constructs.addons.service_accounts import (
     gated_model_download,
 )
 from infra.constructs.buckets import SecureBucket
-from infra.nag import (
-    acknowledge_findings,
-    finding_name,
-    managed_policy_finding,
-    ref,
-    wildcard_finding,
-)
 
 # The add-on rejects an execution role whose name does not start with this, and the AWS-managed
 # AmazonSageMakerHyperPodInferenceAccess only allows iam:PassRole on

@@ -10,7 +10,7 @@ from typing import Any
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
 from infra.config import AppConfig
 from infra.config.addons import INFERENCE_REQUIRES
 from infra.config.model import model_bucket_names

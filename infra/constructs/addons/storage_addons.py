@@ -7,7 +7,8 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from infra.cluster_types import AnyCluster
+from infra.cdk.cluster_types import AnyCluster
+from infra.cdk.nag import acknowledge_findings, managed_policy_finding, wildcard_finding
 from infra.config.addons import EbsCsiConfig, FsxCsiConfig, S3CsiConfig
 from infra.constructs.addons.base import EksAddon
 from infra.constructs.addons.irsa import irsa_role
@@ -16,7 +17,6 @@ from infra.constructs.addons.service_accounts import (
     FSX_CSI_CONTROLLER,
     S3_CSI,
 )
-from infra.nag import acknowledge_findings, managed_policy_finding, wildcard_finding
 
 
 class S3CsiDriverAddon(EksAddon):

@@ -7,7 +7,7 @@ import math
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 
-from infra.tiers import COUNTERS
+from infra.metrics.tiers import COUNTERS
 
 Counters = dict[str, float]
 Scrape = Callable[[str], Counters]  # metrics base URL -> counters

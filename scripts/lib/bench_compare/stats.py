@@ -1,5 +1,5 @@
 """The figures of one workload on one tier: TTFT p50/p95 cold and warm, the speedup, throughput
-and each tier's share of the prompt tokens (``infra.tiers.tier_shares`` of the counters'
+and each tier's share of the prompt tokens (``infra.metrics.tiers.tier_shares`` of the counters'
 increase)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from infra.tiers import LOADED, QUERIED, TierShares, tier_shares
+from infra.metrics.tiers import LOADED, QUERIED, TierShares, tier_shares
 from scripts.lib.bench_compare.workloads import WorkloadRun
 
 

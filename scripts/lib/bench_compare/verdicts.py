@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infra.config.bench import BenchConfig
-from infra.tiers import l2_hit_share
+from infra.metrics.tiers import l2_hit_share
 from scripts.lib.bench_compare.scrape import REQUESTS
 from scripts.lib.bench_compare.stats import figures
 from scripts.lib.bench_compare.workloads import WorkloadRun

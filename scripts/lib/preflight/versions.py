@@ -14,7 +14,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from infra.config import AppConfig
 from infra.config.addons import ADDON_KEYS
 from infra.config.operator_versions import ADDON_NAME
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
 
@@ -130,7 +130,7 @@ SHOWN = 4  # offered versions named in a row (EKS lists the newest first)
 
 def check_kubernetes_minor(clients: Clients, minor: str) -> Check:
     """EKS offers ``minor`` in this Region (DescribeClusterVersions). SageMaker has no API that
-    lists the minors HyperPod supports: that list is infra/versions.py's, from its docs."""
+    lists the minors HyperPod supports: that list is infra/facts/versions.py's, from its docs."""
     stage = f"Kubernetes {minor}"
     try:
         pages = clients.aws("eks").get_paginator("describe_cluster_versions").paginate()
@@ -144,7 +144,8 @@ def check_kubernetes_minor(clients: Clients, minor: str) -> Check:
         return Check(
             stage, "fail", f"EKS in {clients.region} offers no Kubernetes {minor}",
             f"set eks.kubernetes_version to one of {', '.join(ours)}" if ours
-            else "run `aws eks describe-cluster-versions` and pick a minor infra/versions.py pins",
+            else "run `aws eks describe-cluster-versions` and pick a minor "
+            "infra/facts/versions.py pins",
         )  # fmt: skip
     end = found.get("endOfStandardSupportDate")
     until = f"{end:%Y-%m-%d}" if end else "?"
@@ -154,7 +155,7 @@ def check_kubernetes_minor(clients: Clients, minor: str) -> Check:
             stage, "warn", f"in EKS extended support since {until}: the control plane is billed "
             "at the extended-support rate",
             f"set eks.kubernetes_version to {newer[-1]}" if newer
-            else "pin a newer minor that HyperPod supports in infra/versions.py "
+            else "pin a newer minor that HyperPod supports in infra/facts/versions.py "
             "(docs/node-readiness-and-versions.md)",
         )  # fmt: skip
     return Check(stage, "pass", f"offered by EKS, standard support until {until}")

@@ -11,7 +11,7 @@ EC2 leftovers by the ``project`` and ``environment`` tags (or inside this enviro
 
 Order: InferenceEndpointConfigs (and wait until their load balancers are gone) -> PVCs on the
 Curvine StorageClass (and wait until the CSI driver, which the kvcache stack takes, has deleted
-their volumes) -> stacks in waves from infra/stack_layout.py (a stack after every stack that
+their volumes) -> stacks in waves from infra/environment/layout.py (a stack after every stack that
 depends on it; the stacks of one wave in parallel). Right before the wave that holds the network
 stack: Lambda's network interfaces in the VPC (delete the available ones, wait for Lambda to free
 the rest) -> the VPC sweep of available ENIs and GuardDuty's endpoints and security group. Then

@@ -23,8 +23,8 @@ an endpoint Pod and (on Curvine) one Curvine worker Pod.
   ``crates/adapters/curvine-storage-local/src/version.rs``) and reports them to the master, so
   nothing stored before the loss has to be recomputed after it.
 
-The L2 hit is read from the reading Pod's LMCache counters (``infra.tiers.l2_hit_share``), as
-``bench compare`` reads it.
+The L2 hit is read from the reading Pod's LMCache counters (``infra.metrics.tiers.l2_hit_share``),
+as ``bench compare`` reads it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kubernetes.client.exceptions import ApiException
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from infra.tiers import l2_hit_share
+from infra.metrics.tiers import l2_hit_share
 from k8s.names import WORKER_WL
 from scripts.lib.bench_compare.scrape import increase, scrape_metrics
 from scripts.lib.checks import Check

@@ -1,6 +1,6 @@
-"""The eks section: core add-on versions follow the cluster's Kubernetes minor (infra/versions.py)
-unless written out, and a version of another minor is refused in one line (pure parsing, no
-double)."""
+"""The eks section: core add-on versions follow the cluster's Kubernetes minor
+(infra/facts/versions.py) unless written out, and a version of another minor is refused in one line
+(pure parsing, no double)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from infra import versions
 from infra.config import AppConfig, parse_config
 from infra.config import eks as eks_config
 from infra.config.eks import EksAddonVersions
 from infra.config.errors import ConfigError
+from infra.facts import versions
 from tests.support.config import env_raw
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from infra.config import AppConfig
 from infra.config.network import az_id_prefix
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 from tests.support.config import BASE, SOURCE, refusal
 
 # Fields whose bound another rule also constrains: the partner is moved out of the way.
@@ -32,7 +32,7 @@ COMPANIONS: dict[str, dict[str, Any]] = {
     "kvcache.curvine.fuse.cpu_limit_millicores": {
         "kvcache.curvine.fuse.cpu_request_millicores": 100},
     "kvcache.curvine.fuse.memory_limit_mib": {"kvcache.curvine.fuse.memory_request_mib": 512},
-    # Below 11 GiB only without L1, never below vLLM's 10 (tests/infra/config/test_memory.py).
+    # Below 11 GiB only without L1, never below vLLM's 10 (test_kvcache_memory.py beside this).
     "kvcache.endpoints.0.memory_gib": {"kvcache.endpoints.0.enable_l1_cache": False},
 }  # fmt: skip
 # An autoscaling section needs a maximum the two dev GPU nodes hold (the default 5 does not).

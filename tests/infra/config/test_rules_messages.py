@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from infra.config import parse_config
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 from k8s.l2_pod import l2_url
 from tests.support.config import BASE, SOURCE, existing_cluster, refusal, with_overrides
 

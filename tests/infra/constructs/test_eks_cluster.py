@@ -14,7 +14,7 @@ from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Annotations, Match, Template
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
 from infra.config.eks import EksConfig
 from infra.constructs.eks_cluster import EksControlPlane
 

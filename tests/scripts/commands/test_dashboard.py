@@ -11,7 +11,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from infra.dashboards import CURVINE_FUSE_DASHBOARD
+from infra.metrics.dashboards import CURVINE_FUSE_DASHBOARD
 from scripts.cli import app
 from tests.support.endpoint_objects import FIXTURES
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from infra.config import load_config
-from infra.dashboards import Queries, l2_used_percent, rows
+from infra.metrics.dashboards import Queries, l2_used_percent, rows
 from scripts.cli import app
 from scripts.commands import report
 from scripts.lib.errors import Exit

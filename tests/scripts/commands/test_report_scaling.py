@@ -1,7 +1,7 @@
 """``hpkv report``'s replicas: serving now, the scale events of the window (each change of the
 serving count) and, for an autoscaled endpoint, what its signal asks for within its bounds.
 Against the local Prometheus-compatible fake (tests/doubles/fake_prometheus.py) answering the
-exact queries ``infra.scaling`` builds, signed by botocore with fake static credentials."""
+exact queries ``infra.metrics.scaling`` builds, signed by botocore with fake static credentials."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from infra.config import AppConfig, parse_config
-from infra.scaling import serving_replicas, wanted_replicas
+from infra.metrics.scaling import serving_replicas, wanted_replicas
 from scripts.commands import report
 from scripts.lib import runtime
 from scripts.lib.errors import Exit

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from infra.stack_layout import STACK_DEPENDENCIES
+from infra.environment.layout import STACK_DEPENDENCIES
 from scripts.lib.environment import NETWORK_SUFFIX, is_prod, network_stack, stack_names
 from tests.support.config import make_cfg
 from tests.support.teardown_world import env_cfg

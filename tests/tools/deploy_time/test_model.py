@@ -15,8 +15,8 @@ import pytest
 from aws_cdk import CfnResource, Stack
 from botocore.stub import Stubber
 
-from infra.cdk_context import new_app
-from infra.deps import NEEDS_METADATA, needs
+from infra.cdk.context import new_app
+from infra.cdk.deps import NEEDS_METADATA, needs
 from tests.support.assembly import write_assembly
 from tests.support.synth import Synth
 from tools.deploy_time.model import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from infra.cdk.deps import NEEDS_METADATA
 from infra.custom_resources.node_gate.construct import RESOURCE_TYPE
-from infra.deps import NEEDS_METADATA
 from tests.support.synth import Synth
 
 CLUSTER_LOGICAL_ID = "HyperPodCluster11759092"

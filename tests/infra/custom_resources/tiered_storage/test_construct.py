@@ -25,7 +25,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk.assertions import Match, Template
 
-from infra.cdk_context import new_app
+from infra.cdk.context import new_app
+from infra.cdk.nag import enable_checks
 from infra.config.tiered_storage import TieredStorageConfig
 from infra.custom_resources.provider import pinned_versions
 from infra.custom_resources.tiered_storage.construct import (
@@ -37,7 +38,6 @@ from infra.custom_resources.tiered_storage.construct import (
     TieredStorageProvider,
     bundle,
 )
-from infra.nag import enable_checks
 from tests.support.synth import Synth as SynthResult
 
 EXISTING_ARN = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abcdef012345"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig, parse_config
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
 from scripts.lib.weights_cache import STAGE, check_weights_cache

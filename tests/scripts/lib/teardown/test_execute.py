@@ -12,7 +12,7 @@ import re
 import boto3
 import pytest
 
-from infra.stack_layout import STACK_DEPENDENCIES
+from infra.environment.layout import STACK_DEPENDENCIES
 from scripts.lib.environment import stack_names, stack_waves
 from scripts.lib.errors import OperationError
 from scripts.lib.teardown.execute import execute_teardown
@@ -68,7 +68,7 @@ def test_order_of_operations(world: World) -> None:
     t = world.timeline
     stacks = [s.split(":", 1)[1] for s in t if s.startswith("DeleteStack:")]
     assert sorted(stacks) == sorted(stack_names(world.cfg))
-    # Wave by wave (infra/stack_layout.py): a stack only after every stack that depends on it.
+    # Wave by wave (infra/environment/layout.py): a stack only after every stack that depends on it.
     waves = stack_waves(world.cfg)
     for before, after in itertools.pairwise(waves):
         assert max(stacks.index(n) for n in before) < min(stacks.index(n) for n in after)
@@ -123,7 +123,7 @@ def test_order_of_operations(world: World) -> None:
 
 def deleted_too_early(deleted: list[str]) -> list[str]:
     """Each stack of ``deleted`` (in DeleteStack order) that was deleted before a stack that
-    depends on it (infra/stack_layout.py); stacks of one wave may come in any order."""
+    depends on it (infra/environment/layout.py); stacks of one wave may come in any order."""
     suffix = {name: name.removeprefix(f"{PREFIX}-") for name in deleted}
     return [
         f"{name} before {later}"

@@ -13,7 +13,7 @@ import boto3
 from botocore.stub import Stubber
 
 from infra.config import AppConfig
-from infra.fsx_outputs import kvcache_stack_name
+from infra.environment.fsx import kvcache_stack_name
 from scripts.lib.verify.run import run_verify
 from tests.doubles.fake_kube import FakeKube
 from tests.support.config import make_cfg

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig
-from infra.dashboards import Queries
+from infra.metrics.dashboards import Queries
 from scripts.lib.report import PromClient
 from scripts.lib.verify.metrics import check_metrics
 from tests.doubles.fake_prometheus import FakePrometheus

@@ -19,7 +19,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 
-from infra.versions import SUPPORTED_KUBERNETES
+from infra.facts.versions import SUPPORTED_KUBERNETES
 from scripts.lib.checks import Check
 from scripts.lib.progress import Reporter
 from scripts.lib.verify.chaos import SCALED_OUT, ChaosOptions, run_chaos

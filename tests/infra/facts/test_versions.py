@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from infra import versions
+from infra.facts import versions
 
 
 def test_every_supported_minor_has_a_table() -> None:

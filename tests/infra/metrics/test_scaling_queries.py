@@ -1,4 +1,4 @@
-"""Each autoscaling signal's PromQL (``infra.scaling.signal_query``, what the rendered
+"""Each autoscaling signal's PromQL (``infra.metrics.scaling.signal_query``, what the rendered
 InferenceEndpointConfig hands KEDA), evaluated by Prometheus's own ``promtool test rules`` over
 series below, at and above the target.
 
@@ -27,7 +27,7 @@ import pytest
 from infra.config import AppConfig, parse_config
 from infra.config.autoscaling import SIGNALS, Signal, effective_target
 from infra.config.kvcache import EndpointConfig
-from infra.scaling import signal_query
+from infra.metrics.scaling import signal_query
 from k8s.names import vllm_job
 from tests.support.config import SOURCE, with_overrides
 from tests.support.promtool import needs_promtool, run_rule_tests

@@ -3,8 +3,8 @@
 ``consumer.node.add_dependency(provider)`` across stacks becomes a stack dependency: CloudFormation
 cannot make a resource wait for a resource of another stack, so the template no longer says which
 resource needed which. ``needs`` adds the dependency and records the provider's resources in the
-consumer's resource metadata (``NEEDS_METADATA``, defined in the CDK-free infra/stack_layout.py),
-where the deploy-time model (tools/deploy_time/model.py) reads them.
+consumer's resource metadata (``NEEDS_METADATA``, defined in the CDK-free
+infra/environment/layout.py), where the deploy-time model (tools/deploy_time/model.py) reads them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from aws_cdk import CfnResource, Stack
 from constructs import IConstruct
 
-from infra.stack_layout import NEEDS_METADATA
+from infra.environment.layout import NEEDS_METADATA
 
 
 def _resources(scope: IConstruct) -> list[CfnResource]:

@@ -4,7 +4,7 @@ report`` (PromQL, ``l2_tokens_expr``) and ``hpkv bench compare`` (counter deltas
 Pod's /metrics, ``tier_shares``).
 
 What the counters count (LMCache 0.3.15 and 0.3.9, vLLM 0.16.0 and 0.11.0;
-``scripts.lib.metrics_catalog`` names each file):
+``infra.metrics.catalog`` names each file):
 
 - ``vllm:prefix_cache_queries_total``: prompt tokens looked up in vLLM's GPU prefix cache, once
   per scheduled request: the base every share here is taken of.

@@ -1,6 +1,6 @@
 """Curvine's own FUSE dashboard, shipped unchanged next to ours: it is the file the pinned
 Curvine tag ships, it finds the FUSE targets our collector scrapes, and every series it queries
-is one the pinned curvine-fuse serves (``scripts/lib/metrics_catalog.py``)."""
+is one the pinned curvine-fuse serves (``infra/metrics/catalog.py``)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from infra.config import parse_config
-from infra.dashboards import CURVINE_FUSE_DASHBOARD, upstream_dashboards
+from infra.metrics.catalog import METRICS, metric_names
+from infra.metrics.dashboards import CURVINE_FUSE_DASHBOARD, upstream_dashboards
 from k8s.observability import scrape_config
-from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.support.config import SOURCE, with_overrides
 
 

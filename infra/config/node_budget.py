@@ -1,7 +1,7 @@
 """What lands on one GPU node, in CPU and memory requests: what EKS and HyperPod run on every
 node, this app's own per-node workloads, one vLLM replica with the operator's sidecars, and the
 memory Tiered Storage reserves on the instance. It must fit the node's allocatable
-(infra/instances.py); the config rule (infra/config/rules_budget.py) refuses a config where it
+(infra/facts/instances.py); the config rule (infra/config/rules_budget.py) refuses a config where it
 does not, and tests/k8s/test_rehearsal_budget.py checks that the rendered objects request what
 this module counts.
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig
-from infra.instances import GPU_INSTANCES
+from infra.facts.instances import GPU_INSTANCES
 
 
 @dataclass(frozen=True)

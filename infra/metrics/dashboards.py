@@ -3,12 +3,12 @@
 One definition of every PromQL query (``Panel``/``Target``) feeds the Grafana dashboard, the
 PNG rendering of ``hpkv report``/``hpkv dashboard`` and the tests; the alert rules and the
 alert manager definition are what the observability stack uploads to the AMP workspace. Every
-metric name used here is in ``scripts.lib.metrics_catalog.METRICS`` (a test parses each query).
+metric name used here is in ``infra.metrics.catalog.METRICS`` (a test parses each query).
 
-Tier hit rates are each tier's share of the prompt tokens looked up (vLLM's prefix-cache
-queries), as ``infra.tiers`` defines them: L0 from vLLM's prefix-cache hits, L2 from LMCache's
-remote reads (per backend: fs:// reads times the chunk size, Tiered Storage's bytes over the KV
-bytes per token), L1 the tokens LMCache loaded minus L2.
+Tier hit rates are each tier's share of the prompt tokens looked up (vLLM's prefix-cache queries),
+as ``infra.metrics.tiers`` defines them: L0 from vLLM's prefix-cache hits, L2 from LMCache's remote
+reads (per backend: fs:// reads times the chunk size, Tiered Storage's bytes over the KV bytes per
+token), L1 the tokens LMCache loaded minus L2.
 """
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ import yaml
 from infra.config import AppConfig
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, L2Backend
 from infra.config.model import curvine_writable_bytes
-from infra.scaling import (
+from infra.metrics.scaling import (
     at_max_rules,
     serving_replicas,
     signal_per_replica,
     target,
     wanted_replicas,
 )
-from infra.tiers import (
+from infra.metrics.tiers import (
     L0_HITS,
     L2_LABELS,
     LOADED,
@@ -43,7 +43,7 @@ RATE = "5m"
 WORKER = 'job="curvine-worker"'
 # Curvine's own FUSE dashboard, kept byte for byte (assets/grafana/SOURCES.md).
 CURVINE_FUSE_DASHBOARD = (
-    Path(__file__).resolve().parents[1] / "assets" / "grafana" / "curvine-fuse-dashboard.json"
+    Path(__file__).resolve().parents[2] / "assets" / "grafana" / "curvine-fuse-dashboard.json"
 )
 
 
@@ -159,7 +159,8 @@ def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
 
 
 def _scaling_panels(config: AppConfig, e: EndpointConfig) -> tuple[Panel, ...]:
-    """An autoscaled endpoint's replicas and signal (``infra.scaling``), first in its row."""
+    """An autoscaled endpoint's replicas and signal (``infra.metrics.scaling``), first in its
+    row."""
     if e.autoscaling is None:
         return ()
     a = e.autoscaling

@@ -15,8 +15,8 @@ import yaml
 
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import L2Backend
-from infra.dashboards import Queries
-from infra.tiers import (
+from infra.metrics.dashboards import Queries
+from infra.metrics.tiers import (
     L0_HITS,
     L2_READ_BYTES,
     L2_READS,

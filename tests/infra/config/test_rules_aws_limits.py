@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from infra.aws_models import character_class, cluster_instance_types, regions, tag_rules
 from infra.config.errors import RuleViolation
 from infra.config.hyperpod import cluster_instance_type
 from infra.config.network import az_id_prefix, region_zones
 from infra.config.rules_network import _example, association_refusal
 from infra.config.tags import check_tags
 from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
-from infra.instances import GPU_INSTANCES
+from infra.facts.aws_models import character_class, cluster_instance_types, regions, tag_rules
+from infra.facts.instances import GPU_INSTANCES
 from tests.support.config import refusal
 
 # --- YAML ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ so the workspace's ``PrometheusEndpoint`` attribute (which ends in one) cannot b
 address is built from the region and the workspace id.
 
 In CDK the id is the observability stack's token; ``make manifests`` reads it from that stack's
-``WorkspaceId`` output (``infra.stack_outputs``; boto3 only when a lookup runs).
+``WorkspaceId`` output (``infra.environment.outputs``; boto3 only when a lookup runs).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.stack_outputs import OutputsUnreadable, stack_outputs
+from infra.environment.outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
     from infra.config import AppConfig

@@ -71,7 +71,8 @@ class Metric:
     source: str
     """repository or package, path and commit of the definition."""
     meaning: str = ""
-    """What the series counts, read from the code that feeds it (how ``infra.tiers`` uses it)."""
+    """What the series counts, read from the code that feeds it (how ``infra.metrics.tiers``
+    uses it)."""
 
 
 def _vllm(kind: str, meaning: str) -> Metric:

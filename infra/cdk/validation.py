@@ -3,7 +3,7 @@
 W3005 flags a DependsOn that an intrinsic already implies; CDK adds such edges deliberately.
 W3010 flags hard-coded AZs: they come from config on purpose (synth makes no lookup).
 This is the project's only template validator: aws-cdk-lib's built-in one is off
-(infra/cdk_context.py says why).
+(infra/cdk/context.py says why).
 
 cfn-lint is imported when a Linter is made, not with this module, so that a process can start
 linting workers before it pays for the import (tools/validate_templates.py does, to load

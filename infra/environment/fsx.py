@@ -6,8 +6,8 @@ without CDK (``make manifests`` writing the static PersistentVolume as plain YAM
 here with CloudFormation ``DescribeStacks``; when they cannot be read it gets one line that says
 why and how to get them, never a placeholder to patch by hand.
 
-Light on purpose (boto3 only when a lookup runs, in ``infra.stack_outputs``): ``k8s.l2_volume``
-and the operations CLI import ``FsxVolume`` from here.
+Light on purpose (boto3 only when a lookup runs, in ``infra.environment.outputs``):
+``k8s.l2_volume`` and the operations CLI import ``FsxVolume`` from here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from infra.stack_outputs import OutputsUnreadable, stack_outputs
+from infra.environment.outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
     from infra.config import AppConfig

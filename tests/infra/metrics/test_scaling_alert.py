@@ -1,4 +1,4 @@
-"""The scaling alert and the replica queries of an autoscaled endpoint (``infra.scaling``),
+"""The scaling alert and the replica queries of an autoscaled endpoint (``infra.metrics.scaling``),
 evaluated by Prometheus's own ``promtool`` over series shaped as the managed collector scrapes
 them (``job``, ``instance``, ``namespace``, ``pod``, ``node``, ``endpoint``): the alert fires
 when the endpoint serves ``max_replicas`` with the signal above its target for 15 minutes, and
@@ -14,10 +14,10 @@ import pytest
 import yaml
 
 from infra.config import AppConfig, parse_config
-from infra.dashboards import alert_rules_yaml, all_exprs, rows
-from infra.scaling import AT_MAX_ALERT, serving_replicas, wanted_replicas
+from infra.metrics.catalog import METRICS, metric_names
+from infra.metrics.dashboards import alert_rules_yaml, all_exprs, rows
+from infra.metrics.scaling import AT_MAX_ALERT, serving_replicas, wanted_replicas
 from k8s.names import vllm_job
-from scripts.lib.metrics_catalog import METRICS, metric_names
 from tests.support.config import SOURCE, with_overrides
 from tests.support.promtool import check_rules, expand, needs_promtool, run_rule_tests
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from aws_cdk import App
 
-CDK_JSON = Path(__file__).resolve().parents[1] / "cdk.json"
+CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 
 
 def cdk_json_context() -> dict[str, Any]:

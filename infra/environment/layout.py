@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-# Resource metadata naming the resources of other stacks a resource waits for (infra.deps.needs
+# Resource metadata naming the resources of other stacks a resource waits for (infra.cdk.deps.needs
 # writes it, tools/deploy_time/model.py reads it).
 NEEDS_METADATA = "hyperpod-kvcache:needs"
 
