@@ -11,7 +11,7 @@ from constructs import Construct
 
 from infra.cdk.tagging import tag_everything
 from infra.config import AppConfig
-from infra.environment.layout import STACK_SUFFIXES, dependencies
+from infra.environment.layout import STACK_SUFFIXES, dependencies, stack_name
 from k8s.app import ENDPOINTS, L2_POLICY, L2_VOLUME
 from stacks.addons_stack import AddonsStack
 from stacks.egress_stack import EgressStack
@@ -79,7 +79,6 @@ def compose(
     ``infra.cdk.deps.needs``.
     """
     env = Environment(account=config.account, region=config.region)
-    prefix = config.stack_prefix
 
     def common(suffix: str) -> dict[str, Any]:
         # Explicit stack names: the same whether deployed by the CLI or inside a pipeline Stage
@@ -87,7 +86,7 @@ def compose(
         return {
             "env": env,
             "termination_protection": config.termination_protection,
-            "stack_name": f"{prefix}-{suffix}",
+            "stack_name": stack_name(config, suffix),
             "synthesizer": synthesizer,
         }
 
@@ -99,14 +98,14 @@ def compose(
     if config.existing_cluster is None:
         network = NetworkStack(
             app,
-            f"{prefix}-network",
+            stack_name(config, "network"),
             config=config,
             description="HyperPod KV cache: VPC, HyperPod subnet, cluster security group",
             **common("network"),
         )
         eks_stack = EksStack(
             app,
-            f"{prefix}-eks",
+            stack_name(config, "eks"),
             config=config,
             network=network.network,
             description="HyperPod KV cache: EKS control plane and core add-ons",
@@ -117,7 +116,7 @@ def compose(
             # own egress).
             egress = EgressStack(
                 app,
-                f"{prefix}-egress",
+                stack_name(config, "egress"),
                 config=config,
                 network=network.network,
                 description="HyperPod KV cache: NAT gateways, private subnets' default routes",
@@ -125,7 +124,7 @@ def compose(
             )
     hyperpod = HyperPodStack(
         app,
-        f"{prefix}-hyperpod",
+        stack_name(config, "hyperpod"),
         config=config,
         chart_dir=chart_dir or default_chart_dir(config),
         network=network.network if network else None,
@@ -138,7 +137,7 @@ def compose(
     hyperpod_cluster = hyperpod.hyperpod.cluster if hyperpod.hyperpod else None
     tiered_storage = TieredStorageStack(
         app,
-        f"{prefix}-tiered-storage",
+        stack_name(config, "tiered-storage"),
         config=config,
         provider=hyperpod.tiered_storage_provider,
         hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
@@ -149,7 +148,7 @@ def compose(
     )
     nodes = NodesStack(
         app,
-        f"{prefix}-nodes",
+        stack_name(config, "nodes"),
         config=config,
         cluster=hyperpod.eks_cluster,
         hyperpod_cluster_name=hyperpod.hyperpod_cluster_name,
@@ -165,7 +164,7 @@ def compose(
         # Before the add-ons and endpoints: KEDA's role and autoscaled endpoints name it.
         observability = ObservabilityStack(
             app,
-            f"{prefix}-observability",
+            stack_name(config, "observability"),
             config=config,
             cluster=hyperpod.eks_cluster,
             network=network.network if network else None,
@@ -177,7 +176,7 @@ def compose(
         # Add-on Pods need nodes and CoreDNS; the operator needs the cluster ARN.
         addons = AddonsStack(
             app,
-            f"{prefix}-addons",
+            stack_name(config, "addons"),
             config=config,
             cluster=hyperpod.eks_cluster,
             oidc_provider=hyperpod.oidc_provider,
@@ -189,7 +188,7 @@ def compose(
         )
     kvcache = KvCacheStack(
         app,
-        f"{prefix}-kvcache",
+        stack_name(config, "kvcache"),
         config=config,
         cluster=hyperpod.eks_cluster,
         network=network.network if network else None,
@@ -206,7 +205,7 @@ def compose(
     operator = addons.platform.addons.get("inference_operator") if addons else None
     endpoints = EndpointsStack(
         app,
-        f"{prefix}-endpoints",
+        stack_name(config, "endpoints"),
         config=config,
         cluster=hyperpod.eks_cluster,
         chart=kvcache.charts[ENDPOINTS],

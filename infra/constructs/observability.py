@@ -32,6 +32,7 @@ from infra.cdk.removal import removal_policy, retention
 from infra.config import AppConfig
 from infra.config.model import topic_name
 from infra.constructs.network import Network
+from infra.environment.amp_workspace import workspace_alias
 from infra.metrics.dashboards import alert_rules_yaml, alertmanager_definition
 from k8s.observability import scrape_config_yaml
 
@@ -64,7 +65,7 @@ class Observability(Construct):
     ) -> None:
         super().__init__(scope, id)
         obs = config.observability
-        alias = f"{config.stack_prefix}-kvcache"
+        alias = workspace_alias(config)
         self.key = kms.Key(
             self,
             "Key",

@@ -15,7 +15,7 @@ from constructs import Construct
 from infra.cdk.nag import acknowledge
 from infra.config import AppConfig
 from infra.config.model import topic_name
-from infra.environment.layout import STACK_SUFFIXES
+from infra.environment.layout import STACK_SUFFIXES, stack_name
 
 # CodeBuild's Ubuntu 22.04 image (standard:7.0); it offers Python 3.9 to 3.14 and Node.js 18 to 24
 # (aws/aws-codebuild-docker-images, ubuntu/standard/7.0/runtimes.yml).
@@ -286,7 +286,7 @@ class NightlyRecreate(Construct):
         bootstrap_roles = f"arn:aws:iam::{account}:role/" + CDK_BOOTSTRAP_ROLES.format(
             account=account, region=region
         )
-        stack_names = [f"{test_config.stack_prefix}-{s}" for s in ENVIRONMENT_STACKS]
+        stack_names = [stack_name(test_config, s) for s in ENVIRONMENT_STACKS]
         statements = [
             iam.PolicyStatement(
                 sid="UseConnection",

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from infra.environment.layout import stack_name
 from infra.environment.outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
@@ -40,8 +41,13 @@ class WorkspaceUnknown(Exception):
     """The deployed workspace's id could not be read; the message is one line."""
 
 
+def workspace_alias(config: AppConfig) -> str:
+    """The alias the observability stack gives the workspace, by which ``hpkv report`` finds it."""
+    return f"{config.stack_prefix}-kvcache"
+
+
 def observability_stack_name(config: AppConfig) -> str:
-    return f"{config.stack_prefix}-{OBSERVABILITY_SUFFIX}"
+    return stack_name(config, OBSERVABILITY_SUFFIX)
 
 
 def deployed_workspace(config: AppConfig, cloudformation: Any = None) -> AmpWorkspace:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from infra.environment.layout import stack_name
 from infra.environment.outputs import OutputsUnreadable, stack_outputs
 
 if TYPE_CHECKING:
@@ -41,7 +42,7 @@ class FileSystemUnknown(Exception):
 
 
 def kvcache_stack_name(config: AppConfig) -> str:
-    return f"{config.stack_prefix}-{KVCACHE_SUFFIX}"
+    return stack_name(config, KVCACHE_SUFFIX)
 
 
 def _unknown(config: AppConfig, reason: str, fix: str) -> FileSystemUnknown:

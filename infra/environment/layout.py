@@ -17,6 +17,10 @@ dependencies pass through to its dependents.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infra.config import AppConfig
 
 # Resource metadata naming the resources of other stacks a resource waits for (infra.cdk.deps.needs
 # writes it, tools/deploy_time/model.py reads it).
@@ -45,6 +49,14 @@ STACK_DEPENDENCIES: dict[str, tuple[str, ...]] = {
     "endpoints": ("addons", "kvcache", "tiered-storage", "observability"),
 }
 STACK_SUFFIXES: tuple[str, ...] = tuple(STACK_DEPENDENCIES)  # one valid deploy order
+
+
+def stack_name(config: AppConfig, suffix: str) -> str:
+    """The CloudFormation name of the environment's stack ``suffix``: the same whether the CLI
+    or a pipeline Stage deploys it, so teardown, verify and the output readers find it."""
+    if suffix not in STACK_DEPENDENCIES:
+        raise ValueError(f"unknown stack suffix {suffix!r}; known: {', '.join(STACK_SUFFIXES)}")
+    return f"{config.stack_prefix}-{suffix}"
 
 
 def dependencies(present: Iterable[str]) -> dict[str, tuple[str, ...]]:

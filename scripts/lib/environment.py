@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from infra.config import AppConfig
-from infra.environment.layout import STACK_SUFFIXES, deletion_waves
+from infra.environment.layout import STACK_SUFFIXES, deletion_waves, stack_name
 
 
 def cluster_names(cfg: AppConfig) -> tuple[str, str]:
@@ -29,12 +29,12 @@ def is_prod(cfg: AppConfig) -> bool:
 def stack_waves(cfg: AppConfig) -> list[list[str]]:
     """Stack names in deletion waves: each wave's stacks can be deleted in parallel once the
     waves before it are gone (stacks a mode lacks are simply not found)."""
-    return [[f"{cfg.stack_prefix}-{s}" for s in wave] for wave in deletion_waves(STACK_SUFFIXES)]
+    return [[stack_name(cfg, s) for s in wave] for wave in deletion_waves(STACK_SUFFIXES)]
 
 
 def network_stack(cfg: AppConfig) -> str:
     """The stack whose subnets and security groups Lambda's network interfaces hold."""
-    return f"{cfg.stack_prefix}-{NETWORK_SUFFIX}"
+    return stack_name(cfg, NETWORK_SUFFIX)
 
 
 def stack_names(cfg: AppConfig) -> list[str]:

@@ -27,6 +27,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from infra.config import AppConfig
+from infra.environment.amp_workspace import workspace_alias
 from infra.metrics.dashboards import Panel, Queries, Row, Target, l2_used_percent
 from infra.metrics.scaling import serving_replicas, wanted_replicas
 
@@ -82,7 +83,7 @@ def query_endpoint(config: AppConfig, amp: Any = None) -> str:
     if config.observability.query_endpoint:
         return config.observability.query_endpoint
     amp = amp or boto3.client("amp", region_name=config.region)
-    alias = f"{config.stack_prefix}-kvcache"
+    alias = workspace_alias(config)
     for ws in amp.list_workspaces(alias=alias).get("workspaces", []):
         described = amp.describe_workspace(workspaceId=ws["workspaceId"])["workspace"]
         endpoint: str = described["prometheusEndpoint"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from infra.constructs.kubernetes_layer import L2_PROVIDERS
-from infra.environment.layout import deletion_waves, dependencies
+from infra.environment.layout import deletion_waves, dependencies, stack_name
 from k8s.app import L2_VOLUME
 from tests.support.synth import TIERED, Synth, logical_id, needs_of
 from tools.deploy_time.model import Durations, as_deployed, floor, load_assembly
@@ -77,6 +77,20 @@ def test_stack_dependencies_are_the_layout_table(dev: Synth) -> None:
     assert "observability" in closure(stacks)["endpoints"]
     # The control plane and the NAT gateways are built side by side.
     assert closure(stacks)["eks"] == closure(stacks)["egress"] == {"network"}
+
+
+def test_every_stack_is_deployed_under_the_name_the_layout_gives_it(dev: Synth) -> None:
+    """CloudFormation's stack names, as the assembly gives them to the CLI (``stackName``, or
+    the artifact id when it is absent), are the names teardown, preflight and the output readers
+    look up."""
+    manifest = json.loads((dev.outdir / "manifest.json").read_text())
+    deployed = {
+        a["properties"].get("stackName", name)
+        for name, a in manifest["artifacts"].items()
+        if a["type"] == "aws:cloudformation:stack"
+    }
+    expected = {stack_name(dev.config, s) for s in manifest_dependencies(dev)}
+    assert deployed == expected
 
 
 def test_eks_cluster_does_not_wait_for_nat(dev: Synth) -> None:

@@ -8,6 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
 from infra.config.model import sagemaker_endpoint_name
+from infra.environment.layout import stack_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
 
@@ -59,7 +60,7 @@ def check_endpoint_names(clients: Clients, cfg: AppConfig) -> list[Check]:
         except BotoCoreError as exc:
             checks.append(Check(stage, "warn", str(exc), "check the network and credentials"))
             continue
-        if _deployed(clients, f"{cfg.stack_prefix}-endpoints"):
+        if _deployed(clients, stack_name(cfg, "endpoints")):
             checks.append(Check(stage, "pass", "exists: this environment's endpoints are deployed"))
             continue
         detail = (
