@@ -21,6 +21,7 @@ import json
 import subprocess
 import sys
 import time
+import tomllib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,32 +33,23 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.yaml")
 TARGET = 85.0
-# The modules scored, smallest test cost first. Each is a mutant-name glob prefix. The chart
-# builders (k8s/*) are not scored: their survivors are construct ids, annotation keys and
-# descriptions, and the schema, rehearsal and invariant tests pin what they render. k8s.l2_pod
-# (what the L2 policy gives a Pod, as plain data) is.
-MODULES = (
-    "k8s.l2_pod", "infra.config.model", "infra.config.network", "infra.config.eks",
-    "infra.config.hyperpod", "infra.config.curvine", "infra.config.fsx", "infra.config.kvcache",
-    "infra.config.addons", "infra.config.fields", "infra.config.rules", "infra.config.locks",
-    "infra.config.loader", "infra.config.observability", "infra.config.pipeline",
-    "infra.config.errors", "infra.config.operator_versions",
-    "infra.custom_resources.tiered_storage.handler.physical_id",
-    "infra.custom_resources.tiered_storage.handler.properties",
-    "infra.custom_resources.tiered_storage.handler.client",
-    "infra.custom_resources.tiered_storage.handler.cluster",
-    "infra.custom_resources.tiered_storage.handler.index",
-    "infra.custom_resources.node_gate.handler.nodes",
-    "infra.custom_resources.node_gate.handler.index",
-    "infra.custom_resources.owned_manifest.handler.kinds",
-    "infra.custom_resources.owned_manifest.handler.connect",
-    "infra.custom_resources.owned_manifest.handler.ownership",
-    "infra.custom_resources.owned_manifest.handler.index",
-    "scripts.lib.sizing", "scripts.lib.tier_advice", "scripts.lib.environment",
-    "scripts.lib.teardown.model", "scripts.lib.teardown.kubernetes",
-    "scripts.lib.teardown.leftovers", "scripts.lib.teardown.stacks", "scripts.lib.teardown.plan",
-    "scripts.lib.teardown.execute",
-)  # fmt: skip
+def modules_scored(root: Path = ROOT) -> tuple[str, ...]:
+    """Every module under ``[tool.mutmut] source_paths``, read from the tree: a module added to
+    a scored folder is scored without another edit. The chart builders (k8s/* but k8s.l2_pod,
+    what the L2 policy gives a Pod as plain data) are not among the paths: their survivors are
+    construct ids, annotation keys and descriptions, and the schema, rehearsal and invariant
+    tests pin what they render."""
+    paths = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["mutmut"]["source_paths"]
+    found: list[str] = []
+    for entry in paths:
+        top = root / entry
+        for path in [top] if top.is_file() else sorted(top.rglob("*.py")):
+            if path.name != "__init__.py" and "__pycache__" not in path.parts:
+                found.append(".".join(path.relative_to(root).with_suffix("").parts))
+    return tuple(found)
+
+
+MODULES = modules_scored()
 KILLED = {1, 3, 24, -24, 36, 152, 255, 37}  # killed, pytest error, timeouts, type check
 NOT_TESTED = {None, 34}  # not checked, skipped
 

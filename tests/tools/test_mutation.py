@@ -138,3 +138,28 @@ def test_a_survivor_that_changes_a_listed_line_counts_as_equivalent(tree: Path) 
                  mutation.Equivalent("pkg.other", "f", 'value = d.get("a", "")', "-")]  # fmt: skip
     assert mutation.score("pkg.mod", elsewhere)[1]["survived"] == 3
     assert "0/2" in line  # equivalents are outside the score
+
+
+def test_the_scored_modules_are_read_from_the_tree(tmp_path: Path) -> None:
+    """A module added to a scored folder is scored with no other edit; package markers, caches
+    and folders outside ``source_paths`` are not."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.mutmut]\nsource_paths = ["k8s/l2_pod.py", "infra/config"]\n'
+    )
+    scored = ("k8s/l2_pod.py", "infra/config/model.py", "infra/config/rules_new.py")
+    unscored = ("k8s/charts.py", "infra/config/__init__.py", "infra/config/__pycache__/model.py")
+    for name in (*scored, *unscored, "infra/facts/gpus.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    assert mutation.modules_scored(tmp_path) == (
+        "k8s.l2_pod",
+        "infra.config.model",
+        "infra.config.rules_new",
+    )
+
+
+def test_the_project_scores_every_config_rule_module() -> None:
+    """Each module of the typed config (rules across sections included) is scored."""
+    config = Path(mutation.ROOT, "infra", "config")
+    expected = {f"infra.config.{p.stem}" for p in config.glob("*.py") if p.stem != "__init__"}
+    assert expected <= set(mutation.MODULES)
