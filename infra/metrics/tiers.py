@@ -3,8 +3,8 @@ vLLM's and LMCache's counters: one definition for the dashboards, the alerts, ``
 report`` (PromQL, ``l2_tokens_expr``) and ``hpkv bench compare`` (counter deltas scraped from a
 Pod's /metrics, ``tier_shares``).
 
-What the counters count (LMCache 0.3.15 and 0.3.9, vLLM 0.16.0 and 0.11.0;
-``infra.metrics.catalog`` names each file):
+What the counters count (LMCache 0.3.15 and 0.4.7, vLLM 0.16.0 and 0.23.0: the engines of the
+supported images, ``infra/config/images.py``; ``infra.metrics.catalog`` names each file):
 
 - ``vllm:prefix_cache_queries_total``: prompt tokens looked up in vLLM's GPU prefix cache, once
   per scheduled request: the base every share here is taken of.
@@ -43,9 +43,8 @@ L2_WRITES = "lmcache:num_remote_write_requests_total"
 COUNTERS = (QUERIED, L0_HITS, PROMISED, LOADED, L2_READS, L2_READ_BYTES, L2_WRITES)
 
 # LMCache's chunk_size default (lmcache/v1/config.py; the product does not set
-# LMCACHE_CHUNK_SIZE). From 0.3.11 save_unfull_chunk defaults to false: every stored chunk, so
-# every fs:// read, is this many tokens. On 0.3.9 the last chunk of a prompt may be partial, so
-# reads x chunk is an upper bound by less than one chunk per request.
+# LMCACHE_CHUNK_SIZE). save_unfull_chunk defaults to false in every supported LMCache (from
+# 0.3.11): every stored chunk, so every fs:// read, is this many tokens.
 LMCACHE_CHUNK_TOKENS = 256
 # From LMCache 0.3.13 the sagemaker-hyperpod connector counts each read in its own get and again
 # in the instrumented batched_get (code reading of 0.3.15, not observed): bytes twice, and
