@@ -22,6 +22,7 @@ from infra.config.errors import ConfigError, RuleViolation
 from infra.config.locks import check_lock, read_lock
 from infra.config.model import ENVIRONMENT_ALLOWED, AppConfig, environment_name
 from infra.config.rules import check_rules
+from infra.config.rules_names import check_names_of_other_environments
 from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -45,9 +46,26 @@ def load_config(
     try:
         # The environment's lock file, read once its config is valid.
         check_lock(config, read_lock(env, lock_dir))
+        check_names_of_other_environments(config, _other_environments(env, config_dir))
     except RuleViolation as cause:
         raise _rule_error(cause, source, raw) from None
     return config
+
+
+def _other_environments(env: str, config_dir: Path) -> list[tuple[str, AppConfig]]:
+    """The other configs of the folder that load; one that does not is refused when it is
+    loaded itself, and names nothing meanwhile."""
+    others = []
+    for other in available_environments(config_dir):
+        source = f"config/{other}.yaml"
+        if other == env:
+            continue
+        try:
+            text = read_config_text(config_dir / f"{other}.yaml", source, other, config_dir)
+            others.append((source, parse_config(_read_yaml(source, text), source, other)))
+        except ConfigError:
+            continue
+    return others
 
 
 def read_config_text(path: Path, source: str, env: str, config_dir: Path) -> str:

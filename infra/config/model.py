@@ -19,7 +19,7 @@ from infra.config.bench import BenchConfig
 from infra.config.eks import EksConfig
 from infra.config.errors import RuleViolation
 from infra.config.fields import region
-from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
+from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig, hyperpod_cluster_name
 from infra.config.images import LMCACHE_DEFAULT_L1_GIB
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, KvCacheConfig, L2Backend
 from infra.config.network import NetworkConfig
@@ -132,6 +132,27 @@ class AppConfig(Section):
             field="network",
             value=data["network"],
         )
+
+    @model_validator(mode="after")
+    def _name_clusters(self) -> AppConfig:
+        """A cluster whose name the config leaves out is named after the environment."""
+        derived = self.stack_prefix
+        if self.eks.cluster_name is None:
+            # frozen models: set once, while validating
+            object.__setattr__(self, "eks", self.eks.model_copy(update={"cluster_name": derived}))
+        if self.hyperpod.cluster_name is None:
+            try:
+                hyperpod_cluster_name(derived, "")
+            except RuleViolation:
+                raise RuleViolation(
+                    "a HyperPod cluster name of at most 63 characters: left out, it is "
+                    f"<project>-<environment>, {derived} ({len(derived)} characters)",
+                    "write hyperpod.cluster_name, or shorten project or environment",
+                    field="hyperpod.cluster_name",
+                ) from None
+            hyperpod = self.hyperpod.model_copy(update={"cluster_name": derived})
+            object.__setattr__(self, "hyperpod", hyperpod)
+        return self
 
     @property
     def existing(self) -> bool:
