@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
-from infra.config.fields import dns_label, pinned_image
+from infra.config.fields import dns_label, image_repository, pinned_image
 
 
 class CurvineMasterConfig(Section):
@@ -114,9 +114,11 @@ class CurvineConfig(Section):
     version: str = "v0.4.1"
     """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
     image_repository: str = "ghcr.io/curvineio/curvine"
-    """Image of the master and worker."""
+    """Image of the master and worker, without a tag (``version`` is the tag); a repository a
+    registry takes, its path in lower case."""
     csi_image_repository: str = "ghcr.io/curvineio/curvine-csi"
-    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE)."""
+    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE), as
+    ``image_repository``."""
     csi_provisioner_image: str = "registry.k8s.io/sig-storage/csi-provisioner:v3.6.0"
     """CSI external-provisioner sidecar of the controller."""
     csi_node_driver_registrar_image: str = (
@@ -139,6 +141,11 @@ class CurvineConfig(Section):
         if not re.match(r"^v\d+\.\d+\.\d+(-[a-z0-9.]+)?$", v):
             raise RuleViolation("a release tag like v0.4.1 (never latest)", "pin a tag")
         return v
+
+    @field_validator("image_repository", "csi_image_repository")
+    @classmethod
+    def _repository(cls, v: str) -> str:
+        return image_repository(v)
 
     @field_validator("csi_provisioner_image", "csi_node_driver_registrar_image")
     @classmethod

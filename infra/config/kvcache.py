@@ -150,9 +150,10 @@ class EndpointConfig(Section):
     GPU nodes' driver must support CUDA 13) and v0.3.15 (LMCache 0.3.15, vLLM 0.16.0; CUDA 12.8).
     Both have fs:// for curvine and fsx_lustre, sagemaker-hyperpod:// for tieredstorage, and
     recompute a failed L2 read. A known image that lacks what the endpoint's backend needs is
-    refused (infra/config/images.py): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod://
+    refused (infra/config/images.py), from whatever registry that keeps the repository path
+    (an ECR mirror of lmcache/vllm-openai too): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod://
     connector and runs a request whose L2 read failed on unfilled KV blocks; v0.5.5-cu129 fails
-    at Pod start."""
+    at Pod start. The reference must parse as a registry parses it (lower-case path)."""
     args: tuple[str, ...] = (
         "--max-model-len",
         "32768",
@@ -363,6 +364,8 @@ class KvCacheConfig(Section):
             if found is not None:
                 why, args_fix = found
                 fix = f"set kvcache.endpoints.{i}.image to {images.RECOMMENDED}"
+                if images.mirrored(e.image):
+                    fix += f" (or your registry's copy of tag {images.SUPPORTED[0]})"
                 if args_fix:
                     fix += f", or drop kv_load_failure_policy from kvcache.endpoints.{i}.args"
                 raise RuleViolation(
