@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
 from infra.config.fields import dns_label, image_repository, pinned_image
+from infra.config.schedules import kubernetes_schedule
 
 
 class CurvineMasterConfig(Section):
@@ -71,6 +72,10 @@ class CurvineWorkerConfig(Section):
     """Memory request and limit of a worker, in MiB."""
 
 
+# Below this the FUSE process is OOM-killed under multi-GB/s KV reads (the field's docstring).
+FUSE_MEMORY_FLOOR_MIB = 8192
+
+
 class CurvineFuseConfig(Section):
     io_threads: int = Field(default=32, ge=1, le=512)
     """curvine-fuse ``--io-threads`` (StorageClass parameter ``io-threads``)."""
@@ -82,20 +87,28 @@ class CurvineFuseConfig(Section):
     """CPU limit of the CSI node plugin, in millicores."""
     memory_request_mib: int = Field(default=4096, ge=512)
     """Memory request of the CSI node plugin (FUSE buffers), in MiB."""
-    memory_limit_mib: int = Field(default=16384, ge=1024)
-    """Memory limit of the CSI node plugin. Multi-GB/s KV reads keep several GiB of FUSE and
-    client buffers in flight; below ~8 GiB the FUSE process is OOM-killed under load and every
-    mount on the node breaks."""
+    memory_limit_mib: int = Field(default=16384, ge=FUSE_MEMORY_FLOOR_MIB)
+    """Memory limit of the CSI node plugin, in MiB; at least 8192. Multi-GB/s KV reads keep
+    several GiB of FUSE and client buffers in flight; below 8 GiB the FUSE process is
+    OOM-killed under load and every mount on the node breaks."""
 
 
 class EvictorConfig(Section):
     schedule: str = "*/5 * * * *"
-    """Cron schedule of the size-based evictor (UTC)."""
+    """Schedule of the size-based evictor, a Kubernetes CronJob's (UTC): five fields, minute
+    hour day-of-month month day-of-week, or a descriptor such as ``@hourly``. EventBridge's
+    ``cron(...)`` (six fields, the year last) is refused: the API server would refuse the
+    CronJob at deploy."""
     high_water_percent: int = Field(default=85, ge=10, le=99)
     """Start deleting when the L2 directory holds more than this share of what writes can fill
     of the pool (worker capacity less reserved, times the GPU nodes), in percent."""
     low_water_percent: int = Field(default=70, ge=5, le=98)
     """Delete the oldest ``.data`` files until usage is below this share, in percent."""
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, v: str) -> str:
+        return kubernetes_schedule(v, "kvcache.curvine.evictor.schedule")
 
 
 class StaticPvConfig(Section):
