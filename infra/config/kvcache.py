@@ -78,8 +78,9 @@ class ModelConfig(Section):
     hugging_face_model_id: str = "Qwen/Qwen3-8B"
     """Hugging Face model id (source huggingface)."""
     s3_bucket: str | None = PLACEHOLDER_MODEL_BUCKET
-    """Bucket of the weights (source s3); a placeholder until replaced. The S3 CSI driver's role
-    may read it (it is added to ``addons.s3_csi.model_bucket_names``)."""
+    """Bucket of the weights (source s3); a placeholder until replaced: left there, the synth
+    warns and ``hpkv preflight`` refuses it. The S3 CSI driver's role may read it (it is added to
+    ``addons.s3_csi.model_bucket_names``)."""
     s3_prefix: str = "Qwen/Qwen3-8B"
     """Key prefix of the weights in the bucket (source s3), without a leading ``/``."""
     parameters_billion: float = Field(default=8.2, gt=0)

@@ -21,7 +21,13 @@ from infra.config.errors import RuleViolation
 from infra.config.fields import region
 from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig, hyperpod_cluster_name
 from infra.config.images import LMCACHE_DEFAULT_L1_GIB
-from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, KvCacheConfig, L2Backend
+from infra.config.kvcache import (
+    MOUNTED_L2_BACKENDS,
+    PLACEHOLDER_MODEL_BUCKET,
+    EndpointConfig,
+    KvCacheConfig,
+    L2Backend,
+)
 from infra.config.network import NetworkConfig
 from infra.config.observability import ObservabilityConfig
 from infra.config.pipeline import PipelineConfig
@@ -189,6 +195,19 @@ def model_bucket_names(app: AppConfig) -> tuple[str, ...]:
         if e.model.source == "s3" and e.model.s3_bucket and e.model.s3_bucket not in names:
             names.append(e.model.s3_bucket)
     return tuple(names)
+
+
+def placeholder_buckets(app: AppConfig) -> list[tuple[str, str]]:
+    """(field, endpoint) of each endpoint whose weights are still to come from the placeholder
+    bucket (the default, and what the shipped configs hold): the synth names them in a warning,
+    so an example config still synthesizes, and ``hpkv preflight`` refuses them. A YAML merge
+    that gives a second endpoint the first one's keys can leave one there beside a real
+    bucket."""
+    return [
+        (f"kvcache.endpoints.{i}.model.s3_bucket", e.name)
+        for i, e in enumerate(app.kvcache.endpoints)
+        if e.model.source == "s3" and e.model.s3_bucket == PLACEHOLDER_MODEL_BUCKET
+    ]
 
 
 def l2_pool_bytes(

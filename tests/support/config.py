@@ -38,10 +38,16 @@ SMALL_CLUSTERS: dict[str, Any] = {
 }
 
 
+# The smallest config's endpoint reads its weights from a bucket of the team's (the default is a
+# placeholder, which preflight refuses).
+SMALL_KVCACHE: dict[str, Any] = {"endpoints": [{"model": {"s3_bucket": "team-weights"}}]}
+
+
 def make_cfg(**overrides: Any) -> AppConfig:
-    """The smallest config: every default but the clusters' names (SMALL_CLUSTERS), environment
-    dev in the test account."""
-    raw: dict[str, Any] = {"environment": ENV, "account": ACCOUNT, **overrides}
+    """The smallest config: every default but the clusters' names (SMALL_CLUSTERS) and the
+    weights' bucket (SMALL_KVCACHE), environment dev in the test account."""
+    raw: dict[str, Any] = {"environment": ENV, "account": ACCOUNT, "kvcache": SMALL_KVCACHE}
+    raw.update(overrides)
     for section, names in SMALL_CLUSTERS.items():
         given = raw.get(section, {})
         if isinstance(given, dict):
