@@ -77,7 +77,9 @@ class AppConfig(Section):
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
     existing_cluster: ExistingClusterConfig | None = None
-    """Set to attach to an existing HyperPod EKS cluster instead of creating one."""
+    """Set to attach to an existing HyperPod EKS cluster instead of creating one; then no
+    ``network`` section (the cluster's own network is used; even one of default values is
+    refused)."""
     tiered_storage: TieredStorageConfig = TieredStorageConfig()
     addons: AddonsConfig = AddonsConfig()
     kvcache: KvCacheConfig = KvCacheConfig()
@@ -125,12 +127,8 @@ class AppConfig(Section):
         its own, so settings there would be ignored without a word."""
         if not (isinstance(data, dict) and data.get("existing_cluster") and data.get("network")):
             return data
-        try:
-            # A dump of a loaded config carries the defaults: only settings of one's own count.
-            if NetworkConfig.model_validate(data["network"]) == NetworkConfig():
-                return data
-        except ValueError:
-            pass  # refused all the same
+        # Even values equal to the defaults: config/dev.yaml's network section is the defaults,
+        # and a config copied from it keeps the section while nothing reads it.
         raise RuleViolation(
             "no network settings with existing_cluster: the cluster's own VPC and subnets are "
             "used (existing_cluster names them)",
