@@ -14,11 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 import cdk8s
-from aws_cdk import Stack
+from aws_cdk import Annotations, Stack
 from constructs import Construct, IConstruct
 
 from infra.cdk.cluster_types import AnyCluster, as_icluster
 from infra.config import AppConfig
+from infra.config.kvcache import PLACEHOLDER_MODEL_BUCKET
+from infra.config.model import placeholder_buckets
 from infra.constructs.kubernetes_layer import EndpointsManifest
 from infra.constructs.owned_layer import owned_manifests
 
@@ -49,3 +51,11 @@ class EndpointsStack(Stack):
             after=after,
         )
         self.manifest: IConstruct = self.endpoints.manifest
+        for field, name in placeholder_buckets(config):
+            # A warning, not an error: the shipped configs hold the placeholder and synthesize.
+            Annotations.of(self).add_warning_v2(
+                f"hpkv:placeholder-model-bucket:{name}",
+                f"{field} of endpoint {name} is the placeholder {PLACEHOLDER_MODEL_BUCKET}: its "
+                "Pods would never load weights; write the bucket that holds them before "
+                "deploying (hpkv preflight refuses it)",
+            )

@@ -10,6 +10,7 @@ process shows (the Node.js banner jsii prints when it starts). No double.
 from __future__ import annotations
 
 import copy
+import math
 import os
 import subprocess
 import sys
@@ -18,10 +19,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 import app
 from infra.config import loader
-from tests.support.config import BASE
+from infra.config.errors import one_line
+from infra.config.observability import ObservabilityConfig
+from tests.support.config import BASE, with_overrides
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV = (ROOT / "config" / "dev.yaml").read_text()
@@ -255,3 +260,85 @@ def test_python_app_py_prints_the_error_first_without_the_node_banner() -> None:
     assert "end-of-life" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith("error: config: env = 'my_env': allowed: "), line
+
+
+# --- generated: values the generator found loaded or broke the one line, through app.main -------
+
+NUMERIC_FIELDS = [
+    "kvcache.endpoints.0.replicas",
+    "kvcache.curvine.fuse.memory_limit_mib",
+    "hyperpod.gpu_group.threads_per_core",
+    "observability.ttft_p95_bound_seconds",
+]
+REFUSED_VALUES = [True, False, math.inf, -math.inf, math.nan, 2**31, 2**80]
+STRAY_KEYS = st.text(min_size=1, max_size=6).filter(
+    lambda k: "." not in k and k not in ObservabilityConfig.model_fields
+)
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@given(path=st.sampled_from(NUMERIC_FIELDS), value=st.sampled_from(REFUSED_VALUES), key=STRAY_KEYS)
+@example(path=NUMERIC_FIELDS[0], value=True, key="\x0b")
+def test_synth_refuses_a_boolean_non_finite_or_huge_number_and_a_stray_key_in_one_line(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    path: str,
+    value: Any,
+    key: str,
+) -> None:
+    config_dir = tmp_path / "config"
+    config_dir.mkdir(exist_ok=True)
+    for field, written in ((path, value), (f"observability.{key}", 1)):
+        raw = with_overrides({field: written})
+        raw["environment"] = "gen"
+        (config_dir / "gen.yaml").write_text(yaml.safe_dump(raw))
+        done = run_app("gen", config_dir, tmp_path / "cdk.out", monkeypatch)
+        assert done.value.code == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line.startswith(f"error: config/gen.yaml: {one_line(field)} = "), line
+
+
+def test_a_fresh_process_refuses_a_config_it_cannot_decode_in_one_line(tmp_path: Path) -> None:
+    """As `python app.py` starts: the loader's folder pointed at a temporary one, then main()."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / "utf16.yaml").write_bytes(
+        DEV.replace("environment: dev", "environment: utf16").encode("utf-16-le")
+    )
+    script = (
+        "import sys; from pathlib import Path; import app; from infra.config import loader; "
+        f"loader.CONFIG_DIR = Path({str(config_dir)!r}); app.main(sys.argv[1:])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "-c", "env=utf16", "--outdir", str(tmp_path / "out")],
+        cwd=ROOT, env=_without_silencer(), capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("error: config/utf16.yaml: file, line 1 = b'\\x00': allowed: UTF-8"), (
+        line
+    )
+
+
+def test_the_cli_refuses_a_non_finite_target_in_one_line(tmp_path: Path) -> None:
+    """`hpkv --env` in a fresh process: one error line, exit 2 (a usage error)."""
+    raw = copy.deepcopy(BASE)
+    raw["environment"] = "inf"
+    raw["kvcache"]["endpoints"][0]["autoscaling"] = {"max_replicas": 2, "target": math.inf}
+    (tmp_path / "inf.yaml").write_text(yaml.safe_dump(raw))  # target: .inf
+    script = (
+        "import sys; from pathlib import Path; from infra.config import loader; "
+        f"loader.CONFIG_DIR = Path({str(tmp_path)!r}); from scripts.cli import main; "
+        "sys.argv = ['hpkv', 'preflight', '--env', 'inf']; main()"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=_without_silencer(), capture_output=True,
+        text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if x.strip()]
+    assert "kvcache.endpoints.0.autoscaling.target = inf" in line and "finite number" in line
+    assert "Traceback" not in proc.stderr

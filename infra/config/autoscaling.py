@@ -22,6 +22,25 @@ SIGNALS: tuple[Signal, ...] = ("requests_waiting", "kv_cache_usage", "ttft_p95")
 DEFAULT_TARGETS: dict[Signal, float] = {"requests_waiting": 5.0, "kv_cache_usage": 0.8}
 # Kubernetes refuses an HPA stabilization window above one hour (HPAScalingRules).
 HPA_MAX_WINDOW_SECONDS = 3600
+# ttft_p95 is in seconds (vLLM's vllm:time_to_first_token_seconds). A request whose first token
+# takes longer than a minute has been given up on: SageMaker's InvokeEndpoint and the load
+# balancer's default idle timeout both end it at 60 s, so a larger p95 target is never reached.
+TTFT_TARGET_MAX_SECONDS = 60.0
+# The operator names the ScaledObject of an endpoint ``<name>-scaled-object``: read off the
+# objects it creates, not from a documented contract (docs/autoscaling.md says so).
+SCALED_OBJECT_SUFFIX = "-scaled-object"
+# KEDA names the HPA ``keda-hpa-<ScaledObject>`` and labels it with that name, and labels the
+# ScaledObject with its own name; labels hold 63 characters. KEDA's admission webhook refuses a
+# ScaledObject name above 54 (https://github.com/kedacore/keda/pull/7762); a KEDA without that check
+# accepts it and never creates the HPA once the name passes 63
+# (https://github.com/kedacore/keda/issues/6370, https://github.com/kedacore/keda/issues/6998).
+SCALED_OBJECT_NAME_MAX = 63 - len("keda-hpa-")
+
+
+def scaled_object_name(endpoint: str) -> str:
+    """The KEDA ScaledObject the operator creates for an autoscaled endpoint (a reading of what
+    it does, not its documentation)."""
+    return f"{endpoint}{SCALED_OBJECT_SUFFIX}"
 
 
 class AutoscalingConfig(Section):
@@ -44,7 +63,9 @@ class AutoscalingConfig(Section):
     autoscaler's queue saturation point), ``kv_cache_usage`` 0.8 (the llm-d variant
     autoscaler's KV saturation point; peers use 0.5-0.8), ``ttft_p95``
     ``observability.ttft_p95_bound_seconds`` (the bound the TTFT alert holds). More than 0;
-    ``kv_cache_usage`` at most 1."""
+    ``kv_cache_usage`` at most 1 (a fraction); ``ttft_p95`` in seconds, at most 60 (write
+    0.5 for 500 ms: a request waiting longer for its first token has timed out at SageMaker
+    and the load balancer, so the target would never be reached)."""
     polling_interval_seconds: int = Field(default=30, ge=1)
     """How often KEDA queries the signal (``pollingInterval``; the CRD's default 30, the
     collector's shortest scrape interval: polling faster only re-reads the same samples)."""

@@ -58,7 +58,10 @@ class ChatWorkload(Section):
 
 class BenchConfig(Section):
     endpoints: tuple[str, ...] = ()
-    """Names of the ``kvcache.endpoints`` to compare, one per tier; empty: all of them."""
+    """Names of the ``kvcache.endpoints`` to compare, one per tier; empty: all of them. Listed,
+    or with a workload sized here (``sweep_prompt_words``, ``cross_pod_prompt_words``,
+    ``max_tokens``, ``chat``), each compared endpoint's ``--max-model-len`` must hold the
+    longest request, prompt words counted at 1.1 tokens each."""
     sweep_prompt_words: tuple[int, ...] = (500, 1000, 1500, 2000, 2500, 3000)
     """Prompt lengths of the cold/warm sweep (the verdict's length is added when missing)."""
     sweep_repeats: int = Field(default=3, ge=1, le=100)

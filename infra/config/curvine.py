@@ -9,7 +9,8 @@ from pydantic import Field, field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
-from infra.config.fields import dns_label, pinned_image
+from infra.config.fields import dns_label, image_repository, pinned_image
+from infra.config.schedules import kubernetes_schedule
 
 
 class CurvineMasterConfig(Section):
@@ -71,6 +72,10 @@ class CurvineWorkerConfig(Section):
     """Memory request and limit of a worker, in MiB."""
 
 
+# Below this the FUSE process is OOM-killed under multi-GB/s KV reads (the field's docstring).
+FUSE_MEMORY_FLOOR_MIB = 8192
+
+
 class CurvineFuseConfig(Section):
     io_threads: int = Field(default=32, ge=1, le=512)
     """curvine-fuse ``--io-threads`` (StorageClass parameter ``io-threads``)."""
@@ -82,20 +87,28 @@ class CurvineFuseConfig(Section):
     """CPU limit of the CSI node plugin, in millicores."""
     memory_request_mib: int = Field(default=4096, ge=512)
     """Memory request of the CSI node plugin (FUSE buffers), in MiB."""
-    memory_limit_mib: int = Field(default=16384, ge=1024)
-    """Memory limit of the CSI node plugin. Multi-GB/s KV reads keep several GiB of FUSE and
-    client buffers in flight; below ~8 GiB the FUSE process is OOM-killed under load and every
-    mount on the node breaks."""
+    memory_limit_mib: int = Field(default=16384, ge=FUSE_MEMORY_FLOOR_MIB)
+    """Memory limit of the CSI node plugin, in MiB; at least 8192. Multi-GB/s KV reads keep
+    several GiB of FUSE and client buffers in flight; below 8 GiB the FUSE process is
+    OOM-killed under load and every mount on the node breaks."""
 
 
 class EvictorConfig(Section):
     schedule: str = "*/5 * * * *"
-    """Cron schedule of the size-based evictor (UTC)."""
+    """Schedule of the size-based evictor, a Kubernetes CronJob's (UTC): five fields, minute
+    hour day-of-month month day-of-week, or a descriptor such as ``@hourly``. EventBridge's
+    ``cron(...)`` (six fields, the year last) is refused: the API server would refuse the
+    CronJob at deploy."""
     high_water_percent: int = Field(default=85, ge=10, le=99)
     """Start deleting when the L2 directory holds more than this share of what writes can fill
     of the pool (worker capacity less reserved, times the GPU nodes), in percent."""
     low_water_percent: int = Field(default=70, ge=5, le=98)
     """Delete the oldest ``.data`` files until usage is below this share, in percent."""
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, v: str) -> str:
+        return kubernetes_schedule(v, "kvcache.curvine.evictor.schedule")
 
 
 class StaticPvConfig(Section):
@@ -114,9 +127,11 @@ class CurvineConfig(Section):
     version: str = "v0.4.1"
     """Curvine release: tag of ``ghcr.io/curvineio/curvine`` and ``curvine-csi``."""
     image_repository: str = "ghcr.io/curvineio/curvine"
-    """Image of the master and worker."""
+    """Image of the master and worker, without a tag (``version`` is the tag); a repository a
+    registry takes, its path in lower case."""
     csi_image_repository: str = "ghcr.io/curvineio/curvine-csi"
-    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE)."""
+    """Image of the CSI driver (controller and node plugin; the node plugin runs FUSE), as
+    ``image_repository``."""
     csi_provisioner_image: str = "registry.k8s.io/sig-storage/csi-provisioner:v3.6.0"
     """CSI external-provisioner sidecar of the controller."""
     csi_node_driver_registrar_image: str = (
@@ -139,6 +154,11 @@ class CurvineConfig(Section):
         if not re.match(r"^v\d+\.\d+\.\d+(-[a-z0-9.]+)?$", v):
             raise RuleViolation("a release tag like v0.4.1 (never latest)", "pin a tag")
         return v
+
+    @field_validator("image_repository", "csi_image_repository")
+    @classmethod
+    def _repository(cls, v: str) -> str:
+        return image_repository(v)
 
     @field_validator("csi_provisioner_image", "csi_node_driver_registrar_image")
     @classmethod

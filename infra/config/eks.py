@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from pydantic import field_validator, model_validator
 
@@ -63,8 +63,15 @@ class EksAddonVersions(Section):
 
 
 class EksConfig(Section):
-    cluster_name: str = "hyperpod-kvcache"
-    """Name of the EKS cluster."""
+    if TYPE_CHECKING:  # what a loaded config holds: AppConfig names a null one
+        cluster_name: str = cast(str, None)
+    else:
+        cluster_name: str | None = None
+        """Name of the EKS cluster (unique per account and Region). Null (the default):
+        ``<project>-<environment>``, e.g. hyperpod-kvcache-dev, so a config copied for another
+        environment names its own cluster. A name another environment's config in the same
+        folder (same account and Region) creates or deploys into is refused: each environment
+        deploys and tears down the clusters it names."""
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     """Kubernetes minor; selects the kubectl layer and cdk8s-plus package
     (infra/facts/versions.py)."""
@@ -102,8 +109,8 @@ class EksConfig(Section):
 
     @field_validator("cluster_name")
     @classmethod
-    def _name(cls, v: str) -> str:
-        if not EKS_NAME.match(v):
+    def _name(cls, v: str | None) -> str | None:
+        if v is not None and not EKS_NAME.match(v):
             raise RuleViolation(
                 "1-100 characters: letters, digits, '-' and '_', starting with a letter or digit",
                 "rename eks.cluster_name",

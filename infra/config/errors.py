@@ -33,10 +33,20 @@ class ConfigError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return (
+        return one_line(
             f"{self.source}: {self.field} = {_show(self.value)}: "
             f"allowed: {self.allowed}; fix: {self.fix}"
         )
+
+
+# What str.splitlines breaks a line at: a key or value quoted into the message keeps its line.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_ESCAPES = {ord(c): c.encode("unicode_escape").decode() for c in LINE_BREAKS}
+
+
+def one_line(text: str) -> str:
+    """``text`` with each line break written as its escape (a key of the file may hold one)."""
+    return text.translate(_ESCAPES)
 
 
 def _show(value: Any) -> str:

@@ -1,5 +1,6 @@
 """Field rules that more than one config section uses: AWS ids, region codes, EKS add-on
-versions, S3 bucket names, pinned images, DNS labels, CIDRs and log retention.
+versions, S3 bucket names, pinned images (as a registry parses them), DNS labels, CIDRs and log
+retention.
 
 Each check raises ``RuleViolation`` with what is allowed and the fix; the section's validator
 that calls it decides the field (pydantic reports the field the validator runs on).
@@ -11,17 +12,13 @@ import ipaddress
 import re
 
 from infra.config.errors import RuleViolation
+from infra.config.image_reference import GRAMMAR, BadReference, parse_image, parse_repository
 
 REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9]$")
 # A pinned EKS add-on version, vX.Y.Z-eksbuild.N; the groups are X, Y and Z.
 EKSBUILD_VERSION = re.compile(r"^v(\d+)\.(\d+)\.(\d+)-eksbuild\.\d+$")
 S3_BUCKET_NAME = re.compile(r"^(?!xn--)(?!.*-s3alias$)[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-# [registry[:port]/]path/name, then an optional tag (OCI grammar) and an optional digest.
-IMAGE_REFERENCE = re.compile(
-    r"(?:[^\s/@]+/)*[^\s/:@]+"
-    r"(?::(?P<tag>[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
-)
 # Values CloudWatch Logs accepts for retention.
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827,
                       2192, 2557, 2922, 3288, 3653)  # fmt: skip
@@ -83,18 +80,43 @@ def retention_days(v: int, field: str) -> int:
 
 
 def image_is_pinned(image: str) -> bool:
-    """True for ``repo/name:tag`` with a tag other than latest, or ``repo/name@sha256:<64 hex>``;
-    False for anything that is not a well-formed reference (a truncated digest, a second tag)."""
-    ref = IMAGE_REFERENCE.fullmatch(image)
-    return ref is not None and (ref["digest"] is not None or ref["tag"] not in (None, "latest"))
+    """True for ``repo/name:tag`` with a tag other than latest, or ``repo/name@<digest>``;
+    False for anything a registry would not parse (a truncated digest, a second tag)."""
+    try:
+        ref = parse_image(image)
+    except BadReference:
+        return False
+    return ref.digest is not None or ref.tag not in (None, "latest")
 
 
 def pinned_image(v: str) -> str:
+    try:
+        parse_image(v)
+    except BadReference as bad:
+        raise RuleViolation(
+            f"an image reference a registry takes ({GRAMMAR}): {bad.why}",
+            f"write {bad.fixed}" if bad.fixed else "pin a released tag as its registry lists it",
+        ) from None
     if not image_is_pinned(v):
         raise RuleViolation(
             "an image with an explicit tag other than latest (repo/name:v1.2.3) or a digest",
             "pin a released tag",
         )
+    return v
+
+
+def image_repository(v: str) -> str:
+    """A repository without tag or digest (the tag is set elsewhere)."""
+    try:
+        parse_repository(v)
+    except BadReference as bad:
+        raise RuleViolation(
+            f"an image repository a registry takes ([registry[:port]/]path in lower case, no "
+            f"tag): {bad.why}",
+            f"write {bad.fixed}"
+            if bad.fixed
+            else "correct the repository as its registry lists it",
+        ) from None
     return v
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from pydantic import Field, field_validator, model_validator
 
@@ -44,6 +44,18 @@ def cluster_instance_type(v: str) -> str:
     )  # fmt: skip
 
 
+def hyperpod_cluster_name(v: str, fix: str) -> str:
+    # The pattern counts a run of hyphens with the character after it: the API's length limit
+    # (63) is a rule of its own.
+    if not HYPERPOD_NAME.match(v) or len(v) > 63:
+        raise RuleViolation(
+            "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$: 1-63 letters, digits and hyphens, starting "
+            "and ending with a letter or digit",
+            f"{fix} (no underscores or dots)",
+        )
+    return v
+
+
 class InstanceGroupConfig(Section):
     name: str
     """Instance group name (HyperPod naming rules)."""
@@ -63,7 +75,7 @@ class InstanceGroupConfig(Section):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not HYPERPOD_NAME.match(v):
+        if not HYPERPOD_NAME.match(v) or len(v) > 63:
             raise RuleViolation(
                 "1-63 letters, digits and hyphens, starting and ending with a letter or digit",
                 "rename the instance group",
@@ -108,8 +120,13 @@ class DependenciesChartConfig(Section):
 
 
 class HyperPodConfig(Section):
-    cluster_name: str = "hyperpod-kvcache"
-    """Name of the SageMaker HyperPod cluster."""
+    if TYPE_CHECKING:  # what a loaded config holds: AppConfig names a null one
+        cluster_name: str = cast(str, None)
+    else:
+        cluster_name: str | None = None
+        """Name of the SageMaker HyperPod cluster (unique per account and Region). Null (the
+        default): ``<project>-<environment>``, as ``eks.cluster_name``; a name another
+        environment's config in the same folder uses is refused likewise."""
     node_recovery: Literal["Automatic", "None"] = "Automatic"
     """What HyperPod does with a faulty node (replace/reboot, or only label it)."""
     gpu_group: InstanceGroupConfig = InstanceGroupConfig(
@@ -131,14 +148,8 @@ class HyperPodConfig(Section):
 
     @field_validator("cluster_name")
     @classmethod
-    def _name(cls, v: str) -> str:
-        if not HYPERPOD_NAME.match(v):
-            raise RuleViolation(
-                "^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$: 1-63 letters, digits and hyphens, starting "
-                "and ending with a letter or digit",
-                "rename hyperpod.cluster_name (no underscores or dots)",
-            )
-        return v
+    def _name(cls, v: str | None) -> str | None:
+        return None if v is None else hyperpod_cluster_name(v, "rename hyperpod.cluster_name")
 
     @field_validator("gpu_group")
     @classmethod
@@ -188,7 +199,7 @@ class ExistingClusterConfig(Section):
     @field_validator("hyperpod_cluster_name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return HyperPodConfig._name(v)
+        return hyperpod_cluster_name(v, "rename existing_cluster.hyperpod_cluster_name")
 
     @field_validator("hyperpod_cluster_arn")
     @classmethod

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from infra.config.image_reference import BadReference, parse_image
+
 REPOSITORY = "lmcache/vllm-openai"
 # LMCache's CPU cache size when LMCACHE_MAX_LOCAL_CPU_SIZE does not reach it (``max_local_cpu_size``
 # in lmcache/v1/config.py, GiB; the runtime layer reads it from the LMCache of each image).
@@ -72,13 +74,24 @@ BROKEN: dict[str, str] = {
 
 
 def tag_of(image: str) -> str | None:
-    """The tag of ``image`` (``repo:tag`` with or without ``@digest``) when it is one of
-    LMCache's ``lmcache/vllm-openai`` images, else None."""
-    name = image.split("@", 1)[0]
-    repo, _, tag = name.rpartition(":")
-    if repo.removeprefix("docker.io/") != REPOSITORY:
+    """The tag of ``image`` when it is one of LMCache's ``lmcache/vllm-openai`` images, from
+    whatever registry: Docker Hub, or a mirror that keeps the repository path (an ECR copy at
+    ``<account>.dkr.ecr.<region>.amazonaws.com/lmcache/vllm-openai``, or under a prefix such as
+    a pull-through cache's ``docker-hub/lmcache/vllm-openai``); else None."""
+    try:
+        ref = parse_image(image)
+    except BadReference:
         return None
-    return tag
+    if ref.path != REPOSITORY and not ref.path.endswith(f"/{REPOSITORY}"):
+        return None
+    return ref.tag
+
+
+def mirrored(image: str) -> bool:
+    """Whether ``image`` is LMCache's, served by a registry other than Docker Hub."""
+    if tag_of(image) is None:
+        return False
+    return parse_image(image).registry not in (None, "docker.io", "index.docker.io")
 
 
 def facts(image: str) -> ImageFacts | None:

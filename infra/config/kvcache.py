@@ -78,8 +78,9 @@ class ModelConfig(Section):
     hugging_face_model_id: str = "Qwen/Qwen3-8B"
     """Hugging Face model id (source huggingface)."""
     s3_bucket: str | None = PLACEHOLDER_MODEL_BUCKET
-    """Bucket of the weights (source s3); a placeholder until replaced. The S3 CSI driver's role
-    may read it (it is added to ``addons.s3_csi.model_bucket_names``)."""
+    """Bucket of the weights (source s3); a placeholder until replaced: left there, the synth
+    warns and ``hpkv preflight`` refuses it. The S3 CSI driver's role may read it (it is added to
+    ``addons.s3_csi.model_bucket_names``)."""
     s3_prefix: str = "Qwen/Qwen3-8B"
     """Key prefix of the weights in the bucket (source s3), without a leading ``/``."""
     parameters_billion: float = Field(default=8.2, gt=0)
@@ -121,7 +122,10 @@ class EndpointConfig(Section):
     name: str = "qwen3-8b"
     """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory. Its
     SageMaker endpoint is ``<environment>-<name>`` (unique per account and Region, at most 63
-    characters), so no two endpoints of an environment share a name, whatever their namespace."""
+    characters), so no two endpoints of an environment share a name, whatever their namespace.
+    With ``autoscaling``, at most 40 characters: the operator's ScaledObject is
+    ``<name>-scaled-object`` (read off what it creates; not documented) and KEDA refuses one
+    over 54."""
     namespace: str = "inference"
     """Namespace of the endpoint, its PVC and Pods (docs/kubernetes-layer.md: what it admits).
     The app creates it: not ``default``, a ``kube-`` one, the platform add-ons' (
@@ -147,9 +151,10 @@ class EndpointConfig(Section):
     GPU nodes' driver must support CUDA 13) and v0.3.15 (LMCache 0.3.15, vLLM 0.16.0; CUDA 12.8).
     Both have fs:// for curvine and fsx_lustre, sagemaker-hyperpod:// for tieredstorage, and
     recompute a failed L2 read. A known image that lacks what the endpoint's backend needs is
-    refused (infra/config/images.py): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod://
+    refused (infra/config/images.py), from whatever registry that keeps the repository path
+    (an ECR mirror of lmcache/vllm-openai too): v0.3.9 (vLLM 0.11.0) has no sagemaker-hyperpod://
     connector and runs a request whose L2 read failed on unfilled KV blocks; v0.5.5-cu129 fails
-    at Pod start."""
+    at Pod start. The reference must parse as a registry parses it (lower-case path)."""
     args: tuple[str, ...] = (
         "--max-model-len",
         "32768",
@@ -360,6 +365,8 @@ class KvCacheConfig(Section):
             if found is not None:
                 why, args_fix = found
                 fix = f"set kvcache.endpoints.{i}.image to {images.RECOMMENDED}"
+                if images.mirrored(e.image):
+                    fix += f" (or your registry's copy of tag {images.SUPPORTED[0]})"
                 if args_fix:
                     fix += f", or drop kv_load_failure_policy from kvcache.endpoints.{i}.args"
                 raise RuleViolation(

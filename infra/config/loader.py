@@ -9,7 +9,9 @@ given.
 
 from __future__ import annotations
 
+import codecs
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from infra.config.errors import ConfigError, RuleViolation
 from infra.config.locks import check_lock, read_lock
 from infra.config.model import ENVIRONMENT_ALLOWED, AppConfig, environment_name
 from infra.config.rules import check_rules
+from infra.config.rules_names import check_names_of_other_environments
 from infra.config.yaml_source import DuplicateKey, scalar_as_written, unique_key_load
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
@@ -36,24 +39,122 @@ def load_config(
     """``config_dir``: None reads CONFIG_DIR when called (tests point it at a folder of theirs)."""
     config_dir = config_dir or CONFIG_DIR
     _check_environment_name(env)
-    path = config_dir / f"{env}.yaml"
     source = f"config/{env}.yaml"
-    if not path.is_file():
-        # Named by --env (scripts, k8s.render), -c env=<name> (app.py, cdk) or make's ENV=<name>.
-        raise ConfigError(
-            "config", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
-            f"name one of them (--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>), "
-            f"or create {source}",
-        )  # fmt: skip
-    text = path.read_text()
+    text = read_config_text(config_dir / f"{env}.yaml", source, env, config_dir)
     raw = _read_yaml(source, text)
     config = parse_config(raw, source, env, text=text)
     try:
         # The environment's lock file, read once its config is valid.
         check_lock(config, read_lock(env, lock_dir))
+        check_names_of_other_environments(config, _other_environments(env, config_dir))
     except RuleViolation as cause:
         raise _rule_error(cause, source, raw) from None
     return config
+
+
+def _other_environments(env: str, config_dir: Path) -> list[tuple[str, AppConfig]]:
+    """The other configs of the folder that load; one that does not is refused when it is
+    loaded itself, and names nothing meanwhile."""
+    others = []
+    for other in available_environments(config_dir):
+        source = f"config/{other}.yaml"
+        if other == env:
+            continue
+        try:
+            text = read_config_text(config_dir / f"{other}.yaml", source, other, config_dir)
+            others.append((source, parse_config(_read_yaml(source, text), source, other)))
+        except ConfigError:
+            continue
+    return others
+
+
+def read_config_text(path: Path, source: str, env: str, config_dir: Path) -> str:
+    """The file's text, or one line on why it cannot be read as a config: missing, a folder, a
+    link to nothing, a pipe or device (never opened: a pipe would block), unreadable, or not
+    UTF-8 (nor UTF-16 or UTF-32 with a byte-order mark, which YAML also allows)."""
+    try:
+        mode = path.stat().st_mode  # follows a link
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise ConfigError(
+                source, "file", str(path.readlink()), "a link to an existing config file",
+                f"point {source} at the environment's config, or replace the link with the file",
+            ) from None  # fmt: skip
+        # Named by --env (scripts, k8s.render), -c env=<name> (app.py, cdk) or make's ENV=<name>.
+        raise ConfigError(
+            "config", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
+            f"name one of them (--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>), "
+            f"or create {source}",
+        ) from None  # fmt: skip
+    except OSError as exc:
+        raise _unreadable(source, exc) from None
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else _special_kind(mode)
+        raise ConfigError(
+            source, "file", kind, "a YAML file (copy config/dev.yaml and change what differs)",
+            f"move the {kind.split()[-1]} {source} aside and write the environment's config there",
+        )  # fmt: skip
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _unreadable(source, exc) from None
+    return _decode(source, data)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"  # character or block
+
+
+def _unreadable(source: str, exc: OSError) -> ConfigError:
+    if isinstance(exc, PermissionError):
+        return ConfigError(
+            source, "file", exc.strerror, "a file you may read, in folders you may enter",
+            f"ls -l {source} and its folders; give yourself read access (chmod u+r) or run as "
+            "the file's owner",
+        )  # fmt: skip
+    return ConfigError(source, "file", exc.strerror, "a readable YAML file",
+                       f"check {source} (ls -l) and replace it with the config file")  # fmt: skip
+
+
+# Byte-order marks YAML allows, longest first: UTF-32-LE's begins with UTF-16-LE's.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)  # fmt: skip
+
+
+def _decode(source: str, data: bytes) -> str:
+    """YAML's encodings: UTF-8, or UTF-16/32 with a byte-order mark (a PowerShell redirect
+    writes UTF-16 with one). Anything else is named with where it stops being UTF-8."""
+    encoding = next((name for bom, name in _BOMS if data.startswith(bom)), "utf-8")
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        if encoding != "utf-8" or b"\x00" in data:
+            raise _not_utf8(source, line, column, data[exc.start : exc.end], "UTF-16") from None
+        raise _not_utf8(source, line, column, data[exc.start : exc.end], "LATIN1") from None
+    if "\x00" in text:
+        # UTF-16 or UTF-32 without a byte-order mark: ASCII text with a NUL byte beside each.
+        at = data.index(b"\x00")
+        raise _not_utf8(source, data.count(b"\n", 0, at) + 1, 0, b"\x00", "UTF-16")
+    return text
+
+
+def _not_utf8(source: str, line: int, column: int, found: bytes, guess: str) -> ConfigError:
+    where = f"line {line}" + (f", column {column}" if column else "")
+    return ConfigError(
+        source, f"file, {where}", found,
+        "UTF-8 text (or UTF-16/UTF-32 with a byte-order mark)",
+        f"re-save {source} as UTF-8, e.g. iconv -f {guess} -t UTF-8 {source} > utf8.yaml && "
+        f"mv utf8.yaml {source}",
+    )  # fmt: skip
 
 
 def _check_environment_name(env: str) -> None:
@@ -79,6 +180,12 @@ def _environment_like(env: str) -> str:
 def _read_yaml(source: str, text: str) -> dict[str, Any]:
     try:
         raw = unique_key_load(text) or {}
+    except RecursionError:
+        raise ConfigError(
+            source, "file", "nested too deep to read", "YAML nested a few levels deep, as "
+            "config/dev.yaml is",
+            "flatten the nesting (a config section is at most five levels deep)",
+        ) from None  # fmt: skip
     except DuplicateKey as dup:
         raise ConfigError(
             source, f"line {dup.line}, column {dup.column}", dup.key,

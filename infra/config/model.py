@@ -19,9 +19,15 @@ from infra.config.bench import BenchConfig
 from infra.config.eks import EksConfig
 from infra.config.errors import RuleViolation
 from infra.config.fields import region
-from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig
+from infra.config.hyperpod import ExistingClusterConfig, HyperPodConfig, hyperpod_cluster_name
 from infra.config.images import LMCACHE_DEFAULT_L1_GIB
-from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, KvCacheConfig, L2Backend
+from infra.config.kvcache import (
+    MOUNTED_L2_BACKENDS,
+    PLACEHOLDER_MODEL_BUCKET,
+    EndpointConfig,
+    KvCacheConfig,
+    L2Backend,
+)
 from infra.config.network import NetworkConfig
 from infra.config.observability import ObservabilityConfig
 from infra.config.pipeline import PipelineConfig
@@ -71,7 +77,9 @@ class AppConfig(Section):
     eks: EksConfig = EksConfig()
     hyperpod: HyperPodConfig = HyperPodConfig()
     existing_cluster: ExistingClusterConfig | None = None
-    """Set to attach to an existing HyperPod EKS cluster instead of creating one."""
+    """Set to attach to an existing HyperPod EKS cluster instead of creating one; then no
+    ``network`` section (the cluster's own network is used; even one of default values is
+    refused)."""
     tiered_storage: TieredStorageConfig = TieredStorageConfig()
     addons: AddonsConfig = AddonsConfig()
     kvcache: KvCacheConfig = KvCacheConfig()
@@ -119,12 +127,8 @@ class AppConfig(Section):
         its own, so settings there would be ignored without a word."""
         if not (isinstance(data, dict) and data.get("existing_cluster") and data.get("network")):
             return data
-        try:
-            # A dump of a loaded config carries the defaults: only settings of one's own count.
-            if NetworkConfig.model_validate(data["network"]) == NetworkConfig():
-                return data
-        except ValueError:
-            pass  # refused all the same
+        # Even values equal to the defaults: config/dev.yaml's network section is the defaults,
+        # and a config copied from it keeps the section while nothing reads it.
         raise RuleViolation(
             "no network settings with existing_cluster: the cluster's own VPC and subnets are "
             "used (existing_cluster names them)",
@@ -132,6 +136,27 @@ class AppConfig(Section):
             field="network",
             value=data["network"],
         )
+
+    @model_validator(mode="after")
+    def _name_clusters(self) -> AppConfig:
+        """A cluster whose name the config leaves out is named after the environment."""
+        derived = self.stack_prefix
+        if self.eks.cluster_name is None:
+            # frozen models: set once, while validating
+            object.__setattr__(self, "eks", self.eks.model_copy(update={"cluster_name": derived}))
+        if self.hyperpod.cluster_name is None:
+            try:
+                hyperpod_cluster_name(derived, "")
+            except RuleViolation:
+                raise RuleViolation(
+                    "a HyperPod cluster name of at most 63 characters: left out, it is "
+                    f"<project>-<environment>, {derived} ({len(derived)} characters)",
+                    "write hyperpod.cluster_name, or shorten project or environment",
+                    field="hyperpod.cluster_name",
+                ) from None
+            hyperpod = self.hyperpod.model_copy(update={"cluster_name": derived})
+            object.__setattr__(self, "hyperpod", hyperpod)
+        return self
 
     @property
     def existing(self) -> bool:
@@ -168,6 +193,19 @@ def model_bucket_names(app: AppConfig) -> tuple[str, ...]:
         if e.model.source == "s3" and e.model.s3_bucket and e.model.s3_bucket not in names:
             names.append(e.model.s3_bucket)
     return tuple(names)
+
+
+def placeholder_buckets(app: AppConfig) -> list[tuple[str, str]]:
+    """(field, endpoint) of each endpoint whose weights are still to come from the placeholder
+    bucket (the default, and what the shipped configs hold): the synth names them in a warning,
+    so an example config still synthesizes, and ``hpkv preflight`` refuses them. A YAML merge
+    that gives a second endpoint the first one's keys can leave one there beside a real
+    bucket."""
+    return [
+        (f"kvcache.endpoints.{i}.model.s3_bucket", e.name)
+        for i, e in enumerate(app.kvcache.endpoints)
+        if e.model.source == "s3" and e.model.s3_bucket == PLACEHOLDER_MODEL_BUCKET
+    ]
 
 
 def l2_pool_bytes(

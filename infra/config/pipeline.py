@@ -12,6 +12,7 @@ from pydantic import field_validator
 
 from infra.config.base import Section
 from infra.config.errors import RuleViolation
+from infra.config.schedules import eventbridge_schedule
 
 CONNECTION_ARN = re.compile(
     r"^arn:aws[a-z-]*:(codestar-connections|codeconnections):[a-z0-9-]+:[0-9]{12}:"
@@ -55,7 +56,9 @@ class PipelineConfig(Section):
     """Tear the test environment down and recreate it on a schedule, so drift and recreate
     failures show up before a release."""
     nightly_schedule: str = "cron(0 3 * * ? *)"
-    """EventBridge schedule of the nightly recreate (UTC)."""
+    """EventBridge schedule of the nightly recreate (UTC): ``cron(...)`` with six fields (the
+    year last, ``?`` in one of the two day fields) or ``rate(...)``; a CronJob's five fields
+    are refused."""
     github_actions: GitHubActionsConfig = GitHubActionsConfig()
 
     @field_validator("connection_arn")
@@ -79,6 +82,4 @@ class PipelineConfig(Section):
     @field_validator("nightly_schedule")
     @classmethod
     def _schedule(cls, v: str) -> str:
-        if not re.match(r"^(cron|rate)\(.+\)$", v):
-            raise RuleViolation("an EventBridge cron(...) or rate(...) expression", "fix it")
-        return v
+        return eventbridge_schedule(v, "pipeline.nightly_schedule")

@@ -5,7 +5,13 @@ so an endpoint that broke one would deploy and then scale wrongly or not at all.
 
 from __future__ import annotations
 
-from infra.config.autoscaling import AutoscalingConfig
+from infra.config.autoscaling import (
+    SCALED_OBJECT_NAME_MAX,
+    TTFT_TARGET_MAX_SECONDS,
+    AutoscalingConfig,
+    effective_target,
+    scaled_object_name,
+)
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import EndpointConfig
 from infra.config.model import AppConfig, creates_collector
@@ -39,6 +45,8 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig, a: AutoscalingCon
             field=f"{at}.target",
             value=a.target,
         )
+    _check_ttft_target(app, i, a)
+    _check_scaled_object_name(i, e)
     if not a.min_replicas <= e.replicas <= a.max_replicas:
         raise RuleViolation(
             f"{a.min_replicas}-{a.max_replicas} (with autoscaling, replicas is the count the "
@@ -50,6 +58,48 @@ def _check_endpoint(app: AppConfig, i: int, e: EndpointConfig, a: AutoscalingCon
     _check_nodes(app, i, e, a)
     _check_signal_source(app, i, a)
     _check_scaler(app, i, a)
+
+
+def _check_ttft_target(app: AppConfig, i: int, a: AutoscalingConfig) -> None:
+    """A TTFT target is seconds; one written in milliseconds would never be reached."""
+    if a.signal != "ttft_p95":
+        return
+    bound = app.observability.ttft_p95_bound_seconds
+    target = effective_target(a, bound)
+    if target <= TTFT_TARGET_MAX_SECONDS:
+        return
+    field = (
+        f"kvcache.endpoints.{i}.autoscaling.target"
+        if a.target is not None
+        else "observability.ttft_p95_bound_seconds"
+    )
+    as_ms = f" ({target:g} ms is {target / 1000:g})" if target >= 100 else ""
+    raise RuleViolation(
+        f"at most {TTFT_TARGET_MAX_SECONDS:g} seconds for signal ttft_p95 (the unit is seconds: "
+        "a first token later than a minute is a request SageMaker's InvokeEndpoint and the load "
+        "balancer have already ended, so the scaler would never see the target reached)",
+        f"write {field} in seconds{as_ms}"
+        + (", or set autoscaling.target for the scaler" if a.target is None else ""),
+        field=field,
+        value=target,
+    )
+
+
+def _check_scaled_object_name(i: int, e: EndpointConfig) -> None:
+    """KEDA puts the ScaledObject's name into labels, which hold 63 characters."""
+    name = scaled_object_name(e.name)
+    if len(name) <= SCALED_OBJECT_NAME_MAX:
+        return
+    most = SCALED_OBJECT_NAME_MAX - (len(name) - len(e.name))
+    raise RuleViolation(
+        f"at most {most} characters on an autoscaled endpoint: its ScaledObject {name} has "
+        f"{len(name)}; KEDA's admission webhook refuses a ScaledObject name over "
+        f"{SCALED_OBJECT_NAME_MAX} (its HPA keda-hpa-<name> goes into a label of at most 63), "
+        "and a KEDA without that check never creates the HPA of a name over 63",
+        f"shorten kvcache.endpoints.{i}.name to {most} characters",
+        field=f"kvcache.endpoints.{i}.name",
+        value=e.name,
+    )
 
 
 def _check_nodes(app: AppConfig, i: int, e: EndpointConfig, a: AutoscalingConfig) -> None:
@@ -100,6 +150,16 @@ def _check_scaler(app: AppConfig, i: int, a: AutoscalingConfig) -> None:
     addon = app.addons.inference_operator
     op = addon.operator
     at = f"kvcache.endpoints.{i}.autoscaling"
+    if app.existing_cluster is None and not (app.addons.enabled and addon.enabled):
+        key = "addons.enabled" if not app.addons.enabled else "addons.inference_operator.enabled"
+        raise RuleViolation(
+            f"true while {at} is set on a cluster this app creates: the inference add-on "
+            "brings the operator that turns autoScalingSpec into a ScaledObject and the KEDA "
+            "that acts on it, and nothing else installs them there",
+            f"set {key}: true, or remove {at}",
+            field=key,
+            value=False,
+        )
     if op.version not in SERVER_ADDRESS_OPERATORS:
         raise RuleViolation(
             f"an add-on whose operator takes an AMP query URL as serverAddress (operator "

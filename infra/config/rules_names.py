@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import KvCacheConfig
-from infra.config.model import AppConfig, sagemaker_endpoint_name
+from infra.config.model import AppConfig, sagemaker_endpoint_name, topic_name
 from infra.config.operator_versions import OPERATOR_NAMESPACE
 
 # SageMaker's longest endpoint name (CreateEndpoint's EndpointName; the CRD's endpointName).
@@ -89,3 +89,89 @@ def check_endpoint_names(app: AppConfig) -> None:
                 field=f"kvcache.endpoints.{i}.name",
                 value=e.name,
             )
+
+
+# What one environment names in its account and Region (or, for IAM, its whole account), with
+# the key that sets each name: another environment of the same account must use other names,
+# or its deploy fails late on a name taken, and `hpkv teardown` plans what the other owns.
+_REGIONAL = "regional"
+_ACCOUNT_WIDE = "account"
+_GITHUB_OIDC = "the token.actions.githubusercontent.com OIDC provider"
+
+
+def owned_names(app: AppConfig) -> dict[tuple[str, str], str]:
+    """{(what, scope): the key that names it} for what this environment creates: its EKS and
+    HyperPod clusters (an existing cluster's names are the cluster's own, and environments may
+    share one), its alert topic and its GitHub deploy role and OIDC provider."""
+    names: dict[tuple[str, str], str] = {}
+    if app.existing_cluster is None:
+        names[(f"EKS cluster {app.eks.cluster_name}", _REGIONAL)] = "eks.cluster_name"
+        names[(f"HyperPod cluster {app.hyperpod.cluster_name}", _REGIONAL)] = (
+            "hyperpod.cluster_name"
+        )
+    if app.observability.enabled:
+        names[(f"SNS topic {topic_name(app)}", _REGIONAL)] = "observability.alert_topic_name"
+    github = app.pipeline.github_actions
+    if app.pipeline.enabled and github.deploy_role_name:
+        role = f"IAM role {github.deploy_role_name}"
+        names[(role, _ACCOUNT_WIDE)] = "pipeline.github_actions.deploy_role_name"
+        if github.create_oidc_provider:
+            names[(_GITHUB_OIDC, _ACCOUNT_WIDE)] = "pipeline.github_actions.create_oidc_provider"
+    return names
+
+
+def _clusters_used(app: AppConfig) -> set[str]:
+    """The cluster names an environment deploys into, created or existing."""
+    if app.existing_cluster is None:
+        return {f"EKS cluster {app.eks.cluster_name}",
+                f"HyperPod cluster {app.hyperpod.cluster_name}"}  # fmt: skip
+    existing = app.existing_cluster
+    return {f"EKS cluster {existing.eks_cluster_name}",
+            f"HyperPod cluster {existing.hyperpod_cluster_name}"}  # fmt: skip
+
+
+def derived_cluster_name(app: AppConfig) -> str:
+    """What a cluster is called when the config leaves its name out: ``<project>-<environment>``."""
+    return app.stack_prefix
+
+
+def check_names_of_other_environments(app: AppConfig, others: list[tuple[str, AppConfig]]) -> None:
+    """Refuse a name another environment's config in the same folder (same account, and same
+    Region for regional names) creates, or a cluster it deploys into: a config copied with only
+    ``environment:`` changed keeps the other's names. A cluster named after the other
+    environment (``<project>-<other>``) is the other's; a name of neither is refused in both."""
+    mine = owned_names(app)
+    for source, other in others:
+        if other.account != app.account:
+            continue
+        theirs = set(owned_names(other)) | {(c, _REGIONAL) for c in _clusters_used(other)}
+        for (what, scope), key in mine.items():
+            if scope == _REGIONAL and other.region != app.region:
+                continue
+            if (what, scope) not in theirs:
+                continue
+            if what.endswith(f" {derived_cluster_name(app)}"):
+                continue  # the cluster named after this environment is this environment's
+            where = f"account {app.account}" + (f" in {app.region}" if scope == _REGIONAL else "")
+            written = what.rsplit(" ", 1)[-1] if what != _GITHUB_OIDC else True
+            raise RuleViolation(
+                f"a name no other environment of {where} uses: {source} (environment "
+                f"{other.environment}) has {what} too, and each environment deploys, and "
+                "tears down, what it names",
+                _rename_fix(key, app),
+                field=key,
+                value=written,
+            )
+
+
+def _rename_fix(key: str, app: AppConfig) -> str:
+    if key in ("eks.cluster_name", "hyperpod.cluster_name"):
+        return (
+            f"remove {key} to take {derived_cluster_name(app)} (named after the environment), "
+            "or write a name of this environment's own"
+        )
+    if key == "observability.alert_topic_name":
+        return f"remove {key} to take {app.stack_prefix}-kvcache-alerts, or write another name"
+    if key == "pipeline.github_actions.create_oidc_provider":
+        return "set it to false: IAM has one provider per URL and the other environment creates it"
+    return f"write another {key} (IAM role names are unique per account)"

@@ -98,9 +98,11 @@ def test_preflight_without_credentials_fails_the_first_row_and_skips_the_rest(
     result = CliRunner().invoke(cli.app, ["preflight", "--env", "dev", "--json"])
     assert result.exit_code == 1, result.output
     checks = json.loads(result.stdout)["checks"]
-    first, *rest = checks
+    first, placeholder, *rest = checks
     assert (first["stage"], first["status"]) == ("credentials", "fail")
     assert NO_CREDENTIALS in first["detail"]
+    # dev.yaml's weights bucket is a placeholder: refused from the config alone.
+    assert (placeholder["stage"], placeholder["status"]) == ("model buckets: qwen3-8b", "fail")
     aws_rows = [c for c in rest if c["stage"] not in ("kubectl", "helm", "node")]
     assert aws_rows and all(c["status"] == "skip" and c["detail"] for c in aws_rows)
 

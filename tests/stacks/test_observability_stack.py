@@ -113,7 +113,7 @@ def test_existing_cluster_without_collector_network_has_no_scraper(existing: Syn
 def test_a_customer_managed_workspace_is_encrypted_with_the_stacks_key() -> None:
     """Accepted only where no managed collector is created (an existing cluster without the
     collector's network): the workspace takes the stack's key, and no scraper exists."""
-    raw = existing_cluster_config().model_dump(mode="json")
+    raw = existing_cluster_config().model_dump(mode="json", exclude={"network"})
     raw["observability"]["workspace_encryption"] = "customer_managed"
     config = parse_config(raw, "config/dev.yaml (customer managed workspace)", "dev")
     stack = Stack(new_app(), "Obs", env=Environment(account=config.account, region=config.region))

@@ -30,9 +30,29 @@ def env_raw(env: str = ENV) -> dict[str, Any]:
     return raw
 
 
+# The clusters of the smallest config, as the doubles' worlds (Stubber responses, FakeKube,
+# moto) name them; left out, the names would be derived: hyperpod-kvcache-dev.
+SMALL_CLUSTERS: dict[str, Any] = {
+    "eks": {"cluster_name": "hyperpod-kvcache"},
+    "hyperpod": {"cluster_name": "hyperpod-kvcache"},
+}
+
+
+# The smallest config's endpoint reads its weights from a bucket of the team's (the default is a
+# placeholder, which preflight refuses).
+SMALL_KVCACHE: dict[str, Any] = {"endpoints": [{"model": {"s3_bucket": "team-weights"}}]}
+
+
 def make_cfg(**overrides: Any) -> AppConfig:
-    """The smallest config: every default, environment dev in the test account."""
-    return parse_config({"environment": ENV, "account": ACCOUNT, **overrides}, "test")
+    """The smallest config: every default but the clusters' names (SMALL_CLUSTERS) and the
+    weights' bucket (SMALL_KVCACHE), environment dev in the test account."""
+    raw: dict[str, Any] = {"environment": ENV, "account": ACCOUNT, "kvcache": SMALL_KVCACHE}
+    raw.update(overrides)
+    for section, names in SMALL_CLUSTERS.items():
+        given = raw.get(section, {})
+        if isinstance(given, dict):
+            raw[section] = {**names, **given}
+    return parse_config(raw, "test")
 
 
 def with_overrides(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from pydantic import BaseModel
 
 from infra.config import load_config
 from infra.config.errors import ConfigError
-from infra.config.fields import EKSBUILD_VERSION, IMAGE_REFERENCE
+from infra.config.fields import EKSBUILD_VERSION
+from infra.config.image_reference import BadReference, parse_image
 from infra.config.loader import available_environments
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,8 +191,11 @@ def _generic(key: str) -> str:
 
 
 def _is_tagged_image(value: str) -> bool:
-    ref = IMAGE_REFERENCE.fullmatch(value)
-    return ref is not None and (ref["tag"] is not None or ref["digest"] is not None)
+    try:
+        ref = parse_image(value)
+    except BadReference:
+        return False
+    return ref.tag is not None or ref.digest is not None
 
 
 def _image_pin(image: str, where: str) -> Pin:

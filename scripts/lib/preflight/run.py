@@ -25,6 +25,7 @@ from scripts.lib.preflight.owned import (
     check_quotas,
     instance_demand,
 )
+from scripts.lib.preflight.placeholders import check_placeholders
 from scripts.lib.preflight.routes import check_kubectl_routes
 from scripts.lib.preflight.versions import (
     ToolRunner,
@@ -38,7 +39,7 @@ from scripts.lib.weights_cache import check_weights_cache
 
 def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) -> list[Check]:
     identity, answered = _identity(clients, cfg)
-    checks = [identity]
+    checks = [identity, *check_placeholders(cfg)]
     if not answered:
         # Without working credentials every AWS check would fail the same way: skip them.
         reason = "skipped: needs working AWS credentials (see the credentials row)"
@@ -76,7 +77,7 @@ def run_existing_preflight(
     run_preflight once AWS has answered)."""
     existing = cfg.existing_cluster
     assert existing is not None
-    checks = [identity]
+    checks = [identity, *check_placeholders(cfg)]
     checks += [Check(stage, "skip", reason) for stage, reason in SKIPPED_FOR_EXISTING]
     cluster_checks, cluster = check_eks_cluster(clients, existing, cfg.eks.kubernetes_version)
     checks += cluster_checks

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from infra.config import AppConfig, parse_config
-from infra.config.autoscaling import effective_target
+from infra.config.autoscaling import effective_target, scaled_object_name
 from tests.support.config import (
     BASE,
     ENV,
@@ -156,3 +156,65 @@ def test_autoscaling_needs_the_add_ons_keda() -> None:
     line = refusal({AT: FITS, "addons.inference_operator.keda_enabled": False})
     assert _field_of(line) == "addons.inference_operator.keda_enabled"
     assert refusal({"addons.inference_operator.keda_enabled": False}) is None
+
+
+def test_without_the_add_ons_a_cluster_the_app_creates_has_no_operator_or_keda() -> None:
+    for key in ("addons.enabled", "addons.inference_operator.enabled"):
+        line = refusal({AT: FITS, key: False})
+        assert _field_of(line) == key
+        assert line is not None and f"fix: set {key}: true, or remove {AT}" in line
+    # Without autoscaling the same config is not refused for it.
+    assert refusal({"addons.enabled": False}) is None
+
+
+def test_without_the_add_ons_an_existing_cluster_brings_its_own_operator() -> None:
+    """The cluster's operator and KEDA serve it (preflight checks them); the add-ons of the app
+    are off, so nothing here refuses the autoscaled endpoint."""
+    raw = with_overrides({AT: FITS, "addons.enabled": False,
+                          "existing_cluster": existing_cluster(),
+                          "observability.scraper_subnet_ids": ["subnet-0aaa1111bbb22222a",
+                                                               "subnet-0ccc3333ddd44444b"],
+                          "observability.scraper_security_group_ids": ["sg-0abc1234def567890"],
+                          "observability.scraper_source_cidrs": ["10.0.0.0/24"]})  # fmt: skip
+    raw["hyperpod"] = {**raw["hyperpod"], **EXISTING_GROUPS}
+    assert parse_config(raw, SOURCE, ENV).kvcache.endpoints[0].autoscaling is not None
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [(500, "(500 ms is 0.5)"), (2000.0, "(2000 ms is 2)"), (61, "")],
+)
+def test_a_ttft_target_past_a_minute_is_refused_as_seconds(target: float, said: str) -> None:
+    line = refusal({AT: {**FITS, "signal": "ttft_p95", "target": target}})
+    assert _field_of(line) == f"{AT}.target"
+    assert line is not None and "at most 60 seconds for signal ttft_p95" in line
+    assert line.endswith(f"fix: write {AT}.target in seconds{' ' + said if said else ''}")
+
+
+def test_a_ttft_target_taken_from_the_alert_bound_names_the_bound() -> None:
+    line = refusal({AT: {**FITS, "signal": "ttft_p95"}, "observability.ttft_p95_bound_seconds": 90})
+    assert _field_of(line) == "observability.ttft_p95_bound_seconds"
+    # The same bound on an endpoint scaled on another signal is the alert's only.
+    assert refusal({AT: FITS, "observability.ttft_p95_bound_seconds": 90}) is None
+
+
+@pytest.mark.parametrize("target", [float("inf"), float("-inf"), float("nan"), "inf", "nan"])
+def test_a_target_that_is_not_a_finite_number_is_refused_before_it_reaches_jsii(
+    target: Any,
+) -> None:
+    line = refusal({AT: {**FITS, "target": target}})
+    assert _field_of(line) == f"{AT}.target"
+    assert line is not None and "finite number" in line
+
+
+def test_the_scaled_objects_name_holds_the_endpoints_name_and_keda_limits_it() -> None:
+    """KEDA refuses a ScaledObject name over 54 characters; the operator's is
+    <name>-scaled-object (14 more), so an autoscaled endpoint's name holds 40."""
+    field = "kvcache.endpoints.0.name"
+    assert scaled_object_name("qwen3-8b") == "qwen3-8b-scaled-object"
+    assert refusal({AT: FITS, field: "a" * 40}) is None
+    line = refusal({AT: FITS, field: "a" * 41})
+    assert _field_of(line) == field
+    assert line is not None and f"ScaledObject {'a' * 41}-scaled-object has 55" in line
+    # Without autoscaling there is no ScaledObject: only SageMaker's 63 holds.
+    assert refusal({field: "a" * 41}) is None

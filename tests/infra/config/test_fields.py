@@ -69,6 +69,20 @@ DIGEST = "@sha256:" + "0123456789abcdef" * 4
     ("ghcr.io/team/app:v 1", False),
     ("ghcr.io/team/app:v1\n", False),
     ("ghcr.io/team/app:-v1", False),
+    # The reference grammar a registry parses with: lower-case paths, joined by . _ __ or -.
+    ("ghcr.io/Team/app:v1", False),
+    ("LMCache/vllm-openai:v0.4.7", False),
+    ("Registry.Example.com/team/app:v1", True),
+    ("ghcr.io/team//app:v1", False),
+    ("ghcr.io/team/app-:v1", False),
+    ("ghcr.io/team/a__b/c.d/e--f:v1", True),
+    ("ghcr.io/team/a___b:v1", False),
+    ("[::1]:5000/team/app:v1", True),
+    ("ghcr.io/team/app:v1é", False),
+    (f"ghcr.io/team/app@sha512:{'a' * 128}", True),
+    (f"ghcr.io/team/app@md5:{'a' * 32}", False),
+    ("0123456789abcdef" * 4 + ":v1", False),
+    ("r.io/" + "a" * 251 + ":v1", False),
 ])  # fmt: skip
 def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
     image: str, pinned: bool
@@ -76,7 +90,16 @@ def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
     assert image_is_pinned(image) is pinned
 
 
-@pytest.mark.parametrize("image", ["registry.example.com:5000/team/app", "ghcr.io/team/app:"])
+def test_an_empty_tag_is_refused_as_a_registry_would() -> None:
+    assert refusal({"kvcache.endpoints.0.image": "ghcr.io/team/app:"}) == (
+        f"{SOURCE}: kvcache.endpoints.0.image = 'ghcr.io/team/app:': allowed: an image reference "
+        "a registry takes ([registry[:port]/]path[:tag][@digest] with the path in lower case): "
+        "nothing after the ':' that starts the tag; fix: pin a released tag as its registry "
+        "lists it"
+    )
+
+
+@pytest.mark.parametrize("image", ["registry.example.com:5000/team/app", "ghcr.io/team/app"])
 def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
     field = "kvcache.endpoints.0.image"
     raw = with_overrides({})
@@ -149,3 +172,29 @@ def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_doe
         "30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, "
         f"3653; fix: set {field} to the nearest of them"
     )
+
+
+@pytest.mark.parametrize(("image", "fixed"), [
+    ("ghcr.io/Team/App:v1", "ghcr.io/team/app:v1"),
+    ("LMCache/vllm-openai:v0.4.7", "lmcache/vllm-openai:v0.4.7"),
+    (f"Lmcache/vllm-openai{DIGEST}", f"lmcache/vllm-openai{DIGEST}"),
+])  # fmt: skip
+def test_an_upper_case_repository_is_refused_with_the_reference_in_lower_case(
+    image: str, fixed: str
+) -> None:
+    """Registries and the kubelet refuse an upper-case path (repository name must be
+    lowercase); an upper-case first component reads as a registry host instead."""
+    message = refusal({"kvcache.endpoints.0.image": image})
+    assert message is not None and message.endswith(f"; fix: write {fixed}"), message
+    assert refusal({"kvcache.endpoints.0.image": fixed}) is None
+
+
+def test_a_curvine_repository_is_checked_as_a_registry_reads_it() -> None:
+    field = "kvcache.curvine.image_repository"
+    assert refusal({field: "ghcr.io/CurvineIO/curvine"}) == (
+        f"{SOURCE}: {field} = 'ghcr.io/CurvineIO/curvine': allowed: an image repository a "
+        "registry takes ([registry[:port]/]path in lower case, no tag): the repository path "
+        "'CurvineIO/curvine' has upper-case letters (registries and the kubelet refuse them: "
+        "repository name must be lowercase); fix: write ghcr.io/curvineio/curvine"
+    )
+    assert refusal({field: "123456789012.dkr.ecr.us-west-2.amazonaws.com/curvine"}) is None

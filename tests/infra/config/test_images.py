@@ -101,3 +101,35 @@ def test_the_runtime_layer_installs_the_engines_each_image_carries() -> None:
             if "==" in line and not line.startswith("#")
         )
         assert (pins["lmcache"], pins["vllm"]) == (known.lmcache, known.vllm), path.name
+
+
+MIRRORS = [
+    "123456789012.dkr.ecr.us-west-2.amazonaws.com/lmcache/vllm-openai",
+    "123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub/lmcache/vllm-openai",
+    "registry.example.com:5000/mirror/lmcache/vllm-openai",
+    "docker.io/lmcache/vllm-openai",
+]
+
+
+@pytest.mark.parametrize("repository", MIRRORS)
+def test_a_refused_version_is_recognised_whatever_registry_serves_it(repository: str) -> None:
+    """A mirror that keeps the repository path (an ECR copy, a pull-through cache's prefix)
+    serves the same build: its refused tags are refused there too."""
+    image = f"{repository}:v0.5.5-cu129"
+    found = refusal({FIELD: image})
+    assert found is not None and "installs a CUDA 13 vLLM beside a CUDA 12.9 torch" in found
+    old = refusal(
+        {FIELD: f"{repository}:v0.3.9", "kvcache.endpoints.0.l2_backend": "tieredstorage"}
+    )
+    assert old is not None and "no sagemaker-hyperpod:// connector" in old
+    assert refusal({FIELD: f"{repository}:v0.4.7"}) is None
+    if not repository.startswith("docker.io/"):
+        assert found.endswith("(or your registry's copy of tag v0.4.7)")
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["team/lmcache-vllm-openai:v0.5.5-cu129", "ghcr.io/other/vllm-openai:v0.5.5-cu129"],
+)
+def test_another_repository_with_the_same_tag_is_not_lmcaches(image: str) -> None:
+    assert refusal({FIELD: image}) is None

@@ -49,8 +49,13 @@ SAME_VALUE = {
 }
 
 
+# A written bench size is held to the endpoints' --max-model-len: at a size's bound, an
+# endpoint that serves the model's own length (no --max-model-len) holds it.
+MODEL_OWN_LENGTH = {"kvcache.endpoints.0.args": ["--gpu-memory-utilization", "0.9"]}
+
+
 def _with_partners(path: str, value: Any) -> dict[str, Any]:
-    partners = dict(COMPANIONS.get(path, {}))
+    partners = dict(COMPANIONS.get(path, MODEL_OWN_LENGTH if path.startswith("bench.") else {}))
     if path in SAME_VALUE:
         partners[SAME_VALUE[path]] = value
     return {**partners, path: value}
@@ -137,10 +142,10 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
       "kvcache.curvine.worker.weights_cache_gib": NVME_GIB - RESERVED - 399},
      "kvcache.curvine.worker.capacity_gib"),
     ("FUSE memory limit >= request",
-     {"kvcache.curvine.fuse.memory_request_mib": 4096,
-      "kvcache.curvine.fuse.memory_limit_mib": 4096},
-     {"kvcache.curvine.fuse.memory_request_mib": 4096,
-      "kvcache.curvine.fuse.memory_limit_mib": 4095},
+     {"kvcache.curvine.fuse.memory_request_mib": 9000,
+      "kvcache.curvine.fuse.memory_limit_mib": 9000},
+     {"kvcache.curvine.fuse.memory_request_mib": 9000,
+      "kvcache.curvine.fuse.memory_limit_mib": 8999},
      "kvcache.curvine.fuse.memory_limit_mib"),
     ("FUSE CPU limit >= request",
      {"kvcache.curvine.fuse.cpu_request_millicores": 2000,
@@ -223,6 +228,24 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {f"{AUTOSCALING}.max_replicas": 2, f"{AUTOSCALING}.signal": "kv_cache_usage",
       f"{AUTOSCALING}.target": 1.001},
      f"{AUTOSCALING}.target"),
+    ("a ttft_p95 target is seconds, at most a minute",
+     {f"{AUTOSCALING}.max_replicas": 2, f"{AUTOSCALING}.signal": "ttft_p95",
+      f"{AUTOSCALING}.target": 60},
+     {f"{AUTOSCALING}.max_replicas": 2, f"{AUTOSCALING}.signal": "ttft_p95",
+      f"{AUTOSCALING}.target": 60.001},
+     f"{AUTOSCALING}.target"),
+    ("an autoscaled endpoint's ScaledObject name fits KEDA's labels",
+     {f"{AUTOSCALING}.max_replicas": 2, "kvcache.endpoints.0.name": "a" * 40},
+     {f"{AUTOSCALING}.max_replicas": 2, "kvcache.endpoints.0.name": "a" * 41},
+     "kvcache.endpoints.0.name"),
+    ("HyperPod cluster names hold 63 characters, hyphens too",
+     {"hyperpod.cluster_name": "a" + "-b" * 31},
+     {"hyperpod.cluster_name": "a" + "-b" * 31 + "c"},
+     "hyperpod.cluster_name"),
+    ("numbers are 32-bit",
+     {"kvcache.curvine.fuse.cpu_limit_millicores": 2**31 - 1},
+     {"kvcache.curvine.fuse.cpu_limit_millicores": 2**31},
+     "kvcache.curvine.fuse.cpu_limit_millicores"),
     ("Curvine masters 1, 3 or 5",
      {"kvcache.curvine.master.replicas": 5},
      {"kvcache.curvine.master.replicas": 6},

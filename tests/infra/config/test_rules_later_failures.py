@@ -5,9 +5,12 @@ length where EKS wants a CIDR, and a section the chosen mode ignores (pure parsi
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from tests.support.config import SOURCE, existing_cluster, refusal
+from infra.config import ConfigError, parse_config
+from tests.support.config import EXISTING_GROUPS, SOURCE, env_raw, existing_cluster, refusal
 
 ENDPOINT = "kvcache.endpoints.0"
 
@@ -63,6 +66,28 @@ def test_a_network_section_beside_an_existing_cluster_is_refused() -> None:
     message = refusal({"existing_cluster": existing_cluster(), "network.vpc_cidr": "10.0.0.0/16"})
     assert message is not None and message.startswith(f"{SOURCE}: network = ")
     assert "fix: remove the network section" in message
+
+
+@pytest.mark.parametrize(
+    "network",
+    [{"nat_gateways": 1}, {"vpc_cidr": "10.192.0.0/16"}, "dev.yaml's"],
+    ids=["a default value", "dev's CIDR, the default", "dev.yaml's whole section"],
+)
+def test_a_network_section_of_default_values_beside_an_existing_cluster_is_refused(
+    network: dict[str, Any] | str,
+) -> None:
+    """dev.yaml's network section holds the defaults: a config copied from it for an existing
+    cluster keeps a section nothing reads."""
+    raw = env_raw()
+    section = raw["network"] if network == "dev.yaml's" else network
+    raw["existing_cluster"] = existing_cluster()
+    raw["hyperpod"] = {**raw["hyperpod"], **EXISTING_GROUPS}
+    raw["network"] = section
+    with pytest.raises(ConfigError) as refused:
+        parse_config(raw, SOURCE, "dev")
+    assert str(refused.value).startswith(f"{SOURCE}: network = ")
+    raw["network"] = {}
+    assert parse_config(raw, SOURCE, "dev").existing_cluster is not None
 
 
 @pytest.mark.parametrize(

@@ -293,7 +293,7 @@ def test_the_evictors_low_mark_must_stay_below_its_high_mark(low: int, high: int
 
 
 @pytest.mark.parametrize(("limit", "requested", "unit"), [
-    ("memory_limit_mib", "memory_request_mib", 1024),
+    ("memory_limit_mib", "memory_request_mib", 4608),  # above the limit's 8 GiB floor
     ("cpu_limit_millicores", "cpu_request_millicores", 500),
 ])  # fmt: skip
 def test_fuses_limit_must_be_at_least_its_request(limit: str, requested: str, unit: int) -> None:
