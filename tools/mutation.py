@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MUTANTS = ROOT / "mutants"
 EQUIVALENTS = Path(__file__).with_name("mutation_equivalents.yaml")
 TARGET = 85.0
+
+
 def modules_scored(root: Path = ROOT) -> tuple[str, ...]:
     """Every module under ``[tool.mutmut] source_paths``, read from the tree: a module added to
     a scored folder is scored without another edit. The chart builders (k8s/* but k8s.l2_pod,
