@@ -3,7 +3,9 @@ operator's weights cache."""
 
 from __future__ import annotations
 
-from infra.config.curvine import MIN_WORKER_CAPACITY_GIB
+import posixpath
+
+from infra.config.curvine import CURVINE_FS_PATH, MIN_WORKER_CAPACITY_GIB
 from infra.config.errors import RuleViolation
 from infra.config.model import AppConfig
 from infra.facts.instances import GPU_INSTANCES
@@ -60,6 +62,15 @@ def check_curvine(app: AppConfig) -> None:
                 field="kvcache.curvine.worker.capacity_gib",
                 value=w.capacity_gib,
             )
+    static = cv.static_pv
+    if "curvine" in kv.l2_backends and static.enabled and not _under_pool(static.curvine_path):
+        raise RuleViolation(
+            f"{CURVINE_FS_PATH} or a path under it: the pool's one evictor keeps everything under "
+            f"{CURVINE_FS_PATH} within what Curvine can hold, and nothing outside it",
+            f"set it to {CURVINE_FS_PATH}/static",
+            field="kvcache.curvine.static_pv.curvine_path",
+            value=static.curvine_path,
+        )
     if cv.namespace in {e.namespace for e in kv.endpoints} | {kv.kyverno.namespace}:
         raise RuleViolation(
             "a namespace of its own (the only privileged one)",
@@ -67,3 +78,8 @@ def check_curvine(app: AppConfig) -> None:
             field="kvcache.curvine.namespace",
             value=cv.namespace,
         )
+
+
+def _under_pool(path: str) -> bool:
+    normal = posixpath.normpath(path)
+    return normal == CURVINE_FS_PATH or normal.startswith(f"{CURVINE_FS_PATH}/")

@@ -110,6 +110,8 @@ def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: A
 
 NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
 RESERVED = 10
+STATIC_ON = "kvcache.curvine.static_pv.enabled"
+STATIC_PATH = "kvcache.curvine.static_pv.curvine_path"
 TIERED_STORAGE_OFF = {"tiered_storage.mode": "Disable", "kvcache.l2_backend": "none"}
 
 # (rule, accepted at the boundary, refused just past it, field the refusal names)
@@ -120,6 +122,9 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {"kvcache.curvine.evictor.low_water_percent": 85,
       "kvcache.curvine.evictor.high_water_percent": 85},
      "kvcache.curvine.evictor.low_water_percent"),
+    ("static volume inside the pool the evictor keeps",
+     {STATIC_ON: True, STATIC_PATH: "/l2cache"}, {STATIC_ON: True, STATIC_PATH: "/l2cache2"},
+     STATIC_PATH),
     ("reserve below capacity",
      {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 49},
      {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 50},
