@@ -37,6 +37,7 @@ PLURALS = {
     "nodes",
     "inferenceendpointconfigs",
     "modelweightscacheconfigs",
+    "scaledobjects",
     "csidrivers",
     "events",
 }
