@@ -120,8 +120,9 @@ class ModelConfig(Section):
 class EndpointConfig(Section):
     name: str = "qwen3-8b"
     """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory. Its
-    SageMaker endpoint is ``<environment>-<name>`` (unique per account and Region, at most 63
-    characters), so no two endpoints of an environment share a name, whatever their namespace."""
+    SageMaker endpoint and model are ``<environment>-<name>`` (each unique per account and Region,
+    at most 63 characters), so no two endpoints of an environment share a name, whatever their
+    namespace."""
     namespace: str = "inference"
     """Namespace of the endpoint, its PVC and Pods (docs/kubernetes-layer.md: what it admits).
     The app creates it: not ``default``, a ``kube-`` one, the platform add-ons' (

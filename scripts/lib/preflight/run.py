@@ -9,7 +9,12 @@ from infra.config import AppConfig
 from infra.config.model import sagemaker_endpoint_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
-from scripts.lib.preflight.account import ZONES, check_endpoint_names, check_zones
+from scripts.lib.preflight.account import (
+    ZONES,
+    check_endpoint_names,
+    check_renamed_endpoints,
+    check_zones,
+)
 from scripts.lib.preflight.existing import (
     SKIPPED_FOR_EXISTING,
     check_addons,
@@ -58,6 +63,7 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
     checks += check_offerings(clients, cfg)
     checks.append(check_zones(clients, cfg))
     checks += check_endpoint_names(clients, cfg)
+    checks += check_renamed_endpoints(clients, cfg)
     cluster_checks, cluster_minor = check_live_cluster(clients, cfg)
     checks += cluster_checks
     checks.append(check_kubernetes_minor(clients, cluster_minor))
@@ -89,6 +95,7 @@ def run_existing_preflight(
         checks.append(check_weights_cache(clients, cfg))
     checks += check_instance_groups(clients, cfg)
     checks += check_endpoint_names(clients, cfg)
+    checks += check_renamed_endpoints(clients, cfg)
     checks += check_kubectl_routes(clients, cfg)
     minor = cluster["version"] if cluster else cfg.eks.kubernetes_version
     checks += check_tools(run, minor)

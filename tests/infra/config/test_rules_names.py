@@ -89,12 +89,12 @@ def test_two_endpoint_names_in_two_namespaces_are_accepted() -> None:
     assert refusal({"kvcache.endpoints": both}) is None
 
 
-def test_each_environment_names_its_own_sagemaker_endpoint() -> None:
+@pytest.mark.parametrize("field", ["endpointName", "modelName"])
+def test_each_environment_names_its_own_sagemaker_endpoint_and_model(field: str) -> None:
     """dev, test and prod ship one endpoint name in one account and Region: their SageMaker
-    endpoints must still differ."""
+    endpoints, and the models the operator creates for them, must still differ."""
     names = {
-        env: {o["spec"]["endpointName"] for o in iecs(load_config(env))}
-        for env in ("dev", "test", "prod")
+        env: {o["spec"][field] for o in iecs(load_config(env))} for env in ("dev", "test", "prod")
     }
     assert names == {"dev": {"dev-qwen3-8b"}, "test": {"test-qwen3-8b"}, "prod": {"prod-qwen3-8b"}}
 
