@@ -39,7 +39,9 @@ POLICY = "hyperpod-kvcache-l2-curvine"  # the Kyverno ClusterPolicy (k8s.policy)
 # The env variable the operator injects into the model container and the L2 rule rewrites.
 REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 # The GPU nodes' NVMe instance store, and the directory on it where Curvine's workers keep their
-# data (k8s.curvine's hostPath). Operator 3.3+ caches model weights at the mount by default.
+# data (k8s.curvine's hostPath). Operator 3.3+ can cache model weights there (its CRDs' default
+# hostPath): an endpoint's weightsCache only when enabled (off by default), a
+# ModelWeightsCacheConfig unless disabled (scripts.lib.weights_cache).
 NVME_MOUNT = "/opt/dlami/nvme"
 CURVINE_DATA_DIR = f"{NVME_MOUNT}/curvine-data"
 
