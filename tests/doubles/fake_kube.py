@@ -6,8 +6,8 @@ and bodies, and this server stores objects by path, answers GET, LIST of the res
 DELETE, JSON Patch (RFC 6902 add, remove, replace and test: a body that is not a list is 400, an
 operation that does not apply 422, as the real server answers), JSON merge patch (RFC 7386), a
 strategic-merge patch that holds no list and no ``$`` directive (it then means what a merge
-patch means), the ``scale`` subresource and Pod logs (``container`` and ``sinceSeconds`` taken
-as given: ``logs`` holds what that window shows). A missing object is 404.
+patch means), the ``scale`` subresource and Pod logs (``container``, ``sinceSeconds`` and
+``previous`` taken as given: ``logs`` holds what that window shows). A missing object is 404.
 
 Anything else it does not model (another method, a field selector, watch or paging, a
 strategic-merge patch with lists or directives, move/copy operations, a set-based selector it
@@ -43,7 +43,7 @@ PLURALS = {
 }
 Hook = Callable[["FakeKube", str, str], None]  # (server, method, path) after a write
 # Query parameters whose meaning the fake models (or which do not change the answer).
-MODELLED_QUERY = {"labelSelector", "fieldManager", "force", "container", "sinceSeconds"}
+MODELLED_QUERY = {"labelSelector", "fieldManager", "force", "container", "sinceSeconds", "previous"}
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"

@@ -9,6 +9,7 @@ from infra.config import AppConfig
 from infra.config.model import sagemaker_endpoint_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
+from scripts.lib.gpu_driver import check_gpu_driver
 from scripts.lib.preflight.account import (
     ZONES,
     check_endpoint_names,
@@ -64,8 +65,10 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
     checks.append(check_zones(clients, cfg))
     checks += check_endpoint_names(clients, cfg)
     checks += check_renamed_endpoints(clients, cfg)
-    cluster_checks, cluster_minor = check_live_cluster(clients, cfg)
+    cluster_checks, cluster_minor, live = check_live_cluster(clients, cfg)
     checks += cluster_checks
+    if live:  # its GPU nodes run already: their driver must run the images' CUDA
+        checks.append(check_gpu_driver(clients, cfg))
     checks.append(check_kubernetes_minor(clients, cluster_minor))
     checks += check_addon_versions(clients, cfg, cluster_minor)
     checks += check_tools(run, cluster_minor)
@@ -93,6 +96,7 @@ def run_existing_preflight(
         checks += check_addons(clients, cfg, cluster["version"])
         # The owner's operator may cache weights on the disk Curvine is about to fill.
         checks.append(check_weights_cache(clients, cfg))
+        checks.append(check_gpu_driver(clients, cfg))
     checks += check_instance_groups(clients, cfg)
     checks += check_endpoint_names(clients, cfg)
     checks += check_renamed_endpoints(clients, cfg)
