@@ -160,6 +160,18 @@ def test_github_releases_and_a_floating_major_tag(pinned: str, status: str) -> N
         assert _one(pin, registry.base)[:2] == (status, "v4.2.2")
 
 
+@pytest.mark.parametrize(("pinned", "status"), [("1.10", "behind"), ("1.10.3", "current")])
+def test_a_short_pin_outside_github_is_that_exact_release_not_its_newest_patch(
+    pinned: str, status: str
+) -> None:
+    """pip's ``==1.10`` installs 1.10.0 and nothing newer: a PyPI pin of 1.10 is behind 1.10.3.
+    Only a GitHub Action's tag floats (``v4`` follows 4.x.y)."""
+    with serving(Documents()) as registry:
+        releases = {v: [_file(f"demo-{v}.tar.gz")] for v in ("1.10.0", "1.10.3")}
+        registry.add("/pypi/demo/json", json.dumps({"info": {}, "releases": releases}).encode())
+        assert _one(Pin("pypi", "demo", pinned, "r.txt"), registry.base)[:2] == (status, "1.10.3")
+
+
 def test_git_pin_against_the_default_branchs_head(tmp_path: Path) -> None:
     repo = tmp_path / "chart"
     git = ["git", "-C", str(repo), "-c", "user.email=t@example.com", "-c", "user.name=t"]

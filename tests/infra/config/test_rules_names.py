@@ -14,7 +14,7 @@ import pytest
 
 from infra.config import AppConfig, load_config
 from k8s.app import build_charts
-from tests.support.config import SOURCE, env_raw, refusal
+from tests.support.config import SOURCE, env_raw, existing_cluster, refusal
 
 
 def iecs(config: AppConfig) -> list[dict[str, Any]]:
@@ -66,6 +66,24 @@ def test_an_endpoint_in_kyvernos_namespace_is_refused() -> None:
     field = "kvcache.endpoints.0.namespace"
     message = refusal({field: "kyverno"})
     assert message is not None and message.startswith(f"{SOURCE}: {field} = 'kyverno':")
+
+
+@pytest.mark.parametrize("installs", [True, False], ids=["app-installs", "cluster-has-one"])
+def test_an_endpoint_in_the_namespace_of_an_installed_kyverno_is_refused_too(
+    installs: bool,
+) -> None:
+    """On an existing cluster whose own Kyverno serves the L2 policy (``kyverno.install``
+    false), its Pods are still not the endpoints': the admission policy bound in an endpoint
+    namespace would judge Kyverno's own, and the app would fence and on destroy delete it."""
+    overrides = {
+        "existing_cluster": existing_cluster(),
+        "kvcache.kyverno.install": installs,
+        "kvcache.kyverno.namespace": "policy-engine",
+    }
+    assert refusal(overrides) is None
+    field = "kvcache.endpoints.0.namespace"
+    message = refusal({**overrides, field: "policy-engine"})
+    assert message is not None and message.startswith(f"{SOURCE}: {field} = 'policy-engine':")
 
 
 # --- endpoint names: each names a SageMaker endpoint, unique per account and Region ------------

@@ -151,6 +151,19 @@ def test_an_endpoint_at_its_maximum_is_refused_and_left_alone(kube: FakeKube) ->
     assert kube.writes() == []
 
 
+def test_an_endpoint_one_below_its_maximum_may_reach_it(kube: FakeKube) -> None:
+    """Two Pods running, the ceiling three: the floor raised to three is the ceiling itself, a
+    count the scaler may hold; only a floor past the ceiling is refused."""
+    _seed_cluster(kube)
+    _set_spec(kube, autoScalingSpec={"minReplicaCount": 1, "maxReplicaCount": 3})
+    _controller(kube)
+    ref = _cfg().kvcache.endpoints[0]
+    with scaled_out(_clients(kube, {}), ref, 600, show=_quiet()) as pod:
+        floor = _iec(kube)["spec"]["autoScalingSpec"]["minReplicaCount"]
+    assert pod["metadata"]["name"] == NEW and floor == 3
+    assert _iec(kube)["spec"]["autoScalingSpec"] == {"minReplicaCount": 1, "maxReplicaCount": 3}
+
+
 def test_a_run_killed_while_scaled_out_is_restored_by_the_next_one(kube: FakeKube) -> None:
     """The annotation an interrupted run left says what to write back; the next run restores
     it before it measures, then restores again after."""
