@@ -147,10 +147,12 @@ def test_oci_registry_with_a_token_challenge_and_two_pages() -> None:
 
 
 @pytest.mark.parametrize(("pinned", "status"), [("v4", "current"), ("v3", "behind"),
-                                                ("v4.1.0", "behind"), ("v5", "ahead")])  # fmt: skip
+                                                ("v4.1.0", "behind"), ("v5", "ahead"),
+                                                ("v4.2rc1", "behind")])  # fmt: skip
 def test_github_releases_and_a_floating_major_tag(pinned: str, status: str) -> None:
     """List releases (docs.github.com REST "List releases"): ``tag_name``, ``draft``; an Action
-    pinned at ``v4`` is current while v4.x.y is the newest release."""
+    pinned at ``v4`` is current while v4.x.y is the newest release. A pre-release pin is that
+    pre-release, not a floating tag: v4.2rc1 is behind v4.2.2."""
     releases = [{"tag_name": "v5.0.0", "draft": True}, {"tag_name": "v4.2.2", "draft": False},
                 {"tag_name": "v4.1.0", "draft": False}]  # fmt: skip
     with serving(Documents()) as registry:

@@ -126,7 +126,8 @@ def test_a_pod_that_torch_stops_on_an_old_driver_fails_with_what_the_driver_supp
     _seed_cluster(kube)
     _pod(kube, 1, CUDA13)
     _pod(kube, 2, CUDA13, ready=False, restarts=4)
-    kube.logs["models/vllm-kvcache-7d9f-2"] = f"INFO starting vLLM\n{TORCH_TOO_OLD}\n"
+    kube.previous_logs["models/vllm-kvcache-7d9f-2"] = f"INFO starting vLLM\n{TORCH_TOO_OLD}\n"
+    kube.logs["models/vllm-kvcache-7d9f-2"] = "INFO starting vLLM\n"  # the run going on now
     row = _row(kube, _cfg(), endpoint=True)
     assert row.status == "fail", row
     assert "Pod vllm-kvcache-7d9f-2 on hyperpod-i-02: the driver supports CUDA 12.8" in row.detail
@@ -140,7 +141,9 @@ def test_a_pod_down_for_another_reason_is_not_blamed_on_the_driver(kube: FakeKub
         _label(kube, node, "13.0", "580.95.05")
     _pod(kube, 1, CUDA13)
     _pod(kube, 2, CUDA13, ready=False, restarts=1)
-    kube.logs["models/vllm-kvcache-7d9f-2"] = "torch.OutOfMemoryError: CUDA out of memory\n"
+    kube.previous_logs["models/vllm-kvcache-7d9f-2"] = (
+        "torch.OutOfMemoryError: CUDA out of memory\n"
+    )
     assert _row(kube, _cfg(), endpoint=True).status == "pass"
 
 
