@@ -8,7 +8,7 @@ from constructs import Construct
 
 from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
-from infra.config.model import sagemaker_endpoint_name
+from infra.config.model import sagemaker_endpoint_name, sagemaker_model_name
 from infra.environment.amp_workspace import AmpWorkspace
 from k8s.autoscaling import autoscaling_spec
 from k8s.imports.hyperpod_inference.com.amazon.aws.sagemaker import inference as ie
@@ -76,7 +76,7 @@ def _spec(
             raise ValueError(f"endpoint {e.name} autoscales: its chart needs the AMP workspace")
         scaling = autoscaling_spec(config, e, e.autoscaling, workspace)
     return ie.InferenceEndpointConfigSpec(
-        model_name=e.name,
+        model_name=sagemaker_model_name(config, e),
         endpoint_name=sagemaker_endpoint_name(config, e),
         instance_type=e.instance_type or config.hyperpod.gpu_group.instance_type,
         # With autoscaling: the count it starts with; KEDA moves it within the bounds.

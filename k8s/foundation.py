@@ -6,6 +6,7 @@ import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.config.curvine import CURVINE_FS_PATH
 from k8s.admission import endpoint_admission
 from k8s.common import EBS_SC, k8s_for, kplus_for, meta
 from k8s.curvine import FUSE_WEB_PORT, master_addrs
@@ -14,7 +15,6 @@ from k8s.names import CURVINE_SC, labels
 from k8s.network_policy import endpoint_network_policies
 
 PSA = "pod-security.kubernetes.io"
-CURVINE_FS_PATH = "/l2cache"
 
 
 def psa_labels(level: str, warn: str) -> dict[str, str]:

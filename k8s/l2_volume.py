@@ -12,15 +12,31 @@ PersistentVolume of the FSx CSI driver (all on the one file system), so the endp
 URL stay as they are; the evictor bounds the file system the same way. Both are named after the
 file system (``l2_claim``): a volume's source and a bound claim's ``volumeName`` are immutable, so
 a replaced file system gets a new volume and claim (created by the same apply, the old pair
-pruned) and the L2 policy mounts the new claim in every Pod admitted after it."""
+pruned) and the L2 policy mounts the new claim in every Pod admitted after it.
+
+One evictor per pool, over all of it. Every namespace's claim is a directory of the one pool
+(Curvine: ``/l2cache/<pv name>``, each claim's own; FSx: each claim is the whole file system),
+so evictors per claim, each keeping its own directory under the marks of the whole pool, would
+together let the claims fill the pool several times over; and after a resize the Pods started
+before keep writing to the old claim's directory, which the new claim's evictor never sees.
+Curvine then refuses to allocate blocks (v0.4.1 ``crates/adapters/curvine-storage-local/src/
+policy.rs``: "Not enough Ssd storage capacity for <n> bytes") and LMCache's writes fail. So the
+evictor mounts the pool's root: on Curvine a static volume of ``/l2cache`` itself (the old
+claims' directories stay under it until the CSI driver deletes them with their claims), on FSx
+one namespace's claim, which is the whole file system."""
 
 from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING
 
 import cdk8s
 from constructs import Construct
 
 from infra.config import AppConfig
-from infra.config.model import curvine_writable_bytes, l2_pool_bytes
+from infra.config.curvine import CURVINE_FS_PATH
+from infra.config.model import GIB, curvine_writable_bytes, l2_pool_bytes
 from infra.config.node_budget import L2_EVICTOR
 from infra.environment.fsx import FsxVolume
 from k8s.common import gpu_node_selector, hardened, k8s_for, kplus_for, meta, resources
@@ -29,7 +45,10 @@ from k8s.foundation import curvine_volume_parameters, l2_namespaces
 from k8s.kube_api import KubeApi
 from k8s.names import (
     CURVINE_SC,
+    EVICTOR,
+    FSX_EVICTOR,
     FSX_L2,
+    L2_POOL,
     PVC,
     STATIC_PV,
     curvine_claim,
@@ -39,10 +58,11 @@ from k8s.names import (
     labels,
 )
 
-EVICTOR = "curvine-l2-evictor"
+if TYPE_CHECKING:
+    from cdk8s_plus_33 import k8s as kube
+
 EVICT_MOUNT = "/l2"
 FSX_DRIVER = "fsx.csi.aws.com"
-FSX_EVICTOR = "fsx-l2-evictor"
 # flock: LMCache's file-system connector and the evictor may touch one file from several nodes;
 # Lustre refuses flock() without it. noatime: a read of a KV chunk must not turn into a metadata
 # write on the servers (the storage post's mount advice: flock,noatime).
@@ -68,6 +88,30 @@ echo "l2 after eviction used=${used}"
 def fsx_volume_name(fsx: FsxVolume, namespace: str) -> str:
     # PersistentVolumes are cluster-scoped: one per endpoint namespace.
     return f"{FSX_L2}-{fsx.file_system_id}-{namespace}"
+
+
+def pool_volume_attributes(config: AppConfig) -> dict[str, str]:
+    """The Curvine pool's root as a volume: curvine-sc's own parameters (the same FUSE process as
+    the claims' volumes on a node: Curvine's CSI driver keys it by master-addrs, fs-path and the
+    flags it passes on), with ``curvine-path`` the fs-path itself, so the node plugin binds the
+    whole FUSE mount, every claim's directory, into the evictor."""
+    return {**curvine_volume_parameters(config), "curvine-path": CURVINE_FS_PATH}
+
+
+def curvine_pool_volume(config: AppConfig) -> str:
+    """The volume (and claim) of the pool's root, named after its size and attributes, as the
+    claims are after their size: a bound claim's size and a volume's source cannot change, so a
+    pool of another size or new attributes (another master, other FUSE flags) take a new volume
+    and claim, created by the apply that prunes the old pair."""
+    attributes = json.dumps(pool_volume_attributes(config), sort_keys=True).encode()
+    gib = l2_pool_bytes(config, "curvine") // GIB
+    return f"{L2_POOL}-{gib}gi-{hashlib.sha256(attributes).hexdigest()[:8]}"
+
+
+def fsx_evictor_namespace(config: AppConfig) -> str:
+    """Where the FSx evictor runs: each namespace's claim is the whole file system, so one
+    namespace's claim reaches every directory."""
+    return l2_namespaces(config)[0]
 
 
 def l2_claim(config: AppConfig, fsx: FsxVolume | None) -> str:
@@ -146,7 +190,35 @@ class L2VolumeChart(cdk8s.Chart):
                 if static.enabled
                 else None,
             )
-            self._evictor(config, k8s, ns, claim, EVICTOR, curvine_writable_bytes(config))
+        self._curvine_pool(config, k8s)
+
+    def _curvine_pool(self, config: AppConfig, k8s: KubeApi) -> None:
+        """The pool's root, pre-bound to a claim in Curvine's namespace, and the one evictor
+        over it. Retain: Curvine's DeleteVolume deletes the volume's ``curvine-path`` (v0.4.1
+        ``curvine-csi/pkg/csi/controller.go``), here the whole pool."""
+        ns = config.kvcache.curvine.namespace
+        name = curvine_pool_volume(config)
+        size = k8s.Quantity.from_string(f"{l2_pool_bytes(config, 'curvine') // GIB}Gi")
+        k8s.KubePersistentVolume(
+            self,
+            "pool-pv",
+            metadata=meta(k8s, name, labels=labels(L2_POOL, "l2")),
+            spec=k8s.PersistentVolumeSpec(
+                capacity={"storage": size},
+                access_modes=["ReadWriteMany"],
+                persistent_volume_reclaim_policy="Retain",
+                # "": no provisioner answers the claim; claimRef binds it to this volume only.
+                storage_class_name="",
+                claim_ref=k8s.ObjectReference(namespace=ns, name=name),
+                csi=k8s.CsiPersistentVolumeSource(
+                    driver="curvine",
+                    volume_handle=name,
+                    volume_attributes=pool_volume_attributes(config),
+                ),
+            ),
+        )
+        self._bound_claim(k8s, "pool-pvc", ns, name, name, labels(L2_POOL, "l2"), size)
+        self._evictor(config, k8s, ns, name, EVICTOR, curvine_writable_bytes(config))
 
     def _fsx(self, config: AppConfig, fsx: FsxVolume) -> None:
         """Per endpoint namespace: a static PV on the file system, pre-bound to its claim."""
@@ -179,28 +251,37 @@ class L2VolumeChart(cdk8s.Chart):
                     ),
                 ),
             )
-            k8s.KubePersistentVolumeClaim(
-                self,
-                f"{ns}-pvc",
-                metadata=meta(
-                    k8s,
-                    claim,
-                    namespace=ns,
-                    labels=labels(FSX_L2, "l2"),
-                ),
-                spec=k8s.PersistentVolumeClaimSpec(
-                    access_modes=["ReadWriteMany"],
-                    storage_class_name="",
-                    volume_name=pv,
-                    resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
-                ),
-            )
-            self._evictor(config, k8s, ns, claim, FSX_EVICTOR, l2_pool_bytes(config, "fsx_lustre"))
+            self._bound_claim(k8s, f"{ns}-pvc", ns, claim, pv, labels(FSX_L2, "l2"), size)
+        pool = l2_pool_bytes(config, "fsx_lustre")
+        self._evictor(config, k8s, fsx_evictor_namespace(config), claim, FSX_EVICTOR, pool)
+
+    def _bound_claim(
+        self,
+        k8s: KubeApi,
+        id: str,
+        ns: str,
+        name: str,
+        volume: str,
+        claim_labels: dict[str, str],
+        size: kube.Quantity,
+    ) -> None:
+        """A claim of ``volume`` only: no StorageClass, so no provisioner answers it."""
+        k8s.KubePersistentVolumeClaim(
+            self,
+            id,
+            metadata=meta(k8s, name, namespace=ns, labels=claim_labels),
+            spec=k8s.PersistentVolumeClaimSpec(
+                access_modes=["ReadWriteMany"],
+                storage_class_name="",
+                volume_name=volume,
+                resources=k8s.VolumeResourceRequirements(requests={"storage": size}),
+            ),
+        )
 
     def _evictor(
         self, config: AppConfig, k8s: KubeApi, ns: str, claim: str, name: str, pool: int
     ) -> None:
-        """Keeps the claim's directory between the evictor's water marks of ``pool`` bytes."""
+        """Keeps the whole pool the claim mounts between the evictor's marks of ``pool`` bytes."""
         cv = config.kvcache.curvine
         ev = cv.evictor
         env = [
@@ -233,7 +314,7 @@ class L2VolumeChart(cdk8s.Chart):
         )
         k8s.KubeCronJob(
             self,
-            f"{ns}-evictor",
+            "evictor",
             metadata=meta(k8s, name, namespace=ns, labels=labels(name, "l2")),
             spec=k8s.CronJobSpec(
                 schedule=ev.schedule,

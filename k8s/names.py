@@ -31,12 +31,17 @@ CURVINE_SC = "curvine-sc"  # the Curvine StorageClass (k8s.foundation)
 PVC = "curvine-pvc"  # prefix of the L2 claim in each endpoint namespace on Curvine (curvine_claim)
 STATIC_PV = "curvine-l2-static"  # prefix of the optional static volume on Curvine (k8s.l2_volume)
 FSX_L2 = "fsx-l2"  # prefix of the FSx for Lustre L2 claim and volumes (k8s.l2_volume)
+L2_POOL = "curvine-l2-pool"  # prefix of the volume and claim over the whole pool (k8s.l2_volume)
+# The evictors: one per shared L2 pool, over all of it (k8s.l2_volume).
+EVICTOR, FSX_EVICTOR = "curvine-l2-evictor", "fsx-l2-evictor"
 CSI_DRIVER = "curvine"  # the Curvine CSIDriver (k8s.csi)
 POLICY = "hyperpod-kvcache-l2-curvine"  # the Kyverno ClusterPolicy (k8s.policy)
 # The env variable the operator injects into the model container and the L2 rule rewrites.
 REMOTE_URL_ENV = "LMCACHE_REMOTE_URL"
 # The GPU nodes' NVMe instance store, and the directory on it where Curvine's workers keep their
-# data (k8s.curvine's hostPath). Operator 3.3+ caches model weights at the mount by default.
+# data (k8s.curvine's hostPath). Operator 3.3+ can cache model weights there (its CRDs' default
+# hostPath): an endpoint's weightsCache only when enabled (off by default), a
+# ModelWeightsCacheConfig unless disabled (scripts.lib.weights_cache).
 NVME_MOUNT = "/opt/dlami/nvme"
 CURVINE_DATA_DIR = f"{NVME_MOUNT}/curvine-data"
 

@@ -93,6 +93,11 @@ class CurvineFuseConfig(Section):
     OOM-killed under load and every mount on the node breaks."""
 
 
+# The Curvine directory curvine-sc provisions every claim's directory in (its fs-path), and so the
+# root the pool's one evictor keeps within the pool (k8s.l2_volume).
+CURVINE_FS_PATH = "/l2cache"
+
+
 class EvictorConfig(Section):
     schedule: str = "*/5 * * * *"
     """Schedule of the size-based evictor, a Kubernetes CronJob's (UTC): five fields, minute
@@ -100,8 +105,9 @@ class EvictorConfig(Section):
     ``cron(...)`` (six fields, the year last) is refused: the API server would refuse the
     CronJob at deploy."""
     high_water_percent: int = Field(default=85, ge=10, le=99)
-    """Start deleting when the L2 directory holds more than this share of what writes can fill
-    of the pool (worker capacity less reserved, times the GPU nodes), in percent."""
+    """Start deleting when the pool (everything under ``/l2cache``, every namespace's claim)
+    holds more than this share of what writes can fill of it (worker capacity less reserved,
+    times the GPU nodes), in percent."""
     low_water_percent: int = Field(default=70, ge=5, le=98)
     """Delete the oldest ``.data`` files until usage is below this share, in percent."""
 
@@ -116,7 +122,7 @@ class StaticPvConfig(Section):
     """Bind the L2 claim to a static PersistentVolume (``Retain``) on a fixed Curvine path, so
     a redeploy or a deleted PVC finds the warm cache. False: dynamic provisioning on curvine-sc."""
     curvine_path: str = "/l2cache/static"
-    """Curvine path of the static volume."""
+    """Curvine path of the static volume: under ``/l2cache``, the pool the evictor keeps."""
     size_gib: int = Field(default=1024, ge=1)
     """Nominal size of the static volume (Curvine does not enforce it), in GiB."""
 

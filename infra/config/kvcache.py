@@ -121,9 +121,9 @@ class ModelConfig(Section):
 class EndpointConfig(Section):
     name: str = "qwen3-8b"
     """Name of the InferenceEndpointConfig and of the endpoint; also names its L2 directory. Its
-    SageMaker endpoint is ``<environment>-<name>`` (unique per account and Region, at most 63
-    characters), so no two endpoints of an environment share a name, whatever their namespace.
-    With ``autoscaling``, at most 40 characters: the operator's ScaledObject is
+    SageMaker endpoint and model are ``<environment>-<name>`` (each unique per account and Region,
+    at most 63 characters), so no two endpoints of an environment share a name, whatever their
+    namespace. With ``autoscaling``, at most 40 characters: the operator's ScaledObject is
     ``<name>-scaled-object`` (read off what it creates; not documented) and KEDA refuses one
     over 54."""
     namespace: str = "inference"

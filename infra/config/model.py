@@ -174,6 +174,13 @@ def sagemaker_endpoint_name(app: AppConfig, e: EndpointConfig) -> str:
     return f"{app.environment}-{e.name}"
 
 
+def sagemaker_model_name(app: AppConfig, e: EndpointConfig) -> str:
+    """The SageMaker model the operator creates for ``e`` (the InferenceEndpointConfig's
+    ``modelName``). Model names are unique per account and Region too, so it carries the
+    environment the same way (and fits SageMaker's 63 characters when the endpoint name does)."""
+    return f"{app.environment}-{e.name}"
+
+
 def topic_name(app: AppConfig) -> str:
     return app.observability.alert_topic_name or f"{app.stack_prefix}-kvcache-alerts"
 

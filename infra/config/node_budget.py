@@ -57,7 +57,7 @@ OPERATOR_SIDECARS: dict[str, tuple[int, int]] = {
 
 # This app's fixed-size containers on GPU nodes (the charts use these).
 CSI_REGISTRAR = Requests(20, 64)  # node-driver-registrar beside the Curvine CSI node plugin
-L2_EVICTOR = Requests(100, 128)  # the L2 evictor CronJob, one per endpoint namespace
+L2_EVICTOR = Requests(100, 128)  # the L2 evictor CronJob, one per shared pool
 
 
 @dataclass(frozen=True)
@@ -82,12 +82,8 @@ def own_pieces(app: AppConfig) -> list[Piece]:
             )
         )
     if kv.mounted_l2_backend is not None:
-        # One evictor per namespace whose endpoints mount the shared L2 (k8s.foundation's
-        # l2_namespaces, which the L2 volume chart places them by).
-        for ns in sorted({e.namespace for e in kv.mounted_l2_endpoints}):
-            pieces.append(
-                Piece(f"CronJob {ns} L2 evictor", L2_EVICTOR.cpu_millicores, L2_EVICTOR.memory_mib)
-            )
+        # One evictor over the whole shared pool (k8s.l2_volume), whichever node its Job lands on.
+        pieces.append(Piece("CronJob L2 evictor", L2_EVICTOR.cpu_millicores, L2_EVICTOR.memory_mib))
     return pieces
 
 

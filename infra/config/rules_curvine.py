@@ -3,7 +3,9 @@ operator's weights cache."""
 
 from __future__ import annotations
 
-from infra.config.curvine import MIN_WORKER_CAPACITY_GIB
+import posixpath
+
+from infra.config.curvine import CURVINE_FS_PATH, MIN_WORKER_CAPACITY_GIB
 from infra.config.errors import RuleViolation
 from infra.config.model import AppConfig
 from infra.facts.instances import GPU_INSTANCES
@@ -45,21 +47,32 @@ def check_curvine(app: AppConfig) -> None:
         )
     inst = GPU_INSTANCES.get(app.hyperpod.gpu_group.instance_type)
     if "curvine" in kv.l2_backends and inst is not None:
-        # Curvine's data and the operator's weights cache share the one NVMe mount.
+        # Curvine's data and the operator's weights cache share the one NVMe mount. The reserve
+        # is kept out of the capacity (Curvine v0.4.1 VfsDir::available: capacity - used -
+        # reserved), so the disk holds capacity and the weights cache, no more.
         w, nvme_gib = cv.worker, inst.nvme_gb * 10**9 // 2**30
-        if w.capacity_gib + w.reserved_gib + w.weights_cache_gib > nvme_gib:
-            left = nvme_gib - w.reserved_gib - w.weights_cache_gib
+        if w.capacity_gib + w.weights_cache_gib > nvme_gib:
+            left = nvme_gib - w.weights_cache_gib
             raise RuleViolation(
-                f"capacity + reserved + weights_cache_gib <= {nvme_gib} GiB (local NVMe of "
-                f"{app.hyperpod.gpu_group.instance_type}), here {w.capacity_gib} + "
-                f"{w.reserved_gib} + {w.weights_cache_gib} = "
-                f"{w.capacity_gib + w.reserved_gib + w.weights_cache_gib}",
+                f"capacity + weights_cache_gib <= {nvme_gib} GiB (local NVMe of "
+                f"{app.hyperpod.gpu_group.instance_type}; reserved_gib is part of the capacity), "
+                f"here {w.capacity_gib} + {w.weights_cache_gib} = "
+                f"{w.capacity_gib + w.weights_cache_gib}",
                 f"lower kvcache.curvine.worker.capacity_gib to {left}"
                 if left >= MIN_WORKER_CAPACITY_GIB
-                else "lower kvcache.curvine.worker.weights_cache_gib or reserved_gib",
+                else "lower kvcache.curvine.worker.weights_cache_gib",
                 field="kvcache.curvine.worker.capacity_gib",
                 value=w.capacity_gib,
             )
+    static = cv.static_pv
+    if "curvine" in kv.l2_backends and static.enabled and not _under_pool(static.curvine_path):
+        raise RuleViolation(
+            f"{CURVINE_FS_PATH} or a path under it: the pool's one evictor keeps everything under "
+            f"{CURVINE_FS_PATH} within what Curvine can hold, and nothing outside it",
+            f"set it to {CURVINE_FS_PATH}/static",
+            field="kvcache.curvine.static_pv.curvine_path",
+            value=static.curvine_path,
+        )
     if cv.namespace in {e.namespace for e in kv.endpoints} | {kv.kyverno.namespace}:
         raise RuleViolation(
             "a namespace of its own (the only privileged one)",
@@ -67,3 +80,8 @@ def check_curvine(app: AppConfig) -> None:
             field="kvcache.curvine.namespace",
             value=cv.namespace,
         )
+
+
+def _under_pool(path: str) -> bool:
+    normal = posixpath.normpath(path)
+    return normal == CURVINE_FS_PATH or normal.startswith(f"{CURVINE_FS_PATH}/")

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from infra.config.errors import RuleViolation
 from infra.config.kvcache import KvCacheConfig
-from infra.config.model import AppConfig, sagemaker_endpoint_name, topic_name
+from infra.config.model import (
+    AppConfig,
+    sagemaker_endpoint_name,
+    sagemaker_model_name,
+    topic_name,
+)
 from infra.config.operator_versions import OPERATOR_NAMESPACE
 
 # SageMaker's longest endpoint name (CreateEndpoint's EndpointName; the CRD's endpointName).
@@ -62,10 +67,11 @@ def check_namespaces(kv: KvCacheConfig) -> None:
 
 
 def check_endpoint_names(app: AppConfig) -> None:
-    """Each endpoint names a SageMaker endpoint, unique per account and Region whatever its
-    namespace: one name twice in an environment is refused, and the environment-qualified name
-    must fit SageMaker's 63 characters. (Another environment of the account or a name taken
-    outside this app: ``hpkv preflight`` asks SageMaker.)"""
+    """Each endpoint names a SageMaker endpoint and model, each unique per account and Region
+    whatever its namespace: one name twice in an environment is refused, and the
+    environment-qualified name (``sagemaker_endpoint_name``, ``sagemaker_model_name``) must fit
+    SageMaker's 63 characters. (Another environment of the account or a name taken outside this
+    app: ``hpkv preflight`` asks SageMaker.)"""
     seen: dict[str, int] = {}
     for i, e in enumerate(app.kvcache.endpoints):
         if e.name in seen:
@@ -79,12 +85,12 @@ def check_endpoint_names(app: AppConfig) -> None:
                 value=e.name,
             )
         seen[e.name] = i
-        sagemaker = sagemaker_endpoint_name(app, e)
+        sagemaker = max(sagemaker_endpoint_name(app, e), sagemaker_model_name(app, e), key=len)
         if len(sagemaker) > SAGEMAKER_NAME_MAX:
             raise RuleViolation(
                 f"at most {SAGEMAKER_NAME_MAX - len(app.environment) - 1} characters in "
-                f"environment {app.environment}: the SageMaker endpoint {sagemaker} may have "
-                f"{SAGEMAKER_NAME_MAX}",
+                f"environment {app.environment}: the SageMaker endpoint and model {sagemaker} "
+                f"may have {SAGEMAKER_NAME_MAX}",
                 f"shorten kvcache.endpoints.{i}.name",
                 field=f"kvcache.endpoints.{i}.name",
                 value=e.name,

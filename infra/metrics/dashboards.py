@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from infra.config import AppConfig
+from infra.config.curvine import CURVINE_FS_PATH
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig, L2Backend
 from infra.config.model import curvine_writable_bytes
 from infra.metrics.scaling import (
@@ -37,7 +38,7 @@ from infra.metrics.tiers import (
     QUERIED,
     l2_tokens_expr,
 )
-from k8s.names import vllm_job
+from k8s.names import EVICTOR, vllm_job
 
 RATE = "5m"
 WORKER = 'job="curvine-worker"'
@@ -365,9 +366,7 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
                 "expr": f"{l2_used_percent(config)} > {ev.high_water_percent}",
                 "for": f"{obs.l2_high_water_minutes}m",
                 "labels": {"severity": "warning"},
-                "annotations": {"summary": "L2 holds {{ $value }}% of the pool, above the "
-                                f"evictor's high-water mark ({ev.high_water_percent}%): is the "
-                                "curvine-l2-evictor CronJob running?"},
+                "annotations": _high_water_hint(config),
             },
             {
                 "alert": "CurvineWorkerDown",
@@ -388,6 +387,25 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
             },
         ]  # fmt: skip
     return {"groups": [{"name": "kvcache-tiers", "rules": rules}]}
+
+
+def _high_water_hint(config: AppConfig) -> dict[str, str]:
+    """What the pool above the mark means, and where to look: the pool's one evictor
+    (k8s.l2_volume) keeps everything under the claims' root below it, so either it does not run
+    or finish, or the space is held where it does not delete."""
+    ns, high = config.kvcache.curvine.namespace, config.kvcache.curvine.evictor.high_water_percent
+    pods = f"kubectl -n {ns} get pods -l app.kubernetes.io/name={EVICTOR}"
+    return {
+        "summary": "L2 holds {{ $value }}% of what Curvine can write (capacity less reserved), "
+        f"above the evictor's high-water mark ({high}%): a full worker refuses new blocks "
+        "('Not enough Ssd storage capacity') and LMCache's writes to L2 fail",
+        "description": f"CronJob {ns}/{EVICTOR} keeps everything under {CURVINE_FS_PATH} (every "
+        f"claim's directory) below the mark. No Pod of it in the last runs ({pods}): it does not "
+        f"run. Its log (kubectl -n {ns} logs -l app.kubernetes.io/name={EVICTOR}) with "
+        "'l2 used' but no 'after eviction': it did not finish. 'l2 used' below high: the "
+        f"space is held outside {CURVINE_FS_PATH} or by files that are not LMCache chunks "
+        "(*.data).",
+    }
 
 
 def alert_rules_yaml(config: AppConfig) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from kubernetes.client.exceptions import ApiException
 
+from infra.config import AppConfig
 from infra.config.kvcache import EndpointConfig
 from k8s.names import REMOTE_URL_ENV
 from scripts.lib.clients import Clients
@@ -71,6 +72,20 @@ def find_endpoint_deployment(
 
 def selector_string(match_labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
+
+
+def gpu_nodes(clients: Clients, cfg: AppConfig) -> list[dict[str, Any]]:
+    """The nodes of the GPU group: by its labels, else by its instance type."""
+    core = clients.core()
+    group = cfg.hyperpod.gpu_group
+    if group.labels:
+        nodes = clients.to_dict(core.list_node(label_selector=selector_string(group.labels)))
+        if nodes.get("items"):
+            return list(nodes["items"])
+    nodes = clients.to_dict(
+        core.list_node(label_selector=f"node.kubernetes.io/instance-type={group.instance_type}")
+    )
+    return list(nodes.get("items") or [])
 
 
 def pods_of(clients: Clients, deployment: dict[str, Any]) -> list[dict[str, Any]]:

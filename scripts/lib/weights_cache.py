@@ -6,8 +6,9 @@ Operator 3.3 and later cache an endpoint's weights on each node at a host path
 instance store, where Curvine's workers keep the L2 pool. Nothing bounds the cache's size. This
 app renders no weights cache; on an existing cluster the owner's endpoints may, and then the disk
 holds both only if ``kvcache.curvine.worker.weights_cache_gib`` budgets the weights (the config
-rule sizes capacity + reserved + that against the instance's NVMe). ``preflight`` asks before a
-deploy on an existing cluster, ``verify`` after any deploy (an owner may add a cache later).
+rule sizes capacity, its reserve inside it, plus that against the instance's NVMe). ``preflight``
+asks before a deploy on an existing cluster, ``verify`` after any deploy (an owner may add a
+cache later).
 """
 
 from __future__ import annotations
@@ -94,16 +95,15 @@ def check_weights_cache(clients: Clients, cfg: AppConfig) -> Check:
     w = cfg.kvcache.curvine.worker
     itype = cfg.hyperpod.gpu_group.instance_type
     nvme_gib = GPU_INSTANCES[itype].nvme_gb * 10**9 // 2**30
-    sizes = f"{itype} NVMe {nvme_gib} GiB: Curvine capacity {w.capacity_gib} + reserved " + (
-        f"{w.reserved_gib} + weights cache {w.weights_cache_gib} GiB"
-    )
+    sizes = (f"{itype} NVMe {nvme_gib} GiB: Curvine capacity {w.capacity_gib} (its reserve "
+             f"{w.reserved_gib} inside it) + weights cache {w.weights_cache_gib} GiB")  # fmt: skip
     if w.weights_cache_gib == 0:
         return Check(
             STAGE,
             "fail",
             f"{listed}: on the disk Curvine's workers fill, with no room budgeted ({sizes})",
             f"set {FIELD} to the size of the weights cached per node (at most "
-            f"{nvme_gib - w.capacity_gib - w.reserved_gib} with this capacity), or set their "
+            f"{nvme_gib - w.capacity_gib} with this capacity), or set their "
             f"hostPath off {NVME_MOUNT}",
         )
     return Check(STAGE, "pass", f"{listed}; budgeted ({sizes})")

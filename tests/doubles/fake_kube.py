@@ -7,7 +7,8 @@ DELETE, JSON Patch (RFC 6902 add, remove, replace and test: a body that is not a
 operation that does not apply 422, as the real server answers), JSON merge patch (RFC 7386), a
 strategic-merge patch that holds no list and no ``$`` directive (it then means what a merge
 patch means), the ``scale`` subresource and Pod logs (``container`` and ``sinceSeconds`` taken
-as given: ``logs`` holds what that window shows). A missing object is 404.
+as given: ``logs`` holds what that window shows; ``previous``: ``previous_logs``, the
+container's run before the restart). A missing object is 404.
 
 Anything else it does not model (another method, a field selector, watch or paging, a
 strategic-merge patch with lists or directives, move/copy operations, a set-based selector it
@@ -37,12 +38,13 @@ PLURALS = {
     "nodes",
     "inferenceendpointconfigs",
     "modelweightscacheconfigs",
+    "scaledobjects",
     "csidrivers",
     "events",
 }
 Hook = Callable[["FakeKube", str, str], None]  # (server, method, path) after a write
 # Query parameters whose meaning the fake models (or which do not change the answer).
-MODELLED_QUERY = {"labelSelector", "fieldManager", "force", "container", "sinceSeconds"}
+MODELLED_QUERY = {"labelSelector", "fieldManager", "force", "container", "sinceSeconds", "previous"}
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
@@ -183,6 +185,7 @@ class FakeKube:
         # Resources it serves; a test drops one to model a cluster without its CRD (a 404 list).
         self.plurals: set[str] = set(PLURALS)
         self.logs: dict[str, str] = {}  # "ns/pod" -> log text
+        self.previous_logs: dict[str, str] = {}  # the same, of the container's run before
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, content type)
         self.fail: dict[tuple[str, str], int] = {}  # (method, path) -> HTTP status to return
         self.after_write: list[Hook] = []
@@ -313,7 +316,10 @@ class FakeKube:
     ) -> Any:
         if path.endswith("/log"):
             pod = path.removesuffix("/log").split("/")
-            return self.logs.get(f"{pod[-3]}/{pod[-1]}", "")
+            # The API server reads the flag with Go's strconv.ParseBool ("true", "True", "1").
+            earlier = query.get("previous", [""])[0] in ("true", "True", "1")
+            logs = self.previous_logs if earlier else self.logs
+            return logs.get(f"{pod[-3]}/{pod[-1]}", "")
         sub = None
         if path.endswith("/scale"):
             path, sub = path.removesuffix("/scale"), "scale"

@@ -368,6 +368,31 @@ def test_the_l2_high_water_alert_fires_one_byte_past_where_the_evictor_starts(
 
 
 @pytest.mark.parametrize("env", CURVINE_ENVS)
+def test_the_high_water_hint_sends_the_reader_to_the_evictor_that_keeps_the_whole_pool(
+    config: AppConfig, objs: list[Obj]
+) -> None:
+    """The alert shares its mark with one CronJob, the pool's evictor: the hint names it where it
+    runs (its namespace, its Pods' label) and the directory it keeps, the one curvine-sc makes
+    every claim's directory in; and the refusal Curvine v0.4.1 gives a write once a worker is
+    full (``crates/adapters/curvine-storage-local/src/policy.rs``), what LMCache's log shows."""
+    _text, rules = _rules(config)
+    hint = " ".join(rules["KvCacheL2AboveHighWater"]["annotations"].values())
+    (cron,) = [o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] in hint]
+    ns = cron["metadata"]["namespace"]
+    label = cron["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+    assert (
+        f"kubectl -n {ns} get pods -l app.kubernetes.io/name={label['app.kubernetes.io/name']}"
+        in hint
+    )
+    (sc,) = [
+        o for o in objs if o["kind"] == "StorageClass" and o["metadata"]["name"] == "curvine-sc"
+    ]
+    assert f"everything under {sc['parameters']['fs-path']}" in hint
+    assert "Not enough Ssd storage capacity" in hint
+    assert _evictor_high(objs) == _evictor_high([cron])
+
+
+@pytest.mark.parametrize("env", CURVINE_ENVS)
 def test_the_worker_down_alert_fires_after_five_minutes_without_a_scrape(
     config: AppConfig, tmp_path: Path
 ) -> None:

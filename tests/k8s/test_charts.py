@@ -54,9 +54,12 @@ def test_the_l2_claim_and_evictor_are_only_in_namespaces_of_endpoints_on_curvine
     overrides = {"kvcache.endpoints": endpoints, "hyperpod.gpu_group.instance_count": 3}
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
     volume = manifests(build_charts(config))["40-l2-volume"]
-    assert {(o["kind"], o["metadata"]["namespace"]) for o in volume} == {
+    # The pool's one evictor and its view of the whole pool live in Curvine's namespace.
+    assert {(o["kind"], o["metadata"].get("namespace")) for o in volume} == {
         ("PersistentVolumeClaim", "inference"),
-        ("CronJob", "inference"),
+        ("PersistentVolume", None),
+        ("PersistentVolumeClaim", "curvine"),
+        ("CronJob", "curvine"),
     }
 
 
@@ -70,8 +73,10 @@ def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() 
     }
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
     objs = manifests(build_charts(config))["40-l2-volume"]
-    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"]
-    (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"]
+    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"
+             and o["metadata"]["name"].startswith("curvine-l2-static")]  # fmt: skip
+    (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"
+              and o["metadata"]["namespace"] == "inference"]  # fmt: skip
     # Both named after the size: the claim of another size needs a volume of its own.
     assert pv["metadata"]["name"] == "curvine-l2-static-512gi"
     assert pvc["metadata"]["name"] == "curvine-pvc-512gi"

@@ -1,7 +1,8 @@
 """Every Curvine volume the app renders is one the pinned CSI node service stages and publishes
-into a Pod: the dynamic claims' (what CreateVolume provisions from curvine-sc's parameters) and
-the static PV's (its own volumeAttributes). ``tests/doubles/curvine_csi.py`` models the node
-service of CurvineIO/curvine v0.4.1 and refuses the requests the driver refuses."""
+into a Pod: the dynamic claims' (what CreateVolume provisions from curvine-sc's parameters), the
+static PV's (its own volumeAttributes) and the pool's root the evictor mounts.
+``tests/doubles/curvine_csi.py`` models the node service of CurvineIO/curvine v0.4.1 and refuses
+the requests the driver refuses."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from infra.config import AppConfig, parse_config
 from k8s.app import build_charts, manifests
+from k8s.l2_volume import curvine_pool_volume
 from k8s.names import curvine_static_volume
 from tests.doubles.curvine_csi import (
     CsiError,
@@ -49,7 +51,7 @@ def test_a_provisioned_claim_is_published_at_its_own_directory() -> None:
     assert publish(provisioned_handle(context, "pvc-5f1c2a3b"), context) == "pvc-5f1c2a3b"
 
 
-@pytest.mark.parametrize("path", ["/l2cache/static", "/warm/l2"])
+@pytest.mark.parametrize("path", ["/l2cache/static", "/l2cache/warm/l2"])
 def test_the_static_pv_is_staged_and_published_at_its_curvine_path(path: str) -> None:
     """A static PV's handle is not the provisioner's, so staging it also runs curvine-fuse's
     validate-config on its flags; publishing needs ``curvine-path``, which the PV names: the
@@ -78,3 +80,17 @@ def test_a_fuse_flag_v0_4_1_dropped_fails_a_static_pv_at_staging() -> None:
     with pytest.raises(CsiError) as refused:
         stage(handle, {**attributes, "attr-timeout": "1.0"})
     assert refused.value.code == "InvalidArgument"
+
+
+def test_the_evictors_pool_volume_is_the_claims_fuse_mount_whole() -> None:
+    """The pool's volume is staged by the FUSE process of the claims' volumes on the node (one
+    mount key: no second process, no second metrics port) and published at the root of its
+    mount: every claim's directory, ``pvc-...``, is inside what the evictor sees."""
+    config, objs = _rendered({})
+    parameters = _one(objs, "StorageClass", "curvine-sc")["parameters"]
+    claim = provisioned_context(parameters, "pvc-5f1c2a3b")
+    pool = _one(objs, "PersistentVolume", curvine_pool_volume(config))["spec"]["csi"]
+    pool_key = stage(pool["volumeHandle"], pool["volumeAttributes"])
+    assert pool_key == stage(provisioned_handle(claim, "pvc-5f1c2a3b"), claim)
+    assert publish(pool["volumeHandle"], pool["volumeAttributes"]) == ""
+    assert claim["curvine-path"].startswith(pool["volumeAttributes"]["curvine-path"] + "/")

@@ -77,9 +77,10 @@ def assert_endpoints_carry_their_config(config: AppConfig, objs: list[Obj]) -> N
         iec = iecs[(e.namespace, e.name)]
         assert (iec["metadata"]["name"], iec["metadata"]["namespace"]) == (e.name, e.namespace)
         spec = iec["spec"]
-        # SageMaker endpoint names are unique per account and Region: the environment's own.
+        # SageMaker endpoint and model names are each unique per account and Region: the
+        # environment's own.
         assert spec["endpointName"] == f"{config.environment}-{e.name}"
-        assert spec["modelName"] == e.name
+        assert spec["modelName"] == f"{config.environment}-{e.name}"
         # The endpoint's own type, else the GPU group's (EndpointConfig.instance_type).
         assert spec["instanceType"] == (e.instance_type or config.hyperpod.gpu_group.instance_type)
         assert spec["replicas"] == e.replicas

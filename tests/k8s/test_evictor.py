@@ -2,7 +2,12 @@
 directory that stands in for the Curvine mount (GNU find and coreutils, as in the Curvine image).
 
 LMCache's fs connector never deletes, and Curvine does not evict by size: this script is what
-keeps the NVMe pool from filling up."""
+keeps the NVMe pool from filling up.
+
+The pool tests stand a directory in for the whole pool: each claim the charts render is the
+directory its volume is there (curvine-sc's: ``<fs-path>/<its volume>``, one per claim; a
+static volume: its ``curvine-path``; FSx: the file system's root), and every rendered evictor
+runs over the directory its claim is. What is left must fit what Curvine lets writes fill."""
 
 from __future__ import annotations
 
@@ -14,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from infra.config import parse_config
-from infra.config.model import curvine_writable_bytes
+from infra.config import AppConfig, parse_config
+from infra.config.model import curvine_writable_bytes, l2_pool_bytes
 from k8s.app import build_charts, manifests
 from k8s.l2_volume import EVICTOR
-from tests.support.config import SOURCE, with_overrides
+from tests.support.config import DEPLOYED_FSX, FSX_KVCACHE, SOURCE, with_overrides
 
 Obj = dict[str, Any]
 MIB = 2**20
@@ -156,3 +161,126 @@ def test_the_evictor_starts_before_curvine_refuses_writes(tmp_path: Path) -> Non
     _run(cron, tmp_path, high=int(env["HIGH"]), low=int(env["LOW"]))
     assert _used(tmp_path) <= int(env["LOW"]) < full
     assert not (tmp_path / "000.data").exists() and (tmp_path / f"{chunks - 1:03}.data").exists()
+
+
+# --- the evictors over the whole pool ------------------------------------------------------------
+
+
+def _render(config: AppConfig) -> list[Obj]:
+    fsx = DEPLOYED_FSX if "fsx_lustre" in config.kvcache.l2_backends else None
+    return [o for objs in manifests(build_charts(config, fsx=fsx)).values() for o in objs]
+
+
+def _claim_dirs(objs: list[Obj], pool: Path) -> dict[tuple[str, str], Path]:
+    """(namespace, claim) -> the directory of ``pool`` its volume is."""
+    classes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "StorageClass"}
+    volumes = {o["metadata"]["name"]: o for o in objs if o["kind"] == "PersistentVolume"}
+    dirs = {}
+    for claim in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
+        ns, name = claim["metadata"]["namespace"], claim["metadata"]["name"]
+        bound = volumes.get(claim["spec"].get("volumeName", ""))
+        if bound is None:  # provisioned by curvine-sc: a directory of its own under fs-path
+            fs_path = classes[claim["spec"]["storageClassName"]]["parameters"]["fs-path"]
+            path = pool / fs_path.lstrip("/") / f"pvc-{ns}-{name}"
+        elif bound["spec"]["csi"]["driver"] == "curvine":
+            path = pool / bound["spec"]["csi"]["volumeAttributes"]["curvine-path"].lstrip("/")
+        else:  # FSx: every claim is the file system's root
+            path = pool
+        dirs[(ns, name)] = path
+    return dirs
+
+
+def _evict_all(objs: list[Obj], dirs: dict[tuple[str, str], Path]) -> list[Obj]:
+    """Run every rendered evictor, each over its claim's directory with its own marks."""
+    crons = [o for o in objs if o["kind"] == "CronJob" and "evictor" in o["metadata"]["name"]]
+    for cron in crons:
+        pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        (claim,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+                    if "persistentVolumeClaim" in v]  # fmt: skip
+        env = {e["name"]: e["value"] for e in _container(cron)["env"]}
+        root = dirs[(cron["metadata"]["namespace"], claim)]
+        root.mkdir(parents=True, exist_ok=True)
+        _run(cron, root, high=int(env["HIGH"]), low=int(env["LOW"]))
+    return crons
+
+
+def _chunks(where: Path, count: int, size: int, first_age: int, step: int = 1) -> list[Path]:
+    """``count`` sparse chunk files of ``size`` bytes, each ``step`` seconds newer, from
+    ``first_age``, named after their age: du -b and find count their apparent size, as on the
+    mount."""
+    where.mkdir(parents=True, exist_ok=True)
+    made = []
+    for age in range(first_age, first_age + count * step, step):
+        path = where / f"{age:06}.data"
+        with path.open("wb") as f:
+            f.truncate(size)
+        os.utime(path, (1_700_000_000 + age,) * 2)
+        made.append(path)
+    return made
+
+
+def _two_namespaces(backend: str) -> AppConfig:
+    base = {"name": "qwen3-8b", "namespace": "inference", "replicas": 1}
+    endpoints = [base, {**base, "name": "team-b-model", "namespace": "team-b"}]
+    overrides: dict[str, Any] = {"kvcache.endpoints": endpoints}
+    if backend == "fsx_lustre":
+        overrides |= {f"kvcache.{k}": v for k, v in FSX_KVCACHE.items()}
+    return parse_config(with_overrides(overrides), SOURCE, "dev")
+
+
+@pytest.mark.parametrize("backend", ["curvine", "fsx_lustre"])
+def test_two_namespaces_together_stay_within_the_pool(tmp_path: Path, backend: str) -> None:
+    """Two endpoint namespaces each hold 60 % of what the pool can take: each claim alone is
+    under the high mark, together they are past the pool. The evictors, all of them as rendered,
+    leave at most the low mark of the pool, the oldest chunks gone first."""
+    config = _two_namespaces(backend)
+    objs = _render(config)
+    writable = (
+        curvine_writable_bytes(config) if backend == "curvine" else l2_pool_bytes(config, backend)
+    )
+    dirs = _claim_dirs(objs, tmp_path)
+    by_ns = {}
+    for (ns, _), path in sorted(dirs.items()):
+        by_ns.setdefault(ns, path)
+    endpoints = {e.namespace: e.name for e in config.kvcache.endpoints}
+    written = []
+    for first, ns in enumerate(sorted(endpoints)):  # ages interleaved across the namespaces
+        written += _chunks(by_ns[ns] / endpoints[ns], 30, writable * 6 // 10 // 30, first, 2)
+    assert _used(tmp_path) > writable
+    crons = _evict_all(objs, dirs)
+    low = min(int(e["value"]) for c in crons for e in _container(c)["env"] if e["name"] == "LOW")
+    assert _used(tmp_path) <= low < writable
+    gone = sorted(int(p.stem) for p in written if not p.exists())
+    kept = sorted(int(p.stem) for p in written if p.exists())
+    assert gone and kept and gone[-1] < kept[0]  # the oldest went, whichever namespace wrote it
+    assert {p.parent for p in written if int(p.stem) in gone} == {
+        by_ns[ns] / e for ns, e in endpoints.items()
+    }
+
+
+def test_a_resized_pool_still_evicts_the_claim_the_pods_started_before_write_to(
+    tmp_path: Path,
+) -> None:
+    """Three GPU nodes, then two: the claim of the new size is a new directory, and the Pods
+    started before the apply keep writing to the old claim's until they are replaced. Both
+    count against the pool, and the evictor of the new render must reach both: the old
+    directory's older chunks go first."""
+    endpoint = {"name": "qwen3-8b", "namespace": "inference", "replicas": 1}
+    before, after = (
+        parse_config(with_overrides({"kvcache.endpoints": [endpoint],
+                                     "hyperpod.gpu_group.instance_count": n}), SOURCE, "dev")
+        for n in (3, 2)
+    )  # fmt: skip
+    old_objs, new_objs = _render(before), _render(after)
+    old_dirs, new_dirs = _claim_dirs(old_objs, tmp_path), _claim_dirs(new_objs, tmp_path)
+    old_claim = old_dirs[("inference", "curvine-pvc-1200gi")]
+    new_claim = new_dirs[("inference", "curvine-pvc-800gi")]
+    assert old_claim != new_claim
+    writable = curvine_writable_bytes(after)
+    old = _chunks(old_claim / "qwen3-8b", 20, writable * 7 // 10 // 20, 0)
+    new = _chunks(new_claim / "qwen3-8b", 10, writable * 3 // 10 // 10, 1000)
+    assert _used(tmp_path) > writable * 9 // 10
+    (cron,) = _evict_all(new_objs, new_dirs)
+    low = int({e["name"]: e["value"] for e in _container(cron)["env"]}["LOW"])
+    assert _used(tmp_path) <= low
+    assert not old[0].exists() and all(p.exists() for p in new)

@@ -19,7 +19,7 @@ from infra.config import AppConfig
 from k8s.csi import NODE
 from k8s.curvine import master_addrs
 from k8s.foundation import CURVINE_SC
-from k8s.names import PART_OF, curvine_claim
+from k8s.names import EVICTOR, PART_OF
 from tests.support.objects import Obj, containers_of, fail_with, obj_id, pod_templates, selector_of
 
 FS_URL_PREFIX = "fs://"
@@ -239,33 +239,59 @@ def test_evictor_marks_are_the_pool_size_times_the_percentages(
     evictors = [
         o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] == "curvine-l2-evictor"
     ]
-    # One per namespace of Curvine endpoints, none where no endpoint's L2 is Curvine.
-    assert {o["metadata"]["namespace"] for o in evictors} == {
-        e.namespace for e in config.kvcache.endpoints if e.l2_backend == "curvine"
+    # One for the whole pool, however many namespaces' claims share it.
+    (cron,) = evictors
+    assert cron["metadata"]["namespace"] == cv.namespace
+    (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
+    env = _env(container["env"])
+    assert int(env["HIGH"]) == pool * cv.evictor.high_water_percent // 100, obj_id(cron)
+    assert int(env["LOW"]) == pool * cv.evictor.low_water_percent // 100, obj_id(cron)
+    assert int(env["LOW"]) < int(env["HIGH"]) < pool
+
+
+def test_the_evictor_reaches_every_claims_directory(objs: list[Obj], config: AppConfig) -> None:
+    """The evictor's volume is Curvine's directory that curvine-sc provisions every claim in
+    (``fs-path``): each namespace's claim, and a claim of an older pool size while the Pods
+    started before the resize still write to it. Its volume is retained: Curvine's DeleteVolume
+    deletes the volume's whole ``curvine-path``."""
+    _curvine_only(config)
+    (cron,) = [o for o in objs if o["kind"] == "CronJob" and o["metadata"]["name"] == EVICTOR]
+    pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    root = _env(container["env"])["ROOT"]
+    (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == root]
+    assert "subPath" not in mount
+    (vol,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
+              for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
+    claim = claims[(cron["metadata"]["namespace"], vol["persistentVolumeClaim"]["claimName"])]
+    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"
+             and o["metadata"]["name"] == claim["spec"]["volumeName"]]  # fmt: skip
+    assert pv["spec"]["claimRef"] == {
+        "namespace": claim["metadata"]["namespace"],
+        "name": claim["metadata"]["name"],
     }
-    for cron in evictors:
-        (container,) = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"]
-        env = _env(container["env"])
-        assert int(env["HIGH"]) == pool * cv.evictor.high_water_percent // 100, obj_id(cron)
-        assert int(env["LOW"]) == pool * cv.evictor.low_water_percent // 100, obj_id(cron)
-        assert int(env["LOW"]) < int(env["HIGH"]) < pool
-        (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == env["ROOT"]]
-        volumes = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
-        (vol,) = [v for v in volumes if v["name"] == mount["name"]]
-        assert vol["persistentVolumeClaim"]["claimName"] == curvine_claim(config), obj_id(cron)
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    (sc,) = [o for o in objs if o["kind"] == "StorageClass" and o["metadata"]["name"] == CURVINE_SC]
+    attributes = pv["spec"]["csi"]["volumeAttributes"]
+    assert attributes["curvine-path"] == sc["parameters"]["fs-path"]
+    # The claims' own FUSE process: the same master, fs-path and flags (the driver's mount key).
+    assert {k: v for k, v in attributes.items() if k != "curvine-path"} == sc["parameters"]
 
 
 def test_the_l2_claim_requests_the_pool(objs: list[Obj], config: AppConfig) -> None:
     _curvine_only(config)
     cv = config.kvcache.curvine
-    want = (
-        cv.static_pv.size_gib
-        if cv.static_pv.enabled
-        else cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count
-    )
+    pool_gib = cv.worker.capacity_gib * config.hyperpod.gpu_group.instance_count
+    want = cv.static_pv.size_gib if cv.static_pv.enabled else pool_gib
+    endpoints = {e.namespace for e in config.kvcache.endpoints if e.l2_backend == "curvine"}
     for pvc in (o for o in objs if o["kind"] == "PersistentVolumeClaim"):
-        assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", obj_id(pvc)
-        assert pvc["spec"]["storageClassName"] == "curvine-sc", obj_id(pvc)
+        if pvc["metadata"]["namespace"] in endpoints:
+            assert pvc["spec"]["resources"]["requests"]["storage"] == f"{want}Gi", obj_id(pvc)
+            assert pvc["spec"]["storageClassName"] == "curvine-sc", obj_id(pvc)
+        else:  # the pool's root, for the evictor: bound by name, no provisioner
+            assert pvc["spec"]["resources"]["requests"]["storage"] == f"{pool_gib}Gi", obj_id(pvc)
+            assert pvc["spec"]["storageClassName"] == "", obj_id(pvc)
 
 
 def test_every_object_and_pod_is_labelled_as_this_projects(objs: list[Obj]) -> None:

@@ -23,6 +23,7 @@ import yaml
 from infra.config.loader import parse_config
 from infra.environment.fsx import FsxVolume
 from k8s.l2_volume import FSX_DRIVER
+from k8s.names import STATIC_PV
 from k8s.render import render_config
 from tests.doubles.immutable import identity, refused_changes, update_refusals
 from tests.doubles.kyverno_eval import apply_policy
@@ -217,6 +218,11 @@ def _rendered(config: Any, tmp: Path) -> list[Obj]:
     return [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
 
 
+def _static(volumes: dict[Any, Obj]) -> list[Obj]:
+    """The static L2 volume, not the pool's root volume the evictor mounts."""
+    return [v for v in volumes.values() if v["metadata"]["name"].startswith(STATIC_PV)]
+
+
 def _mounted_claim(objs: list[Obj], iec: Obj) -> str:
     (policy,) = [o for o in objs if o["kind"] == "ClusterPolicy"]
     pod = copy.deepcopy(OPERATOR_POD)
@@ -250,7 +256,14 @@ def test_a_curvine_pool_of_another_size_is_an_update_the_api_server_accepts(
         pool_gib = _curvine(after).kvcache.curvine.worker.capacity_gib * after
         assert claim["spec"]["resources"]["requests"]["storage"] == f"{int(pool_gib)}Gi"
     gone = {identity(o) for o in old} - {identity(o) for o in new}
-    assert {k[1] for k in gone} == {"PersistentVolumeClaim"}
+    # The endpoints' claims, and the pool's root volume with its claim (named after the pool's
+    # size too): the evictor's CronJob is updated in place to the new one.
+    assert {k[1] for k in gone} == {"PersistentVolumeClaim", "PersistentVolume"}
+    (evictor,) = [o for o in new if o["kind"] == "CronJob"]
+    pod = evictor["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (claim_name,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
+                     if "persistentVolumeClaim" in v]  # fmt: skip
+    assert (evictor["metadata"]["namespace"], claim_name) in claims
 
 
 def test_a_static_volume_of_another_size_comes_with_its_claim(tmp_path: Path) -> None:
@@ -260,9 +273,10 @@ def test_a_static_volume_of_another_size_comes_with_its_claim(tmp_path: Path) ->
     old = _rendered(_curvine(2, size_gib=1024), tmp_path / "before")
     new = _rendered(_curvine(2, size_gib=2048), tmp_path / "after")
     assert update_refusals(old, new) == []
-    (pv,) = _kind(new, "PersistentVolume").values()
-    (pvc,) = _kind(new, "PersistentVolumeClaim").values()
-    (old_pv,) = _kind(old, "PersistentVolume").values()
+    (pv,) = _static(_kind(new, "PersistentVolume"))
+    (pvc,) = [c for c in _kind(new, "PersistentVolumeClaim").values()
+              if c["spec"]["storageClassName"] == "curvine-sc"]  # fmt: skip
+    (old_pv,) = _static(_kind(old, "PersistentVolume"))
     assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] != old_pv["metadata"]["name"]
     assert pv["spec"]["claimRef"] == {
         "namespace": pvc["metadata"]["namespace"],

@@ -6,7 +6,8 @@ those whose work needs root, each named here with its reason. Pod Security's own
   on the host (fsGroup does not apply to hostPath).
 - CSI node plugin: privileged, it mounts FUSE into the kubelet's directories; its
   node-driver-registrar writes its socket into the kubelet's root-owned plugin registry.
-- L2 evictor: deletes the files vLLM (root in its image) writes through the L2 mount.
+- L2 evictor: deletes the files vLLM (root in its image) writes through the L2 mount (on Curvine
+  from Curvine's namespace, over the whole pool; on FSx from the first endpoint namespace).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ ENVS = ("dev", "test", "prod", "fsx", "tiers")  # fsx, tiers: tests/support/conf
 ROOT_BY_DESIGN = {
     "DaemonSet curvine/curvine-worker",
     "DaemonSet curvine/curvine-csi-node",
-    "CronJob inference/curvine-l2-evictor",
+    "CronJob curvine/curvine-l2-evictor",
     "CronJob inference/fsx-l2-evictor",
 }
 

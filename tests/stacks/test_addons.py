@@ -316,9 +316,18 @@ def test_gated_model_role_trusts_the_endpoint_namespaces(synth: Synth) -> None:
     }
 
 
-@pytest.mark.parametrize("account", [sa.ALB_CONTROLLER, sa.KEDA_OPERATOR])
-def test_alb_and_keda_role_trust(synth: Synth, account: sa.ServiceAccount) -> None:
-    subject = f"system:serviceaccount:{account.namespace}:{account.name}"
+# The service accounts the inference add-on runs its ALB controller and KEDA as: the trust of
+# the roles aws/sagemaker-hyperpod-cli's helm_to_addon.sh creates for the add-on (commit
+# 9ffefae). KEDA's own chart would run as keda-operator in the namespace it is installed in
+# (the inference Helm chart's keda.namespace: keda); the add-on runs it in its own namespace.
+ADDON_SUBJECTS = {
+    "alb": "system:serviceaccount:hyperpod-inference-system:aws-load-balancer-controller",
+    "keda": "system:serviceaccount:hyperpod-inference-system:keda-operator",
+}
+
+
+@pytest.mark.parametrize("subject", ADDON_SUBJECTS.values(), ids=ADDON_SUBJECTS)
+def test_alb_and_keda_role_trust(synth: Synth, subject: str) -> None:
     matching = [
         r for r in synth.resources.values()
         if r["Type"] == "AWS::IAM::Role"

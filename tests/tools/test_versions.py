@@ -147,10 +147,12 @@ def test_oci_registry_with_a_token_challenge_and_two_pages() -> None:
 
 
 @pytest.mark.parametrize(("pinned", "status"), [("v4", "current"), ("v3", "behind"),
-                                                ("v4.1.0", "behind"), ("v5", "ahead")])  # fmt: skip
+                                                ("v4.1.0", "behind"), ("v5", "ahead"),
+                                                ("v4.2rc1", "behind")])  # fmt: skip
 def test_github_releases_and_a_floating_major_tag(pinned: str, status: str) -> None:
     """List releases (docs.github.com REST "List releases"): ``tag_name``, ``draft``; an Action
-    pinned at ``v4`` is current while v4.x.y is the newest release."""
+    pinned at ``v4`` is current while v4.x.y is the newest release. A pre-release pin is that
+    pre-release, not a floating tag: v4.2rc1 is behind v4.2.2."""
     releases = [{"tag_name": "v5.0.0", "draft": True}, {"tag_name": "v4.2.2", "draft": False},
                 {"tag_name": "v4.1.0", "draft": False}]  # fmt: skip
     with serving(Documents()) as registry:
@@ -158,6 +160,18 @@ def test_github_releases_and_a_floating_major_tag(pinned: str, status: str) -> N
         pin = Pin("github", "actions/checkout", pinned, "ci.yml",
                   f"{registry.base}/repos/actions/checkout")  # fmt: skip
         assert _one(pin, registry.base)[:2] == (status, "v4.2.2")
+
+
+@pytest.mark.parametrize(("pinned", "status"), [("1.10", "behind"), ("1.10.3", "current")])
+def test_a_short_pin_outside_github_is_that_exact_release_not_its_newest_patch(
+    pinned: str, status: str
+) -> None:
+    """pip's ``==1.10`` installs 1.10.0 and nothing newer: a PyPI pin of 1.10 is behind 1.10.3.
+    Only a GitHub Action's tag floats (``v4`` follows 4.x.y)."""
+    with serving(Documents()) as registry:
+        releases = {v: [_file(f"demo-{v}.tar.gz")] for v in ("1.10.0", "1.10.3")}
+        registry.add("/pypi/demo/json", json.dumps({"info": {}, "releases": releases}).encode())
+        assert _one(Pin("pypi", "demo", pinned, "r.txt"), registry.base)[:2] == (status, "1.10.3")
 
 
 def test_git_pin_against_the_default_branchs_head(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from scripts.lib.bench_compare.workloads import (
     cross_pod,
     sweep,
 )
-from scripts.lib.errors import OperationError
+from scripts.lib.errors import OperationError, describe_failure
 from scripts.lib.progress import Steps
 
 WORKLOADS = ("sweep", "chat", "cross_pod", "scale_out")
@@ -137,7 +137,9 @@ def _scale_out(run: WorkloadRun, plan: Plan, send: Sender, scrape: Scrape, join:
             send, t, join, plan.cross_pod_words, plan.seed, plan.max_tokens, scrape, plan.waits,
             tick)  # fmt: skip
     except (OperationError, ApiException) as exc:
-        run.extra["error"] = f"no replica joined: {type(exc).__name__}: {exc}"
+        # One line, as a command's failure is (the API's answer, with its headers, is not).
+        failure = describe_failure(exc)
+        run.extra["error"] = f"no replica joined: {failure.message if failure else exc}"
 
 
 def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Scrape,

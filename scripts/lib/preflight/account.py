@@ -1,13 +1,16 @@
 """Preflight rows about the account and Region rather than the cluster: the Availability Zones
-the config names (the account's own mapping of names to zones) and the SageMaker endpoint names
-the environment's endpoints will take (unique per account and Region)."""
+the config names (the account's own mapping of names to zones), the SageMaker endpoint names
+the environment's endpoints will take (unique per account and Region), and the endpoints it
+deployed under the names before they carried the environment."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from infra.config import AppConfig
-from infra.config.model import sagemaker_endpoint_name
+from infra.config.model import sagemaker_endpoint_name, sagemaker_model_name
 from infra.environment.layout import stack_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
@@ -72,6 +75,43 @@ def check_endpoint_names(clients: Clients, cfg: AppConfig) -> list[Check]:
             f"(aws sagemaker delete-endpoint --endpoint-name {name})"
         )
         checks.append(Check(stage, "fail", detail, fix))
+    return checks
+
+
+def _endpoint_exists(sagemaker: Any, name: str) -> bool | None:
+    """Whether SageMaker has an endpoint ``name``; None when it would not say."""
+    try:
+        sagemaker.describe_endpoint(EndpointName=name)
+    except ClientError as exc:
+        return False if "Could not find endpoint" in str(exc) else None
+    except BotoCoreError:
+        return None
+    return True
+
+
+def check_renamed_endpoints(clients: Clients, cfg: AppConfig) -> list[Check]:
+    """One row per endpoint this environment deployed before SageMaker names carried the
+    environment (``<name>``, now ``<environment>-<name>``): the next deploy renames it, or a
+    deploy did and the old endpoint is left. Nothing for the endpoints without one."""
+    if not cfg.kvcache.endpoints or not _deployed(clients, stack_name(cfg, "endpoints")):
+        return []  # an endpoint of the old name is another deploy's, not this environment's
+    sagemaker = clients.aws("sagemaker")
+    checks = []
+    for e in cfg.kvcache.endpoints:
+        old, new = e.name, sagemaker_endpoint_name(cfg, e)
+        if not _endpoint_exists(sagemaker, old):
+            continue
+        stage = f"SageMaker endpoint {old} (before {new})"
+        calls = f"point callers of {old} (InvokeEndpoint) at {new}"
+        if _endpoint_exists(sagemaker, new):
+            detail = f"{new} serves the endpoint; {old}, the name before, is left over"
+            fix = (f"{calls}, then delete it: aws sagemaker delete-endpoint --endpoint-name "
+                   f"{old} (docs/cli.md#upgrading-sagemaker-names)")  # fmt: skip
+        else:
+            detail = (f"the deploy renames it to {new} (its model to "
+                      f"{sagemaker_model_name(cfg, e)}): callers of {old} lose it")  # fmt: skip
+            fix = f"{calls} once deployed (docs/cli.md#upgrading-sagemaker-names)"
+        checks.append(Check(stage, "warn", detail, fix))
     return checks
 
 

@@ -138,9 +138,9 @@ def check_offerings(clients: Clients, cfg: AppConfig) -> list[Check]:
     return checks
 
 
-def check_live_cluster(clients: Clients, cfg: AppConfig) -> tuple[list[Check], str]:
+def check_live_cluster(clients: Clients, cfg: AppConfig) -> tuple[list[Check], str, bool]:
     """The kubectl layer's minor and the creator's admin access against the live cluster (one
-    DescribeCluster), and the minor the later rows check."""
+    DescribeCluster), the minor the later rows check, and whether the cluster exists."""
     layer_minor = cfg.eks.kubernetes_version
     eks_name, _ = cluster_names(cfg)
     try:
@@ -151,11 +151,10 @@ def check_live_cluster(clients: Clients, cfg: AppConfig) -> tuple[list[Check], s
                 Check(MINOR, "pass", f"{layer_minor}; cluster {eks_name} not created yet"),
                 Check(CREATOR, "pass", f"cluster {eks_name} not created yet: "
                       f"{str(cfg.eks.creator_admin).lower()} at creation"),
-            ], layer_minor  # fmt: skip
-        return [Check(MINOR, "warn", str(exc), "grant eks:DescribeCluster")], layer_minor
-    return [_minor(cfg, eks_name, live["version"]), _creator_admin(cfg, eks_name, live)], live[
-        "version"
-    ]
+            ], layer_minor, False  # fmt: skip
+        return [Check(MINOR, "warn", str(exc), "grant eks:DescribeCluster")], layer_minor, False
+    checks = [_minor(cfg, eks_name, live["version"]), _creator_admin(cfg, eks_name, live)]
+    return checks, live["version"], True
 
 
 MINOR, CREATOR = "kubectl layer minor", "creator admin"

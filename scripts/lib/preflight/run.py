@@ -9,7 +9,13 @@ from infra.config import AppConfig
 from infra.config.model import sagemaker_endpoint_name
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
-from scripts.lib.preflight.account import ZONES, check_endpoint_names, check_zones
+from scripts.lib.gpu_driver import check_gpu_driver
+from scripts.lib.preflight.account import (
+    ZONES,
+    check_endpoint_names,
+    check_renamed_endpoints,
+    check_zones,
+)
 from scripts.lib.preflight.existing import (
     SKIPPED_FOR_EXISTING,
     check_addons,
@@ -59,8 +65,11 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
     checks += check_offerings(clients, cfg)
     checks.append(check_zones(clients, cfg))
     checks += check_endpoint_names(clients, cfg)
-    cluster_checks, cluster_minor = check_live_cluster(clients, cfg)
+    checks += check_renamed_endpoints(clients, cfg)
+    cluster_checks, cluster_minor, live = check_live_cluster(clients, cfg)
     checks += cluster_checks
+    if live:  # its GPU nodes run already: their driver must run the images' CUDA
+        checks.append(check_gpu_driver(clients, cfg))
     checks.append(check_kubernetes_minor(clients, cluster_minor))
     checks += check_addon_versions(clients, cfg, cluster_minor)
     checks += check_tools(run, cluster_minor)
@@ -88,8 +97,10 @@ def run_existing_preflight(
         checks += check_addons(clients, cfg, cluster["version"])
         # The owner's operator may cache weights on the disk Curvine is about to fill.
         checks.append(check_weights_cache(clients, cfg))
+        checks.append(check_gpu_driver(clients, cfg))
     checks += check_instance_groups(clients, cfg)
     checks += check_endpoint_names(clients, cfg)
+    checks += check_renamed_endpoints(clients, cfg)
     checks += check_kubectl_routes(clients, cfg)
     minor = cluster["version"] if cluster else cfg.eks.kubernetes_version
     checks += check_tools(run, minor)

@@ -58,6 +58,9 @@ L2_BACK = "chaos: L2 after the Curvine worker returns"
 L2_KEPT = "chaos: L2 kept across the Curvine worker's loss"
 CURVINE_STAGES = (DURING_LOSS, L2_BACK, L2_KEPT)
 STAGES = (POD_REPLACED, SCALED_OUT, *CURVINE_STAGES)
+# Each stage's prompts come from a seed of its own: a prefix another stage sent sits in some Pod's
+# GPU or CPU cache, where a read would pass for one from L2.
+SEED_PARTS = {POD_REPLACED: 30, DURING_LOSS: 31, L2_BACK: 32, SCALED_OUT: 33, L2_KEPT: 34}
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ def pod_replaced(ep: _Endpoint, seed: int, show: Show) -> Check:
         return Check(POD_REPLACED, "fail", "no Ready endpoint Pod", "run verify without --chaos")
     victim = before[0]
     name, ns = victim["metadata"]["name"], victim["metadata"]["namespace"]
-    prompt = make_prompt(seed_for(seed, 30), opts.prompt_words)
+    prompt = make_prompt(seed_for(seed, SEED_PARTS[POD_REPLACED]), opts.prompt_words)
     ep.send(victim, prompt)
     time.sleep(opts.settle_s)
     ep.clients.core().delete_namespaced_pod(name, ns)
@@ -157,7 +160,7 @@ def scaled_out_reads_l2(ep: _Endpoint, seed: int, show: Show) -> Check:
     running = ep.ready_pods()
     if not running:
         return Check(SCALED_OUT, "fail", "no Ready endpoint Pod", "run verify without --chaos")
-    prompt = make_prompt(seed_for(seed, 33), opts.prompt_words)
+    prompt = make_prompt(seed_for(seed, SEED_PARTS[SCALED_OUT]), opts.prompt_words)
     ep.send(running[0], prompt)
     time.sleep(opts.settle_s)
     with scaled_out(ep.clients, ep.ref, opts.timeout_s, opts.interval_s, show) as new_pod:
@@ -185,7 +188,7 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
         why = "no Ready Curvine worker" if not workers else "fewer than two Ready endpoint Pods"
         return [Check(s, "fail", why, "run verify without --chaos") for s in CURVINE_STAGES]
     victim = workers[0]["metadata"]["name"]
-    kept = make_prompt(seed_for(seed, 33), opts.prompt_words)
+    kept = make_prompt(seed_for(seed, SEED_PARTS[L2_KEPT]), opts.prompt_words)
     ep.send(pods[0], kept)
     time.sleep(opts.settle_s)
     ep.clients.core().delete_namespaced_pod(victim, ns)
@@ -198,7 +201,8 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
     failures = []
     for i in range(opts.requests_during_loss):
         try:
-            ep.send(pods[i % len(pods)], make_prompt(seed_for(seed, 31, i), opts.prompt_words))
+            prompt = make_prompt(seed_for(seed, SEED_PARTS[DURING_LOSS], i), opts.prompt_words)
+            ep.send(pods[i % len(pods)], prompt)
         except (StreamError, OSError) as exc:
             failures.append(f"request {i + 1}: {type(exc).__name__}: {exc}")
     outcome = "; ".join(failures) or f"{opts.requests_during_loss} requests succeeded"
@@ -215,7 +219,7 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
     attempts: list[float | None] = []
 
     def serving() -> tuple[bool, str]:
-        prompt = make_prompt(seed_for(seed, 32, len(attempts)), opts.prompt_words)
+        prompt = make_prompt(seed_for(seed, SEED_PARTS[L2_BACK], len(attempts)), opts.prompt_words)
         ep.send(pods[0], prompt)
         time.sleep(opts.settle_s)
         attempts.append(ep.l2_hit(pods[1], prompt))

@@ -18,9 +18,9 @@ from scripts.lib.endpoints import l2_claim
 from scripts.lib.environment import cluster_names
 from scripts.lib.errors import OperationError
 from scripts.lib.kube import (
+    gpu_nodes,
     pod_ready,
     read_endpoint,
-    selector_string,
 )
 
 # Add-ons the product installs (DESIGN.md); each must be ACTIVE.
@@ -73,19 +73,6 @@ def check_tiered_storage(clients: Clients, cfg: AppConfig) -> Check:
         detail,
         "" if ok else "redeploy the hyperpod stack (make deploy) to re-apply it",
     )
-
-
-def gpu_nodes(clients: Clients, cfg: AppConfig) -> list[dict[str, Any]]:
-    core = clients.core()
-    group = cfg.hyperpod.gpu_group
-    if group.labels:
-        nodes = clients.to_dict(core.list_node(label_selector=selector_string(group.labels)))
-        if nodes.get("items"):
-            return list(nodes["items"])
-    nodes = clients.to_dict(
-        core.list_node(label_selector=f"node.kubernetes.io/instance-type={group.instance_type}")
-    )
-    return list(nodes.get("items") or [])
 
 
 def check_ai_toolkit(clients: Clients, cfg: AppConfig) -> Check:

@@ -16,6 +16,8 @@ from k8s.l2_pod import l2_settings
 from k8s.names import CSI_DRIVER
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
+from scripts.lib.gpu_driver import STAGE as GPU_DRIVER
+from scripts.lib.gpu_driver import check_gpu_driver
 from scripts.lib.kube import (
     Transport,
     find_endpoint_deployment,
@@ -53,6 +55,7 @@ def run_verify(
         _csi_check(clients, ref),
         _guard("Curvine probes", lambda: check_curvine_probes(clients, cfg)),
         check_weights_cache(clients, cfg),
+        _guard(GPU_DRIVER, lambda: check_gpu_driver(clients, cfg, ref)),
         claim_check,
         _guard(f"endpoint {ref.namespace}/{ref.name}", lambda: check_endpoint(clients, ref)),
         _guard(f"scaler {ref.namespace}/{ref.name}", lambda: check_scaler(clients, ref)),

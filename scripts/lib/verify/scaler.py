@@ -1,9 +1,11 @@
 """``verify``'s scaler row: for an endpoint that autoscales (its InferenceEndpointConfig has
 ``spec.autoScalingSpec``), is KEDA scaling it, and on what signal?
 
-The operator turns the spec into a KEDA ScaledObject named ``<endpoint>-scaled-object``
-(keda.sh/v1alpha1), and KEDA into an HPA, ``status.hpaName`` (``keda-hpa-<scaledobject>``,
-autoscaling/v2). Read from them:
+The operator turns the spec into a KEDA ScaledObject (keda.sh/v1alpha1), and KEDA into an HPA,
+``status.hpaName`` (``keda-hpa-<scaledobject>``, autoscaling/v2). The ScaledObject's name,
+``<endpoint>-scaled-object`` in the operator's walkthrough, is not in any source we can read (the
+operator's is not public), so it is found by what it is: the one the endpoint owns, else the one
+that scales the endpoint's Deployment. Read from them:
 
 - the ScaledObject's conditions: ``Ready`` (the triggers parse and the scaler answers; False
   when AMP refuses the query, for one) and ``Active`` (a trigger is above its activation value);
@@ -24,14 +26,10 @@ from kubernetes.client.exceptions import ApiException
 from infra.config.kvcache import EndpointConfig
 from scripts.lib.checks import Check
 from scripts.lib.clients import Clients
-from scripts.lib.kube import read_endpoint
+from scripts.lib.kube import find_endpoint_deployment, read_endpoint
 
 KEDA_GROUP, KEDA_VERSION, SCALED_OBJECTS = "keda.sh", "v1alpha1", "scaledobjects"
 SUFFIXES = {"m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3}
-
-
-def scaled_object_name(endpoint: str) -> str:
-    return f"{endpoint}-scaled-object"
 
 
 def hpa_name(scaled_object: str) -> str:
@@ -80,6 +78,42 @@ def signals(hpa: dict[str, Any]) -> list[str]:
     return out
 
 
+def _owned_by(so: dict[str, Any], ref: EndpointConfig) -> bool:
+    owners = (so.get("metadata") or {}).get("ownerReferences") or []
+    return any(o.get("kind") == "InferenceEndpointConfig" and o.get("name") == ref.name
+               for o in owners)  # fmt: skip
+
+
+def _scales(so: dict[str, Any], deployment: str) -> bool:
+    target = (so.get("spec") or {}).get("scaleTargetRef") or {}
+    # KEDA's default target kind is a Deployment.
+    return target.get("kind", "Deployment") == "Deployment" and target.get("name") == deployment
+
+
+def find_scaled_object(clients: Clients, ref: EndpointConfig) -> dict[str, Any] | None:
+    """The endpoint's ScaledObject, whatever the operator names it: owned by its
+    InferenceEndpointConfig, else scaling its Deployment (one that does neither does not scale
+    the endpoint, whatever its name)."""
+    try:
+        listed = clients.custom().list_namespaced_custom_object(
+            KEDA_GROUP, KEDA_VERSION, ref.namespace, SCALED_OBJECTS
+        )
+    except ApiException as exc:
+        if exc.status == 404:  # no KEDA CRD
+            return None
+        raise
+    items: list[dict[str, Any]] = list(listed.get("items") or [])
+    dep = find_endpoint_deployment(clients, ref)
+    deployment = dep["metadata"]["name"] if dep else ref.name
+    for found in (
+        [so for so in items if _owned_by(so, ref)],
+        [so for so in items if _scales(so, deployment)],
+    ):
+        if found:
+            return found[0]
+    return None
+
+
 def read_scaler(
     clients: Clients, ref: EndpointConfig
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
@@ -88,15 +122,10 @@ def read_scaler(
     spec = (iec.get("spec") or {}).get("autoScalingSpec")
     if spec is None:
         return None, None, None
-    name = scaled_object_name(ref.name)
-    try:
-        so = clients.custom().get_namespaced_custom_object(
-            KEDA_GROUP, KEDA_VERSION, ref.namespace, SCALED_OBJECTS, name
-        )
-    except ApiException as exc:
-        if exc.status == 404:
-            return spec, None, None
-        raise
+    so = find_scaled_object(clients, ref)
+    if so is None:
+        return spec, None, None
+    name = so["metadata"]["name"]
     hpa_of = (so.get("status") or {}).get("hpaName") or hpa_name(name)
     try:
         api = k8s.AutoscalingV2Api(clients.api_client)
@@ -113,12 +142,14 @@ def check_scaler(clients: Clients, ref: EndpointConfig) -> Check:
     spec, so, hpa = read_scaler(clients, ref)
     if spec is None:
         return Check(stage, "skip", "no autoScalingSpec: a fixed replica count")
-    so_name = scaled_object_name(ref.name)
-    describe = f"kubectl -n {ref.namespace} describe scaledobject {so_name}"
     if so is None:
-        return Check(stage, "fail", f"no ScaledObject {so_name} for the autoScalingSpec",
+        return Check(stage, "fail", f"no ScaledObject in {ref.namespace} owned by the endpoint "
+                     "or scaling its Deployment, for the autoScalingSpec",
                      "is KEDA installed (addons.inference_operator.keda_enabled)? "
+                     f"kubectl -n {ref.namespace} get scaledobjects; "
                      "kubectl -n hyperpod-inference-system logs deploy/keda-operator")  # fmt: skip
+    so_name = so["metadata"]["name"]
+    describe = f"kubectl -n {ref.namespace} describe scaledobject {so_name}"
     ready, active = _condition(so, "Ready"), _condition(so, "Active")
     bounds = f"min {spec.get('minReplicaCount', 1)}, max {spec.get('maxReplicaCount', 5)}"
     if ready["status"] != "True":

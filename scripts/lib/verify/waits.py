@@ -9,10 +9,11 @@ from scripts.lib.clients import Clients
 from scripts.lib.environment import cluster_names
 from scripts.lib.kube import (
     find_endpoint_deployment,
+    gpu_nodes,
     pod_ready,
 )
 from scripts.lib.progress import Show, wait_for
-from scripts.lib.verify.cluster import _tiered_storage, gpu_nodes
+from scripts.lib.verify.cluster import _tiered_storage
 
 
 def tiered_storage_state(clients: Clients, cfg: AppConfig) -> tuple[bool, str]:

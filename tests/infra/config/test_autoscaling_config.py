@@ -120,6 +120,42 @@ def test_a_node_holds_as_many_replicas_as_its_cpu_allows_not_only_its_gpus() -> 
     assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
 
 
+def test_a_node_holds_only_as_many_replicas_as_its_memory_allows() -> None:
+    """ml.g6e.12xlarge: 4 GPUs and 48 vCPUs, 381 GiB allocatable of which Tiered Storage (20 %
+    of 384 GiB), Curvine and the node's daemons take 92 GiB. Replicas of 4 cores and 96 GiB
+    (and the operator's sidecars): eight by CPU, four by GPU, two by memory."""
+    big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
+    wide = {"kvcache.endpoints.0.cpu": 4, "kvcache.endpoints.0.memory_gib": 96,
+            "kvcache.endpoints.0.replicas": 1}  # fmt: skip
+    assert refusal({**big, **wide, AT: {"max_replicas": 4}}) is None
+    line = refusal({**big, **wide, AT: {"max_replicas": 5}})
+    assert _field_of(line) == f"{AT}.max_replicas"
+    assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
+
+
+def test_the_operators_sidecars_come_with_every_replica() -> None:
+    """The reverse proxy and the collector run in every replica's Pod (0.5 cores each pair):
+    replicas of 13 cores take 13.5 each, two per node in 40 cores; counted once per node it
+    would be three."""
+    big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
+    fat = {"kvcache.endpoints.0.cpu": 13, "kvcache.endpoints.0.replicas": 1}
+    assert refusal({**big, **fat, AT: {"max_replicas": 4}}) is None
+    line = refusal({**big, **fat, AT: {"max_replicas": 5}})
+    assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
+
+
+def test_a_node_holds_as_many_replicas_as_its_gpus_divided_by_their_tensor_parallel_size(
+) -> None:  # fmt: skip
+    """Two GPUs a replica on four: two per node, small as the replicas are otherwise."""
+    big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
+    at = "kvcache.endpoints.0"
+    pair = {f"{at}.cpu": 4, f"{at}.memory_gib": 40, f"{at}.tensor_parallel_size": 2,
+            f"{at}.replicas": 1}  # fmt: skip
+    assert refusal({**big, **pair, AT: {"max_replicas": 4}}) is None
+    line = refusal({**big, **pair, AT: {"max_replicas": 5}})
+    assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
+
+
 def test_endpoints_count_at_their_maximum_when_sharing_the_gpu_group() -> None:
     """Each fits alone; at their peaks together they need three GPUs of two."""
     both = _endpoints(

@@ -134,6 +134,26 @@ def test_a_region_the_table_does_not_know_is_left_to_preflight() -> None:
     assert region_zones("xx-moon-1") is None
 
 
+ISO = {"region": "us-iso-east-1", "network.hyperpod_subnet.az_id": "usie1-az1"}
+
+
+@pytest.mark.parametrize(
+    ("names", "refused"),
+    [(["us-iso-east-1a", "us-iso-east-1b"], False), (["us-iso-east-1a", "us-iso-east-1x"], True)],
+)
+def test_a_region_whose_zone_ids_are_not_published_checks_its_names_only(
+    names: list[str], refused: bool
+) -> None:
+    """The table records the names of us-iso-east-1 but none of its zone ids: the id is left to
+    preflight (the account's DescribeAvailabilityZones), the names are still checked."""
+    assert region_zones("us-iso-east-1") == (
+        ["us-iso-east-1a", "us-iso-east-1b", "us-iso-east-1c"], [])  # fmt: skip
+    line = refusal({**ISO, "network.availability_zones": names})
+    assert (line is not None) is refused, line
+    if refused:
+        assert line is not None and "network.availability_zones" in line
+
+
 # --- tags ---------------------------------------------------------------------------------------
 
 

@@ -115,6 +115,8 @@ def test_a_field_refuses_the_value_past_its_bound(path: str, bound: Any, past: A
 
 NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
 RESERVED = 10
+STATIC_ON = "kvcache.curvine.static_pv.enabled"
+STATIC_PATH = "kvcache.curvine.static_pv.curvine_path"
 TIERED_STORAGE_OFF = {"tiered_storage.mode": "Disable", "kvcache.l2_backend": "none"}
 
 # (rule, accepted at the boundary, refused just past it, field the refusal names)
@@ -125,21 +127,27 @@ RULES: list[tuple[str, dict[str, Any], dict[str, Any], str]] = [
      {"kvcache.curvine.evictor.low_water_percent": 85,
       "kvcache.curvine.evictor.high_water_percent": 85},
      "kvcache.curvine.evictor.low_water_percent"),
+    ("static volume inside the pool the evictor keeps",
+     {STATIC_ON: True, STATIC_PATH: "/l2cache"}, {STATIC_ON: True, STATIC_PATH: "/l2cache2"},
+     STATIC_PATH),
     ("reserve below capacity",
      {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 49},
      {"kvcache.curvine.worker.capacity_gib": 50, "kvcache.curvine.worker.reserved_gib": 50},
      "kvcache.curvine.worker.reserved_gib"),
-    ("NVMe holds capacity + reserved",
-     {"kvcache.curvine.worker.capacity_gib": NVME_GIB - RESERVED,
+    # The reserve is kept free inside the capacity: a capacity of the whole disk fits, with it.
+    ("NVMe holds the capacity, its reserve inside it",
+     {"kvcache.curvine.worker.capacity_gib": NVME_GIB,
       "kvcache.curvine.worker.reserved_gib": RESERVED},
-     {"kvcache.curvine.worker.capacity_gib": NVME_GIB - RESERVED + 1,
+     {"kvcache.curvine.worker.capacity_gib": NVME_GIB + 1,
       "kvcache.curvine.worker.reserved_gib": RESERVED},
      "kvcache.curvine.worker.capacity_gib"),
-    ("NVMe holds capacity + reserved + the operator's weights cache",
+    ("NVMe holds the capacity + the operator's weights cache",
      {"kvcache.curvine.worker.capacity_gib": 400,
-      "kvcache.curvine.worker.weights_cache_gib": NVME_GIB - RESERVED - 400},
+      "kvcache.curvine.worker.reserved_gib": RESERVED,
+      "kvcache.curvine.worker.weights_cache_gib": NVME_GIB - 400},
      {"kvcache.curvine.worker.capacity_gib": 400,
-      "kvcache.curvine.worker.weights_cache_gib": NVME_GIB - RESERVED - 399},
+      "kvcache.curvine.worker.reserved_gib": RESERVED,
+      "kvcache.curvine.worker.weights_cache_gib": NVME_GIB - 399},
      "kvcache.curvine.worker.capacity_gib"),
     ("FUSE memory limit >= request",
      {"kvcache.curvine.fuse.memory_request_mib": 9000,

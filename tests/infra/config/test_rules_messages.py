@@ -309,13 +309,17 @@ def test_fuses_limit_must_be_at_least_its_request(limit: str, requested: str, un
 NVME_GIB = int(GPU_INSTANCES["ml.g6e.4xlarge"].nvme_gb * 1e9 / 2**30)
 
 
-def test_curvines_pool_and_reserve_must_fit_the_gpu_nodes_nvme() -> None:
+def test_curvines_pool_must_fit_the_gpu_nodes_nvme_with_its_reserve_inside_it() -> None:
+    """Curvine keeps ``reserved_gib`` free out of the capacity, not beside it: a capacity of the
+    whole disk fits whatever the reserve; one GiB more does not."""
     field = "kvcache.curvine.worker.capacity_gib"
-    overrides = {field: NVME_GIB - 9, "kvcache.curvine.worker.reserved_gib": 10}
-    assert refusal(overrides) == (
-        f"{SOURCE}: {field} = {NVME_GIB - 9}: allowed: capacity + reserved + weights_cache_gib "
-        f"<= {NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here {NVME_GIB - 9} + 10 + 0 = "
-        f"{NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to {NVME_GIB - 10}"
+    overrides = {field: NVME_GIB, "kvcache.curvine.worker.reserved_gib": 10}
+    assert refusal(overrides) is None
+    assert refusal({**overrides, field: NVME_GIB + 1}) == (
+        f"{SOURCE}: {field} = {NVME_GIB + 1}: allowed: capacity + weights_cache_gib <= {NVME_GIB} "
+        "GiB (local NVMe of ml.g6e.4xlarge; reserved_gib is part of the capacity), here "
+        f"{NVME_GIB + 1} + 0 = {NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to "
+        f"{NVME_GIB}"
     )
 
 
@@ -324,18 +328,18 @@ def test_the_operators_weights_cache_is_sized_with_curvine_on_the_one_nvme() -> 
     worker data share the disk: a budget for it leaves Curvine that much less."""
     field = "kvcache.curvine.worker.capacity_gib"
     weights = "kvcache.curvine.worker.weights_cache_gib"
-    fits = {field: 400, "kvcache.curvine.worker.reserved_gib": 10, weights: NVME_GIB - 410}
+    fits = {field: 400, "kvcache.curvine.worker.reserved_gib": 10, weights: NVME_GIB - 400}
     assert refusal(fits) is None
-    assert refusal({**fits, weights: NVME_GIB - 409}) == (
-        f"{SOURCE}: {field} = 400: allowed: capacity + reserved + weights_cache_gib <= "
-        f"{NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here 400 + 10 + {NVME_GIB - 409} = "
-        f"{NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to 399"
+    assert refusal({**fits, weights: NVME_GIB - 399}) == (
+        f"{SOURCE}: {field} = 400: allowed: capacity + weights_cache_gib <= {NVME_GIB} GiB "
+        "(local NVMe of ml.g6e.4xlarge; reserved_gib is part of the capacity), here 400 + "
+        f"{NVME_GIB - 399} = {NVME_GIB + 1}; fix: lower kvcache.curvine.worker.capacity_gib to 399"
     )
-    # No room left for Curvine's smallest worker: the fix is the other two.
-    assert refusal({**fits, field: 11, weights: NVME_GIB - 15}) == (
-        f"{SOURCE}: {field} = 11: allowed: capacity + reserved + weights_cache_gib <= "
-        f"{NVME_GIB} GiB (local NVMe of ml.g6e.4xlarge), here 11 + 10 + {NVME_GIB - 15} = "
-        f"{NVME_GIB + 6}; fix: lower kvcache.curvine.worker.weights_cache_gib or reserved_gib"
+    # No room left for Curvine's smallest worker: the fix is the weights cache.
+    assert refusal({**fits, field: 11, weights: NVME_GIB - 5}) == (
+        f"{SOURCE}: {field} = 11: allowed: capacity + weights_cache_gib <= {NVME_GIB} GiB "
+        "(local NVMe of ml.g6e.4xlarge; reserved_gib is part of the capacity), here 11 + "
+        f"{NVME_GIB - 5} = {NVME_GIB + 6}; fix: lower kvcache.curvine.worker.weights_cache_gib"
     )
 
 

@@ -72,6 +72,24 @@ def test_an_endpoint_in_kyvernos_namespace_is_refused() -> None:
     assert message is not None and message.startswith(f"{SOURCE}: {field} = 'kyverno':")
 
 
+@pytest.mark.parametrize("installs", [True, False], ids=["app-installs", "cluster-has-one"])
+def test_an_endpoint_in_the_namespace_of_an_installed_kyverno_is_refused_too(
+    installs: bool,
+) -> None:
+    """On an existing cluster whose own Kyverno serves the L2 policy (``kyverno.install``
+    false), its Pods are still not the endpoints': the admission policy bound in an endpoint
+    namespace would judge Kyverno's own, and the app would fence and on destroy delete it."""
+    overrides = {
+        "existing_cluster": existing_cluster(),
+        "kvcache.kyverno.install": installs,
+        "kvcache.kyverno.namespace": "policy-engine",
+    }
+    assert refusal(overrides) is None
+    field = "kvcache.endpoints.0.namespace"
+    message = refusal({**overrides, field: "policy-engine"})
+    assert message is not None and message.startswith(f"{SOURCE}: {field} = 'policy-engine':")
+
+
 # --- endpoint names: each names a SageMaker endpoint, unique per account and Region ------------
 
 
@@ -93,12 +111,12 @@ def test_two_endpoint_names_in_two_namespaces_are_accepted() -> None:
     assert refusal({"kvcache.endpoints": both}) is None
 
 
-def test_each_environment_names_its_own_sagemaker_endpoint() -> None:
+@pytest.mark.parametrize("field", ["endpointName", "modelName"])
+def test_each_environment_names_its_own_sagemaker_endpoint_and_model(field: str) -> None:
     """dev, test and prod ship one endpoint name in one account and Region: their SageMaker
-    endpoints must still differ."""
+    endpoints, and the models the operator creates for them, must still differ."""
     names = {
-        env: {o["spec"]["endpointName"] for o in iecs(load_config(env))}
-        for env in ("dev", "test", "prod")
+        env: {o["spec"][field] for o in iecs(load_config(env))} for env in ("dev", "test", "prod")
     }
     assert names == {"dev": {"dev-qwen3-8b"}, "test": {"test-qwen3-8b"}, "prod": {"prod-qwen3-8b"}}
 

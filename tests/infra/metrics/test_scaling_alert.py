@@ -102,6 +102,53 @@ def test_the_at_max_alert_fires_above_target_at_max_replicas_only(
     run_rule_tests(rules, cases, tmp_path)
 
 
+BUCKETS = ("0.5", "1", "2.5", "5", "+Inf")
+
+
+def _ttft_series(
+    config: AppConfig, slowest: str, up: tuple[int, ...] = (1, 1)
+) -> list[dict[str, str]]:
+    """Each Pod answering one request a second, every first token within ``slowest`` seconds
+    and none faster than the bucket below it (vLLM's histogram, cumulative ``le`` buckets)."""
+    out = []
+    for i, answering in enumerate(up):
+        labels = ", ".join(f'{k}="{v}"' for k, v in _labels(config, i).items())
+        out.append({"series": f"up{{{labels}}}", "values": f"{answering}x{END}"})
+        if not answering:
+            continue
+        for le in BUCKETS:
+            filled = le == "+Inf" or float(le) >= float(slowest)
+            out.append({"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',
+                        "values": f"0+60x{END}" if filled else f"0x{END}"})  # fmt: skip
+    return out
+
+
+def test_the_at_max_alert_watches_the_ttft_signal_too(tmp_path: Path) -> None:
+    """TTFT p95 target 2 s: first tokens within 5 s but over 2.5 s (p95 4.875 s) at the
+    maximum fire, once the rate has a minute of samples and the condition has held 15 more;
+    within 0.5 s do not; nor the slow ones with a Pod not serving."""
+    config = _config("ttft_p95")
+    rules = alert_rules_yaml(config)
+    check_rules(rules, tmp_path)
+    rule = _rule(config)
+    slow = 2.5 + (5 - 2.5) * 0.95  # histogram_quantile's linear interpolation in (2.5, 5]
+    fired = _fires(rule, slow)
+    cases = [
+        _case(_ttft_series(config, "5"), [(WAIT, []), (WAIT + 1, fired), (END, fired)]),
+        _case(_ttft_series(config, "0.5"), [(END, [])]),
+        _case(_ttft_series(config, "5", up=(1, 0)), [(END, [])]),
+    ]
+    run_rule_tests(rules, cases, tmp_path)
+
+
+@pytest.mark.parametrize("signal", ["requests_waiting", "kv_cache_usage", "ttft_p95"])
+def test_every_signal_has_its_panel_beside_the_replicas(signal: str) -> None:
+    config = _config(signal)
+    (row,) = [r for r in rows(config) if r.endpoint == config.kvcache.endpoints[0].name]
+    titles = [p.title for p in row.panels]
+    assert titles[:2] == ["Replicas: wanted vs serving", f"Scaling signal: {signal}"]
+
+
 def test_wanted_replicas_is_the_hpa_formula_within_the_bounds(tmp_path: Path) -> None:
     """12 requests waiting at target 5 ask for ceil(2.4) = 3, held to max 2; 6 ask for
     ceil(1.2) = 2 (a part of a replica is a whole one); 3 ask for 1; none ask for 0, held to

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from infra.config import AppConfig, load_config
 from scripts.cli import app
 from scripts.lib import runtime
+from scripts.lib.openai_stream import list_models, stream_completion
 from tests.support.bench_fleet import Fleet, expected_ms, fleet, target_args
 
 WORDS = 2500  # bench.cross_pod_prompt_words (the default): the known prefix
@@ -117,6 +118,20 @@ def test_a_replica_that_served_requests_already_is_not_taken_for_a_new_one(
     assert result.exit_code == 1, result.output
     (verdict,) = [v for v in json.loads(result.stdout)["verdicts"] if v["l2_backend"] == "curvine"]
     assert verdict["status"] == "fail" and "served" in verdict["reason"]
+
+
+def test_a_replica_that_served_one_request_is_not_new_either(
+    servers: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One request is enough to leave a prefix in its caches: only a replica that has served
+    none is a new one."""
+    _config(monkeypatch)
+    used = servers.new_replica("curvine")
+    stream_completion(used.url, list_models(used.url)[0], "a warm-up request", max_tokens=1)
+    result = _compare(servers, tmp_path, {"curvine": used.url})
+    assert result.exit_code == 1, result.output
+    (verdict,) = [v for v in json.loads(result.stdout)["verdicts"] if v["l2_backend"] == "curvine"]
+    assert verdict["status"] == "fail" and "served 1 request(s)" in verdict["reason"]
 
 
 def test_joining_a_tier_not_given_is_refused_in_one_line(tmp_path: Path) -> None:

@@ -97,6 +97,18 @@ def test_the_replica_count_goes_up_by_one_for_the_new_pod_and_back_afterwards(
     assert seen == [3, 2]
 
 
+def test_one_more_than_the_pods_running_when_more_run_than_the_spec_asks(kube: FakeKube) -> None:
+    """Mid-rollout (a surge Pod) two Pods run for ``replicas: 1``: one more than the spec asks
+    would add none; one more than run adds the Pod to measure."""
+    cfg = _cfg()
+    _seed_cluster(kube)
+    _set_spec(kube, replicas=1)
+    seen = _controller(kube)
+    with scaled_out(_clients(kube, {}), cfg.kvcache.endpoints[0], 600, show=_quiet()) as pod:
+        assert pod["metadata"]["name"] == NEW
+    assert seen == [3, 1] and _iec(kube)["spec"]["replicas"] == 1
+
+
 def test_a_failure_while_scaled_out_still_puts_the_count_back(kube: FakeKube) -> None:
     _seed_cluster(kube)
     _set_spec(kube, replicas=2)
@@ -149,6 +161,19 @@ def test_an_endpoint_at_its_maximum_is_refused_and_left_alone(kube: FakeKube) ->
         pass
     assert _iec(kube) == before
     assert kube.writes() == []
+
+
+def test_an_endpoint_one_below_its_maximum_may_reach_it(kube: FakeKube) -> None:
+    """Two Pods running, the ceiling three: the floor raised to three is the ceiling itself, a
+    count the scaler may hold; only a floor past the ceiling is refused."""
+    _seed_cluster(kube)
+    _set_spec(kube, autoScalingSpec={"minReplicaCount": 1, "maxReplicaCount": 3})
+    _controller(kube)
+    ref = _cfg().kvcache.endpoints[0]
+    with scaled_out(_clients(kube, {}), ref, 600, show=_quiet()) as pod:
+        floor = _iec(kube)["spec"]["autoScalingSpec"]["minReplicaCount"]
+    assert pod["metadata"]["name"] == NEW and floor == 3
+    assert _iec(kube)["spec"]["autoScalingSpec"] == {"minReplicaCount": 1, "maxReplicaCount": 3}
 
 
 def test_a_run_killed_while_scaled_out_is_restored_by_the_next_one(kube: FakeKube) -> None:

@@ -16,7 +16,11 @@ from moto import mock_aws
 
 from infra.config import AppConfig
 from scripts.lib.clients import Clients
-from scripts.lib.preflight.account import check_endpoint_names, check_zones
+from scripts.lib.preflight.account import (
+    check_endpoint_names,
+    check_renamed_endpoints,
+    check_zones,
+)
 from tests.support.config import make_cfg
 
 
@@ -73,6 +77,35 @@ def test_another_environments_endpoint_of_the_same_name_does_not_collide(aws: No
     _endpoint("test-qwen3-8b")
     (row,) = check_endpoint_names(_clients(), make_cfg())
     assert row.status == "pass"
+
+
+def test_an_endpoint_deployed_under_its_name_before_the_rename_is_named_with_the_upgrade_step(
+    aws: None,
+) -> None:
+    """This environment deployed its endpoint when SageMaker names did not carry the
+    environment (``qwen3-8b``): the next deploy gives it ``dev-qwen3-8b``, and callers of the
+    old name lose it. Preflight says so before the deploy, and names the one left over after."""
+    cfg = make_cfg()
+    _stack(f"{cfg.stack_prefix}-endpoints")
+    _endpoint("qwen3-8b")
+    (row,) = check_renamed_endpoints(_clients(), cfg)
+    assert (row.stage, row.status) == ("SageMaker endpoint qwen3-8b (before dev-qwen3-8b)", "warn")
+    assert "renames it to dev-qwen3-8b" in row.detail and "dev-qwen3-8b" in (row.fix or "")
+    _endpoint("dev-qwen3-8b")  # deployed: the operator serves the new name
+    (row,) = check_renamed_endpoints(_clients(), cfg)
+    assert row.status == "warn" and "left over" in row.detail
+    assert "delete-endpoint --endpoint-name qwen3-8b" in (row.fix or "")
+
+
+def test_an_old_name_is_not_this_environments_without_its_endpoints_stack(aws: None) -> None:
+    """Without this environment's endpoints stack, an endpoint under the bare name is another
+    deploy's: nothing to rename. With the stack and no such endpoint: nothing to say."""
+    cfg = make_cfg()
+    _endpoint("qwen3-8b")
+    assert check_renamed_endpoints(_clients(), cfg) == []
+    boto3.client("sagemaker", region_name="us-west-2").delete_endpoint(EndpointName="qwen3-8b")
+    _stack(f"{cfg.stack_prefix}-endpoints")
+    assert check_renamed_endpoints(_clients(), cfg) == []
 
 
 def _zones(cfg: AppConfig, az_id: str, names: tuple[str, str]) -> AppConfig:

@@ -38,7 +38,7 @@ def _clients(created_with: bool) -> tuple[Clients, Stubber]:
 
 def _creator_row(created_with: bool, **eks: Any) -> tuple[str, str, str]:
     clients, stub = _clients(created_with)
-    checks, _ = check_live_cluster(clients, make_cfg(eks=eks))
+    checks, _, _ = check_live_cluster(clients, make_cfg(eks=eks))
     stub.assert_no_pending_responses()
     (row,) = [c for c in checks if c.stage == "creator admin"]
     return row.status, row.detail, row.fix or ""

@@ -76,11 +76,11 @@ def test_an_endpoints_weights_cache_on_the_default_path_without_a_budget_fails_w
     assert check.detail == (
         "InferenceEndpointConfig team-a/owner-llm at /opt/dlami/nvme: on the disk Curvine's "
         f"workers fill, with no room budgeted (ml.g6e.4xlarge NVMe {NVME_GIB} GiB: Curvine "
-        "capacity 400 + reserved 10 + weights cache 0 GiB)"
+        "capacity 400 (its reserve 10 inside it) + weights cache 0 GiB)"
     )
     assert check.fix == (
         "set kvcache.curvine.worker.weights_cache_gib to the size of the weights cached per node "
-        f"(at most {NVME_GIB - 410} with this capacity), or set their hostPath off /opt/dlami/nvme"
+        f"(at most {NVME_GIB - 400} with this capacity), or set their hostPath off /opt/dlami/nvme"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -150,6 +151,30 @@ def test_a_replaced_pod_reads_the_prefix_from_l2_and_l2_serves_again_after_a_los
         assert "100.0 % from L2" in rows[L2_KEPT].detail
     deleted = [p for m, p, _ in kube.writes("DELETE")]
     assert [p.rsplit("/", 1)[1] for p in deleted] == [A, "curvine-worker-a"]
+
+
+def test_every_stage_writes_a_prefix_of_its_own_and_reads_it_once(
+    kube: FakeKube, l2_dir: str
+) -> None:
+    """A prefix another stage sent sits in some Pod's GPU or CPU cache: a stage that read one
+    back could be served from there and pass for L2. So no prompt is sent more than twice (once
+    written, once read), whichever stages run: the scale-out stage's prefix is not the one kept
+    across the worker's loss."""
+    _seed_cluster(kube)
+    _label_workers(kube)
+    for servers in _servers(l2_dir, l2_dir):
+        _replace_on_delete(kube, A, _endpoint_pod(kube), reads=2)
+        _lose_l2_with_worker(kube, servers)
+
+        def l2_up(s: dict[str, FakeVllm] = servers) -> None:
+            for v in s.values():
+                v.set_l2("up")
+
+        _replace_on_delete(kube, "curvine-worker-a", _worker_pod(kube), reads=3, on_ready=l2_up)
+        rows = _run(kube, servers)
+        sent = Counter(p for server in servers.values() for p in server.prompts)
+    assert rows[L2_KEPT].status == "pass", rows
+    assert len(sent) > 5 and max(sent.values()) <= 2, sorted(sent.values())
 
 
 def test_a_worker_that_returns_without_what_it_held_fails_the_kept_stage(

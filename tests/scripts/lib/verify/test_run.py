@@ -48,8 +48,10 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     assert metrics.status == "skip" and "logs are used" in metrics.detail, metrics
     # A fixed replica count: no scaler to read.
     assert by_stage.pop("scaler models/vllm-kvcache").status == "skip"
-    assert [c.status for c in by_stage.values()] == ["pass"] * 11, checks
+    assert [c.status for c in by_stage.values()] == ["pass"] * 12, checks
     assert by_stage["Curvine probes"].detail == "3 Pods Ready"
+    # The recorded Pods, Ready on both GPU nodes, run a CUDA 12 image there.
+    assert by_stage["GPU driver"].detail.startswith("2 GPU node(s) run CUDA 12:")
     assert by_stage["weights cache on Curvine's NVMe"].detail == (
         "no weights cache under /opt/dlami/nvme"
     )

@@ -75,6 +75,15 @@ def test_an_idle_scaler_still_passes_and_says_so(kube: FakeKube) -> None:
     assert row.status == "pass" and "idle" in row.detail
 
 
+def _unjudged(obj: dict[str, object]) -> dict[str, object]:
+    """As the API server holds it before its controller has written any condition."""
+    fresh = copy.deepcopy(obj)
+    status = fresh["status"]
+    assert isinstance(status, dict)
+    status.pop("conditions")
+    return fresh
+
+
 @pytest.mark.parametrize(
     ("so", "hpa"),
     [
@@ -82,7 +91,10 @@ def test_an_idle_scaler_still_passes_and_says_so(kube: FakeKube) -> None:
         (scaled_object(ready=False), keda_hpa()),  # the trigger fails (AMP refuses the query)
         (scaled_object(), None),  # KEDA made no HPA
         (scaled_object(), keda_hpa(scaling_active=False)),  # the HPA gets no metric
+        (_unjudged(scaled_object()), keda_hpa()),  # KEDA has not judged the triggers yet
+        (scaled_object(), _unjudged(keda_hpa())),  # the HPA has not computed yet
     ],
+    ids=["none", "not-ready", "no-hpa", "no-metric", "so-unjudged", "hpa-unjudged"],
 )
 def test_a_scaler_that_cannot_scale_fails_the_row(
     kube: FakeKube, so: dict[str, object] | None, hpa: dict[str, object] | None
@@ -94,6 +106,69 @@ def test_a_scaler_that_cannot_scale_fails_the_row(
         kube.put(HPAS, hpa)
     row = check_scaler(_clients(kube, {}), REF)
     assert row.status == "fail" and row.fix
+
+
+def _renamed(name: str, target: str, owner: str | None = None) -> dict[str, object]:
+    """A ScaledObject of another name than the walkthrough's, scaling Deployment ``target``,
+    owned by the InferenceEndpointConfig ``owner``; its HPA is named after it, as KEDA does."""
+    so = scaled_object()
+    so["metadata"]["name"] = name
+    so["spec"]["scaleTargetRef"]["name"] = target
+    so["status"]["hpaName"] = f"keda-hpa-{name}"
+    if owner is not None:
+        so["metadata"]["ownerReferences"] = [{
+            "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+            "kind": "InferenceEndpointConfig", "name": owner, "uid": "0b7c1d2e",
+            "controller": True,
+        }]  # fmt: skip
+    return so
+
+
+def _hpa_of(so: dict[str, object]) -> dict[str, object]:
+    hpa = keda_hpa()
+    hpa["metadata"]["name"] = so["status"]["hpaName"]  # type: ignore[index]
+    return hpa
+
+
+@pytest.mark.parametrize(
+    ("found", "others"),
+    [
+        # Named otherwise, scaling the endpoint's Deployment; another endpoint's beside it.
+        (_renamed("qwen-autoscaler", "vllm-kvcache"), [_renamed("other-scaler", "other")]),
+        # Owned by the endpoint, whatever it scales; one of the walkthrough's name owned by none
+        # and scaling another Deployment is not the endpoint's.
+        (
+            _renamed("owned", "whatever", owner="vllm-kvcache"),
+            [_renamed("vllm-kvcache-scaled-object", "other")],
+        ),
+    ],
+    ids=["by-target", "by-owner"],
+)
+def test_the_scaler_row_finds_the_endpoints_scaled_object_whatever_its_name(
+    kube: FakeKube, found: dict[str, object], others: list[dict[str, object]]
+) -> None:
+    """The name ``<endpoint>-scaled-object`` is the operator walkthrough's, not a fact from its
+    source: the row reads the ScaledObject the endpoint owns, else the one that scales its
+    Deployment, and the HPA KEDA names in its status."""
+    _autoscaled(kube)
+    for so in (*others, found):
+        kube.put(SCALED_OBJECTS, so)
+        kube.put(HPAS, _hpa_of(so))
+    other_hpa = _hpa_of(others[0])
+    other_hpa["status"]["conditions"][1]["status"] = "False"  # type: ignore[index]
+    kube.put(HPAS, other_hpa)
+    row = check_scaler(_clients(kube, {}), REF)
+    assert row.status == "pass", row
+    assert f"ScaledObject {found['metadata']['name']} Ready" in row.detail  # type: ignore[index]
+
+
+def test_a_scaled_object_of_another_deployment_is_not_the_endpoints(kube: FakeKube) -> None:
+    _autoscaled(kube)
+    other = _renamed("other-scaler", "other")
+    kube.put(SCALED_OBJECTS, other)
+    kube.put(HPAS, _hpa_of(other))
+    row = check_scaler(_clients(kube, {}), REF)
+    assert row.status == "fail" and "no ScaledObject" in row.detail
 
 
 def test_an_endpoint_without_autoscaling_skips_the_row(kube: FakeKube) -> None:
