@@ -26,7 +26,7 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test test-runtime test-server lint docs chart deploy destroy \
-	pipeline pipeline-synth manifests preflight verify teardown bench deploy-plan \
+	pipeline pipeline-synth manifests preflight verify teardown bench bench-ttft deploy-plan \
 	deploy-durations dashboard mutation logical-ids versions clean
 
 ## help: list the targets with one line each
@@ -91,6 +91,10 @@ SERVER_IMAGES := $(sort $(patsubst tests/server/requirements/%.txt,%,$(wildcard 
 ## test-server: real vLLM CPU servers with LMCache in process: the L2 hot path and the judges on it
 test-server: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
 	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m pytest tests/server
+
+## bench-ttft: TTFT of a 4,096-token prefix cold, from L2 and from L1 on two real vLLM CPU replicas
+bench-ttft: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
+	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m tools.bench.ttft
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
@@ -165,8 +169,8 @@ deploy-plan: install
 deploy-durations: install
 	$(PY) -m tools.deploy_time measured --env $(ENV) --cdk-out $(OUT)
 
-## bench: synth time and memory against a bare app; TTFT accuracy; L2 connector vs disk; suite time
-bench: install node_modules/.installed .venv-runtime/$(firstword $(RUNTIME_IMAGES))/.installed
+## bench: synth time and memory against a bare app; TTFT accuracy; L2 connector vs disk; bench-ttft; suite time
+bench: install node_modules/.installed .venv-runtime/$(firstword $(RUNTIME_IMAGES))/.installed bench-ttft
 	$(PY) -m tools.bench.synth_bench --env $(ENV)
 	$(PY) -m tools.bench.ttft_accuracy
 	.venv-runtime/$(firstword $(RUNTIME_IMAGES))/bin/python tools/bench/l2_throughput.py
