@@ -139,6 +139,9 @@ def measure(root: Path, chunks: int, rounds: int) -> dict[str, list[float]]:
         drop_from_page_cache(plain_dir.iterdir())
         rate("connector get", _timed(_get, remote, keys))
         rate("plain read", _timed(_read, plain, len(payload)))
+        # One round's chunks on disk at a time (each round is 2 x chunks x 36 MiB).
+        for path in [*lmcache_dir.iterdir(), *plain]:
+            path.unlink()
     storage.close()
     return rates
 
