@@ -203,7 +203,11 @@ class Tiers:
             counters = dict(self.counters)
         lines = []
         for name, value in sorted(counters.items()):
-            if name.startswith("vllm:"):
+            if name == "vllm:request_success_total":
+                # vLLM counts finished requests by why they finished: the fake's stop at
+                # max_tokens.
+                labels = f'engine="0",finished_reason="length",model_name="{model}"'
+            elif name.startswith("vllm:"):
                 labels = f'engine="0",model_name="{model}"'
             else:
                 labels = (
