@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from infra.config.images import RECOMMENDED
-from infra.tiers import L2_READS, L2_WRITES, LMCACHE_CHUNK_TOKENS, LOADED, PROMISED, l2_hit_share
+from infra.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, PROMISED, l2_hit_share
 from scripts.lib.bench_compare.scrape import increase, scrape_metrics
 from scripts.lib.lmcache_logs import parse_log
 from scripts.lib.openai_stream import list_models
@@ -69,10 +69,10 @@ def test_b_serves_from_l2_what_a_stored_as_a_cold_recompute_would(fleet: Any) ->
     cold, files = _stored_by_a(fleet, prompt)
     whole = cold.prompt_tokens // LMCACHE_CHUNK_TOKENS * LMCACHE_CHUNK_TOKENS
     warm, deltas, log = _served(fleet, "b", prompt)
-    # B's own counters: every whole chunk looked up, promised, loaded and read from L2.
+    # B's own counters: every whole chunk looked up, promised, loaded and read from L2. (Not
+    # its writes: LMCache publishes every 10 s, so an earlier test's stores may land now.)
     assert deltas[PROMISED] == deltas[LOADED] == whole
     assert deltas[L2_READS] == len(files) == whole // LMCACHE_CHUNK_TOKENS
-    assert deltas.get(L2_WRITES, 0.0) == 0.0  # nothing new to store
     bpt = fleet.config.observability.kv_bytes_per_token
     assert l2_hit_share(deltas, warm.prompt_tokens, "curvine", bpt) == 1.0
     # B's log lines: LMCache's lookup hit and its retrieve of the same tokens.
