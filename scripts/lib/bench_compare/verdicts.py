@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infra.config.bench import BenchConfig
-from infra.tiers import L2_READS, L2_WRITES, l2_hit_share
+from infra.tiers import L2_READS, L2_WRITES, LOADED, l2_hit_share
 from scripts.lib.bench_compare.scrape import L2_WRITE_BYTES, REQUESTS, Counters
 from scripts.lib.bench_compare.stats import figures
 from scripts.lib.bench_compare.workloads import WorkloadRun
@@ -69,6 +69,8 @@ def cross_pod_miss(run: WorkloadRun) -> str:
             f"the replicas write chunks of {size_a:,.0f} and {size_b:,.0f} bytes: their chunk "
             "sizes (LMCACHE_CHUNK_SIZE) differ, so do their chunk keys"
         )
+    if wrote == 0 and first.get(LOADED, 0.0) > 0:
+        return "the first replica found the prompt already cached (a seed used before?)"
     if wrote == 0:
         return "the first replica wrote nothing to L2 (is its L2 mounted and writable?)"
     read = second.get(L2_READS, 0.0)

@@ -60,3 +60,10 @@ def test_a_degraded_replica_fails_its_tier_by_name() -> None:
     read = {QUERIED: 2048.0, LOADED: 2048.0, L2_READS: 8.0}
     status, reason = _verdict(_run(WROTE, read), degraded=(B,))
     assert status == "fail" and reason.startswith(f"replica 2 ({B}): LMCache runs in its degraded")
+
+
+def test_a_miss_on_a_prompt_the_first_replica_had_cached_says_so() -> None:
+    cached = {QUERIED: 2048.0, LOADED: 2048.0}
+    same = {QUERIED: 2048.0, LOADED: 0.0, L2_WRITES: 8.0, L2_WRITE_BYTES: 8 * CHUNK_BYTES}
+    status, reason = _verdict(_run(cached, same))
+    assert status == "fail" and "the first replica found the prompt already cached" in reason
