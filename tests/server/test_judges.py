@@ -222,6 +222,16 @@ def test_the_l2_alert_fires_over_the_real_counters_of_a_miss_only(
     run_rule_tests(yaml.safe_dump(alert_rules(config)), cases, tmp_path)
 
 
+def test_verify_names_a_replica_whose_lmcache_is_degraded(fleet: Any) -> None:
+    """Named from the Pod's own log before anything is sent to it (LMCache 0.3 stops vLLM's
+    engine at the first request in that mode)."""
+    outcome = _verify(fleet, "degraded", 13)
+    assert isinstance(outcome, Check) and outcome.status == "fail", outcome
+    assert "Pod pod-b: LMCache started in its degraded mode (recompute)" in outcome.detail
+    assert "pod-a" not in outcome.detail
+    assert fleet["degraded"].ready()  # nothing was sent to it
+
+
 @pytest.mark.parametrize(
     ("second", "cause"),
     [
@@ -237,13 +247,3 @@ def test_bench_compare_fails_an_l2_target_naming_why(
     hit = _verdicts(summary)[("curvine", "cross-Pod hit")]
     assert (code, hit["status"]) == (1, "fail"), hit
     assert cause in hit["reason"], hit["reason"]
-
-
-def test_verify_names_a_replica_whose_lmcache_is_degraded(fleet: Any) -> None:
-    """Named from the Pod's own log before anything is sent to it (LMCache 0.3 stops vLLM's
-    engine at the first request in that mode)."""
-    outcome = _verify(fleet, "degraded", 13)
-    assert isinstance(outcome, Check) and outcome.status == "fail", outcome
-    assert "Pod pod-b: LMCache started in its degraded mode (recompute)" in outcome.detail
-    assert "pod-a" not in outcome.detail
-    assert fleet["degraded"].ready()  # nothing was sent to it

@@ -70,7 +70,7 @@ def cross_pod_l2(
     # LMCache says once, when the container starts, that it gave up: the whole log, and
     # /metrics (a rotated log may have lost the line).
     with transport.open(pod_a, the_port) as url_a, transport.open(pod_b, the_port) as url_b:
-        states = [probe_lmcache(url_a), probe_lmcache(url_b)]
+        states = [_lmcache_state(url_a), _lmcache_state(url_b)]
         logs = _logs(clients, [pod_a, pod_b], container["name"], None)
         found = degraded([pod_a, pod_b], logs, states)
         if found is not None:
@@ -118,3 +118,12 @@ def _logs(
         )
         out.append(parse_log(resp.data.decode("utf-8", "replace")))
     return out
+
+
+def _lmcache_state(url: str) -> str | None:
+    """The Pod's LMCache state from its /metrics; None when the page cannot be read (its log
+    still tells, and the requests below say whether the Pod serves)."""
+    try:
+        return probe_lmcache(url)
+    except OSError:
+        return None
