@@ -26,8 +26,8 @@ CDK := PATH="$(CURDIR)/$(VENV)/bin:$$PATH" npx cdk
 
 .DEFAULT_GOAL := help
 .PHONY: help install synth validate test test-runtime test-server lint docs chart deploy destroy \
-	pipeline pipeline-synth manifests preflight verify teardown bench deploy-plan deploy-durations \
-	dashboard mutation logical-ids versions clean
+	pipeline pipeline-synth manifests preflight verify teardown bench bench-ttft deploy-plan \
+	deploy-durations dashboard mutation logical-ids versions clean
 
 ## help: list the targets with one line each
 help:
@@ -66,8 +66,7 @@ test: install node_modules/.installed
 
 # The runtime layer: the real LMCache and vLLM of each supported image (one requirements file per
 # image tag), each in a virtualenv of its own: their pins clash with the app's. Sorted, so v0.3.15
-# comes first: test-server pairs the first image's LMCache with its vLLM CPU build, vLLM 0.16.0,
-# which is v0.3.15's vLLM.
+# comes first (make bench's L2 throughput runs with the first).
 RUNTIME_IMAGES := $(sort $(patsubst tests/runtime/requirements/%.txt,%,$(wildcard tests/runtime/requirements/*.txt)))
 
 .venv-runtime/%/.installed: tests/runtime/requirements/%.txt
@@ -79,16 +78,23 @@ RUNTIME_IMAGES := $(sort $(patsubst tests/runtime/requirements/%.txt,%,$(wildcar
 test-runtime: install node_modules/.installed $(RUNTIME_IMAGES:%=.venv-runtime/%/.installed)
 	HPKV_RUNTIME_IMAGES="$(RUNTIME_IMAGES)" $(PY) -m pytest $(TEST_WORKERS) tests/runtime
 
-# The server layer's vLLM: the community CPU build, a test oracle only (tests/server/requirements.txt).
-.venv-server/.installed: tests/server/requirements.txt
-	test -x .venv-server/bin/python || $(PYTHON) -m venv .venv-server
-	.venv-server/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r $<
+# The server layer's engines: each supported image's vLLM as the community CPU build, with the
+# image's LMCache in process (one requirements file per image tag, as the runtime layer's).
+SERVER_IMAGES := $(sort $(patsubst tests/server/requirements/%.txt,%,$(wildcard tests/server/requirements/*.txt)))
+
+.venv-server/%/.installed: tests/server/requirements/%.txt tests/server/vllm_metadata.py
+	test -x .venv-server/$*/bin/python || $(PYTHON) -m venv .venv-server/$*
+	.venv-server/$*/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r $<
+	.venv-server/$*/bin/python tests/server/vllm_metadata.py
 	touch $@
 
-## test-server: bench compare, verify and the fake model server against two real vLLM servers
-test-server: install .venv-server/.installed $(RUNTIME_IMAGES:%=.venv-runtime/%/.installed)
-	HPKV_SERVER_PYTHON=$(CURDIR)/.venv-server/bin/python HPKV_RUNTIME_IMAGES="$(RUNTIME_IMAGES)" \
-		$(PY) -m pytest tests/server
+## test-server: real vLLM CPU servers with LMCache in process: the L2 hot path and the judges on it
+test-server: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
+	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m pytest tests/server
+
+## bench-ttft: TTFT of a 4,096-token prefix cold, from L2 and from L1 on two real vLLM CPU replicas
+bench-ttft: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
+	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m tools.bench.ttft
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install
@@ -163,8 +169,8 @@ deploy-plan: install
 deploy-durations: install
 	$(PY) -m tools.deploy_time measured --env $(ENV) --cdk-out $(OUT)
 
-## bench: synth time and memory against a bare app; TTFT accuracy; L2 connector vs disk; suite time
-bench: install node_modules/.installed .venv-runtime/$(firstword $(RUNTIME_IMAGES))/.installed
+## bench: synth time and memory against a bare app; TTFT accuracy; L2 connector vs disk; bench-ttft; suite time
+bench: install node_modules/.installed .venv-runtime/$(firstword $(RUNTIME_IMAGES))/.installed bench-ttft
 	$(PY) -m tools.bench.synth_bench --env $(ENV)
 	$(PY) -m tools.bench.ttft_accuracy
 	.venv-runtime/$(firstword $(RUNTIME_IMAGES))/bin/python tools/bench/l2_throughput.py

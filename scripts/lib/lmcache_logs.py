@@ -7,7 +7,11 @@ Formats (LMCache ``cache_engine.py`` and the vLLM v1 connector, 0.3.x):
 - ``Stored 1925 out of total 1925 tokens. size: 0.1028 gb, cost 10.7100 ms, throughput: ...``
   (the unit is ``gb`` in recent releases, ``GB`` in the layer-wise path; it is GiB: bytes/1024**3);
 - ``Retrieved 1925 out of 1925 required tokens (from 1925 total tokens). size: 0.1028 gb,
-  cost 55.7500 ms, throughput: ...`` (older releases: ``Retrieved N out of total M tokens``).
+  cost 55.7500 ms, throughput: ...`` (older releases: ``Retrieved N out of total M tokens``);
+- ``Failed to initialize LMCacheManager components: <why>. System will operate in degraded mode
+  (recompute).`` (lmcache/v1/manager.py, 0.3.15 and 0.4.7): LMCache could not start in this
+  process (its engine, its storage, its device copy) and vLLM serves without it. LMCache 0.3.x
+  then stops the engine at the first request; 0.4.x serves every request by recomputing.
 """
 
 from __future__ import annotations
@@ -25,6 +29,10 @@ _STORED = re.compile(
     r"Stored (?P<stored>\d+) out of total (?P<total>\d+) tokens\.?"
     r"(?: size: (?P<size>[0-9.]+) gb, cost (?P<cost>[0-9.]+) ms)?",
     re.IGNORECASE,
+)
+_DEGRADED = re.compile(
+    r"(?:components: (?P<why>.*?)\.? )?System will operate in degraded mode "
+    r"\(recompute\)"
 )
 _RETRIEVED = re.compile(
     r"Retrieved (?P<got>\d+) out of (?:(?P<required>\d+) required|total (?P<total_old>\d+))"
@@ -59,11 +67,19 @@ class RetrieveLine:
     cost_ms: float | None
 
 
+@dataclass(frozen=True)
+class DegradedLine:
+    """LMCache gave up at start and vLLM serves without it."""
+
+    why: str
+
+
 @dataclass
 class LmcacheLog:
     hits: list[HitLine] = field(default_factory=list)
     stores: list[StoreLine] = field(default_factory=list)
     retrieves: list[RetrieveLine] = field(default_factory=list)
+    degraded: list[DegradedLine] = field(default_factory=list)
 
     @property
     def hit_tokens(self) -> int:
@@ -82,7 +98,9 @@ def _float(text: str | None) -> float | None:
     return float(text) if text is not None else None
 
 
-def parse_line(line: str) -> HitLine | StoreLine | RetrieveLine | None:
+def parse_line(line: str) -> HitLine | StoreLine | RetrieveLine | DegradedLine | None:
+    if m := _DEGRADED.search(line):
+        return DegradedLine((m["why"] or "").strip())
     if m := _HIT.search(line):
         hit = m["hit"]
         return HitLine(
@@ -103,16 +121,28 @@ def parse_line(line: str) -> HitLine | StoreLine | RetrieveLine | None:
     return None
 
 
+# The last line of a traceback (LMCache 0.4 logs the failure's traceback before the degraded
+# line), without the ``(Worker pid=N)`` prefix vLLM puts on a worker's output.
+_RAISED = re.compile(r"^(?:\(\S+ pid=\d+\) )?(?P<error>\w+(?:Error|Exception): .+)$")
+
+
 def parse_log(text: str) -> LmcacheLog:
     log = LmcacheLog()
+    raised = ""
     for line in text.splitlines():
+        if m := _RAISED.match(line):
+            raised = m["error"].strip()
         parsed = parse_line(line)
+        if isinstance(parsed, DegradedLine) and not parsed.why:
+            parsed = DegradedLine(raised)
         if isinstance(parsed, HitLine):
             log.hits.append(parsed)
         elif isinstance(parsed, StoreLine):
             log.stores.append(parsed)
         elif isinstance(parsed, RetrieveLine):
             log.retrieves.append(parsed)
+        elif isinstance(parsed, DegradedLine):
+            log.degraded.append(parsed)
     return log
 
 

@@ -7,8 +7,8 @@ DELETE, JSON Patch (RFC 6902 add, remove, replace and test: a body that is not a
 operation that does not apply 422, as the real server answers), JSON merge patch (RFC 7386), a
 strategic-merge patch that holds no list and no ``$`` directive (it then means what a merge
 patch means), the ``scale`` subresource and Pod logs (``container`` and ``sinceSeconds`` taken
-as given: ``logs`` holds what that window shows; ``previous``: ``previous_logs``, the
-container's run before the restart). A missing object is 404.
+as given: ``logs`` holds what that window shows, or a function of the query that says it;
+``previous``: ``previous_logs``, the container's run before the restart). A missing object is 404.
 
 Anything else it does not model (another method, a field selector, watch or paging, a
 strategic-merge patch with lists or directives, move/copy operations, a set-based selector it
@@ -184,7 +184,8 @@ class FakeKube:
         self.objects: dict[str, dict[str, Any]] = {}  # collection path + "/" + name -> object
         # Resources it serves; a test drops one to model a cluster without its CRD (a 404 list).
         self.plurals: set[str] = set(PLURALS)
-        self.logs: dict[str, str] = {}  # "ns/pod" -> log text
+        # "ns/pod" -> log text, or a function of the request's query giving it
+        self.logs: dict[str, str | Callable[[dict[str, list[str]]], str]] = {}
         self.previous_logs: dict[str, str] = {}  # the same, of the container's run before
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, content type)
         self.fail: dict[tuple[str, str], int] = {}  # (method, path) -> HTTP status to return
@@ -318,8 +319,10 @@ class FakeKube:
             pod = path.removesuffix("/log").split("/")
             # The API server reads the flag with Go's strconv.ParseBool ("true", "True", "1").
             earlier = query.get("previous", [""])[0] in ("true", "True", "1")
-            logs = self.previous_logs if earlier else self.logs
-            return logs.get(f"{pod[-3]}/{pod[-1]}", "")
+            if earlier:
+                return self.previous_logs.get(f"{pod[-3]}/{pod[-1]}", "")
+            found = self.logs.get(f"{pod[-3]}/{pod[-1]}", "")
+            return found(query) if callable(found) else found
         sub = None
         if path.endswith("/scale"):
             path, sub = path.removesuffix("/scale"), "scale"

@@ -28,8 +28,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from infra.config import images
-
 L2State = Literal["up", "unreadable", "down"]
 COUNTERS = (
     "vllm:prefix_cache_queries_total",
@@ -195,22 +193,25 @@ class Tiers:
         self._count("vllm:generation_tokens_total", completion_tokens)
         self._count("vllm:request_success_total", 1)
 
-    def metrics_text(self, model: str, lmcache: str | None = None) -> str:
+    def metrics_text(self, model: str) -> str:
         """The counters in Prometheus's text format, named, typed and labelled as a model
         container's /metrics has them with PROMETHEUS_MULTIPROC_DIR set (prometheus_client's
-        multiprocess collector types the ``_total`` name), with the LMCache of ``lmcache``
-        (default: the recommended image's): tests/runtime/test_counters.py holds LMCache's to
-        the real LMCache of each supported image, tests/server vLLM's to a real vLLM."""
-        version = lmcache or images.KNOWN[images.RECOMMENDED.rpartition(":")[2]].lmcache
-        # LMCache 0.4.7 labels its counters with vLLM's served model name too; 0.3.15 does not.
-        served = f',served_model_name="{model}"' if version != "0.3.15" else ""
+        multiprocess collector types the ``_total`` name): LMCache inside vLLM labels its
+        counters with vLLM's served model name as well (0.3.15 and 0.4.7). tests/server holds
+        them to a real replica of each supported image, tests/runtime LMCache's to its engine."""
         with self._lock:
             counters = dict(self.counters)
         lines = []
         for name, value in sorted(counters.items()):
-            if name.startswith("vllm:"):
+            if name == "vllm:request_success_total":
+                # vLLM counts finished requests by why they finished: the fake's stop at
+                # max_tokens.
+                labels = f'engine="0",finished_reason="length",model_name="{model}"'
+            elif name.startswith("vllm:"):
                 labels = f'engine="0",model_name="{model}"'
             else:
-                labels = f'model_name="{model}",role="worker"{served},worker_id="0"'
+                labels = (
+                    f'model_name="{model}",role="worker",served_model_name="{model}",worker_id="0"'
+                )
             lines += [f"# TYPE {name} counter", f"{name}{{{labels}}} {value}"]
         return "\n".join(lines) + "\n"

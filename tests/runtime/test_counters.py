@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from infra.config import AppConfig
-from infra.config.images import KNOWN
 from infra.metrics.dashboards import alert_rules
 from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, QUERIED, tier_shares
 from k8s.l2_pod import MULTIPROC_ENV
@@ -127,7 +126,7 @@ def test_the_fake_model_server_exposes_lmcaches_counters_as_lmcache_does(
 ) -> None:
     real = _samples(expositions["healthy"])
     real_types = dict(re.findall(r"^# TYPE (lmcache:\S+) (\w+)$", expositions["healthy"], re.M))
-    text = Tiers(TierSpec(tier="curvine")).metrics_text("/opt/ml/model", KNOWN[image].lmcache)
+    text = Tiers(TierSpec(tier="curvine")).metrics_text("/opt/ml/model")
     fake_samples = {n: set(lab) for n, lab, _ in _samples(text)}
     fake_types = dict(re.findall(r"^# TYPE (lmcache:\S+) (\w+)$", text, re.M))
     for name, labels, _ in real:

@@ -1,101 +1,145 @@
-"""Fixtures of the server layer (``make test-server``): two real vLLM servers on 127.0.0.1, the
-community CPU build of the vLLM inside the serving image, on a tiny model this session makes
-(tests/server/make_model.py), each with PROMETHEUS_MULTIPROC_DIR set as the app sets it in the
-model container. Started once per session, stopped when it ends (or when one fails to start)."""
+"""Fixtures of the server layer (``make test-server``): for each supported image, real vLLM CPU
+servers with the image's LMCache in process, started as the replicas of two endpoints of one
+namespace run (``tests/support/vllm_server.py``): one claim, each endpoint its subPath. Started
+once per image (the first alone, so that the others find its compiled graphs), stopped when the
+image's tests end or one fails to start.
+
+The replicas:
+
+- ``a`` and ``b``: two replicas of the first endpoint, one claim folder behind both;
+- ``other``: a replica of the second endpoint (the same claim, its own subPath);
+- ``chunk``: a replica of the first endpoint whose LMCache chunks by 512 tokens, not 256;
+- ``degraded``: a replica of the first endpoint without the CPU copy: its LMCache falls back to
+  recompute, as on a node where any part of LMCache's start fails;
+- ``l1``: the replica of a third endpoint, ``l2_backend: none`` (LMCache's CPU tier only).
+
+Every image gets ``a``, ``b`` and ``degraded``; the recommended image the others too. ``a`` and
+``b`` start with the image's tests, each other replica at its first use (``Fleet``).
+"""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import time
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-SERVER_PYTHON = os.environ.get("HPKV_SERVER_PYTHON", "")
-MODEL_NAME = "tiny"
-START_TIMEOUT_S = 600.0  # two cold starts side by side on two cores (~70 s each alone)
+from infra.config import AppConfig
+from infra.config.images import RECOMMENDED
+from infra.config.kvcache import EndpointConfig
+from tests.support.runtime import (
+    container_of,
+    endpoint_pod,
+    mount_namespace_available,
+    operator_of,
+)
+from tests.support.vllm_server import (
+    CPU_CONNECTOR,
+    Server,
+    default_hash_is_stable,
+    python_of,
+    rendered_endpoints,
+    server_images,
+    start,
+    stop,
+    wait_ready,
+)
+
+ALL_ROLES = ("a", "b", "other", "chunk", "degraded", "l1")
+ROLES = ("a", "b", "degraded")
+CORE = ("a", "b")
+EXTRAS = 2
+OTHER_CHUNK = "512"
 
 
-@dataclass
-class Server:
-    url: str
-    log: Path
-    metrics_dir: Path
-    process: subprocess.Popen[bytes]
+class Fleet:
+    """One image's replicas, by role, beside the config and Pods they run. ``a`` and ``b``
+    run from the start; the others start at their first use, and at most ``EXTRAS`` of them
+    run at once (the least recently used stops first): each is a vLLM of about 2 GB."""
 
+    def __init__(
+        self,
+        image: str,
+        config: AppConfig,
+        pods: dict[str, dict[str, Any]],
+        roles: tuple[str, ...],
+        launch: Callable[[str], Server],
+    ) -> None:
+        self.image, self.config, self.pods, self.roles = image, config, pods, roles
+        self.endpoints: list[EndpointConfig] = list(config.kvcache.endpoints)
+        self.servers: dict[str, Server] = {}
+        self._launch, self._used = launch, [*CORE]
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    def has(self, role: str) -> bool:
+        return role in self.roles
 
+    def start_core(self) -> None:
+        for role in CORE:  # the first alone: the second finds its compiled graphs
+            self.servers[role] = self._launch(role)
+            wait_ready([self.servers[role]])
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
-            return bool(resp.status == 200)
-    except OSError:
-        return False
+    def __getitem__(self, role: str) -> Server:
+        if role not in self.roles:
+            pytest.skip(f"{role}: started for {RECOMMENDED} only")
+        if role not in self.servers:
+            extras = [r for r in self._used if r not in CORE and r in self.servers]
+            for old in extras[: max(0, len(extras) - EXTRAS + 1)]:
+                stop([self.servers.pop(old)])
+            self.servers[role] = self._launch(role)
+            wait_ready([self.servers[role]])
+        self._used = [*(r for r in self._used if r != role), role]
+        return self.servers[role]
+
+    def stop(self) -> None:
+        stop(list(self.servers.values()))
 
 
 @pytest.fixture(scope="session")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("tiny-model")
     here = Path(__file__).parent / "make_model.py"
-    subprocess.run([SERVER_PYTHON, str(here), str(out)], check=True, capture_output=True,
-                   timeout=300)  # fmt: skip
+    subprocess.run(
+        [str(python_of(server_images()[0])), str(here), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     return out
 
 
-@pytest.fixture(scope="session")
-def servers(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Server]]:
-    root = tmp_path_factory.mktemp("servers")
-    cache = root / "cache"
-    env = {
-        **os.environ,
-        "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; vLLM's CPU default would take half the machine
-        "VLLM_HOST_IP": "127.0.0.1", "VLLM_CACHE_ROOT": str(cache / "vllm"),
-        "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), "XDG_CACHE_HOME": str(cache),
-        "VLLM_RPC_BASE_PATH": str(cache / "rpc"),
-    }  # fmt: skip
-    (cache / "rpc").mkdir(parents=True)
-    started: list[Server] = []
+@pytest.fixture(scope="session", params=server_images())
+def fleet(
+    request: pytest.FixtureRequest, model_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Fleet]:
+    tag: str = request.param
+    if not python_of(tag).exists():
+        pytest.fail(f"no .venv-server/{tag}: run `make test-server`")
+    if not mount_namespace_available():
+        pytest.skip("binding the claim at the rendered mountPath needs root and unshare")
+    config, objs = rendered_endpoints(tag)
+    first, second, third = config.kvcache.endpoints
+    operator = operator_of(config)
+    of_role = {"other": second, "l1": third}
+    pods = {role: endpoint_pod(objs, of_role.get(role, first), operator) for role in ALL_ROLES}
+    # The chunk replica's Pod says so in its spec, as a user's edit would.
+    pods["chunk"]["spec"]["containers"][0]["env"].append(
+        {"name": "LMCACHE_CHUNK_SIZE", "value": OTHER_CHUNK}
+    )
+    work = tmp_path_factory.mktemp(f"servers-{tag}")
+    claims = work / "claims"  # the claims' folders (tests read them through each container)
+    stable = default_hash_is_stable(tag)
+    roles = ALL_ROLES if RECOMMENDED.endswith(f":{tag}") else ROLES
+
+    def launch(role: str) -> Server:
+        container = container_of(pods[role], claims, work / f"pod-{role}")
+        connector = None if role == "degraded" else CPU_CONNECTOR
+        return start(tag, role, container, model_dir, work, connector, stable)
+
+    fleet = Fleet(tag, config, pods, roles, launch)
     try:
-        for i in range(2):
-            port, metrics = _free_port(), root / f"metrics-{i}"
-            metrics.mkdir()
-            log = root / f"server-{i}.log"
-            command = [str(Path(SERVER_PYTHON).parent / "vllm"), "serve", str(model_dir),
-                       "--served-model-name", MODEL_NAME, "--host", "127.0.0.1",
-                       "--port", str(port), "--max-model-len", "16384",
-                       "--enable-prefix-caching"]  # fmt: skip
-            process = subprocess.Popen(
-                command, env={**env, "PROMETHEUS_MULTIPROC_DIR": str(metrics)},
-                stdout=log.open("wb"), stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-            started.append(Server(f"http://127.0.0.1:{port}", log, metrics, process))
-        deadline = time.monotonic() + START_TIMEOUT_S
-        for s in started:
-            while not _ready(s.url):
-                if s.process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"vLLM at {s.url} did not start:\n"
-                                       f"{s.log.read_text(errors='replace')[-3000:]}")  # fmt: skip
-                time.sleep(1)
-        yield started
+        fleet.start_core()
+        yield fleet
     finally:
-        for s in started:
-            if s.process.poll() is None:
-                os.killpg(s.process.pid, signal.SIGTERM)
-        for s in started:
-            try:
-                s.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                os.killpg(s.process.pid, signal.SIGKILL)
+        fleet.stop()

@@ -29,3 +29,24 @@ PARTIAL_RETRIEVE = (
     f"{PREFIX} Retrieved 1792 out of 1792 required tokens (from 1925 total tokens). "
     "size: 0.0957 gb, cost 48.1200 ms, throughput: 1.9888 GB/s;"
 )
+# LMCache's start failing in the worker, as vLLM CPU servers printed it (tests/server): 0.3.15 in
+# one line, 0.4.7 with the traceback first (vLLM 0.23 prefixes a worker's lines).
+DEGRADED_0_3 = (
+    "(EngineCore_DP0 pid=26777) \x1b[31;20m[2026-12-06 07:07:01,687] LMCache ERROR:\x1b[0m Failed "
+    "to initialize LMCacheManager components: Unsupported device platform for LMCache engine.. "
+    "System will operate in degraded mode (recompute). \x1b[3m(manager.py:111:lmcache.v1.manager)"
+    "\x1b[0m"
+)
+DEGRADED_0_4 = "\n".join(
+    [
+        "(Worker pid=28618) \x1b[31;20m[2026-12-06 07:39:08,329] LMCache ERROR:\x1b[0m Failed to "
+        "initialize LMCacheManager components: Traceback (most recent call last):",
+        '(Worker pid=28618)   File "lmcache/v1/gpu_connector/__init__.py", line 193, in '
+        "CreateGPUConnector",
+        '(Worker pid=28618)     raise RuntimeError(f"No supported {torch_device_type} connector '
+        'found.")',
+        "(Worker pid=28618) RuntimeError: No supported cpu connector found.",
+        "(Worker pid=28618) . System will operate in degraded mode (recompute). "
+        "\x1b[3m(manager.py:107:lmcache.v1.manager)\x1b[0m",
+    ]
+)

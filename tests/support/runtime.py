@@ -91,7 +91,7 @@ def ask(tag: str, oracle: str, request: Obj, container: Container | None = None,
     command = [str(python_of(tag)), str(ORACLES / f"{oracle}.py")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMCACHE_")}
     if container is not None:
-        command = _in_container(container, command)
+        command = in_container(container, command)
     proc = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True,
                           env=env, timeout=timeout, check=False)  # fmt: skip
     try:
@@ -123,11 +123,13 @@ def _held(paths: list[Path], hidden: set[str]) -> list[Path]:
     return [p for p in paths if any(p.is_relative_to(base) for base in hidden)]
 
 
-def _in_container(container: Container, command: list[str]) -> list[str]:
+def in_container(
+    container: Container, command: list[str], keep: tuple[Path, ...] = ()
+) -> list[str]:
     """``command`` in a mount namespace where each mountPath shows its folder and /tmp is empty.
-    The checkout and the interpreter stay where they are when they live under a folder the
-    container has of its own (a checkout under /tmp, say): they are held aside first and bound
-    back over the container's folders."""
+    The checkout, the interpreter and the ``keep`` folders stay where they are when they live
+    under a folder the container has of its own (a checkout under /tmp, say): they are held aside
+    first and bound back over the container's folders."""
     if not mount_namespace_available():
         pytest.skip("binding the claim at the rendered mountPath needs root and unshare")
     steps = ["set -e"]
@@ -135,7 +137,7 @@ def _in_container(container: Container, command: list[str]) -> list[str]:
     for base in bases:
         if base in ("/tmp", "/dev"):
             raise AssertionError(f"{base}: a mount there is not modelled")
-    held = _held([ROOT, _interpreter_prefix(Path(command[0]))], {*bases, "/tmp"})
+    held = _held([ROOT, _interpreter_prefix(Path(command[0])), *keep], {*bases, "/tmp"})
     hold = "/run/hpkv-held"
     if held:
         steps += [f"mkdir -p {hold}", f"mount -t tmpfs tmpfs {hold}"]

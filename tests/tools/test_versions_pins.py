@@ -34,14 +34,14 @@ def test_a_pin_added_to_a_requirements_file_is_found(tmp_path: Path) -> None:
     (tmp_path / "requirements-extra.txt").write_text(
         "-r requirements.txt\nNew_Pkg[extra]==2.3.4  # why\n\nloose>=1\n"
     )
-    (tmp_path / "tests" / "server").mkdir(parents=True)
-    (tmp_path / "tests" / "server" / "requirements.txt").write_text("srv==0.1\n")
+    (tmp_path / "tests" / "server" / "requirements").mkdir(parents=True)
+    (tmp_path / "tests" / "server" / "requirements" / "v1.txt").write_text("srv==0.1\n")
     found = {(p.name, p.pinned, p.where) for p in requirement_pins(tmp_path)}
     assert found == {
         ("alpha", "1.0", "requirements.txt:2"),
         ("new-pkg", "2.3.4", "requirements-extra.txt:2"),
         ("loose", ">=1", "requirements-extra.txt:4"),
-        ("srv", "0.1", "tests/server/requirements.txt:1"),
+        ("srv", "0.1", "tests/server/requirements/v1.txt:1"),
     }
 
 
@@ -57,7 +57,7 @@ def test_the_repositorys_own_pins_are_all_found() -> None:
     """Every ``name==version`` line of every requirements file, as pip reads it."""
     found = {(p.name, p.pinned) for p in requirement_pins(ROOT)}
     files = [*ROOT.glob("requirements*.txt"), *ROOT.glob("tests/runtime/requirements/*.txt"),
-             ROOT / "tests/server/requirements.txt"]  # fmt: skip
+             *ROOT.glob("tests/server/requirements/*.txt")]  # fmt: skip
     expected = set()
     for path in files:
         for line in path.read_text().splitlines():

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = (
     "requirements*.txt",
     "tests/runtime/requirements/*.txt",
-    "tests/server/requirements.txt",
+    "tests/server/requirements/*.txt",
 )
 EKS_REGISTRY = "EKS DescribeAddonVersions (make preflight)"
 GITHUB_API = "https://api.github.com/repos/"

@@ -12,7 +12,14 @@ from kubernetes.client.exceptions import ApiException
 
 from infra.config.bench import BenchConfig, ChatWorkload
 from scripts.lib.bench_compare.scale_out import Joiner, scale_out
-from scripts.lib.bench_compare.scrape import Counters, Scrape, add, increase
+from scripts.lib.bench_compare.scrape import (
+    DEGRADED,
+    Counters,
+    Scrape,
+    add,
+    increase,
+    probe_lmcache,
+)
 from scripts.lib.bench_compare.targets import BenchTarget
 from scripts.lib.bench_compare.verdicts import Verdict, judge, tier_result
 from scripts.lib.bench_compare.workloads import (
@@ -181,13 +188,24 @@ def compare(
     kv_bytes_per_token: int,
     models: dict[str, str],
     joiners: Mapping[str, Joiner] | None = None,
+    probe: Callable[[str], str | None] = probe_lmcache,
 ) -> Comparison:
-    """``joiners``: by endpoint label, how a replica joins it (the scale-out workload)."""
+    """``joiners``: by endpoint label, how a replica joins it (the scale-out workload).
+    ``probe``: a replica's LMCache state by its metrics URL (``scrape.lmcache_state``), read
+    once before any request: LMCache 0.3.x in its degraded mode stops vLLM's engine at the
+    first request."""
     result = Comparison(plan, targets, models, bench.speedup_prompt_words)
+    pairs = [(u, m) for t in targets for u, m in zip(t.urls, t.metrics_urls, strict=True)]
+    degraded = [u for u, m in pairs if probe(m) == DEGRADED]
     for workload in plan.workloads:
         for t in targets:
+            if any(u in degraded for u in t.urls):
+                # Nothing is sent to it: its judged workloads fail on that (verdicts.judge).
+                if workload in ("sweep", "cross_pod"):
+                    result.runs.append(WorkloadRun(workload, t))
+                continue
             steps.phase(f"{workload} on {t.l2_backend} ({t.endpoint})")
             join = (joiners or {}).get(t.endpoint)
             result.runs.append(_run_one(workload, t, plan, send, scrape, steps.advance, join))
-    result.judged = judge(result.runs, bench, kv_bytes_per_token)
+    result.judged = judge(result.runs, bench, kv_bytes_per_token, degraded)
     return result

@@ -1,9 +1,10 @@
 """Counters from a Pod's /metrics (Prometheus text format), summed over their label sets, and
-their increase over a workload."""
+their increase over a workload; and whether the Pod's LMCache runs in its degraded mode."""
 
 from __future__ import annotations
 
 import math
+import re
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 
@@ -13,7 +14,11 @@ Counters = dict[str, float]
 Scrape = Callable[[str], Counters]  # metrics base URL -> counters
 REQUESTS = "vllm:request_success_total"
 """Requests a replica finished: which replica served which request (``verdicts.two_pods``)."""
-SCRAPED = (*COUNTERS, REQUESTS)
+L2_WRITE_BYTES = "lmcache:num_remote_write_bytes_total"
+"""Bytes written to L2: with the write requests, the size of a chunk (``cross_pod_cause``)."""
+SCRAPED = (*COUNTERS, REQUESTS, L2_WRITE_BYTES)
+DEGRADED = "degraded"
+_LMCACHE_ROLE = re.compile(r'^lmcache:[^{\s]*\{[^}]*\brole="(\w+)"', re.M)
 
 
 def parse_counters(text: str, names: Iterable[str] = SCRAPED) -> Counters:
@@ -37,11 +42,30 @@ def parse_counters(text: str, names: Iterable[str] = SCRAPED) -> Counters:
     return found
 
 
+def _page(base_url: str, timeout: float) -> str:
+    with urllib.request.urlopen(f"{base_url.rstrip('/')}/metrics", timeout=timeout) as resp:
+        text: str = resp.read().decode("utf-8", "replace")
+        return text
+
+
 def scrape_metrics(base_url: str, timeout: float = 30.0) -> Counters:
     """GET ``<base_url>/metrics``: vLLM serves it on its API port (LMCache's series appear once
     ``PROMETHEUS_MULTIPROC_DIR`` is set in the container)."""
-    with urllib.request.urlopen(f"{base_url.rstrip('/')}/metrics", timeout=timeout) as resp:
-        return parse_counters(resp.read().decode("utf-8", "replace"))
+    return parse_counters(_page(base_url, timeout))
+
+
+def lmcache_state(text: str) -> str | None:
+    """``DEGRADED`` when the page carries LMCache's series from vLLM's scheduler side (role
+    "scheduler") and none from its engine (role "worker"): LMCache's engine failed to start in
+    the worker (its log says "degraded mode (recompute)") and every request is recomputed.
+    None otherwise (LMCache up, or no LMCache series to judge by)."""
+    roles = set(_LMCACHE_ROLE.findall(text))
+    return DEGRADED if "scheduler" in roles and "worker" not in roles else None
+
+
+def probe_lmcache(base_url: str, timeout: float = 30.0) -> str | None:
+    """``lmcache_state`` of the Pod behind ``base_url``."""
+    return lmcache_state(_page(base_url, timeout))
 
 
 def increase(before: Mapping[str, float], after: Mapping[str, float]) -> Counters:

@@ -5,7 +5,9 @@ tokens (2.7x in the post). An endpoint without L2 is the baseline: its verdicts 
 verdict that cannot be measured fails, with the reason: no LMCache counters, or warm requests
 that cannot be shown to have run on another Pod than the one that computed the prompt (one URL,
 a router, two URLs of one Pod: ``two_pods``). A tier's result is the conjunction of its
-verdicts (``tier_result``)."""
+verdicts (``tier_result``). A replica whose LMCache runs in its degraded mode (its /metrics:
+``scrape.lmcache_state``) fails every verdict of its tier, named; a cross-Pod miss is explained
+from the two replicas' L2 counters."""
 
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infra.config.bench import BenchConfig
-from infra.metrics.tiers import l2_hit_share
-from scripts.lib.bench_compare.scrape import REQUESTS
+from infra.metrics.tiers import L2_READS, L2_WRITES, LOADED, l2_hit_share
+from scripts.lib.bench_compare.scrape import L2_WRITE_BYTES, REQUESTS, Counters
 from scripts.lib.bench_compare.stats import figures
 from scripts.lib.bench_compare.workloads import WorkloadRun
 
@@ -36,14 +38,45 @@ class Verdict:
 
 
 def _verdict(run: WorkloadRun, check: str, measured: float | None, threshold: float,
-             missing: str) -> Verdict:  # fmt: skip
+             missing: str, why: str = "") -> Verdict:  # fmt: skip
     t = run.target
     if measured is None:
         return Verdict(t.l2_backend, t.endpoint, check, None, threshold, "fail", missing)
     ok = measured >= threshold
     reason = f"{measured:.2f} {'>=' if ok else '<'} {threshold:g}"
+    if not ok and why:
+        reason = f"{reason}: {why}"
     return Verdict(
         t.l2_backend, t.endpoint, check, measured, threshold, "pass" if ok else "fail", reason
+    )
+
+
+def _chunk_bytes(deltas: Counters) -> float | None:
+    writes = deltas.get(L2_WRITES, 0.0)
+    return deltas.get(L2_WRITE_BYTES, 0.0) / writes if writes else None
+
+
+def cross_pod_miss(run: WorkloadRun) -> str:
+    """Why the second replica read less than the first one stored, from each replica's L2
+    counters over the test: a chunk of another size (another chunk size: other keys), or no
+    read of chunks the first wrote (not one L2 folder, or other keys: PYTHONHASHSEED)."""
+    if len(run.replica_deltas) < 2:
+        return ""
+    first, second = run.replica_deltas[:2]
+    wrote, size_a, size_b = first.get(L2_WRITES, 0.0), _chunk_bytes(first), _chunk_bytes(second)
+    if size_a and size_b and size_a != size_b:
+        return (
+            f"the replicas write chunks of {size_a:,.0f} and {size_b:,.0f} bytes: their chunk "
+            "sizes (LMCACHE_CHUNK_SIZE) differ, so do their chunk keys"
+        )
+    if wrote == 0 and first.get(LOADED, 0.0) > 0:
+        return "the first replica found the prompt already cached (a seed used before?)"
+    if wrote == 0:
+        return "the first replica wrote nothing to L2 (is its L2 mounted and writable?)"
+    read = second.get(L2_READS, 0.0)
+    return (
+        f"the second replica read {read:g} of the {wrote:g} chunks the first wrote to L2: they "
+        "do not share an L2 folder (claim, subPath) or do not key chunks alike (PYTHONHASHSEED)"
     )
 
 
@@ -86,20 +119,31 @@ def two_pods(run: WorkloadRun) -> str | None:
     return None
 
 
-def _unmeasured(run: WorkloadRun) -> tuple[str, str] | None:
-    """The status and reason of a verdict not measured: n/a without L2, a failure when the
-    warm requests may have run on the Pod that computed their prompts."""
+def _unmeasured(run: WorkloadRun, degraded: Sequence[str]) -> tuple[str, str] | None:
+    """The status and reason of a verdict not measured: n/a without L2, a failure when a
+    replica's LMCache is degraded or the warm requests may have run on the Pod that computed
+    their prompts."""
     if run.target.l2_backend == "none":
         return "n/a", "no L2: the baseline the others are compared with"
+    down = [f"replica {i + 1} ({u})" for i, u in enumerate(run.target.urls) if u in degraded]
+    if down:
+        why = (
+            f"{', '.join(down)}: LMCache runs in its degraded mode (recompute): its /metrics has "
+            "LMCache's scheduler series and none of its engine; its log says why"
+        )
+        return "fail", why
     reason = two_pods(run)
     return None if reason is None else ("fail", reason)
 
 
 def judge(
-    runs: list[WorkloadRun], bench: BenchConfig, kv_bytes_per_token: int
+    runs: list[WorkloadRun],
+    bench: BenchConfig,
+    kv_bytes_per_token: int,
+    degraded: Sequence[str] = (),
 ) -> list[tuple[WorkloadRun, Verdict]]:
     """The verdict of each judged run (the sweep, the cross-Pod test and the scale-out),
-    beside its run."""
+    beside its run. ``degraded``: the URLs of replicas whose LMCache is degraded."""
     out = []
     for run in runs:
         t = run.target
@@ -111,7 +155,7 @@ def judge(
             continue
         check = CROSS_POD if run.workload == "cross_pod" else SPEEDUP
         threshold = bench.min_cross_pod_hit if check == CROSS_POD else bench.min_warm_speedup
-        unmeasured = _unmeasured(run)
+        unmeasured = _unmeasured(run, degraded)
         if unmeasured is not None:
             status, why = unmeasured
             verdict = Verdict(t.l2_backend, t.endpoint, check, None, threshold, status, why)
@@ -121,10 +165,12 @@ def judge(
             measured = cross_pod_hit(run, kv_bytes_per_token)
             missing = "not measured: no LMCache counters on the second replica's /metrics " \
                       "(is PROMETHEUS_MULTIPROC_DIR set?)"  # fmt: skip
+            why = cross_pod_miss(run)
         else:
             measured = figures(run, kv_bytes_per_token, bench.speedup_prompt_words).speedup
             missing = f"not measured: no sweep at {bench.speedup_prompt_words} words"
-        out.append((run, _verdict(run, check, measured, threshold, missing)))
+            why = ""
+        out.append((run, _verdict(run, check, measured, threshold, missing, why)))
     return out
 
 

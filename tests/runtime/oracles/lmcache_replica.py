@@ -66,6 +66,9 @@ def main() -> dict[str, object]:
         kv_dtype=torch.bfloat16,
         kv_shape=(layers, 2, config.chunk_size, model["kv_heads"], model["head_dim"]),
         role="worker",
+        # vLLM's served model name, as vLLM's connector passes it (LMCache labels its counters
+        # with it): without --served-model-name, the model path.
+        served_model_name=model["name"],
     )
     engine = LMCacheEngineBuilder.get_or_create(
         "replica",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from scripts.lib.lmcache_logs import (
+    DegradedLine,
     HitLine,
     RetrieveLine,
     StoreLine,
@@ -15,6 +16,8 @@ from scripts.lib.lmcache_logs import (
     parse_log,
 )
 from tests.support.lmcache_logs import (
+    DEGRADED_0_3,
+    DEGRADED_0_4,
     MISS,
     PARTIAL_HIT,
     PARTIAL_RETRIEVE,
@@ -86,3 +89,17 @@ def test_zero_hit_fails_with_a_reason() -> None:
 def test_nothing_stored_fails() -> None:
     v = l2_verdict(parse_log(MISS), parse_log(MISS), 1925, 0.5)
     assert not v.ok and "Stored" in v.reason
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (DEGRADED_0_3, "Unsupported device platform for LMCache engine."),
+        (DEGRADED_0_4, "RuntimeError: No supported cpu connector found."),
+    ],
+    ids=["0.3.15", "0.4.7"],
+)
+def test_lmcaches_degraded_start_is_read_with_its_cause(text: str, why: str) -> None:
+    log = parse_log(f"INFO: started\n{text}\n{MISS}")
+    assert log.degraded == [DegradedLine(why)]
+    assert parse_log(f"{SEED_STORE}\n{MISS}").degraded == []

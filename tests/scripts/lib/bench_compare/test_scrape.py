@@ -3,7 +3,7 @@ restart. No double: Prometheus text as vLLM and LMCache print it."""
 
 from __future__ import annotations
 
-from scripts.lib.bench_compare.scrape import increase, parse_counters
+from scripts.lib.bench_compare.scrape import DEGRADED, increase, lmcache_state, parse_counters
 
 PAGE = """\
 # HELP vllm:prefix_cache_queries_total Prefix cache queries.
@@ -28,3 +28,22 @@ def test_each_counter_is_summed_over_its_label_sets_and_other_series_are_left_ou
 def test_a_counter_that_went_down_restarted_so_its_value_is_the_increase() -> None:
     before = {"a": 100.0, "b": 50.0}
     assert increase(before, {"a": 130.0, "b": 20.0, "c": 5.0}) == {"a": 30.0, "b": 20.0, "c": 5.0}
+
+
+# A replica's LMCache series as vLLM CPU servers with LMCache in process exposed them
+# (tests/server): the scheduler's logger always, the engine's (role worker) once it started.
+SCHEDULER = (
+    'lmcache:storage_events_ongoing_count{model_name="/opt/ml/model",role="scheduler",'
+    'served_model_name="/opt/ml/model",worker_id="0"} 0.0\n'
+)
+WORKER = (
+    'lmcache:num_hit_tokens_total{model_name="/opt/ml/model",role="worker",'
+    'served_model_name="/opt/ml/model",worker_id="0"} 1280.0\n'
+)
+
+
+def test_lmcache_is_degraded_when_only_its_scheduler_side_exposes_series() -> None:
+    assert lmcache_state(PAGE + SCHEDULER) == DEGRADED
+    assert lmcache_state(PAGE + SCHEDULER + WORKER) is None
+    assert lmcache_state(PAGE + WORKER) is None
+    assert lmcache_state(PAGE) is None  # no LMCache series: nothing to judge by

@@ -60,9 +60,10 @@ def test_all_stages_pass_and_l2_verdict(kube: FakeKube, servers: tuple[FakeVllm,
     # Byte-identical prompt on both Pods, on the container's port (8000 in the recording).
     assert servers[0].prompts == servers[1].prompts and len(servers[0].prompts[0].split()) == 300
     assert [p for _, p in transport.opened] == [8000, 8000]
-    # Logs were read from the model container (found by its env, not by index).
+    # Logs were read from the model container (found by its env, not by index): each Pod's whole
+    # log before the test (LMCache's degraded line is written at start), its window after.
     log_reads = [p for m, p, _ in kube.requests if p.endswith("/log")]
-    assert len(log_reads) == 2
+    assert len(log_reads) == 4 and log_reads[:2] == log_reads[2:]
 
 
 def test_unpatched_pods_and_wrong_tiered_storage_fail(kube: FakeKube) -> None:

@@ -1,0 +1,290 @@
+"""The server layer's replicas (``make test-server``): real vLLM CPU servers (the community CPU
+build of each supported image's vLLM, with the image's own LMCache, in ``.venv-server/<tag>``)
+started as an endpoint's model container runs: the Pod the operator renders and the L2 policy
+admits (``tests/support/runtime.py``), its env and arguments as rendered, in a mount namespace
+where the claim's subPath is bound at the rendered mountPath and the model folder at the
+operator's model mount.
+
+What differs from a GPU node, each for a reason of this machine:
+
+- ``--port``: a free port per replica (they share one network); ``--host 127.0.0.1``.
+- ``--dtype float32``: every vLLM CPU attention kernel accepts it, on CPUs with AMX or without
+  (``tests/server/attention_kernel.py`` says why; ``test_attention_kernel.py`` holds it).
+- ``--num-gpu-blocks-override``: a KV cache of a few MiB instead of ``VLLM_CPU_KVCACHE_SPACE``'s
+  whole GiB, so that several replicas fit beside other work.
+- ``--kv-transfer-config`` names ``CpuLMCacheConnectorV1`` from ``tests.support.lmcache_cpu``
+  (``PYTHONPATH`` reaches it): vLLM's LMCacheConnectorV1 with the CPU copy in the one place
+  LMCache has none. The degraded replica keeps the rendered connector.
+- ``LMCACHE_MAX_LOCAL_CPU_SIZE``: 0.2 GiB (LMCache allocates its whole L1 at start).
+- ``LMCACHE_PRE_CACHING_HASH_ALGORITHM=sha256_cbor`` only where LMCache's default chunk hash
+  differs between two processes on this interpreter (LMCache 0.3.15 on Python 3.11: ``hash(None)``
+  is an address before 3.12); the image's Python 3.12 gives every replica the same default keys.
+- vLLM's caches (compiled graphs) in one folder per image, shared by its replicas.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infra.config import AppConfig, parse_config
+from k8s.app import build_charts, manifests
+from scripts.lib.bench_compare.scrape import scrape_metrics
+from tests.support.config import SOURCE, with_overrides
+from tests.support.runtime import ROOT, Container, in_container
+
+IMAGES_ENV = "HPKV_SERVER_IMAGES"
+CPU_CONNECTOR = {
+    "kv_connector": "CpuLMCacheConnectorV1",
+    "kv_connector_module_path": "tests.support.lmcache_cpu",
+}
+DTYPE = "float32"
+KV_BLOCKS = 512  # of vLLM CPU's 128 tokens: 65,536 tokens, above --max-model-len
+L1_GIB = "0.2"
+START_TIMEOUT_S = 900.0
+
+
+def rendered_endpoints(tag: str) -> tuple[AppConfig, list[dict[str, Any]]]:
+    """dev with three endpoints of image ``tag`` in one namespace: two on one claim (two
+    subPaths), the third without L2 (three GPU nodes to fit them)."""
+    raw = with_overrides({"hyperpod.gpu_group.instance_count": 3})
+    first = {**raw["kvcache"]["endpoints"][0], "image": f"lmcache/vllm-openai:{tag}", "replicas": 1}
+    second = {**copy.deepcopy(first), "name": f"{first['name']}-b"}
+    third = {**copy.deepcopy(second), "name": f"{first['name']}-c", "l2_backend": "none"}
+    raw["kvcache"]["endpoints"] = [first, second, third]
+    config = parse_config(raw, SOURCE, "dev")
+    return config, [o for chart in manifests(build_charts(config)).values() for o in chart]
+
+
+def server_images() -> list[str]:
+    """The image tags whose vLLM CPU build `make test-server` installed."""
+    return os.environ.get(IMAGES_ENV, "").split()
+
+
+def python_of(tag: str) -> Path:
+    return ROOT / ".venv-server" / tag / "bin" / "python"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def default_hash_is_stable(tag: str) -> bool:
+    """Whether two processes of this image's LMCache derive the same default chunk keys here
+    (PYTHONHASHSEED=0, as the product sets it)."""
+    code = (
+        "from lmcache.v1.config import LMCacheEngineConfig\n"
+        "from lmcache.v1.token_database import ChunkedTokenDatabase\n"
+        "db = ChunkedTokenDatabase(LMCacheEngineConfig.from_defaults(chunk_size=4))\n"
+        "print(db._hash_tokens([1, 2, 3, 4]))"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "0", "LMCACHE_TRACK_USAGE": "false"}
+    runs = [
+        subprocess.run(
+            [str(python_of(tag)), "-c", code],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=300,
+        ).stdout.split()[-1]
+        for _ in range(2)
+    ]
+    return runs[0] == runs[1]
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """What a replica may hold here: vLLM's KV blocks (of 128 tokens), LMCache's L1, and the
+    context (``--max-model-len``; None: as rendered)."""
+
+    kv_blocks: int = KV_BLOCKS
+    l1_gib: str = L1_GIB
+    max_model_len: int | None = None
+
+
+def server_args(
+    rendered: list[str], port: int, connector: dict[str, str] | None, sizing: Sizing = Sizing()
+) -> list[str]:
+    """The rendered arguments with this machine's substitutions (module docstring)."""
+    args = list(rendered)
+    args[args.index("--port") + 1] = str(port)
+    if sizing.max_model_len is not None:
+        args[args.index("--max-model-len") + 1] = str(sizing.max_model_len)
+    if connector is not None:
+        at = args.index("--kv-transfer-config") + 1
+        args[at] = json.dumps({**json.loads(args[at]), **connector})
+    extra = ["--dtype", DTYPE, "--num-gpu-blocks-override", str(sizing.kv_blocks)]
+    return [*args, "--host", "127.0.0.1", *extra]
+
+
+@dataclass
+class Server:
+    """One replica: its URL, its log (stdout and stderr) and the container it runs as."""
+
+    name: str
+    url: str
+    log: Path
+    container: Container
+    process: subprocess.Popen[bytes]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.url}/health", timeout=2) as resp:
+                return bool(resp.status == 200)
+        except OSError:
+            return False
+
+
+def start(
+    tag: str,
+    name: str,
+    container: Container,
+    model: Path,
+    work: Path,
+    connector: dict[str, str] | None = CPU_CONNECTOR,
+    stable_hash: bool = True,
+    sizing: Sizing = Sizing(),
+) -> Server:
+    """Start replica ``name`` of image ``tag`` as ``container`` runs, ``model``'s files in its
+    model mount (the folder ``--model`` names)."""
+    weights = container.mounts[container.args[container.args.index("--model") + 1]]
+    assert weights is not None
+    for f in model.iterdir():
+        shutil.copy2(f, weights / f.name)
+    cache = work / f"cache-{tag}"
+    cache.mkdir(exist_ok=True)
+    port = free_port()
+    env = {
+        **container.env,
+        "LMCACHE_MAX_LOCAL_CPU_SIZE": sizing.l1_gib,
+        "LMCACHE_TRACK_USAGE": "false",
+        "PYTHONPATH": str(ROOT),
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "VLLM_HOST_IP": "127.0.0.1",
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_CACHE_ROOT": str(cache / "vllm"),
+        "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
+        "XDG_CACHE_HOME": str(cache),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    }
+    if not stable_hash:
+        env["LMCACHE_PRE_CACHING_HASH_ALGORITHM"] = "sha256_cbor"
+    run = Container(env, container.args, container.mounts, container.claims, container.own)
+    python = python_of(tag)
+    command = [
+        str(python),
+        "-m",
+        "vllm.entrypoints.cli.main",
+        "serve",
+        *server_args(container.args, port, connector, sizing),
+    ]
+    log = work / f"{name}.log"
+    process = subprocess.Popen(
+        in_container(run, command, keep=(cache,)),
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("LMCACHE_")},
+    )
+    return Server(name, f"http://127.0.0.1:{port}", log, run, process, env)
+
+
+def wait_ready(servers: list[Server], timeout: float = START_TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout
+    for s in servers:
+        while not s.ready():
+            if s.process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"vLLM {s.name} at {s.url} did not start:\n{s.log_text()[-4000:]}"
+                )
+            time.sleep(1)
+
+
+def stop(servers: list[Server]) -> None:
+    for s in servers:
+        if s.process.poll() is None:
+            os.killpg(s.process.pid, signal.SIGTERM)
+    for s in servers:
+        try:
+            s.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(s.process.pid, signal.SIGKILL)
+            s.process.wait(timeout=30)
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A greedy completion: its prompt's token count, the tokens it chose and the top
+    log-probabilities at each step."""
+
+    prompt_tokens: int
+    tokens: list[str]
+    top: list[dict[str, float]]
+
+
+def complete(url: str, model: str, prompt: str, max_tokens: int = 8) -> Answer:
+    body = json.dumps(
+        {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": max_tokens,
+            "temperature": 0,
+            "logprobs": 5,
+        }
+    ).encode()
+    request = urllib.request.Request(
+        f"{url}/v1/completions", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=300) as resp:
+        answer = json.load(resp)
+    logprobs = answer["choices"][0]["logprobs"]
+    return Answer(answer["usage"]["prompt_tokens"], logprobs["tokens"], logprobs["top_logprobs"])
+
+
+def wait_for_files(folder: Path, count: int, timeout: float = 60.0) -> set[Path]:
+    """The chunk files in ``folder`` once there are ``count`` (LMCache writes L2 after the
+    response, in the background)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = set(folder.glob("*.data"))
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def settled(url: str, before: dict[str, float], timeout: float = 15.0) -> dict[str, float]:
+    """The server's counters once LMCache has published what the last request did: its stats
+    thread writes them every 10 s (``log_interval``, lmcache/v1/cache_engine.py). Whatever the
+    counters read at ``timeout`` when none of LMCache's moved (a replica without LMCache)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        now = scrape_metrics(url)
+        moved = any(now.get(k, 0.0) != before.get(k, 0.0) for k in now if k.startswith("lmcache:"))
+        if moved or time.monotonic() > deadline:
+            return now
+        time.sleep(0.5)
+
+
+def metrics_page(url: str) -> str:
+    with urllib.request.urlopen(f"{url}/metrics", timeout=30) as resp:
+        return str(resp.read().decode())

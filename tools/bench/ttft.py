@@ -1,0 +1,307 @@
+"""The cache at work before any cluster exists: time to first token of a long shared prefix on two
+real vLLM CPU replicas of an endpoint with LMCache in process (the server layer's replicas,
+tests/support/vllm_server.py: the rendered Pod's env and arguments, the claim's subPath bound
+at the rendered mount), on a real architecture with random weights made here (Qwen3-0.6B's
+config.json shape; nothing is downloaded). Prints one line per image, starting ``TTFT``:
+
+- cold on B: B computes a prefix no one has seen (median of ``--requests``);
+- L2 hit on B: B, its L1 without the prefix, reads what A stored in the shared folder (each
+  prefix's chunk files dropped from the page cache first, as a read from another node's disk);
+- L1 hit on A: A serves a prefix it stored again, after the next prefix pushed it out of vLLM's
+  own KV cache (one prefix fits there, two in LMCache's L1);
+- the ratio cold / L2 hit, and the floor an L2 hit cannot beat: a plain read of the same chunk
+  files from the same disk (page cache dropped) plus one decode step of B.
+
+Each phase is checked against the replicas' own counters and log lines (no L2 read on A, every
+whole chunk read from L2 on B, LMCache's lookup hits): a run that did not serve from the tier
+it names stops with the reason instead of printing a figure.
+
+Usage: python -m tools.bench.ttft [--image TAG]... [--shape qwen3-0.6b] [--prefix-tokens 4096]
+       [--requests 5]   (make bench-ttft; root and unshare, as the server layer)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from infra.config.images import KNOWN, RECOMMENDED
+from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS
+from scripts.lib.bench_compare.scrape import increase, scrape_metrics
+from scripts.lib.lmcache_logs import parse_log
+from scripts.lib.openai_stream import StreamResult, list_models, stream_completion
+from scripts.lib.prompts import make_prompt
+from tests.support.runtime import container_of, endpoint_pod, mount_namespace_available, operator_of
+from tests.support.vllm_server import (
+    Server,
+    Sizing,
+    default_hash_is_stable,
+    python_of,
+    rendered_endpoints,
+    server_images,
+    settled,
+    start,
+    stop,
+    wait_ready,
+)
+from tools.bench.l2_throughput import drop_from_page_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+MAKE_MODEL = ROOT / "tests" / "server" / "make_model.py"
+BLOCK = 128  # vLLM CPU's block size (vllm/platforms/cpu.py)
+FLOAT32 = 4
+
+
+@dataclass(frozen=True)
+class Figures:
+    tokens: int
+    cold_ms: float
+    l2_ms: float
+    l1_ms: float
+    read_ms: float
+    read_mb: float
+    decode_ms: float
+
+    @property
+    def floor_ms(self) -> float:
+        return self.read_ms + self.decode_ms
+
+
+def _kv_bytes_per_token(model: Path) -> int:
+    c = json.loads((model / "config.json").read_text())
+    per: int = 2 * c["num_hidden_layers"] * c["num_key_value_heads"] * c["head_dim"] * FLOAT32
+    return per
+
+
+def _tokens(url: str, model: str, prompt: str) -> int:
+    body = json.dumps({"model": model, "prompt": prompt}).encode()
+    request = urllib.request.Request(
+        f"{url}/tokenize", data=body, headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as resp:
+        count: int = json.load(resp)["count"]
+        return count
+
+
+def _prefixes(url: str, model: str, tokens: int, n: int, seed: int) -> list[str]:
+    """``n`` distinct prompts of at least ``tokens`` tokens each (the model's tokenizer)."""
+    out = []
+    for i in range(n):
+        words = tokens // 3
+        while _tokens(url, model, make_prompt(seed + i, words)) < tokens:
+            words += max(1, words // 20)
+        out.append(make_prompt(seed + i, words))
+    return out
+
+
+def _read(files: list[Path]) -> tuple[float, int]:
+    """Milliseconds and bytes of a plain sequential read of ``files`` (page cache dropped)."""
+    drop_from_page_cache(files)
+    size = sum(f.stat().st_size for f in files)
+    buffer = bytearray(max(f.stat().st_size for f in files))
+    start = time.perf_counter()
+    for f in files:
+        with open(f, "rb", buffering=0) as handle:
+            handle.readinto(buffer)
+    return (time.perf_counter() - start) * 1000, size
+
+
+def _ask(server: Server, model: str, prompt: str) -> StreamResult:
+    return stream_completion(server.url, model, prompt, max_tokens=2)
+
+
+def _decode_ms(result: StreamResult) -> float:
+    """One decode step: the second token's time after the first."""
+    return max(0.0, result.total_ms - result.ttft_ms)
+
+
+def _fail(why: str) -> SystemExit:
+    return SystemExit(f"error: bench-ttft: {why}")
+
+
+def _phase(server: Server) -> tuple[dict[str, float], int]:
+    return scrape_metrics(server.url), len(server.log_text())
+
+
+def _since(server: Server, start: tuple[dict[str, float], int]) -> tuple[dict[str, float], Any]:
+    """The server's counters' increase (once LMCache has published them) and LMCache's log
+    lines since ``start``."""
+    deltas = increase(start[0], settled(server.url, start[0]))
+    return deltas, parse_log(server.log_text()[start[1] :])
+
+
+def on_a(a: Server, l2: Path, stored: list[str]) -> tuple[list[float], list[list[Path]]]:
+    """Replica A: each prefix cold, then the previous one again, which the new one pushed out
+    of vLLM's KV cache: from LMCache's L1. The L1 times and each prefix's chunk files."""
+    model = list_models(a.url)[0]
+    start = _phase(a)
+    l1, files, whole = [], [], []
+    for i, prompt in enumerate(stored):
+        before = set(l2.glob("*.data"))
+        whole.append((_ask(a, model, prompt).prompt_tokens or 0) // LMCACHE_CHUNK_TOKENS)
+        deadline = time.monotonic() + 120
+        while len(set(l2.glob("*.data")) - before) < whole[-1] and time.monotonic() < deadline:
+            time.sleep(0.2)
+        files.append(sorted(set(l2.glob("*.data")) - before))
+        if i > 0:
+            l1.append(_ask(a, model, stored[i - 1]).ttft_ms)
+    deltas, log = _since(a, start)
+    # LMCache's lookup of each repeated prefix: what it loaded beyond vLLM's own KV cache.
+    loaded = [h.need_to_load or 0 for h in log.hits if h.hit_tokens]
+    want = [n * LMCACHE_CHUNK_TOKENS for n in whole[:-1]]
+    if deltas.get(L2_READS, 0.0) != 0:
+        raise _fail("replica A read from L2: its L1 did not hold the repeated prefixes")
+    if len(loaded) != len(want) or any(got < 0.9 * w for got, w in zip(loaded, want, strict=True)):
+        raise _fail(
+            f"replica A's LMCache loaded {loaded} tokens of the repeated prefixes "
+            f"(want about {want}: vLLM's KV cache held them)"
+        )
+    if [len(f) for f in files] != whole:
+        raise _fail(f"replica A stored {[len(f) for f in files]} chunks (want {whole})")
+    return l1, files
+
+
+def on_b(
+    b: Server, fresh: list[str], stored: list[str], files: list[list[Path]]
+) -> tuple[list[float], list[float], list[float]]:
+    """Replica B: a prefix of its own, cold; then one A stored, from L2, its chunk files
+    dropped from the page cache first. The cold and L2 times, and the decode steps."""
+    model = list_models(b.url)[0]
+    start = _phase(b)
+    cold, l2, decode = [], [], []
+    for own, theirs, chunks in zip(fresh, stored, files, strict=False):
+        cold.append(_ask(b, model, own).ttft_ms)
+        drop_from_page_cache(chunks)
+        hit = _ask(b, model, theirs)
+        l2.append(hit.ttft_ms)
+        decode.append(_decode_ms(hit))
+    deltas, _ = _since(b, start)
+    want = sum(len(f) for f in files[: len(fresh)])
+    if deltas.get(L2_READS, 0.0) != want:
+        raise _fail(f"replica B read {deltas.get(L2_READS, 0.0):g} chunks from L2 (want {want})")
+    return cold, l2, decode
+
+
+def line(tag: str, shape: str, f: Figures, requests: int) -> str:
+    facts = KNOWN[tag]
+    return (
+        f"TTFT {tag} (LMCache {facts.lmcache}, vLLM {facts.vllm} CPU, {shape} shape, random "
+        f"weights, float32): prefix {f.tokens:,} tokens, median of {requests}: cold on B "
+        f"{f.cold_ms:,.0f} ms, L2 hit on B {f.l2_ms:,.0f} ms, L1 hit on A {f.l1_ms:,.0f} ms; "
+        f"cold/L2 {f.cold_ms / f.l2_ms:.1f}x; floor {f.floor_ms:,.0f} ms (plain read of "
+        f"{f.read_mb:,.1f} MB of KV from the same disk, page cache dropped, {f.read_ms:,.0f} ms "
+        f"+ one decode step {f.decode_ms:,.0f} ms)"
+    )
+
+
+def run_image(tag: str, shape: str, tokens: int, requests: int, work: Path, seed: int) -> str:
+    model = work / f"model-{shape}"
+    if not model.exists():
+        subprocess.run(
+            [str(python_of(tag)), str(MAKE_MODEL), str(model), shape],
+            check=True,
+            capture_output=True,
+            timeout=1800,
+        )
+    per_token = _kv_bytes_per_token(model)
+    # vLLM's KV cache: one prefix and its answer. A's L1: three prefixes (the one it repeats,
+    # the one that pushed it out of vLLM, the last touched) and a margin; B's: as the layer's.
+    blocks = -(-(tokens + 2 * BLOCK) // BLOCK) + 2
+    l1 = f"{3 * tokens * per_token / 2**30 + 0.2:.1f}"
+    sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK)
+    config, objs = rendered_endpoints(tag)
+    pod = endpoint_pod(objs, config.kvcache.endpoints[0], operator_of(config))
+    claims, stable = work / f"claims-{tag}", default_hash_is_stable(tag)
+
+    def replica(name: str, l1_gib: str) -> Server:
+        container = container_of(pod, claims, work / f"pod-{tag}-{name}")
+        server = start(
+            tag,
+            f"{tag}-{name}",
+            container,
+            model,
+            work,
+            stable_hash=stable,
+            sizing=replace(sizing, l1_gib=l1_gib),
+        )
+        try:
+            wait_ready([server])
+        except RuntimeError:
+            stop([server])
+            raise
+        return server
+
+    # One replica at a time (A's L1 holds gigabytes); B finds A's compiled graphs and chunks.
+    a = replica("a", l1)
+    try:
+        (mount,) = a.container.claims
+        l2 = a.container.mounts[mount]
+        assert l2 is not None
+        model_id = list_models(a.url)[0]
+        stored = _prefixes(a.url, model_id, tokens, requests + 1, seed)
+        fresh = _prefixes(a.url, model_id, tokens, requests, seed + 1000)
+        l1_ms, files = on_a(a, l2, stored)
+        first = _tokens(a.url, model_id, stored[0])
+    finally:
+        stop([a])
+    b = replica("b", sizing.l1_gib)
+    try:
+        cold, l2_ms, decode = on_b(b, fresh, stored, files)
+    finally:
+        stop([b])
+    timed = [_read(f) for f in files[:requests]]
+    figures = Figures(
+        tokens=first,
+        cold_ms=statistics.median(cold),
+        l2_ms=statistics.median(l2_ms),
+        l1_ms=statistics.median(l1_ms),
+        read_ms=statistics.median(ms for ms, _ in timed),
+        read_mb=statistics.median(size for _, size in timed) / 1e6,
+        decode_ms=statistics.median(decode),
+    )
+    return line(tag, shape, figures, requests)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", action="append", help="image tag (default: every installed)")
+    parser.add_argument("--shape", default="qwen3-0.6b", choices=("qwen3-0.6b", "tiny"))
+    parser.add_argument("--prefix-tokens", type=int, default=4096)
+    parser.add_argument("--requests", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=4000)
+    parser.add_argument("--work", type=Path, help="folder for the model and the replicas")
+    args = parser.parse_args(argv)
+    images = args.image or server_images() or [RECOMMENDED.rpartition(":")[2]]
+    missing = [t for t in images if not python_of(t).exists()]
+    if missing:
+        raise _fail(f"--image {missing[0]}: no .venv-server/{missing[0]}; run `make bench-ttft`")
+    if args.prefix_tokens < 1 or args.requests < 1:
+        raise _fail("--prefix-tokens and --requests take a positive number")
+    if not mount_namespace_available():
+        raise _fail("binding the claim at the rendered mount needs root and unshare")
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench-ttft-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        for tag in images:
+            print(
+                run_image(tag, args.shape, args.prefix_tokens, args.requests, work, args.seed),
+                flush=True,
+            )
+    finally:
+        if args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
