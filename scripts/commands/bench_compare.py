@@ -35,7 +35,7 @@ from scripts.lib.bench_compare.targets import (
     scale_out_joiner,
 )
 from scripts.lib.bench_compare.workloads import Waits
-from scripts.lib.errors import CliError, Exit
+from scripts.lib.errors import CliError, Exit, bad_option
 from scripts.lib.openai_stream import StreamError, StreamResult, model_cards, stream_completion
 from scripts.lib.progress import Steps
 
@@ -72,7 +72,7 @@ def run(o: CompareOptions) -> Exit:
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
         if not explicit:
-            explicit, joiners = _from_config(stack, env, list(o.endpoints), o.direct, o.context)
+            explicit, joiners = _from_config(stack, cfg, list(o.endpoints), o.direct, o.context)
         try:
             result = compare_tiers(cfg, explicit, the_seed, o.given, o.waits, joiners)
         except (StreamError, OSError) as exc:
@@ -94,22 +94,27 @@ def _named_joiners(targets: list[BenchTarget], joining: tuple[str, ...]) -> dict
     by_tier = {t.l2_backend: t for t in targets}
     out: dict[str, Joiner] = {}
     for text in joining:
-        new = parse_target(text)
+        new = parse_target(text, "--joining")
         if new.l2_backend not in by_tier or new.pods != 1 or new.endpoint in out:
-            raise CliError(
-                f"--joining {text}: want L2_BACKEND=URL, one URL for a tier given with "
-                f"--target ({', '.join(by_tier) or 'none given'}), each tier once",
-                Exit.USAGE,
+            raise bad_option(
+                "--joining",
+                text,
+                "L2_BACKEND=URL, one URL for a tier given with --target "
+                f"({', '.join(by_tier) or 'none given'}), each tier once",
+                "name a tier given with --target, once, with one URL",
             )
         out[by_tier[new.l2_backend].endpoint] = named_replica(new.urls[0], scrape_metrics)
     return out
 
 
 def _from_config(
-    stack: contextlib.ExitStack, env: str, names: list[str], direct: bool, context: str | None
+    stack: contextlib.ExitStack,
+    cfg: AppConfig,
+    names: list[str],
+    direct: bool,
+    context: str | None,
 ) -> tuple[list[BenchTarget], dict[str, Joiner]]:
     """The endpoints' replicas, and for each a joiner that scales it out by one."""
-    cfg = runtime.config(env)
     refs = endpoints_to_compare(cfg, names)
     clients = runtime.CLIENTS(cfg, context)
     transport = runtime.transport(direct, context)

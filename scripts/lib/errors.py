@@ -34,6 +34,21 @@ class CliError(Exception):
         self.code = code
 
 
+def shown(value: object) -> str:
+    """A value as the user gave it: bare when it reads unambiguously, else quoted (empty, with
+    spaces, quotes or characters a terminal would not show)."""
+    if not isinstance(value, str):
+        return str(value)
+    plain = value.isprintable() and not any(c.isspace() or c in "'\"" for c in value)
+    return value if value and plain else repr(value)
+
+
+def bad_option(option: str, value: object, allowed: str, fix: str) -> CliError:
+    """The one line of a value the command cannot use: ``<option> = <value>: allowed: ...;
+    fix: ...`` (exit 2), as the command line's own refusals read."""
+    return CliError(f"{option} = {shown(value)}: allowed: {allowed}; fix: {fix}", Exit.USAGE)
+
+
 def _one_line(text: object, limit: int = 300) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."

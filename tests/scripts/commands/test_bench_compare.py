@@ -170,8 +170,10 @@ def test_a_bad_target_is_refused_in_one_line_before_any_request(tmp_path: Path) 
     result = CliRunner().invoke(app, ["bench", "compare", "--target", "redis=http://x:1"])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    want = (r"error: --target redis=http://x:1: want L2_BACKEND=URL\[,URL\] with L2_BACKEND "
-            r"one of curvine, fsx_lustre, tieredstorage, none")  # fmt: skip
+    want = (
+        r"error: --target = redis=http://x:1: allowed: L2_BACKEND=URL\[,URL\] with "
+        r"L2_BACKEND one of curvine, fsx_lustre, tieredstorage, none"
+    )
     assert re.match(want, line)
 
 

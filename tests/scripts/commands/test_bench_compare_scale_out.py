@@ -125,4 +125,4 @@ def test_joining_a_tier_not_given_is_refused_in_one_line(tmp_path: Path) -> None
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("error: --joining curvine=http://127.0.0.1:3:")
+    assert line.startswith("error: --joining = curvine=http://127.0.0.1:3: allowed: ")
