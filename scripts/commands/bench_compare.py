@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
+from infra.cdk.written import OutputFolder
 from infra.config import AppConfig
 from infra.config.bench import longest_requests
 from scripts.lib import runtime
@@ -67,6 +68,7 @@ def run(o: CompareOptions) -> Exit:
     the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
     folder = o.out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
     # Bad options fail before any work.
+    OutputFolder(folder, "--out").check()
     explicit = one_per_tier([parse_target(t) for t in o.targets])
     joiners = _named_joiners(explicit, o.joining)
     bpt = cfg.observability.kv_bytes_per_token

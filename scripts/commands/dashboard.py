@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.cdk.unresolved import UnresolvedTokenError, write_checked
+from infra.cdk.unresolved import UnresolvedTokenError, check_all
+from infra.cdk.written import OutputFile, OutputFolder
 from infra.metrics.dashboards import (
     Panel,
     Target,
@@ -71,22 +72,28 @@ def run(o: DashboardOptions) -> Exit:
     samples, png = o.samples, o.png
     series = _read_samples(samples, png)
     config = runtime.config(o.env)
-    folder = o.out or Path("dist") / config.environment
-    dashboard, rules = folder / "grafana-dashboard.json", folder / "alert-rules.yaml"
-    upstream = {folder / name: text for name, text in upstream_dashboards(config).items()}
+    folder = OutputFolder(o.out or Path("dist") / config.environment, "--out")
+    picture = OutputFile(png, "--png") if png else None
+    folder.check()  # both before anything is written
+    if picture is not None:
+        picture.check()
+    dashboard, rules = "grafana-dashboard.json", "alert-rules.yaml"
+    files = {
+        dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
+        rules: alert_rules_yaml(config),
+        **upstream_dashboards(config),
+    }
     try:
-        write_checked({
-            dashboard: json.dumps(grafana_dashboard(config), indent=2) + "\n",
-            rules: alert_rules_yaml(config),
-            **upstream,
-        })  # fmt: skip
+        check_all({folder.path / name: text for name, text in files.items()})
     except UnresolvedTokenError as error:
         raise runtime.fail(str(error), Exit.USAGE) from None
-    print(f"wrote {dashboard} and {rules}")
-    for path in upstream:
+    written = folder.write(files)
+    print(f"wrote {written[0]} and {written[1]}")
+    for path in written[2:]:
         print(f"wrote {path} (upstream, import it next to the dashboard)")
-    if png:
+    if png and picture is not None:
         render_png(rows(config), sample_series(series), png,
                    f"{config.stack_prefix} (sample data)")  # fmt: skip
+        picture.record()
         print(f"wrote {png}")
     return Exit.OK

@@ -13,6 +13,7 @@ from pathlib import Path
 import boto3
 from botocore.credentials import Credentials
 
+from infra.cdk.written import OutputFile
 from infra.metrics.dashboards import rows
 from scripts.lib import runtime
 from scripts.lib.errors import Exit
@@ -45,6 +46,9 @@ def run(o: ReportOptions) -> Exit:
         seconds = window_seconds(window)
     except ValueError as error:
         raise runtime.fail(str(error), Exit.USAGE) from None
+    path = o.png or Path("dist") / config.environment / "report.png"
+    picture = OutputFile(path, "--png")
+    picture.check()  # before anything is queried
     base = o.endpoint or query_endpoint(config)
     found = boto3.Session(region_name=config.region).get_credentials()
     if found is None:
@@ -59,8 +63,8 @@ def run(o: ReportOptions) -> Exit:
     print(json.dumps(report, indent=2) if as_json else table(report))
     start = end - timedelta(seconds=seconds)
     step = range_step(seconds)
-    path = o.png or Path("dist") / config.environment / "report.png"
     render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
                f"{config.stack_prefix}: last {window}")  # fmt: skip
+    picture.record()
     print(f"wrote {path}", file=sys.stderr)
     return Exit.OK

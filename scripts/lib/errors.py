@@ -10,6 +10,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import exceptions as net
 
+from infra.cdk.written import OutputRefused
+
 
 class Exit(IntEnum):
     """Process exit codes, the same for every command (docs/cli.md lists them)."""
@@ -61,6 +63,8 @@ def describe_failure(exc: BaseException) -> CliError | None:
         return exc
     if isinstance(exc, OperationError):
         return CliError(_one_line(exc))
+    if isinstance(exc, OutputRefused):  # a bad --out or --png: the user's folder, untouched
+        return CliError(str(exc), Exit.USAGE)
     if isinstance(exc, aws.NoCredentialsError | aws.PartialCredentialsError):
         return CliError(
             "no AWS credentials: run `aws configure` or `aws sso login`, or set AWS_PROFILE"

@@ -68,9 +68,9 @@ def test_report_json_from_the_fake(
     }
 
 
-def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus) -> None:
+def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus, tmp_path: Path) -> None:
     with fake.serve() as url:
-        assert report.run(report.ReportOptions(endpoint=url, png=Path("/dev/null"))) == Exit.OK
+        assert report.run(report.ReportOptions(endpoint=url, png=tmp_path / "r.png")) == Exit.OK
     assert fake.requests
     for _path, _params, headers in fake.requests:
         auth = headers["Authorization"]
