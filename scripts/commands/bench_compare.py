@@ -70,7 +70,15 @@ def run(o: CompareOptions) -> Exit:
     # Bad options fail before any work.
     OutputFolder(folder, "--out").check()
     explicit = one_per_tier([parse_target(t) for t in o.targets])
+    if explicit and o.endpoints:
+        raise bad_option(
+            "--endpoint",
+            " ".join(o.endpoints),
+            "endpoints from config, or --target instead (--target names the replicas itself)",
+            "leave --endpoint out with --target, or --target out",
+        )
     joiners = _named_joiners(explicit, o.joining)
+    _joinable(explicit, joiners, o.given.workloads)
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
         if not explicit:
@@ -89,6 +97,27 @@ def run(o: CompareOptions) -> Exit:
     else:
         _print(result, folder, len(files))
     return code
+
+
+def _joinable(
+    targets: list[BenchTarget], joiners: dict[str, Joiner], asked: tuple[str, ...] | None
+) -> None:
+    """--workloads scale-out with --target: some tier with an L2 needs a replica to join it
+    (--joining), or the workload would measure nothing and the run pass on nothing."""
+    if not targets or "scale_out" not in (asked or ()):
+        return
+    with_l2 = [t for t in targets if t.l2_backend != "none"]
+    if with_l2 and not any(t.endpoint in joiners for t in with_l2):
+        tiers = ", ".join(t.l2_backend for t in with_l2)
+        given = ",".join(w.replace("_", "-") for w in asked or ())
+        raise bad_option(
+            "--workloads",
+            given,
+            "scale-out with --target where "
+            "--joining TIER=URL names a replica that has served nothing for a tier "
+            f"with an L2 ({tiers}); none is named, so nothing would be measured",
+            f"add --joining {with_l2[0].l2_backend}=URL, or leave scale-out out",
+        )
 
 
 def _named_joiners(targets: list[BenchTarget], joining: tuple[str, ...]) -> dict[str, Joiner]:

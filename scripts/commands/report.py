@@ -16,7 +16,7 @@ from botocore.credentials import Credentials
 from infra.cdk.written import OutputFile
 from infra.metrics.dashboards import rows
 from scripts.lib import runtime
-from scripts.lib.errors import Exit
+from scripts.lib.errors import CliError, Exit
 from scripts.lib.report import (
     PromClient,
     query_endpoint,
@@ -42,10 +42,15 @@ class ReportOptions:
 def run(o: ReportOptions) -> Exit:
     window, as_json = o.window, o.as_json
     config = runtime.config(o.env)
-    try:
-        seconds = window_seconds(window)
-    except ValueError as error:
-        raise runtime.fail(str(error), Exit.USAGE) from None
+    seconds = window_seconds(window)  # checked when the command line was parsed
+    if not config.observability.enabled and o.endpoint is None:
+        raise CliError(
+            f"config/{config.environment}.yaml: observability.enabled = false: allowed: true "
+            "for a report (it reads the environment's metrics store, which only "
+            "observability.enabled deploys); fix: set observability.enabled: true and deploy, "
+            "or pass --endpoint with the URL of a Prometheus that scrapes the endpoints",
+            Exit.USAGE,
+        )
     path = o.png or Path("dist") / config.environment / "report.png"
     picture = OutputFile(path, "--png")
     picture.check()  # before anything is queried

@@ -14,6 +14,7 @@ from infra.config import load_config
 from infra.metrics.dashboards import Queries, l2_used_percent, rows
 from scripts.cli import app
 from scripts.commands import report
+from scripts.lib import runtime
 from scripts.lib.errors import Exit
 from tests.doubles.fake_prometheus import FakePrometheus
 from tests.support.endpoint_objects import FIXTURES
@@ -133,3 +134,65 @@ def test_cli_report_without_credentials_is_one_line(
     assert result.stderr.strip().splitlines() == [
         "error: no AWS credentials to sign AMP queries with: run `aws configure` or set AWS_PROFILE"
     ]
+
+
+def _observability_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = load_config("dev")
+    off = base.observability.model_copy(update={"enabled": False})
+    monkeypatch.setattr(
+        runtime, "load_config", lambda env: base.model_copy(update={"observability": off})
+    )
+
+
+def test_an_environment_without_observability_is_told_so_not_blamed_on_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No metrics store is deployed there: the line says so and how to get one, whatever the
+    credentials (it used to end in "no AWS credentials")."""
+    _observability_off(monkeypatch)
+    result = CliRunner().invoke(app, ["report", "--png", str(tmp_path / "r.png")])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "error: config/dev.yaml: observability.enabled = false: allowed: true for a report"
+    ), line
+    assert "fix: set observability.enabled: true and deploy, or pass --endpoint" in line
+    assert not (tmp_path / "r.png").exists()
+
+
+def test_without_observability_a_prometheus_given_by_endpoint_is_read(
+    fake: FakePrometheus, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _observability_off(monkeypatch)
+    with fake.serve() as url:
+        result = CliRunner().invoke(
+            app, ["report", "--json", "--endpoint", url, "--png", str(tmp_path / "r.png")]
+        )
+    assert result.exit_code == 0, result.output
+    assert fake.requests
+
+
+@pytest.mark.parametrize("endpoint", ["localhost:9090", "prometheus.internal/api", "http://"])
+def test_an_endpoint_without_scheme_or_host_is_refused_before_any_request(endpoint: str) -> None:
+    """``localhost:9090`` reads as a URL of scheme "localhost": urllib would refuse it with a
+    traceback, after the credentials were looked up."""
+    result = CliRunner().invoke(app, ["report", "--endpoint", endpoint])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: --endpoint = {endpoint}: allowed: a URL with scheme and host"
+    ), line
+
+
+def test_a_png_of_someone_elses_is_not_written_over(fake: FakePrometheus, tmp_path: Path) -> None:
+    picture = tmp_path / "report.png"
+    picture.write_bytes(b"\x89PNG my holiday")
+    with fake.serve() as url:
+        result = CliRunner().invoke(app, ["report", "--endpoint", url, "--png", str(picture)])
+        assert fake.requests == []  # refused before any query
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --png = {picture}: allowed: a new file, or one hpkv wrote"), (
+        line
+    )
+    assert picture.read_bytes() == b"\x89PNG my holiday"
