@@ -217,16 +217,30 @@ def verify_command(
 
 
 def _confirm_chaos(env: str, endpoint: str | None) -> None:
-    """Ask on a terminal; refuse (exit 3) where no one can answer."""
+    """Ask on a terminal; refuse (exit 3) where no one can answer, and on no answer."""
     who = endpoint or "the first endpoint"
     what = (
         f"verify --chaos deletes an endpoint Pod ({who}), scales it out by one and back, and "
         f"deletes one Curvine worker Pod in {env}: requests slow down while they come back"
     )
-    if not sys.stdin.isatty():
+    if not _can_ask():
         raise CliError(f"refused: {what}; pass --yes to run it", Exit.REFUSED)
-    if not typer.confirm(f"{what}. Go on?", default=False, err=True):
+    try:
+        confirmed = typer.confirm(f"{what}. Go on?", default=False, err=True)
+    except Abort:  # Ctrl-D (end of input) or Ctrl-C at the question: a no
+        typer.echo("", err=True)  # the answer's line was never ended
+        confirmed = False
+    if not confirmed:
         raise CliError("refused: --chaos not confirmed; nothing was deleted", Exit.REFUSED)
+
+
+def _can_ask() -> bool:
+    """Standard input is a terminal someone can answer on: not closed, absent or a pipe."""
+    stdin = sys.stdin
+    try:
+        return stdin is not None and not stdin.closed and stdin.isatty()
+    except (ValueError, OSError):  # closed underneath, or a file descriptor no longer valid
+        return False
 
 
 @app.command(
