@@ -196,4 +196,4 @@ versions: install
 
 ## clean: remove cdk.out/, dist/ and the tool caches
 clean:
-	rm -rf $(OUT) dist mutants .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(OUT) dist mutants .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -26,10 +26,14 @@ from aws_cdk import App, Environment, cx_api
 from infra.cdk.context import cdk_json_context, new_app
 from infra.cdk.nag import enable_checks
 from infra.cdk.unresolved import UnresolvedTokenError
+from infra.cdk.written import OutputFolder, OutputRefused
 from infra.config import AppConfig, ConfigError, load_config
 from k8s.render import needs_file_system, needs_workspace, render_config
 from stacks.composition import compose
 from stacks.pipeline_stack import PipelineStack
+
+# How a refusal names the folder: the context key that gave it (make synth passes dist/<env>).
+MANIFESTS_DIR = "-c manifestsDir"
 
 
 def _direct_args(argv: list[str]) -> argparse.Namespace:
@@ -75,7 +79,7 @@ def write_manifests(config: AppConfig, out: Path, stream: TextIO) -> None:
             file=stream,
         )
         return
-    render_config(config, out)
+    render_config(config, out, label=MANIFESTS_DIR)
 
 
 def synth_messages(assembly: cx_api.CloudAssembly) -> list[str]:
@@ -113,12 +117,14 @@ def main(argv: list[str]) -> None:
         if str(app.node.try_get_context("pipeline")).lower() == "true":
             _pipeline(app, config)
         else:
-            compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
             manifests_dir = app.node.try_get_context("manifestsDir")
+            if manifests_dir:  # a folder of someone else's is refused before the synth
+                OutputFolder(Path(manifests_dir), MANIFESTS_DIR).check()
+            compose(app, config, chart_dir=Path(chart_dir) if chart_dir else None)
             if manifests_dir:
                 write_manifests(config, Path(manifests_dir), sys.stderr)
-    except (ConfigError, UnresolvedTokenError) as error:
-        # A user mistake (or output CDK values would reach): one line, no traceback.
+    except (ConfigError, UnresolvedTokenError, OutputRefused) as error:
+        # A user mistake (output CDK values would reach, a folder of someone else's): one line.
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     enable_checks(app)

@@ -5,13 +5,16 @@ function in ``scripts.commands``. Each command reads config/<env>.yaml; exit cod
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
+from typer._click.exceptions import NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 from typer.exceptions import Abort, TyperException
 
@@ -39,8 +42,13 @@ from scripts.options import (
     MaxTokensOpt,
     NamespaceOpt,
     SeedOpt,
-    usage_failure,
+    dtype_name,
+    gpu_instance_type,
+    png_path,
+    query_url,
+    report_window,
 )
+from scripts.usage import check_every_option, command_path, usage_failure
 
 # NODE_JS: only `manifests` renders the charts, which imports cdk8s; cdk8s starts Node.js (jsii)
 # and fails where Node.js is absent. Its module is imported when the command runs, so every other
@@ -72,34 +80,72 @@ def report_failure(failure: CliError, command: str | None) -> None:
                 }
             )
         )
-    err.print(f"error: {failure.message}", markup=False, highlight=False, soft_wrap=True)
+    line = " ".join(failure.message.splitlines())  # one line, whatever a message carried
+    err.print(f"error: {line}", markup=False, highlight=False, soft_wrap=True)
 
 
 class _Commands(TyperGroup):
     """Runs every command inside the error-translation layer (scripts.lib.errors.describe_failure):
     a failure from AWS, Kubernetes, the network or the file system ends in one line and its
-    exit code, never a traceback."""
+    exit code, never a traceback; so does every usage error (``scripts.usage``), whose checks
+    every option of every command gets here."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        check_every_option(self)
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        windows_expand_args: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """typer's own loop, with its usage errors and aborts in one line (its standalone mode
+        frames them in a block, and ends an abort with exit 1, a failed check's code)."""
+        run = functools.partial(
+            super().main, args, prog_name, complete_var, False, windows_expand_args, **extra
+        )
+        if not standalone_mode:
+            return run()
+        try:
+            code = run()
+        except NoArgsIsHelpError as help_asked:  # `hpkv` alone: the help, as typer prints it
+            help_asked.show()
+            sys.exit(help_asked.exit_code)
+        except UsageError as exc:
+            report_failure(usage_failure(exc), _command(exc.ctx))
+            sys.exit(Exit.USAGE)
+        except Abort:  # end of input or Ctrl-C at a question: nothing was asked for
+            report_failure(DECLINED, None)
+            sys.exit(DECLINED.code)
+        sys.exit(code if isinstance(code, int) else Exit.OK)
 
     def invoke(self, ctx: Any) -> Any:  # typer._click.Context (typer keeps click private)
         STATE.json = False
         try:
             return super().invoke(ctx)
-        except TyperException as exc:  # a usage error (exit 2) ends in one line too
-            if getattr(exc, "exit_code", None) != Exit.USAGE:
-                raise
-            _end(usage_failure(exc, ctx.invoked_subcommand), ctx.invoked_subcommand)
-        except (typer.Exit, Abort):  # typer's own exits
-            raise
+        except (typer.Exit, Abort, TyperException, BrokenPipeError):
+            raise  # typer's own exits and usage errors; a reader gone (`| head`): typer is quiet
         except Exception as exc:  # translated, or re-raised when not ours
             failure = describe_failure(exc)
             if failure is None:
                 raise
-            _end(failure, ctx.invoked_subcommand)
+            report_failure(failure, ctx.invoked_subcommand)
+            raise typer.Exit(failure.code) from None
 
 
-def _end(failure: CliError, command: str | None) -> NoReturn:
-    report_failure(failure, command)
-    raise typer.Exit(failure.code) from None
+DECLINED = CliError(
+    "refused: no answer (end of input or Ctrl-C); nothing was changed", Exit.REFUSED
+)
+
+
+def _command(ctx: Any) -> str | None:
+    """The command a usage error belongs to, as the JSON object names it (``bench``)."""
+    path = command_path(ctx).split()[1:]
+    return path[0] if path else None
 
 
 app = typer.Typer(
@@ -171,16 +217,30 @@ def verify_command(
 
 
 def _confirm_chaos(env: str, endpoint: str | None) -> None:
-    """Ask on a terminal; refuse (exit 3) where no one can answer."""
+    """Ask on a terminal; refuse (exit 3) where no one can answer, and on no answer."""
     who = endpoint or "the first endpoint"
     what = (
         f"verify --chaos deletes an endpoint Pod ({who}), scales it out by one and back, and "
         f"deletes one Curvine worker Pod in {env}: requests slow down while they come back"
     )
-    if not sys.stdin.isatty():
+    if not _can_ask():
         raise CliError(f"refused: {what}; pass --yes to run it", Exit.REFUSED)
-    if not typer.confirm(f"{what}. Go on?", default=False, err=True):
+    try:
+        confirmed = typer.confirm(f"{what}. Go on?", default=False, err=True)
+    except Abort:  # Ctrl-D (end of input) or Ctrl-C at the question: a no
+        typer.echo("", err=True)  # the answer's line was never ended
+        confirmed = False
+    if not confirmed:
         raise CliError("refused: --chaos not confirmed; nothing was deleted", Exit.REFUSED)
+
+
+def _can_ask() -> bool:
+    """Standard input is a terminal someone can answer on: not closed, absent or a pipe."""
+    stdin = sys.stdin
+    try:
+        return stdin is not None and not stdin.closed and stdin.isatty()
+    except (ValueError, OSError):  # closed underneath, or a file descriptor no longer valid
+        return False
 
 
 @app.command(
@@ -251,7 +311,10 @@ def size_command(
         typer.Option(min=1, help="Parameter count (e.g. 7.6e9) instead of the estimate."),
     ] = None,
     instance_type: Annotated[
-        str | None, typer.Option(help="GPU instance type (default: hyperpod.gpu_group).")
+        str | None,
+        typer.Option(
+            help="GPU instance type (default: hyperpod.gpu_group).", callback=gpu_instance_type
+        ),
     ] = None,
     gpu_nodes: Annotated[
         int | None,
@@ -266,10 +329,17 @@ def size_command(
         ),
     ] = None,
     weight_dtype: Annotated[
-        str | None, typer.Option(help="Weight dtype (default: torch_dtype).")
+        str | None,
+        typer.Option(
+            help="Weight dtype (default: torch_dtype).", callback=dtype_name("--weight-dtype")
+        ),
     ] = None,
     kv_dtype: Annotated[
-        str | None, typer.Option(help="KV cache dtype, e.g. fp8 (default: torch_dtype).")
+        str | None,
+        typer.Option(
+            help="KV cache dtype, e.g. fp8 (default: torch_dtype).",
+            callback=dtype_name("--kv-dtype"),
+        ),
     ] = None,
     gpu_memory_utilization: Annotated[
         float, typer.Option(min=0.01, max=1, help="vLLM --gpu-memory-utilization.")
@@ -362,13 +432,17 @@ def recreate_command(
 @app.command("report", epilog="Example: hpkv report --env dev --window 1h")
 def report_command(
     env: EnvOpt = "dev",
-    window: Annotated[str, typer.Option(help="How far back: 15m, 1h, 1d.")] = "1h",
+    window: Annotated[
+        str, typer.Option(help="How far back: 15m, 1h, 1d.", callback=report_window)
+    ] = "1h",
     as_json: JsonOpt = False,
     png: Annotated[
-        Path | None, typer.Option(help="PNG of the panels (default dist/<env>/report.png).")
+        Path | None,
+        typer.Option(help="PNG of the panels (default dist/<env>/report.png).", callback=png_path),
     ] = None,
     endpoint: Annotated[
-        str | None, typer.Option(help="Prometheus query URL (default: the AMP workspace).")
+        str | None,
+        typer.Option(help="Prometheus query URL (default: the AMP workspace).", callback=query_url),
     ] = None,
 ) -> None:
     """Each tier's hit rate, TTFT percentiles and L2 use over a window, from the metrics store."""
@@ -401,7 +475,8 @@ def dashboard_command(
         Path | None, typer.Option(help="Sample series JSON to render --png from.")
     ] = None,
     png: Annotated[
-        Path | None, typer.Option(help="Render the panels from --samples into this PNG.")
+        Path | None,
+        typer.Option(help="Render the panels from --samples into this PNG.", callback=png_path),
     ] = None,
 ) -> None:
     """Write the Grafana dashboard JSON and the alert rules of this environment."""

@@ -21,8 +21,10 @@ from scripts.options import (
     NamespaceOpt,
     SeedOpt,
     base_urls,
+    counted,
     counts,
 )
+from scripts.usage import refused
 
 bench_app = typer.Typer(
     help="TTFT sweep cold vs warm, multi-turn speedup and concurrency; CSV/JSON and PNG plots. "
@@ -49,7 +51,7 @@ def bench_command(
         str | None, typer.Option(help="Model id (default: the first of /v1/models).")
     ] = None,
     lengths: Annotated[
-        str, typer.Option(help="Prompt lengths in words (~tokens).")
+        str, typer.Option(help="Prompt lengths in words (~tokens).", callback=counted("--lengths"))
     ] = "500,1000,1500,2000,2500,3000",
     repeats: Annotated[int, typer.Option(min=1, help="Cold/warm pairs per length.")] = 3,
     turns: Annotated[
@@ -57,7 +59,11 @@ def bench_command(
     ] = 5,
     turn_words: Annotated[int, typer.Option(min=1, help="Words added per turn.")] = 400,
     concurrency: Annotated[
-        str, typer.Option(help="Concurrency levels, e.g. 1,4,8 (empty to skip).")
+        str,
+        typer.Option(
+            help="Concurrency levels, e.g. 1,4,8 (empty to skip).",
+            callback=counted("--concurrency", empty_ok=True),
+        ),
     ] = "",
     concurrency_words: Annotated[
         int, typer.Option(min=1, help="Prompt words in the concurrency test.")
@@ -97,10 +103,18 @@ def _workloads(text: str) -> tuple[str, ...] | None:
     names = tuple(w.strip().replace("-", "_") for w in text.split(",") if w.strip())
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
-        raise typer.BadParameter(
-            f"{', '.join(unknown)}: the workloads are sweep, chat, cross-pod, scale-out"
+        raise refused(
+            "--workloads",
+            text,
+            "comma-separated workloads of sweep, chat, "
+            f"cross-pod, scale-out (not {', '.join(unknown)})",
         )
     return names or None
+
+
+def _known_workloads(text: str) -> str:
+    _workloads(text)
+    return text
 
 
 @bench_app.command(
@@ -125,7 +139,11 @@ def compare_command(
     ] = None,
     seed: SeedOpt = None,
     lengths: Annotated[
-        str, typer.Option(help="Sweep lengths in words (default: bench.sweep_prompt_words).")
+        str,
+        typer.Option(
+            help="Sweep lengths in words (default: bench.sweep_prompt_words).",
+            callback=counted("--lengths", empty_ok=True),
+        ),
     ] = "",
     repeats: Annotated[int | None, typer.Option(min=1, help="Cold/warm pairs per length.")] = None,
     users: Annotated[int | None, typer.Option(min=1, help="Chat users (bench.chat.users).")] = None,
@@ -133,7 +151,11 @@ def compare_command(
     concurrency: Annotated[int | None, typer.Option(min=1, help="Chat requests in flight.")] = None,
     max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per sweep request.")] = None,
     workloads: Annotated[
-        str, typer.Option(help="Which to run: sweep,chat,cross-pod,scale-out (default: all).")
+        str,
+        typer.Option(
+            help="Which to run: sweep,chat,cross-pod,scale-out (default: all).",
+            callback=_known_workloads,
+        ),
     ] = "",
     settle_seconds: Annotated[
         float,

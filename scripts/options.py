@@ -1,18 +1,22 @@
-"""The options the commands share, the checks typer runs on option values when it parses them
-(ranges, lists of counts, URLs), and the one line a usage error ends in.
+"""The options the commands share, and the checks typer runs on option values when it parses them
+(ranges, lists of counts, URLs); ``scripts.usage`` words the one line a refusal ends in.
 
 A value out of range is refused before the command starts: a negative interval used to end in a
 ``ValueError`` traceback, a zero one polled hundreds of times a second."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
 
 import typer
-from pydantic import ValidationError
 
-from scripts.lib.errors import CliError, Exit
+from infra.facts.instances import GPU_INSTANCES
+from scripts.lib.report import WINDOW_ALLOWED, window_seconds
+from scripts.lib.sizing import DTYPE_BYTES, SizingError, dtype_bytes
+from scripts.usage import refused
 
 
 class _State:
@@ -67,11 +71,6 @@ SeedOpt = Annotated[int | None, typer.Option(help="Prompt seed (default: new eac
 MaxTokensOpt = Annotated[int, typer.Option(min=1, help="Tokens generated per request.")]
 
 
-def refused(option: str, value: str, allowed: str) -> typer.BadParameter:
-    """A value typer's own types accept but the command cannot use."""
-    return typer.BadParameter(f"{value}: allowed: {allowed}", param_hint=option)
-
-
 def counts(text: str, option: str, *, empty_ok: bool = False) -> list[int]:
     """``"500,1000"`` -> [500, 1000]: comma-separated whole numbers of at least 1 (``empty_ok``:
     or nothing at all)."""
@@ -81,7 +80,80 @@ def counts(text: str, option: str, *, empty_ok: bool = False) -> list[int]:
         values = None
     if values is not None and all(v >= 1 for v in values) and (values or empty_ok):
         return values
-    raise refused(option, repr(text), "comma-separated whole numbers of at least 1 (e.g. 500,1000)")
+    raise refused(option, text, "comma-separated whole numbers of at least 1 (e.g. 500,1000)")
+
+
+def counted(option: str, *, empty_ok: bool = False) -> Callable[[str], str]:
+    """A parse-time check of ``counts``: the command line is refused before anything runs."""
+
+    def check(text: str) -> str:
+        counts(text, option, empty_ok=empty_ok)
+        return text
+
+    return check
+
+
+def dtype_name(option: str) -> Callable[[str | None], str | None]:
+    """``--weight-dtype``/``--kv-dtype``: a dtype the sizing model knows."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None:
+            try:
+                dtype_bytes(value)
+            except SizingError:
+                raise refused(
+                    option,
+                    value,
+                    f"one of {', '.join(sorted(DTYPE_BYTES))} (torch. prefix and any case allowed)",
+                ) from None
+        return value
+
+    return check
+
+
+def gpu_instance_type(value: str | None) -> str | None:
+    """``size --instance-type``: a GPU instance type the sizing model has figures for."""
+    if value is not None and value not in GPU_INSTANCES:
+        raise refused("--instance-type", value, ", ".join(GPU_INSTANCES))
+    return value
+
+
+def png_path(value: Path | None) -> Path | None:
+    """A PNG to write: the name must say so (the plotting library picks the format by the
+    suffix, and refuses most others only after the figure is drawn)."""
+    if value is not None and value.suffix.lower() != ".png":
+        raise refused(
+            "--png",
+            str(value),
+            "a file path ending in .png",
+            f"name the file {value.with_suffix('.png').name}",
+        )
+    return value
+
+
+def report_window(text: str) -> str:
+    try:
+        window_seconds(text)
+    except ValueError:
+        raise refused("--window", text, WINDOW_ALLOWED) from None
+    return text
+
+
+def query_url(value: str | None) -> str | None:
+    """``--endpoint`` of report: a Prometheus query URL with scheme and host (``host:9090``
+    alone would be read as a URL of scheme "host")."""
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise refused(
+                "--endpoint",
+                value,
+                "a URL with scheme and host, like "
+                "http://localhost:9090 or the AMP workspace's https://aps-workspaces."
+                "<region>.amazonaws.com/workspaces/<id>",
+                f"write http://{value}" if "://" not in value else None,
+            )
+    return value
 
 
 def base_urls(values: list[str] | None) -> list[str] | None:
@@ -93,24 +165,6 @@ def base_urls(values: list[str] | None) -> list[str] | None:
     for value in values or []:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise refused("--target", repr(value), "a base URL with scheme and host, like "
+            raise refused("--target", value, "a base URL with scheme and host, like "
                           "http://127.0.0.1:8001")  # fmt: skip
     return values
-
-
-def usage_failure(exc: typer.TyperException, command: str | None) -> CliError:
-    """One line for a usage error of a command's options (typer's own is a framed block): the
-    option, the value, what is allowed, and where the options are described."""
-    hint = f"see `hpkv {command} --help`" if command else "see `hpkv --help`"
-    if not isinstance(exc, typer.BadParameter):  # an unknown option or command
-        return CliError(f"{exc.format_message().rstrip('.')}; fix: {hint}", Exit.USAGE)
-    param = exc.param_hint or (exc.param.get_error_hint() if exc.param else "value")
-    where = (param if isinstance(param, str) else " / ".join(param)).replace("'", "")
-    cause = exc.__cause__
-    if isinstance(cause, ValidationError):  # typer's types: pydantic's first error
-        first = cause.errors()[0]
-        allowed = str(first["msg"]).removeprefix("Input should be ")
-        detail = f"{first['input']}: allowed: {allowed}"
-    else:
-        detail = str(exc.message).rstrip(".")
-    return CliError(f"{where} = {detail}; fix: {hint}", Exit.USAGE)

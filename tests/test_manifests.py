@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from infra.cdk.written import RECORD, read_record
 from infra.config import load_config
 from k8s.render import KYVERNO_VALUES, SYNC_WAVE, render, sync_wave_patch
 
@@ -78,7 +79,9 @@ def test_kustomization_lists_the_chart_files_in_apply_order(
         "kustomization.yaml",
         "README.md",
         KYVERNO_VALUES,
+        RECORD,  # what the product wrote there (infra.cdk.written), for its next render
     }
+    assert set(read_record(out)) == {p.name for p in out.iterdir()} - {RECORD}
 
 
 def test_every_object_gets_its_files_sync_wave(

@@ -38,7 +38,7 @@ def load_config(
 ) -> AppConfig:
     """``config_dir``: None reads CONFIG_DIR when called (tests point it at a folder of theirs)."""
     config_dir = config_dir or CONFIG_DIR
-    _check_environment_name(env)
+    _check_environment_name(env, config_dir)
     source = f"config/{env}.yaml"
     text = read_config_text(config_dir / f"{env}.yaml", source, env, config_dir)
     raw = _read_yaml(source, text)
@@ -157,15 +157,39 @@ def _not_utf8(source: str, line: int, column: int, found: bytes, guess: str) -> 
     )  # fmt: skip
 
 
-def _check_environment_name(env: str) -> None:
-    """The name goes into every stack name: refused before a file of that name is looked for."""
+def _check_environment_name(env: str, config_dir: Path) -> None:
+    """The name goes into every stack name: refused before a file of that name is looked for.
+    A path given for a name (``--env config/dev.yaml``, ``--env config``) is named for what it
+    is, with the name to pass instead: an environment is the name of a file in config/, beside
+    its lock in k8s/locks/, so a path is never read in its place."""
+    known = ", ".join(available_environments(config_dir)) or "(none)"
+    how = "(--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>)"
+    stem = re.sub(r"\.ya?ml$", "", re.split(r"[/\\]", env.rstrip("/\\"))[-1])
+    if env != stem and (config_dir / f"{stem}.yaml").is_file():
+        raise ConfigError(
+            "config",
+            "env",
+            env,
+            f"an environment's name, not a path: the name of a file in "
+            f"config/ without .yaml ({known})",
+            f"pass --env {stem} (app.py and cdk: -c env={stem}; make: ENV={stem})",
+        )
+    if not (config_dir / f"{env}.yaml").is_file() and Path(env).is_dir():
+        raise ConfigError(
+            "config",
+            "env",
+            env,
+            f"an environment's name ({known}); this is a folder",
+            f"name an environment {how}, e.g. --env {known.split(', ')[0]}",
+        )
     try:
         environment_name(env)
     except RuleViolation:
-        like = _environment_like(env)
+        like = _environment_like(stem)
+        move = f"rename config/{env}.yaml" if env == stem else f"copy {env}"  # a path: elsewhere
         raise ConfigError(
             "config", "env", env, ENVIRONMENT_ALLOWED,
-            f"rename config/{env}.yaml to config/{like}.yaml (and its environment: key), then "
+            f"{move} to config/{like}.yaml (and its environment: key), then "
             f"pass --env {like} (app.py and cdk: -c env={like}; make: ENV={like})",
         ) from None  # fmt: skip
 

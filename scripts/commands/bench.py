@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from infra.cdk.written import OutputFolder
 from scripts.lib import runtime
 from scripts.lib.bench import (
     BenchResult,
@@ -59,6 +60,7 @@ def run(o: BenchOptions) -> Exit:
     as_json = o.as_json
     the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
     folder = o.out_dir or Path("bench-results") / time.strftime("%Y%m%d-%H%M%S")
+    OutputFolder(folder, "--out").check()  # before the run: its results would have nowhere to go
     with contextlib.ExitStack() as stack:
         targets = list(o.targets)
         if not targets:

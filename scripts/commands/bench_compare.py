@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
+from infra.cdk.written import OutputFolder
 from infra.config import AppConfig
 from infra.config.bench import longest_requests
 from scripts.lib import runtime
@@ -35,7 +36,7 @@ from scripts.lib.bench_compare.targets import (
     scale_out_joiner,
 )
 from scripts.lib.bench_compare.workloads import Waits
-from scripts.lib.errors import CliError, Exit
+from scripts.lib.errors import CliError, Exit, bad_option
 from scripts.lib.openai_stream import StreamError, StreamResult, model_cards, stream_completion
 from scripts.lib.progress import Steps
 
@@ -67,12 +68,21 @@ def run(o: CompareOptions) -> Exit:
     the_seed = o.seed if o.seed is not None else time.time_ns() % (2**31)
     folder = o.out_dir or Path("bench-results") / time.strftime("compare-%Y%m%d-%H%M%S")
     # Bad options fail before any work.
+    OutputFolder(folder, "--out").check()
     explicit = one_per_tier([parse_target(t) for t in o.targets])
+    if explicit and o.endpoints:
+        raise bad_option(
+            "--endpoint",
+            " ".join(o.endpoints),
+            "endpoints from config, or --target instead (--target names the replicas itself)",
+            "leave --endpoint out with --target, or --target out",
+        )
     joiners = _named_joiners(explicit, o.joining)
+    _joinable(explicit, joiners, o.given.workloads)
     bpt = cfg.observability.kv_bytes_per_token
     with contextlib.ExitStack() as stack:
         if not explicit:
-            explicit, joiners = _from_config(stack, env, list(o.endpoints), o.direct, o.context)
+            explicit, joiners = _from_config(stack, cfg, list(o.endpoints), o.direct, o.context)
         try:
             result = compare_tiers(cfg, explicit, the_seed, o.given, o.waits, joiners)
         except (StreamError, OSError) as exc:
@@ -89,27 +99,53 @@ def run(o: CompareOptions) -> Exit:
     return code
 
 
+def _joinable(
+    targets: list[BenchTarget], joiners: dict[str, Joiner], asked: tuple[str, ...] | None
+) -> None:
+    """--workloads scale-out with --target: some tier with an L2 needs a replica to join it
+    (--joining), or the workload would measure nothing and the run pass on nothing."""
+    if not targets or "scale_out" not in (asked or ()):
+        return
+    with_l2 = [t for t in targets if t.l2_backend != "none"]
+    if with_l2 and not any(t.endpoint in joiners for t in with_l2):
+        tiers = ", ".join(t.l2_backend for t in with_l2)
+        given = ",".join(w.replace("_", "-") for w in asked or ())
+        raise bad_option(
+            "--workloads",
+            given,
+            "scale-out with --target where "
+            "--joining TIER=URL names a replica that has served nothing for a tier "
+            f"with an L2 ({tiers}); none is named, so nothing would be measured",
+            f"add --joining {with_l2[0].l2_backend}=URL, or leave scale-out out",
+        )
+
+
 def _named_joiners(targets: list[BenchTarget], joining: tuple[str, ...]) -> dict[str, Joiner]:
     """``--joining L2_BACKEND=URL``: one URL for a tier given with ``--target``."""
     by_tier = {t.l2_backend: t for t in targets}
     out: dict[str, Joiner] = {}
     for text in joining:
-        new = parse_target(text)
+        new = parse_target(text, "--joining")
         if new.l2_backend not in by_tier or new.pods != 1 or new.endpoint in out:
-            raise CliError(
-                f"--joining {text}: want L2_BACKEND=URL, one URL for a tier given with "
-                f"--target ({', '.join(by_tier) or 'none given'}), each tier once",
-                Exit.USAGE,
+            raise bad_option(
+                "--joining",
+                text,
+                "L2_BACKEND=URL, one URL for a tier given with --target "
+                f"({', '.join(by_tier) or 'none given'}), each tier once",
+                "name a tier given with --target, once, with one URL",
             )
         out[by_tier[new.l2_backend].endpoint] = named_replica(new.urls[0], scrape_metrics)
     return out
 
 
 def _from_config(
-    stack: contextlib.ExitStack, env: str, names: list[str], direct: bool, context: str | None
+    stack: contextlib.ExitStack,
+    cfg: AppConfig,
+    names: list[str],
+    direct: bool,
+    context: str | None,
 ) -> tuple[list[BenchTarget], dict[str, Joiner]]:
     """The endpoints' replicas, and for each a joiner that scales it out by one."""
-    cfg = runtime.config(env)
     refs = endpoints_to_compare(cfg, names)
     clients = runtime.CLIENTS(cfg, context)
     transport = runtime.transport(direct, context)

@@ -30,6 +30,7 @@ class RecreateOptions:
 
 def run(o: RecreateOptions) -> Exit:
     env, as_json = o.env, o.as_json
+    runtime.config(env)  # a bad --env is the line to show, before the refusal without --yes
     if not o.yes:
         raise runtime.fail(
             "refused: recreate deletes the environment first; pass --yes", Exit.REFUSED

@@ -13,9 +13,10 @@ from pathlib import Path
 import boto3
 from botocore.credentials import Credentials
 
+from infra.cdk.written import OutputFile
 from infra.metrics.dashboards import rows
 from scripts.lib import runtime
-from scripts.lib.errors import Exit
+from scripts.lib.errors import CliError, Exit
 from scripts.lib.report import (
     PromClient,
     query_endpoint,
@@ -41,10 +42,18 @@ class ReportOptions:
 def run(o: ReportOptions) -> Exit:
     window, as_json = o.window, o.as_json
     config = runtime.config(o.env)
-    try:
-        seconds = window_seconds(window)
-    except ValueError as error:
-        raise runtime.fail(str(error), Exit.USAGE) from None
+    seconds = window_seconds(window)  # checked when the command line was parsed
+    if not config.observability.enabled and o.endpoint is None:
+        raise CliError(
+            f"config/{config.environment}.yaml: observability.enabled = false: allowed: true "
+            "for a report (it reads the environment's metrics store, which only "
+            "observability.enabled deploys); fix: set observability.enabled: true and deploy, "
+            "or pass --endpoint with the URL of a Prometheus that scrapes the endpoints",
+            Exit.USAGE,
+        )
+    path = o.png or Path("dist") / config.environment / "report.png"
+    picture = OutputFile(path, "--png")
+    picture.check()  # before anything is queried
     base = o.endpoint or query_endpoint(config)
     found = boto3.Session(region_name=config.region).get_credentials()
     if found is None:
@@ -59,8 +68,8 @@ def run(o: ReportOptions) -> Exit:
     print(json.dumps(report, indent=2) if as_json else table(report))
     start = end - timedelta(seconds=seconds)
     step = range_step(seconds)
-    path = o.png or Path("dist") / config.environment / "report.png"
     render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
                f"{config.stack_prefix}: last {window}")  # fmt: skip
+    picture.record()
     print(f"wrote {path}", file=sys.stderr)
     return Exit.OK

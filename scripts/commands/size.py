@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 
 from infra.config.model import l1_in_container_gib, l2_pool_bytes
 from infra.facts.instances import GPU_INSTANCES
 from scripts.lib import runtime
-from scripts.lib.errors import Exit
-from scripts.lib.sizing import GIB, SizingError, load_model_config, size_model
+from scripts.lib.errors import CliError, Exit, bad_option
+from scripts.lib.sizing import GIB, PRESETS, SizingError, load_model_config, size_model
 from scripts.lib.tier_advice import tier_advice
 
 
@@ -38,12 +39,38 @@ class SizeOptions:
     as_json: bool = False
 
 
+MODEL_ALLOWED = f"a Hugging Face config.json (or its folder), or a preset: {', '.join(PRESETS)}"
+
+
+def _bad_model(source: str, why: str) -> CliError:
+    return bad_option(
+        "MODEL",
+        source,
+        f"{MODEL_ALLOWED}; {why}",
+        "give the path of a model's config.json, or a preset",
+    )
+
+
+def _model(source: str) -> tuple[str, dict[str, Any]]:
+    """The MODEL argument read, or one line naming it: a file that is missing, unreadable,
+    not JSON or lacking a field is the caller's to fix (exit 2)."""
+    try:
+        return load_model_config(source)
+    except SizingError as exc:
+        raise _bad_model(source, str(exc)) from None
+    except OSError as exc:  # a file that cannot be read (permissions, a vanished mount)
+        raise _bad_model(source, f"it cannot be read ({exc.strerror or exc})") from None
+
+
 def run(o: SizeOptions) -> Exit:
     cfg = runtime.config(o.env)
     itype = o.instance_type or cfg.hyperpod.gpu_group.instance_type
-    if itype not in GPU_INSTANCES:
-        raise runtime.fail(
-            f"--instance-type {itype}: known types are {', '.join(GPU_INSTANCES)}", Exit.USAGE
+    if itype not in GPU_INSTANCES:  # the config's own (a given one was checked when parsed)
+        raise bad_option(
+            f"config/{cfg.environment}.yaml: hyperpod.gpu_group.instance_type",
+            itype,
+            f"a type the sizing model knows ({', '.join(GPU_INSTANCES)})",
+            "pass --instance-type with one of them",
         )
     inst = GPU_INSTANCES[itype]
     # The pool a Curvine L2 would have here; the table counts it only where Curvine runs (or
@@ -57,8 +84,8 @@ def run(o: SizeOptions) -> Exit:
     # L1 as the environment's first endpoint gets it: the Pod's memory less vLLM's need where
     # the size reaches LMCache, else LMCache's default.
     l1_gib = l1_in_container_gib(cfg, cfg.kvcache.endpoints[0])
+    label, model_cfg = _model(o.model)
     try:
-        label, model_cfg = load_model_config(o.model)
         report = size_model(
             label,
             model_cfg,
@@ -98,8 +125,8 @@ def run(o: SizeOptions) -> Exit:
             if o.prompt_tokens
             else None
         )
-    except SizingError as exc:
-        raise runtime.fail(str(exc), Exit.USAGE) from None
+    except SizingError as exc:  # a dimension the arithmetic needs, missing from the file
+        raise _bad_model(o.model, str(exc)) from None
     if advice is not None and advice.flag is not None:
         report.flags.append(advice.flag)
     if o.as_json:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.cdk.written import OutputFolder
 from scripts.lib.openai_stream import StreamResult, stream_completion
 from scripts.lib.prompts import make_prompt, seed_for
 
@@ -178,11 +179,11 @@ def run_concurrency(
     return rows
 
 
-def write_results(result: BenchResult, out_dir: Path) -> list[Path]:
-    """results.json, one CSV per experiment and PNG plots; returns the files written."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = [out_dir / "results.json"]
-    written[0].write_text(json.dumps(result.as_dict(), indent=2))
+def write_results(result: BenchResult, out_dir: Path, label: str = "--out") -> list[Path]:
+    """results.json, one CSV per experiment and PNG plots; returns the files written. Only into
+    a folder that holds nothing the product did not write there (``infra.cdk.written``)."""
+    folder = OutputFolder(out_dir, label)
+    written = folder.write({"results.json": json.dumps(result.as_dict(), indent=2)})
     tables: dict[str, list[dict[str, Any]]] = {
         "sweep.csv": [asdict(r) | {"speedup": r.speedup} for r in result.sweep],
         "turns.csv": [asdict(r) | {"speedup": r.speedup} for r in result.turns],
@@ -198,6 +199,7 @@ def write_results(result: BenchResult, out_dir: Path) -> list[Path]:
             writer.writerows(rows)
         written.append(path)
     written += _plots(result, out_dir)
+    folder.record(written)
     return written
 
 

@@ -22,7 +22,14 @@ IEC_PLURAL = "inferenceendpointconfigs"
 
 
 class UnknownEndpoint(ValueError):
-    """``--endpoint``/``--namespace`` name no endpoint of ``kvcache.endpoints``."""
+    """``--endpoint``/``--namespace`` name no endpoint of ``kvcache.endpoints``: the option,
+    the value, and what is configured."""
+
+    def __init__(self, option: str, value: str, configured: str, source: str) -> None:
+        super().__init__(
+            f"{option} = {value}: not in kvcache.endpoints of {source} (configured: {configured})"
+        )
+        self.option, self.value, self.configured, self.source = option, value, configured, source
 
 
 def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> EndpointConfig:
@@ -31,14 +38,13 @@ def resolve_endpoint(cfg: AppConfig, name: str | None, namespace: str | None) ->
     for e in endpoints:
         if (name is None or e.name == name) and (namespace is None or e.namespace == namespace):
             return e
-    asked = [f"--endpoint {name}"] if name is not None else []
-    asked += [f"--namespace {namespace}"] if namespace is not None else []
     known = ", ".join(f"{e.namespace}/{e.name}" for e in endpoints) or "none"
     source = f"config/{cfg.environment}.yaml"
-    raise UnknownEndpoint(
-        f"{' '.join(asked) or 'no endpoint'}: not in kvcache.endpoints of {source} "
-        f"(configured: {known})"
-    )
+    if name is not None and all(e.name != name for e in endpoints):
+        raise UnknownEndpoint("--endpoint", name, known, source)
+    if namespace is not None and all(e.namespace != namespace for e in endpoints):
+        raise UnknownEndpoint("--namespace", namespace, known, source)
+    raise UnknownEndpoint("--endpoint with --namespace", f"{name} in {namespace}", known, source)
 
 
 def l2_claim(clients: Clients, cfg: AppConfig) -> str:

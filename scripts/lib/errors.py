@@ -10,6 +10,8 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 from urllib3 import exceptions as net
 
+from infra.cdk.written import OutputRefused
+
 
 class Exit(IntEnum):
     """Process exit codes, the same for every command (docs/cli.md lists them)."""
@@ -34,6 +36,21 @@ class CliError(Exception):
         self.code = code
 
 
+def shown(value: object) -> str:
+    """A value as the user gave it: bare when it reads unambiguously, else quoted (empty, with
+    spaces, quotes or characters a terminal would not show)."""
+    if not isinstance(value, str):
+        return str(value)
+    plain = value.isprintable() and not any(c.isspace() or c in "'\"" for c in value)
+    return value if value and plain else repr(value)
+
+
+def bad_option(option: str, value: object, allowed: str, fix: str) -> CliError:
+    """The one line of a value the command cannot use: ``<option> = <value>: allowed: ...;
+    fix: ...`` (exit 2), as the command line's own refusals read."""
+    return CliError(f"{option} = {shown(value)}: allowed: {allowed}; fix: {fix}", Exit.USAGE)
+
+
 def _one_line(text: object, limit: int = 300) -> str:
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
@@ -46,6 +63,8 @@ def describe_failure(exc: BaseException) -> CliError | None:
         return exc
     if isinstance(exc, OperationError):
         return CliError(_one_line(exc))
+    if isinstance(exc, OutputRefused):  # a bad --out or --png: the user's folder, untouched
+        return CliError(str(exc), Exit.USAGE)
     if isinstance(exc, aws.NoCredentialsError | aws.PartialCredentialsError):
         return CliError(
             "no AWS credentials: run `aws configure` or `aws sso login`, or set AWS_PROFILE"

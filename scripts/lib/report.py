@@ -32,12 +32,19 @@ from infra.metrics.dashboards import Panel, Queries, Row, Target, l2_used_percen
 from infra.metrics.scaling import serving_replicas, wanted_replicas
 
 WINDOWS = {"m": 60, "h": 3600, "d": 86400}
+LONGEST_WINDOW_S = 3650 * 86400  # ten years: far past any retention, within what dates can hold
+WINDOW_ALLOWED = "a whole number and m, h or d, e.g. 15m, 1h, 1d (at most 3650d)"
 
 
 def window_seconds(text: str) -> int:
-    if len(text) < 2 or text[-1] not in WINDOWS or not text[:-1].isdigit() or text[0] == "0":
-        raise ValueError(f"window {text!r}: use a number and m, h or d (e.g. 1h)")
-    return int(text[:-1]) * WINDOWS[text[-1]]
+    """``1h`` -> 3600; ValueError for anything else (digits are ASCII: ``int`` reads other
+    scripts' digits, ``isdigit`` also passes superscripts ``int`` refuses)."""
+    number, unit = text[:-1], text[-1:]
+    ok = unit in WINDOWS and number.isascii() and number.isdigit() and not number.startswith("0")
+    seconds = int(number) * WINDOWS[unit] if ok else 0
+    if not 0 < seconds <= LONGEST_WINDOW_S:
+        raise ValueError(f"window {text!r}: allowed: {WINDOW_ALLOWED}")
+    return seconds
 
 
 @dataclass

@@ -19,7 +19,7 @@ from infra.config.kvcache import EndpointConfig
 from scripts.lib.clients import Clients
 from scripts.lib.endpoints import UnknownEndpoint, resolve_endpoint
 from scripts.lib.environment import cluster_names
-from scripts.lib.errors import CliError, Exit
+from scripts.lib.errors import CliError, Exit, bad_option
 from scripts.lib.kube import DirectPodIp, KubectlPortForward
 from scripts.lib.progress import Reporter
 
@@ -55,7 +55,12 @@ def endpoint(cfg: AppConfig, name: str | None, namespace: str | None) -> Endpoin
     try:
         return resolve_endpoint(cfg, name, namespace)
     except UnknownEndpoint as exc:
-        raise fail(str(exc), Exit.USAGE) from None
+        raise bad_option(
+            exc.option,
+            exc.value,
+            f"an endpoint of kvcache.endpoints in {exc.source} ({exc.configured}; namespace/name)",
+            "name one of them, or leave the option out for the first",
+        ) from None
 
 
 def fail(message: str, code: Exit = Exit.OPERATION_FAILED) -> CliError:

@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 import app as app_module
 from infra.cdk.unresolved import UnresolvedTokenError, unresolved_tokens
+from infra.cdk.written import RECORD, OutputFolder, read_record
 from infra.environment.fsx import (
     DNS_OUTPUT,
     ID_OUTPUT,
@@ -235,9 +236,11 @@ def test_make_synth_writes_what_make_manifests_writes_and_keeps_the_dashboard(
     _synth(tmp_path, synth_out)
     render_module.render("dev", manifests_out, tmp_path / "locks")
     assert (synth_out / "alert-rules.yaml").read_text() == rules
-    synthesized = {p.name: p.read_text() for p in synth_out.iterdir()}
-    rendered = {p.name: p.read_text() for p in manifests_out.iterdir()}
+    # Beside the record of what was written there (the synth's also lists the dashboard's).
+    synthesized = {p.name: p.read_text() for p in synth_out.iterdir() if p.name != RECORD}
+    rendered = {p.name: p.read_text() for p in manifests_out.iterdir() if p.name != RECORD}
     assert {k: v for k, v in synthesized.items() if k in rendered} == rendered
+    assert set(read_record(synth_out)) == set(synthesized)
 
 
 def test_make_synth_with_fsx_writes_no_token_and_says_how_to_get_the_manifests(
@@ -248,11 +251,9 @@ def test_make_synth_with_fsx_writes_no_token_and_says_how_to_get_the_manifests(
     monkeypatch.setattr(app_module, "load_config", lambda env: fsx_config(env))
     monkeypatch.setattr(render_module, "LOCK_DIR", tmp_path / "locks")
     out = tmp_path / "dist"
-    out.mkdir()
-    (out / "40-l2-volume.yaml").write_text("written by make manifests after the deploy\n")
+    OutputFolder(out).write({"40-l2-volume.yaml": "written by make manifests after the deploy\n"})
+    before = {p.name: p.read_text() for p in out.iterdir()}
     _synth(tmp_path, out)
-    assert {p.name: p.read_text() for p in out.iterdir()} == {
-        "40-l2-volume.yaml": "written by make manifests after the deploy\n"
-    }
+    assert {p.name: p.read_text() for p in out.iterdir()} == before
     lines = [x for x in capsys.readouterr().err.splitlines() if str(out) in x]
     assert len(lines) == 1 and "make manifests ENV=dev" in lines[0], lines

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from infra.cdk.written import RECORD, OutputFolder
 from infra.config import load_config
 from k8s import render as render_module
 from k8s.app import build_charts
@@ -34,9 +35,8 @@ def test_a_render_removes_the_manifests_a_previous_render_left(tmp_path: Path) -
     """A file of a chart that is off now (e.g. Curvine's after a switch to FSx) must not stay
     where `kubectl apply -k` or Argo CD would still apply it."""
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "20-curvine.yaml").write_text("kind: Stale\n")
-    (out / "99-old.yaml").write_text("kind: Stale\n")
+    # What an earlier render wrote (the record says so): charts that are off now.
+    OutputFolder(out).write({"20-curvine.yaml": "kind: Stale\n", "99-old.yaml": "kind: Stale\n"})
     files = render("dev", out, lock_dir=tmp_path / "locks")
     assert sorted(p.name for p in out.glob("*.yaml")) == sorted(
         [f.name for f in files] + ["kustomization.yaml", KYVERNO_VALUES]
@@ -76,10 +76,11 @@ def test_the_dashboard_keeps_the_manifests_written_before_it(tmp_path: Path) -> 
     and the kustomization does not list the dashboard's files (they are not cluster objects)."""
     out = tmp_path / "dist"
     files = render("dev", out, lock_dir=tmp_path / "locks")
-    before = {p.name: p.read_text() for p in out.iterdir()}
+    before = {p.name: p.read_text() for p in out.iterdir() if p.name != RECORD}
     _dashboard(out)
     assert {n: (out / n).read_text() for n in before} == before
     assert {p.name for p in out.iterdir()} == set(before) | {
+        RECORD,
         "alert-rules.yaml",
         "grafana-dashboard.json",
         "curvine-fuse-dashboard.json",  # dev's L2 is on Curvine: its own FUSE dashboard

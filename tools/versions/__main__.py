@@ -13,6 +13,8 @@ import re
 import shutil
 import subprocess
 import sys
+from typing import NoReturn
+from urllib.parse import urlsplit
 
 from infra.config import ConfigError
 from tools.versions.pins import discover
@@ -45,6 +47,30 @@ def npm_registry() -> str:
     return answer if proc.returncode == 0 and answer.startswith("http") else NPM
 
 
+def _url_problem(text: str) -> str | None:
+    """Why ``text`` is no registry URL urllib can ask (``pypi.org/simple`` has no scheme, and
+    urllib refuses it with a traceback at the first request), or None."""
+    parts = urlsplit(text)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return None
+    fix = f"write https://{text}" if "://" not in text else "give an http(s) URL"
+    return f"{text!r}: allowed: an http(s) URL with a host, like {PYPI}; fix: {fix}"
+
+
+def _registry_url(text: str) -> str:
+    problem = _url_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse's errors in one line (its own print the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message}\n")
+
+
 def _kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     unknown = [k for k in kinds if k not in KINDS]
@@ -60,25 +86,40 @@ def _timeout(text: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 < value <= 120:
-        raise argparse.ArgumentTypeError(f"{text!r}: allowed: seconds, more than 0, at most 120")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: allowed: seconds, more than 0, at most 120; fix: e.g. --timeout 5"
+        )
     return value
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = _OneLineParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON instead of the table")
     parser.add_argument("--only", type=_kinds, default=KINDS, help=f"kinds: {','.join(KINDS)}")
     parser.add_argument("--timeout", type=_timeout, default=5.0, help="seconds per request")
-    parser.add_argument("--pypi-index", help="default: the index pip is configured with")
-    parser.add_argument("--npm-registry", help="default: `npm config get registry`")
+    parser.add_argument(
+        "--pypi-index", type=_registry_url, help="default: the index pip is configured with"
+    )
+    parser.add_argument(
+        "--npm-registry", type=_registry_url, help="default: `npm config get registry`"
+    )
     args = parser.parse_args(argv)
     try:
         pins = [pin for pin in discover(kinds=args.only) if pin.kind in args.only]
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    index = args.pypi_index or (pip_index() if "pypi" in args.only else PYPI)
+    problem = _url_problem(index)
+    if problem is not None:  # pip's own setting: PIP_INDEX_URL, else `pip config`'s index-url
+        print(
+            f"error: the pip index (PIP_INDEX_URL, else index-url of `pip config list`) = "
+            f"{problem}, or pass --pypi-index",
+            file=sys.stderr,
+        )
+        return 2
     where = Registries(
-        pypi_index=args.pypi_index or (pip_index() if "pypi" in args.only else PYPI),
+        pypi_index=index,
         npm_registry=args.npm_registry or (npm_registry() if "npm" in args.only else NPM),
         timeout=args.timeout,
     )

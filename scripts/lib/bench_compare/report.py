@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from infra.cdk.written import OutputFolder
 from scripts.lib.bench_compare import plots
 from scripts.lib.bench_compare.run import Comparison
 from scripts.lib.bench_compare.stats import Figures, figures
@@ -182,7 +183,10 @@ GUIDE = "docs/bench-compare.md in the product's repository"
 
 def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, note: str = "",
           guide: str = GUIDE) -> list[Path]:  # fmt: skip
-    """Every file of the report; returns them (report.md first)."""
+    """Every file of the report; returns them (report.md first). Only into a folder that holds
+    nothing the product did not write there (``infra.cdk.written``)."""
+    guard = OutputFolder(folder, "--out")
+    guard.check()
     folder.mkdir(parents=True, exist_ok=True)
     requests = [{"workload": s.workload, "l2_backend": s.l2_backend, "endpoint": r.target.endpoint,
                  "kind": s.kind, "replica": s.replica, "ttft_ms": round(s.ttft_ms, 3),
@@ -210,4 +214,5 @@ def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, no
     }, indent=2, default=str))  # fmt: skip
     files.append(results)
     files += plots.draw(c, folder, kv_bytes_per_token)
+    guard.record(files)
     return files

@@ -18,7 +18,7 @@ from typing import Any, cast
 from infra.config import AppConfig
 from infra.config.kvcache import L2_BACKENDS, EndpointConfig, L2Backend
 from scripts.lib.clients import Clients
-from scripts.lib.errors import CliError, Exit, OperationError
+from scripts.lib.errors import OperationError, bad_option
 from scripts.lib.kube import (
     Transport,
     find_endpoint_deployment,
@@ -46,18 +46,20 @@ class BenchTarget:
         return len(self.urls)
 
 
-def parse_target(text: str) -> BenchTarget:
+def parse_target(text: str, option: str = "--target") -> BenchTarget:
     """``L2_BACKEND=URL[,URL]``: the endpoint's L2 backend and its replicas' base URLs (each
     also serves /metrics)."""
     backend, sep, rest = text.partition("=")
     urls = tuple(u.strip().rstrip("/") for u in rest.split(",") if u.strip())
     web = all(u.startswith(("http://", "https://")) for u in urls)
     if not sep or backend not in L2_BACKENDS or not urls or len(urls) > 2 or not web:
-        raise CliError(
-            f"--target {text}: want L2_BACKEND=URL[,URL] with L2_BACKEND one of "
+        raise bad_option(
+            option,
+            text,
+            f"L2_BACKEND=URL[,URL] with L2_BACKEND one of "
             f"{', '.join(L2_BACKENDS)} (it says how L2 reads are counted) and one or two "
             "http(s)://host:port URLs, the replica on another node second",
-            Exit.USAGE,
+            "write it like curvine=http://127.0.0.1:8001,http://127.0.0.1:8002",
         )
     return BenchTarget(cast(L2Backend, backend), urls[0], urls, urls)
 
@@ -67,10 +69,12 @@ def one_per_tier(targets: list[BenchTarget]) -> list[BenchTarget]:
     seen: set[str] = set()
     for t in targets:
         if t.l2_backend in seen:
-            raise CliError(
-                f"--target {t.l2_backend}=...: given twice; bench compare measures one endpoint "
-                "per tier, so give each L2 backend once",
-                Exit.USAGE,
+            raise bad_option(
+                "--target",
+                f"{t.l2_backend}=...",
+                "each L2 backend once (bench compare "
+                "measures one endpoint per tier); this one is given twice",
+                f"keep one --target {t.l2_backend}=...",
             )
         seen.add(t.l2_backend)
     return targets
@@ -83,10 +87,11 @@ def endpoints_to_compare(cfg: AppConfig, names: list[str]) -> list[EndpointConfi
     configured = {e.name: e for e in cfg.kvcache.endpoints}
     unknown = [n for n in wanted if n not in configured]
     if unknown:
-        raise CliError(
-            f"endpoint {', '.join(unknown)}: not in kvcache.endpoints (configured: "
-            f"{', '.join(configured)}); fix --endpoint or bench.endpoints",
-            Exit.USAGE,
+        raise bad_option(
+            "--endpoint" if names else f"config/{cfg.environment}.yaml: bench.endpoints",
+            ",".join(unknown),
+            f"names in kvcache.endpoints ({', '.join(configured)})",
+            "name a configured endpoint" if names else "fix bench.endpoints",
         )
     chosen = [configured[n] for n in dict.fromkeys(wanted)] if wanted else list(configured.values())
     by_tier: dict[str, list[str]] = {}
@@ -95,10 +100,12 @@ def endpoints_to_compare(cfg: AppConfig, names: list[str]) -> list[EndpointConfi
     shared = {tier: found for tier, found in by_tier.items() if len(found) > 1}
     if shared:
         tier, found = next(iter(shared.items()))
-        raise CliError(
-            f"endpoints {', '.join(found)}: all on l2_backend {tier}; bench compare measures one "
-            "endpoint per tier: name one of them with --endpoint (or in bench.endpoints)",
-            Exit.USAGE,
+        raise bad_option(
+            "--endpoint" if names else f"config/{cfg.environment}.yaml: bench.endpoints",
+            ",".join(found),
+            f"one endpoint per L2 tier (bench compare compares tiers); these "
+            f"are all on l2_backend {tier}",
+            "name one of them with --endpoint (or in bench.endpoints)",
         )
     return chosen
 

@@ -51,3 +51,34 @@ def test_more_targets_than_bench_reads_are_refused() -> None:
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
     assert "--target" in line and "one or two base URLs" in line
+
+
+ONE_PAIR = ["--lengths", "10", "--repeats", "1", "--turns", "0"]  # one cold and one warm request
+
+
+def _one_request(url: str, out: Path) -> list[str]:
+    return ["bench", "--target", url, "--out", str(out), *ONE_PAIR]
+
+
+def test_a_results_folder_of_someone_elses_files_is_refused_before_any_request(
+    tmp_path: Path,
+) -> None:
+    """Refused before the run (which would otherwise measure for minutes, then find nowhere to
+    write): no request reaches the server, the folder is left byte for byte."""
+    (tmp_path / "results.json").write_text('{"mine": true}\n')
+    with FakeVllm(0.001) as a:
+        result = CliRunner().invoke(app, _one_request(a.url, tmp_path))
+        assert a.prompts == []
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --out = {tmp_path}: allowed: a new or empty folder"), line
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    assert (tmp_path / "results.json").read_text() == '{"mine": true}\n'
+
+
+def test_a_rerun_into_its_own_results_folder_writes_it_again(tmp_path: Path) -> None:
+    with FakeVllm(0.001) as a:
+        argv = [*_one_request(a.url, tmp_path), "--seed", "3", "--json"]
+        first, again = CliRunner().invoke(app, argv), CliRunner().invoke(app, argv)
+    assert (first.exit_code, again.exit_code) == (0, 0), again.output
+    assert json.loads(again.stdout)["seed"] == 3

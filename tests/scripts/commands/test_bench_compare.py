@@ -170,8 +170,10 @@ def test_a_bad_target_is_refused_in_one_line_before_any_request(tmp_path: Path) 
     result = CliRunner().invoke(app, ["bench", "compare", "--target", "redis=http://x:1"])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    want = (r"error: --target redis=http://x:1: want L2_BACKEND=URL\[,URL\] with L2_BACKEND "
-            r"one of curvine, fsx_lustre, tieredstorage, none")  # fmt: skip
+    want = (
+        r"error: --target = redis=http://x:1: allowed: L2_BACKEND=URL\[,URL\] with "
+        r"L2_BACKEND one of curvine, fsx_lustre, tieredstorage, none"
+    )
     assert re.match(want, line)
 
 
@@ -256,3 +258,41 @@ def test_each_tiers_result_is_the_conjunction_of_its_own_verdicts(
     rows = _verdict_rows((tmp_path / "report.md").read_text())
     assert [r["result"] for r in rows] == ["**fail**", "**pass**"]
     assert rows[0]["cross-Pod hit (>= 99.0 %)"].startswith("- **fail** (not measured")
+
+
+def test_endpoint_beside_target_is_refused_instead_of_ignored(tmp_path: Path) -> None:
+    """--target names the replicas itself: an --endpoint beside it used to be dropped without
+    a word, the run measuring something else than the user named."""
+    out = tmp_path / "report"
+    argv = [
+        "bench",
+        "compare",
+        "--target",
+        "curvine=http://127.0.0.1:1,http://127.0.0.1:2",
+        "--endpoint",
+        "qwen3-8b",
+        "--out",
+        str(out),
+    ]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "error: --endpoint = qwen3-8b: allowed: endpoints from config, or --target instead"
+    ), line
+    assert not out.exists()
+
+
+def test_a_report_folder_of_someone_elses_files_is_refused_before_any_request(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "report.md").write_text("# my own report\n")
+    with FakeVllm() as a, FakeVllm() as b:
+        argv = ["bench", "compare", "--target", f"none={a.url},{b.url}", "--out", str(tmp_path)]
+        result = CliRunner().invoke(app, argv)
+        assert a.prompts == [] and b.prompts == []
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --out = {tmp_path}: allowed: a new or empty folder"), line
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]
+    assert (tmp_path / "report.md").read_text() == "# my own report\n"

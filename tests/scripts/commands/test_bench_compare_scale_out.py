@@ -140,4 +140,26 @@ def test_joining_a_tier_not_given_is_refused_in_one_line(tmp_path: Path) -> None
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("error: --joining curvine=http://127.0.0.1:3:")
+    assert line.startswith("error: --joining = curvine=http://127.0.0.1:3: allowed: ")
+
+
+def test_a_scale_out_with_no_replica_to_join_is_refused_before_any_request(
+    servers: Fleet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--workloads scale-out with --target and no --joining for any tier with an L2: it would
+    measure nothing and pass on nothing (exit 0, no verdict). One --joining is enough for it to
+    run (test_the_verdict_floor_comes_from_the_bench_config)."""
+    _config(monkeypatch)
+    before = {tier: [len(r.prompts) for r in replicas] for tier, replicas in servers.items()}
+    result = _compare(servers, tmp_path / "report", {})
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(
+        "error: --workloads = scale-out: allowed: scale-out with --target "
+        "where --joining TIER=URL names a replica"
+    ), line
+    assert "fix: add --joining curvine=URL" in line
+    assert {
+        tier: [len(r.prompts) for r in replicas] for tier, replicas in servers.items()
+    } == before
+    assert not (tmp_path / "report").exists()

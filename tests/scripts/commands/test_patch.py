@@ -38,19 +38,27 @@ def test_dry_run_cli_prints_ops_and_changes_nothing(
 
 
 @pytest.mark.parametrize(
-    "args",
-    [["--endpoint", "nope"], ["--endpoint", "vllm-kvcache", "-n", "inference"], ["-n", "nope"]],
+    ("args", "named"),
+    [
+        (["--endpoint", "nope"], "--endpoint = nope"),
+        (
+            ["--endpoint", "vllm-kvcache", "-n", "inference"],
+            "--endpoint with --namespace = 'vllm-kvcache in inference'",
+        ),
+        (["-n", "nope"], "--namespace = nope"),
+    ],
 )
 def test_unknown_endpoint_is_a_usage_error_naming_the_configured_ones(
-    monkeypatch: pytest.MonkeyPatch, args: list[str]
+    monkeypatch: pytest.MonkeyPatch, args: list[str], named: str
 ) -> None:
-
+    """The option that matched nothing, its value, and every configured endpoint."""
     monkeypatch.setattr(runtime, "load_config", lambda env: CFG)
     monkeypatch.setattr(runtime, "CLIENTS", lambda cfg, ctx: _no_aws("clients"))
     result = CliRunner().invoke(cli.app, ["patch", "--dry-run", *args])
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()
-    assert "configured: models/vllm-kvcache, inference/other-model" in line
+    assert line.startswith(f"error: {named}: allowed: "), line
+    assert "(models/vllm-kvcache, inference/other-model; namespace/name)" in line
 
 
 def test_patch_refuses_an_endpoint_without_l2(monkeypatch: pytest.MonkeyPatch) -> None:

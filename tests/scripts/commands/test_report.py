@@ -14,6 +14,7 @@ from infra.config import load_config
 from infra.metrics.dashboards import Queries, l2_used_percent, rows
 from scripts.cli import app
 from scripts.commands import report
+from scripts.lib import runtime
 from scripts.lib.errors import Exit
 from tests.doubles.fake_prometheus import FakePrometheus
 from tests.support.endpoint_objects import FIXTURES
@@ -68,9 +69,9 @@ def test_report_json_from_the_fake(
     }
 
 
-def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus) -> None:
+def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus, tmp_path: Path) -> None:
     with fake.serve() as url:
-        assert report.run(report.ReportOptions(endpoint=url, png=Path("/dev/null"))) == Exit.OK
+        assert report.run(report.ReportOptions(endpoint=url, png=tmp_path / "r.png")) == Exit.OK
     assert fake.requests
     for _path, _params, headers in fake.requests:
         auth = headers["Authorization"]
@@ -89,10 +90,23 @@ def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFi
     assert "inference/qwen3-8b" in text and "L2 used: -" in text
 
 
-def test_bad_window_fails_with_one_line() -> None:
-    result = CliRunner().invoke(app, ["report", "--env", "dev", "--window", "an hour"])
+@pytest.mark.parametrize("window", ["an hour", "0h", "²h", "3651d", "99999999999d"])
+def test_bad_window_fails_with_one_line(window: str) -> None:
+    """Superscript digits pass str.isdigit but not int(); a window past ten years past what a
+    date holds: each one line, before anything is read."""
+    result = CliRunner().invoke(app, ["report", "--env", "dev", "--window", window])
     assert result.exit_code == 2
-    assert result.stderr.count("\n") == 1 and "window 'an hour'" in result.stderr
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: --window = {window!r}: allowed: "
+        if " " in window
+        else f"error: --window = {window}: allowed: a whole number"
+    ), line
+
+
+@pytest.mark.parametrize("window", ["1m", "1h", "3650d"])
+def test_a_window_in_range_is_read(window: str) -> None:
+    assert report.window_seconds(window) > 0
 
 
 def test_cli_report_command_reaches_the_fake(fake: FakePrometheus, tmp_path: Path) -> None:
@@ -120,3 +134,65 @@ def test_cli_report_without_credentials_is_one_line(
     assert result.stderr.strip().splitlines() == [
         "error: no AWS credentials to sign AMP queries with: run `aws configure` or set AWS_PROFILE"
     ]
+
+
+def _observability_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = load_config("dev")
+    off = base.observability.model_copy(update={"enabled": False})
+    monkeypatch.setattr(
+        runtime, "load_config", lambda env: base.model_copy(update={"observability": off})
+    )
+
+
+def test_an_environment_without_observability_is_told_so_not_blamed_on_credentials(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No metrics store is deployed there: the line says so and how to get one, whatever the
+    credentials (it used to end in "no AWS credentials")."""
+    _observability_off(monkeypatch)
+    result = CliRunner().invoke(app, ["report", "--png", str(tmp_path / "r.png")])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        "error: config/dev.yaml: observability.enabled = false: allowed: true for a report"
+    ), line
+    assert "fix: set observability.enabled: true and deploy, or pass --endpoint" in line
+    assert not (tmp_path / "r.png").exists()
+
+
+def test_without_observability_a_prometheus_given_by_endpoint_is_read(
+    fake: FakePrometheus, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _observability_off(monkeypatch)
+    with fake.serve() as url:
+        result = CliRunner().invoke(
+            app, ["report", "--json", "--endpoint", url, "--png", str(tmp_path / "r.png")]
+        )
+    assert result.exit_code == 0, result.output
+    assert fake.requests
+
+
+@pytest.mark.parametrize("endpoint", ["localhost:9090", "prometheus.internal/api", "http://"])
+def test_an_endpoint_without_scheme_or_host_is_refused_before_any_request(endpoint: str) -> None:
+    """``localhost:9090`` reads as a URL of scheme "localhost": urllib would refuse it with a
+    traceback, after the credentials were looked up."""
+    result = CliRunner().invoke(app, ["report", "--endpoint", endpoint])
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(
+        f"error: --endpoint = {endpoint}: allowed: a URL with scheme and host"
+    ), line
+
+
+def test_a_png_of_someone_elses_is_not_written_over(fake: FakePrometheus, tmp_path: Path) -> None:
+    picture = tmp_path / "report.png"
+    picture.write_bytes(b"\x89PNG my holiday")
+    with fake.serve() as url:
+        result = CliRunner().invoke(app, ["report", "--endpoint", url, "--png", str(picture)])
+        assert fake.requests == []  # refused before any query
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --png = {picture}: allowed: a new file, or one hpkv wrote"), (
+        line
+    )
+    assert picture.read_bytes() == b"\x89PNG my holiday"

@@ -45,7 +45,9 @@ def test_cli_json_and_exit_code(kube: FakeKube, monkeypatch: pytest.MonkeyPatch)
     assert statuses["cross-Pod L2"] == "skip"
 
     unknown = CliRunner().invoke(cli.app, ["verify", "--endpoint", "nope"])
-    assert unknown.exit_code == 2 and "configured: models/vllm-kvcache" in unknown.stderr
+    (line,) = unknown.stderr.splitlines()
+    assert unknown.exit_code == 2 and line.startswith("error: --endpoint = nope: allowed: ")
+    assert "(models/vllm-kvcache, inference/other-model; namespace/name)" in line
 
 
 def test_verify_waits_for_nodes_and_rollout_first(

@@ -69,7 +69,9 @@ def test_an_unknown_endpoint_is_refused_naming_the_configured_ones() -> None:
     with pytest.raises(CliError) as caught:
         endpoints_to_compare(recorded_cfg(), ["nope"])
     assert caught.value.code == 2
-    assert "configured: vllm-kvcache, other-model" in caught.value.message
+    assert caught.value.message.startswith(
+        "--endpoint = nope: allowed: names in kvcache.endpoints (vllm-kvcache, other-model)"
+    )
 
 
 def test_explicit_targets_name_a_known_tier_and_one_or_two_urls() -> None:
