@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import re
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,15 @@ def _not_utf8(source: str, line: int, column: int, found: bytes, guess: str) -> 
     )  # fmt: skip
 
 
+def _looks(test: Callable[[], bool]) -> bool:
+    """A look at the file system that cannot answer (a folder the user may not enter, a name
+    too long) says no: reading the config then names what is wrong in one line."""
+    try:
+        return test()
+    except OSError:
+        return False
+
+
 def _check_environment_name(env: str, config_dir: Path) -> None:
     """The name goes into every stack name: refused before a file of that name is looked for.
     A path given for a name (``--env config/dev.yaml``, ``--env config``) is named for what it
@@ -165,7 +175,7 @@ def _check_environment_name(env: str, config_dir: Path) -> None:
     known = ", ".join(available_environments(config_dir)) or "(none)"
     how = "(--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>)"
     stem = re.sub(r"\.ya?ml$", "", re.split(r"[/\\]", env.rstrip("/\\"))[-1])
-    if env != stem and (config_dir / f"{stem}.yaml").is_file():
+    if env != stem and _looks(lambda: (config_dir / f"{stem}.yaml").is_file()):
         raise ConfigError(
             "config",
             "env",
@@ -174,7 +184,8 @@ def _check_environment_name(env: str, config_dir: Path) -> None:
             f"config/ without .yaml ({known})",
             f"pass --env {stem} (app.py and cdk: -c env={stem}; make: ENV={stem})",
         )
-    if not (config_dir / f"{env}.yaml").is_file() and Path(env).is_dir():
+    is_file = _looks(lambda: (config_dir / f"{env}.yaml").is_file())
+    if not is_file and _looks(lambda: Path(env).is_dir()):
         raise ConfigError(
             "config",
             "env",
