@@ -10,8 +10,9 @@ Formats (LMCache ``cache_engine.py`` and the vLLM v1 connector, 0.3.x):
   cost 55.7500 ms, throughput: ...`` (older releases: ``Retrieved N out of total M tokens``);
 - ``Failed to initialize LMCacheManager components: <why>. System will operate in degraded mode
   (recompute).`` (lmcache/v1/manager.py, 0.3.15 and 0.4.7): LMCache could not start in this
-  process (its engine, its storage, its device copy) and vLLM serves without it. LMCache 0.3.x
-  then stops the engine at the first request; 0.4.x serves every request by recomputing.
+  process (its engine, its storage, its device copy). vLLM reports itself healthy, then stops
+  its engine at the first request (0.3.15 and 0.4.7 alike: 0.4.7's worker asserts it has an
+  engine when it starts loading KV).
 """
 
 from __future__ import annotations

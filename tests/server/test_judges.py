@@ -32,7 +32,6 @@ from tests.support.promtool import expand, needs_promtool, run_rule_tests
 from tests.support.verify import MapTransport
 from tests.support.vllm_server import Server, complete, metrics_page, settled
 
-DEGRADED_0_4_GAP = "bench compare does not yet tell LMCache 0.4.7's degraded mode from /metrics"
 SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)$", re.M)
 
 
@@ -242,12 +241,8 @@ def test_verify_names_a_replica_whose_lmcache_is_degraded(fleet: Any) -> None:
     ],
 )
 def test_bench_compare_fails_an_l2_target_naming_why(
-    fleet: Any, second: str, cause: str, tmp_path: Path, request: pytest.FixtureRequest
+    fleet: Any, second: str, cause: str, tmp_path: Path
 ) -> None:
-    if second == "degraded" and fleet.image == "v0.4.7":
-        # Seen once here: the degraded 0.4.7 replica's /metrics did not read as degraded, and
-        # its first request stopped its engine (bench compare then stops on a stream error).
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=DEGRADED_0_4_GAP))
     code, summary = _compare(tmp_path, f"curvine={fleet['a'].url},{fleet[second].url}")
     hit = _verdicts(summary)[("curvine", "cross-Pod hit")]
     assert (code, hit["status"]) == (1, "fail"), hit

@@ -192,7 +192,7 @@ def compare(
 ) -> Comparison:
     """``joiners``: by endpoint label, how a replica joins it (the scale-out workload).
     ``probe``: a replica's LMCache state by its metrics URL (``scrape.lmcache_state``), read
-    once before any request: LMCache 0.3.x in its degraded mode stops vLLM's engine at the
+    once before any request: LMCache in its degraded mode stops vLLM's engine at the
     first request."""
     result = Comparison(plan, targets, models, bench.speedup_prompt_words)
     pairs = [(u, m) for t in targets for u, m in zip(t.urls, t.metrics_urls, strict=True)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 
@@ -18,7 +19,13 @@ L2_WRITE_BYTES = "lmcache:num_remote_write_bytes_total"
 """Bytes written to L2: with the write requests, the size of a chunk (``cross_pod_cause``)."""
 SCRAPED = (*COUNTERS, REQUESTS, L2_WRITE_BYTES)
 DEGRADED = "degraded"
-_LMCACHE_ROLE = re.compile(r'^lmcache:[^{\s]*\{[^}]*\brole="(\w+)"', re.M)
+_LMCACHE_SERIES = re.compile(r'^(lmcache:[^{\s]*)\{[^}]*\brole="(\w+)"', re.M)
+# LMCache's storage manager registers these gauges before its engine's device connector is made,
+# so a worker whose engine then failed still shows them (0.4.x).
+_BEFORE_ENGINE = "lmcache:storage_events_"
+STATS_INTERVAL_S = 10.0
+"""How often LMCache's engine writes its counters (``log_interval``): a healthy engine's first
+ones appear at most this long after it started."""
 
 
 def parse_counters(text: str, names: Iterable[str] = SCRAPED) -> Counters:
@@ -55,17 +62,28 @@ def scrape_metrics(base_url: str, timeout: float = 30.0) -> Counters:
 
 
 def lmcache_state(text: str) -> str | None:
-    """``DEGRADED`` when the page carries LMCache's series from vLLM's scheduler side (role
-    "scheduler") and none from its engine (role "worker"): LMCache's engine failed to start in
-    the worker (its log says "degraded mode (recompute)") and every request is recomputed.
-    None otherwise (LMCache up, or no LMCache series to judge by)."""
-    roles = set(_LMCACHE_ROLE.findall(text))
-    return DEGRADED if "scheduler" in roles and "worker" not in roles else None
+    """``DEGRADED`` when the page carries LMCache's series but none that its engine in vLLM's
+    worker (role "worker") writes: LMCache's engine failed to start (its log says "degraded
+    mode (recompute)") and every request is recomputed. LMCache 0.3.15 then shows its
+    scheduler side's series only, 0.4.7 its storage manager's gauges of both roles
+    (tests/fixtures/lmcache-metrics). None otherwise (LMCache up, or no LMCache series to judge
+    by)."""
+    series = _LMCACHE_SERIES.findall(text)
+    engine = [n for n, role in series if role == "worker" and not n.startswith(_BEFORE_ENGINE)]
+    return DEGRADED if series and not engine else None
 
 
-def probe_lmcache(base_url: str, timeout: float = 30.0) -> str | None:
-    """``lmcache_state`` of the Pod behind ``base_url``."""
-    return lmcache_state(_page(base_url, timeout))
+def probe_lmcache(
+    base_url: str, timeout: float = 30.0, wait: Callable[[float], None] = time.sleep
+) -> str | None:
+    """``lmcache_state`` of the Pod behind ``base_url``; a page that reads as degraded is read
+    again after LMCache's stats interval, so that an engine started moments ago is not taken
+    for one that failed."""
+    state = lmcache_state(_page(base_url, timeout))
+    if state == DEGRADED:
+        wait(STATS_INTERVAL_S)
+        state = lmcache_state(_page(base_url, timeout))
+    return state
 
 
 def increase(before: Mapping[str, float], after: Mapping[str, float]) -> Counters:

@@ -129,7 +129,7 @@ def _unmeasured(run: WorkloadRun, degraded: Sequence[str]) -> tuple[str, str] | 
     if down:
         why = (
             f"{', '.join(down)}: LMCache runs in its degraded mode (recompute): its /metrics has "
-            "LMCache's scheduler series and none of its engine; its log says why"
+            "none of the series LMCache's engine writes; its log says why"
         )
         return "fail", why
     reason = two_pods(run)

@@ -28,8 +28,8 @@ def degraded(
 ) -> Check | None:
     """A failing row naming each Pod whose LMCache started in its degraded mode (recompute),
     from its log line or, where the log no longer holds it, its /metrics (``states``:
-    ``scrape.lmcache_state``): such a replica stores and reads nothing, and with LMCache 0.3.x
-    its first request stops vLLM's engine, so the test is not sent to it."""
+    ``scrape.lmcache_state``): such a replica stores and reads nothing, and its first request
+    stops vLLM's engine, so the test is not sent to it."""
     found = []
     for pod, log, state in zip(pods, logs, states, strict=True):
         if log.degraded:
@@ -39,7 +39,7 @@ def degraded(
             found.append(
                 (
                     pod["metadata"]["name"],
-                    " (its /metrics has LMCache's scheduler series and none of its engine)",
+                    " (its /metrics has none of the series LMCache's engine writes)",
                 )
             )
     if not found:
