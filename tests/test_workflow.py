@@ -77,8 +77,9 @@ def test_the_test_job_installs_promtool_and_shellcheck_before_the_tests(
 
 
 def test_ci_run_lints_what_it_synthesized() -> None:
-    """`.ci/run` (a clean clone's CI entry point) runs the tests and the runtime layers,
-    synthesizes the default environment, and lints it."""
+    """`.ci/run` (a clean clone's CI entry point) runs the tests and the runtime layers (the
+    server layer one image at a time, for every image with server requirements), synthesizes
+    the default environment, and lints it."""
     lines = [
         line.strip()
         for line in (ROOT / ".ci" / "run").read_text().splitlines()
@@ -87,7 +88,11 @@ def test_ci_run_lints_what_it_synthesized() -> None:
     assert lines == [
         "make test",
         "make test-runtime",
-        "make test-server",
+        'make test-server SERVER_IMAGES="$image"',
         "make synth",
         "make lint",
     ]
+    assert (
+        "for requirements in tests/server/requirements/*.txt; do"
+        in (ROOT / ".ci" / "run").read_text()
+    )
