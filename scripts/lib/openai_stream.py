@@ -83,7 +83,9 @@ def stream_completion(
         "max_tokens": max_tokens,
         "temperature": 0,
         "stream": True,
-        "stream_options": {"include_usage": True},
+        # Usage on every chunk: a token whose text vLLM holds back (part of a character) still
+        # counts as generated.
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         **(extra or {}),
     }
     body = json.dumps(payload).encode()
@@ -139,7 +141,9 @@ def read_events(
     lines: Iterable[bytes], start: float, clock: Callable[[], float] = time.perf_counter
 ) -> StreamEvents:
     """Read server-sent events until ``[DONE]``; TTFT is ``clock()`` at the first event that
-    carries generated text (role-only or empty chunks do not count), minus ``start``."""
+    carries a generated token, minus ``start``: its text, or a usage that counts a completion
+    token where the text is empty (vLLM sends a token that ends inside a character with empty
+    text and its usage). Empty chunks without such a usage do not count."""
     ttft: float | None = None
     chunks: list[str] = []
     usage: dict[str, Any] = {}
@@ -153,9 +157,10 @@ def read_events(
         event = json.loads(data)
         if event.get("usage"):
             usage = event["usage"]
+        counted = (event.get("usage") or {}).get("completion_tokens") or 0
         for choice in event.get("choices") or []:
             text = choice.get("text") or ""
-            if text and ttft is None:
+            if (text or counted > 0) and ttft is None:
                 ttft = (clock() - start) * 1000
             chunks.append(text)
     return StreamEvents(ttft, (clock() - start) * 1000, "".join(chunks), usage)

@@ -61,6 +61,20 @@ def test_a_stream_without_text_has_no_ttft() -> None:
     assert events.ttft_ms is None
 
 
+def test_a_token_whose_text_is_held_back_counts_by_its_usage() -> None:
+    """vLLM streams a token that ends inside a character with empty text; with continuous usage
+    its chunk counts the token (a random-weight model's first tokens can all be such)."""
+    ticks = itertools.count(1)
+    held = {"prompt_tokens": 7, "completion_tokens": 1, "total_tokens": 8}
+    lines = _sse(
+        json.dumps({"choices": [{"text": ""}], "usage": {**held, "completion_tokens": 0}}),
+        json.dumps({"choices": [{"text": ""}], "usage": held}),
+        json.dumps({"choices": [], "usage": held}),
+    )
+    events = read_events(lines, start=0.0, clock=lambda: next(ticks) * 0.010)
+    assert (events.ttft_ms, events.text, events.usage) == (10.0, "", held)
+
+
 def test_stream_returns_text_and_usage() -> None:
     with FakeVllm(0.005) as server:
         result = stream_completion(server.url, "qwen2-7b", "a b c", max_tokens=3)
