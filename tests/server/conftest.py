@@ -1,8 +1,7 @@
 """Fixtures of the server layer (``make test-server``): for each supported image, real vLLM CPU
 servers with the image's LMCache in process, started as the replicas of two endpoints of one
 namespace run (``tests/support/vllm_server.py``): one claim, each endpoint its subPath. Started
-once per image (the first alone, so that the others find its compiled graphs), stopped when the
-image's tests end or one fails to start.
+once per image, stopped when the image's tests end or one fails to start.
 
 The replicas:
 
@@ -76,9 +75,9 @@ class Fleet:
         return role in self.roles
 
     def start_core(self) -> None:
-        for role in CORE:  # the first alone: the second finds its compiled graphs
+        for role in CORE:  # together: eager replicas share nothing they make at start
             self.servers[role] = self._launch(role)
-            wait_ready([self.servers[role]])
+        wait_ready([self.servers[role] for role in CORE])
 
     def __getitem__(self, role: str) -> Server:
         if role not in self.roles:

@@ -33,7 +33,7 @@ def test_bench_ttft_prints_the_ratio_and_the_floor(
 ) -> None:
     if not ttft.python_of(TAG).exists():
         pytest.skip(f"{TAG}: no .venv-server/{TAG}")
-    printed = ttft.run_image(TAG, "tiny", 4096, 5, tmp_path, 4000)
+    printed = ttft.run_image(TAG, "tiny", 4096, 5, tmp_path, 4000, eager=True)
     with capsys.disabled():
         print(f"\n{printed}")  # the figures, in the layer's output
     m = LINE.match(printed)

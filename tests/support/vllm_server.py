@@ -12,6 +12,10 @@ What differs from a GPU node, each for a reason of this machine:
   (``tests/server/attention_kernel.py`` says why; ``test_attention_kernel.py`` holds it).
 - ``--num-gpu-blocks-override``: a KV cache of a few MiB instead of ``VLLM_CPU_KVCACHE_SPACE``'s
   whole GiB, so that several replicas fit beside other work.
+- ``--enforce-eager`` (``Sizing.eager``, all but ``make bench-ttft``'s own figures): vLLM CPU
+  compiles its graphs for about a minute per image and cache folder on two cores; LMCache's
+  connector is called outside the compiled graphs (before the forward pass and after it), so
+  what it stores, looks up and retrieves is the same either way.
 - ``--kv-transfer-config`` names ``CpuLMCacheConnectorV1`` from ``tests.support.lmcache_cpu``
   (``PYTHONPATH`` reaches it): vLLM's LMCacheConnectorV1 with the CPU copy in the one place
   LMCache has none. The degraded replica keeps the rendered connector.
@@ -109,11 +113,13 @@ def default_hash_is_stable(tag: str) -> bool:
 @dataclass(frozen=True)
 class Sizing:
     """What a replica may hold here: vLLM's KV blocks (of 128 tokens), LMCache's L1, and the
-    context (``--max-model-len``; None: as rendered)."""
+    context (``--max-model-len``; None: as rendered); and whether vLLM runs its model eagerly
+    instead of compiling it (module docstring)."""
 
     kv_blocks: int = KV_BLOCKS
     l1_gib: str = L1_GIB
     max_model_len: int | None = None
+    eager: bool = True
 
 
 def server_args(
@@ -128,7 +134,8 @@ def server_args(
         at = args.index("--kv-transfer-config") + 1
         args[at] = json.dumps({**json.loads(args[at]), **connector})
     extra = ["--dtype", DTYPE, "--num-gpu-blocks-override", str(sizing.kv_blocks)]
-    return [*args, "--host", "127.0.0.1", *extra]
+    eager = ["--enforce-eager"] if sizing.eager else []
+    return [*args, "--host", "127.0.0.1", *extra, *eager]
 
 
 @dataclass

@@ -204,7 +204,11 @@ def line(tag: str, shape: str, f: Figures, requests: int) -> str:
     )
 
 
-def run_image(tag: str, shape: str, tokens: int, requests: int, work: Path, seed: int) -> str:
+def run_image(
+    tag: str, shape: str, tokens: int, requests: int, work: Path, seed: int, eager: bool = False
+) -> str:
+    """The ``TTFT`` line of image ``tag``; ``eager``: vLLM does not compile its model (the server
+    layer's test of this tool: the same path, without a minute of compiling per replica)."""
     model = work / f"model-{shape}"
     if not model.exists():
         subprocess.run(
@@ -218,7 +222,7 @@ def run_image(tag: str, shape: str, tokens: int, requests: int, work: Path, seed
     # the one that pushed it out of vLLM, the last touched) and a margin; B's: as the layer's.
     blocks = -(-(tokens + 2 * BLOCK) // BLOCK) + 2
     l1 = f"{3 * tokens * per_token / 2**30 + 0.2:.1f}"
-    sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK)
+    sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK, eager=eager)
     config, objs = rendered_endpoints(tag)
     pod = endpoint_pod(objs, config.kvcache.endpoints[0], operator_of(config))
     claims, stable = work / f"claims-{tag}", default_hash_is_stable(tag)
