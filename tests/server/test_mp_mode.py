@@ -6,7 +6,8 @@ and prefetched from L2, vLLM counts the tokens its connector loaded, and B answe
 computation answered, top-5 log-probabilities included (the tiny model's greedy tokens repeat
 one word: the log-probabilities are what tells answers apart). Each judge both ways: the
 second endpoint's replica (same claim, its own subPath) finds nothing of A's prompt, and noise
-written over the chunks in L2 changes what B answers.
+written over the chunks in L2 changes what B answers. The TTFT bench's checks in MP mode
+(tools/bench/ttft.py) refuse figures from that replica.
 
 Only the image whose LMCache has the MP server and connector that run on vLLM's CPU platform
 (``v0.4.7``). A first, alone (so that B finds nothing of it but its files, and its compiled
@@ -55,6 +56,7 @@ from tests.support.vllm_server import (
     same_answer,
     server_images,
 )
+from tools.bench import ttft
 
 (TAG,) = MP_IMAGES
 WORDS = 500  # about 1,100 tokens of the tiny model's tokenizer: four whole chunks
@@ -210,6 +212,24 @@ def test_another_endpoints_replica_on_the_same_claim_finds_none_of_it(
         f.name for f in stored.files[0]
     }
     assert same_answer(served.answer, stored.cold[0].answer)
+
+
+def test_bench_ttft_refuses_mp_figures_that_did_not_come_from_the_tier(
+    stored: Stored, readers: dict[str, MpReplica]
+) -> None:
+    """``make bench-ttft --mode mp``'s own checks (tools/bench/ttft.py) on these replicas: the
+    second endpoint's replica, whose vLLM KV cache holds the prefixes it is asked again, and
+    which does not share A's folder, refuses both the L1 and the L2 figure."""
+    other = readers["other"]
+    probe = ttft.MultiProcess(other)
+    model = list_models(other.server.url)[0]
+    again = ttft._prefixes(other.server.url, model, 600, 2, 77)
+    with pytest.raises(SystemExit, match=r"vLLM's KV cache held them"):
+        ttft.on_a(other.server, other.l2, again, probe)
+    fresh = ttft._prefixes(other.server.url, model, 600, 1, 88)
+    theirs = [sorted(stored.files[1])]
+    with pytest.raises(SystemExit, match=r"replica B read 0 chunks from L2"):
+        ttft.on_b(other.server, fresh, stored.prompts[1:], theirs, probe)
 
 
 def test_noise_over_the_chunks_in_l2_changes_what_b_serves(
