@@ -92,9 +92,10 @@ SERVER_IMAGES := $(sort $(patsubst tests/server/requirements/%.txt,%,$(wildcard 
 test-server: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
 	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m pytest tests/server
 
-## bench-ttft: TTFT of a 4,096-token prefix cold, from L2 and from L1 on two real vLLM CPU replicas
+## bench-ttft: TTFT of a 4,096-token prefix cold, from L2 and from L1 on two real vLLM CPU replicas (in process, then MP)
 bench-ttft: install $(SERVER_IMAGES:%=.venv-server/%/.installed)
 	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m tools.bench.ttft
+	HPKV_SERVER_IMAGES="$(SERVER_IMAGES)" $(PY) -m tools.bench.ttft --mode mp
 
 ## docs: regenerate docs/configuration.md, config/schema.json and the kubectl steps of the docs
 docs: install

@@ -14,11 +14,12 @@ import pytest
 
 from infra.config.images import RECOMMENDED
 from scripts.lib.openai_stream import list_models
+from tests.support.lmcache_mp import MP_IMAGES
 from tools.bench import ttft
 
 TAG = RECOMMENDED.rpartition(":")[2]
 LINE = re.compile(
-    r"^TTFT (?P<tag>\S+) .*prefix (?P<tokens>[\d,]+) tokens, median of 5: cold on B "
+    r"^TTFT (?P<tag>\S+) (?P<mp>mp )?.*prefix (?P<tokens>[\d,]+) tokens, median of 5: cold on B "
     r"(?P<cold>[\d,]+) ms, L2 hit on B (?P<l2>[\d,]+) ms, L1 hit on A (?P<l1>[\d,]+) ms; "
     r"cold/L2 (?P<ratio>[\d.]+)x; floor (?P<floor>[\d,]+) ms \(plain read of [\d.,]+ MB"
 )
@@ -28,18 +29,21 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+@pytest.mark.parametrize("mode", ttft.MODES)
 def test_bench_ttft_prints_the_ratio_and_the_floor(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not ttft.python_of(TAG).exists():
         pytest.skip(f"{TAG}: no .venv-server/{TAG}")
-    printed = ttft.run_image(TAG, "tiny", 4096, 5, tmp_path, 4000, eager=True)
+    if mode == "mp" and TAG not in MP_IMAGES:
+        pytest.skip(f"{TAG}: its LMCache has no MP server that runs here")
+    printed = ttft.run_image(TAG, "tiny", 4096, 5, tmp_path, 4000, mode, eager=True)
     with capsys.disabled():
         print(f"\n{printed}")  # the figures, in the layer's output
     m = LINE.match(printed)
     assert m is not None, printed
     cold, l2, floor = (_number(m[k]) for k in ("cold", "l2", "floor"))
-    assert (m["tag"], _number(m["tokens"]) >= 4000) == (TAG, True)
+    assert (m["tag"], bool(m["mp"]), _number(m["tokens"]) >= 4000) == (TAG, mode == "mp", True)
     assert cold > l2 > 0 and _number(m["l1"]) > 0
     assert _number(m["ratio"]) == pytest.approx(cold / l2, abs=0.06)
     assert 0 < floor < l2

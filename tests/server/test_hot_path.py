@@ -7,7 +7,6 @@ it serves from)."""
 
 from __future__ import annotations
 
-import math
 import random
 from array import array
 from pathlib import Path
@@ -21,7 +20,7 @@ from scripts.lib.bench_compare.scrape import increase, scrape_metrics
 from scripts.lib.lmcache_logs import parse_log
 from scripts.lib.openai_stream import list_models
 from scripts.lib.prompts import make_prompt
-from tests.support.vllm_server import Answer, Server, complete, settled, wait_for_files
+from tests.support.vllm_server import Answer, Server, complete, same_answer, settled, wait_for_files
 
 WORDS = 700
 HEADER = 4096  # past LMCache's own header of a chunk file (fs_connector.py: a few dozen bytes)
@@ -57,13 +56,6 @@ def _stored_by_a(fleet: Any, prompt: str) -> tuple[Answer, set[Path]]:
     return cold, files
 
 
-def _same_answer(x: Answer, y: Answer) -> bool:
-    return x.tokens == y.tokens and all(
-        a.keys() == b.keys() and all(math.isclose(a[k], b[k], abs_tol=1e-4) for k in a)
-        for a, b in zip(x.top, y.top, strict=True)
-    )
-
-
 def test_b_serves_from_l2_what_a_stored_as_a_cold_recompute_would(fleet: Any) -> None:
     prompt = make_prompt(101, WORDS)
     cold, files = _stored_by_a(fleet, prompt)
@@ -77,7 +69,7 @@ def test_b_serves_from_l2_what_a_stored_as_a_cold_recompute_would(fleet: Any) ->
     assert l2_hit_share(deltas, warm.prompt_tokens, "curvine", bpt) == 1.0
     # B's log lines: LMCache's lookup hit and its retrieve of the same tokens.
     assert (log.hit_tokens, log.retrieved_tokens, log.stored_tokens) == (whole, whole, 0)
-    assert _same_answer(warm, cold), (warm, cold)
+    assert same_answer(warm, cold), (warm, cold)
     # The chunks sit in the claim under the endpoint's subPath, nowhere else.
     (endpoint, *_) = fleet.endpoints
     assert {f.parent.name for f in files} == {endpoint.name}
@@ -97,7 +89,7 @@ def test_noise_over_the_chunks_in_l2_changes_what_b_serves(fleet: Any) -> None:
         f.write_bytes(data[:HEADER] + values.tobytes() + data[HEADER + 4 * len(values) :])
     warm, deltas, _ = _served(fleet, "b", prompt)
     assert deltas[L2_READS] == len(files)
-    assert not _same_answer(warm, cold)
+    assert not same_answer(warm, cold)
 
 
 def test_the_recommended_image_keys_chunks_with_lmcaches_default_hash(fleet: Any) -> None:

@@ -18,7 +18,8 @@ What differs from a GPU node, each for a reason of this machine:
   what it stores, looks up and retrieves is the same either way.
 - ``--kv-transfer-config`` names ``CpuLMCacheConnectorV1`` from ``tests.support.lmcache_cpu``
   (``PYTHONPATH`` reaches it): vLLM's LMCacheConnectorV1 with the CPU copy in the one place
-  LMCache has none. The degraded replica keeps the rendered connector.
+  LMCache has none. The degraded replica keeps the rendered connector; a replica in LMCache's
+  multiprocess mode names LMCache's own MP connector (``tests/support/lmcache_mp.py``).
 - ``LMCACHE_MAX_LOCAL_CPU_SIZE``: 0.2 GiB (LMCache allocates its whole L1 at start).
 - ``LMCACHE_PRE_CACHING_HASH_ALGORITHM=sha256_cbor`` only where LMCache's default chunk hash
   differs between two processes on this interpreter (LMCache 0.3.15 on Python 3.11: ``hash(None)``
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import signal
@@ -123,7 +125,10 @@ class Sizing:
 
 
 def server_args(
-    rendered: list[str], port: int, connector: dict[str, str] | None, sizing: Sizing = Sizing()
+    rendered: list[str],
+    port: int,
+    connector: dict[str, Any] | None,
+    sizing: Sizing = Sizing(),
 ) -> list[str]:
     """The rendered arguments with this machine's substitutions (module docstring)."""
     args = list(rendered)
@@ -166,12 +171,13 @@ def start(
     container: Container,
     model: Path,
     work: Path,
-    connector: dict[str, str] | None = CPU_CONNECTOR,
+    connector: dict[str, Any] | None = CPU_CONNECTOR,
     stable_hash: bool = True,
     sizing: Sizing = Sizing(),
 ) -> Server:
     """Start replica ``name`` of image ``tag`` as ``container`` runs, ``model``'s files in its
-    model mount (the folder ``--model`` names)."""
+    model mount (the folder ``--model`` names); ``connector``'s keys over the rendered
+    ``--kv-transfer-config``'s."""
     weights = container.mounts[container.args[container.args.index("--model") + 1]]
     assert weights is not None
     for f in model.iterdir():
@@ -228,15 +234,20 @@ def wait_ready(servers: list[Server], timeout: float = START_TIMEOUT_S) -> None:
 
 
 def stop(servers: list[Server]) -> None:
-    for s in servers:
-        if s.process.poll() is None:
-            os.killpg(s.process.pid, signal.SIGTERM)
-    for s in servers:
+    stop_processes([s.process for s in servers])
+
+
+def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM to each one's session, then SIGKILL to those still up after a minute."""
+    for p in processes:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGTERM)
+    for p in processes:
         try:
-            s.process.wait(timeout=60)
+            p.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            os.killpg(s.process.pid, signal.SIGKILL)
-            s.process.wait(timeout=30)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
 
 
 @dataclass(frozen=True)
@@ -247,6 +258,14 @@ class Answer:
     prompt_tokens: int
     tokens: list[str]
     top: list[dict[str, float]]
+
+
+def same_answer(x: Answer, y: Answer) -> bool:
+    """The same tokens, each step's top log-probabilities the same ones to 1e-4."""
+    return x.tokens == y.tokens and all(
+        a.keys() == b.keys() and all(math.isclose(a[k], b[k], abs_tol=1e-4) for k in a)
+        for a, b in zip(x.top, y.top, strict=True)
+    )
 
 
 def complete(url: str, model: str, prompt: str, max_tokens: int = 8) -> Answer:

@@ -16,8 +16,13 @@ Each phase is checked against the replicas' own counters and log lines (no L2 re
 whole chunk read from L2 on B, LMCache's lookup hits): a run that did not serve from the tier
 it names stops with the reason instead of printing a figure.
 
+``--mode mp``: the same phases with LMCache's multiprocess server beside each replica
+(tests/support/lmcache_mp.py); the checks read the server's counters (chunks prefetched from
+L2) and vLLM's (tokens its connector loaded). Images whose LMCache runs that way here only.
+
 Usage: python -m tools.bench.ttft [--image TAG]... [--shape qwen3-0.6b] [--prefix-tokens 4096]
-       [--requests 5]   (make bench-ttft; root and unshare, as the server layer)
+       [--requests 5] [--mode in-process|mp]   (make bench-ttft; root and unshare, as the server
+       layer)
 """
 
 from __future__ import annotations
@@ -33,19 +38,36 @@ import time
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from infra.config.images import KNOWN, RECOMMENDED
 from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS
-from scripts.lib.bench_compare.scrape import increase, scrape_metrics
+from scripts.lib.bench_compare.scrape import increase, parse_counters, scrape_metrics
 from scripts.lib.lmcache_logs import parse_log
 from scripts.lib.openai_stream import StreamResult, list_models, stream_completion
 from scripts.lib.prompts import make_prompt
-from tests.support.runtime import container_of, endpoint_pod, mount_namespace_available, operator_of
+from tests.support.lmcache_mp import (
+    EXTERNAL_HITS,
+    L2_PREFETCH_HITS,
+    MP_IMAGES,
+    MpReplica,
+    settled_mp,
+    start_mp,
+    stop_mp,
+    wait_ready_mp,
+)
+from tests.support.runtime import (
+    Container,
+    container_of,
+    endpoint_pod,
+    mount_namespace_available,
+    operator_of,
+)
 from tests.support.vllm_server import (
     Server,
     Sizing,
     default_hash_is_stable,
+    metrics_page,
     python_of,
     rendered_endpoints,
     server_images,
@@ -60,6 +82,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAKE_MODEL = ROOT / "tests" / "server" / "make_model.py"
 BLOCK = 128  # vLLM CPU's block size (vllm/platforms/cpu.py)
 FLOAT32 = 4
+MODES = ("in-process", "mp")
 
 
 @dataclass(frozen=True)
@@ -129,23 +152,80 @@ def _fail(why: str) -> SystemExit:
     return SystemExit(f"error: bench-ttft: {why}")
 
 
-def _phase(server: Server) -> tuple[dict[str, float], int]:
-    return scrape_metrics(server.url), len(server.log_text())
+class Probe(Protocol):
+    """What a replica's own counters (and, in process, LMCache's log lines) say it did since a
+    mark: the chunks it read from L2, the tokens LMCache loaded into vLLM's KV cache."""
+
+    @property
+    def server(self) -> Server: ...
+
+    def mark(self) -> Any: ...
+
+    def l2_reads(self, mark: Any, want: float) -> float: ...
+
+    def loaded(self, mark: Any) -> int: ...
 
 
-def _since(server: Server, start: tuple[dict[str, float], int]) -> tuple[dict[str, float], Any]:
-    """The server's counters' increase (once LMCache has published them) and LMCache's log
-    lines since ``start``."""
-    deltas = increase(start[0], settled(server.url, start[0]))
-    return deltas, parse_log(server.log_text()[start[1] :])
+@dataclass
+class InProcess:
+    """LMCache inside vLLM: its counters on vLLM's /metrics, its lookups in vLLM's log."""
+
+    server: Server
+
+    def mark(self) -> tuple[dict[str, float], int]:
+        return scrape_metrics(self.server.url), len(self.server.log_text())
+
+    def l2_reads(self, mark: tuple[dict[str, float], int], want: float) -> float:
+        """Once LMCache has published its counters (every 10 s)."""
+        return increase(mark[0], settled(self.server.url, mark[0])).get(L2_READS, 0.0)
+
+    def loaded(self, mark: tuple[dict[str, float], int]) -> int:
+        """LMCache's lookups: what it loaded beyond vLLM's own KV cache."""
+        log = parse_log(self.server.log_text()[mark[1] :])
+        return sum(h.need_to_load or 0 for h in log.hits if h.hit_tokens)
 
 
-def on_a(a: Server, l2: Path, stored: list[str]) -> tuple[list[float], list[list[Path]]]:
+@dataclass
+class MultiProcess:
+    """LMCache's MP server beside vLLM (tests/support/lmcache_mp.py): the chunks its sidecar
+    prefetched from L2, the tokens vLLM's connector loaded (vLLM's own counter)."""
+
+    replica: MpReplica
+
+    @property
+    def server(self) -> Server:
+        return self.replica.server
+
+    def _external(self) -> float:
+        page = metrics_page(self.server.url)
+        return parse_counters(page, [EXTERNAL_HITS]).get(EXTERNAL_HITS, 0.0)
+
+    def mark(self) -> tuple[dict[str, float], float]:
+        return self.replica.sidecar.counters(), self._external()
+
+    def l2_reads(self, mark: tuple[dict[str, float], float], want: float) -> float:
+        """Once the sidecar has counted ``want`` prefetched chunks (it counts as it looks a
+        prompt up, before vLLM answers; 10 s for its metrics to show them)."""
+        rise = settled_mp(self.replica.sidecar, mark[0], {L2_PREFETCH_HITS: want}, timeout=10)
+        return rise.get(L2_PREFETCH_HITS, 0.0)
+
+    def loaded(self, mark: tuple[dict[str, float], float]) -> int:
+        """vLLM counts a request's loaded tokens as it finishes: read until they show (5 s)."""
+        deadline = time.monotonic() + 5
+        while (rise := self._external() - mark[1]) == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        return int(rise)
+
+
+def on_a(
+    a: Server, l2: Path, stored: list[str], probe: Probe | None = None
+) -> tuple[list[float], list[list[Path]]]:
     """Replica A: each prefix cold, then the previous one again, which the new one pushed out
     of vLLM's KV cache: from LMCache's L1. The L1 times and each prefix's chunk files."""
+    probe = probe or InProcess(a)
     model = list_models(a.url)[0]
-    start = _phase(a)
-    l1, files, whole = [], [], []
+    start = probe.mark()
+    l1, files, whole, loaded = [], [], [], []
     for i, prompt in enumerate(stored):
         before = set(l2.glob("*.data"))
         whole.append((_ask(a, model, prompt).prompt_tokens or 0) // LMCACHE_CHUNK_TOKENS)
@@ -154,14 +234,13 @@ def on_a(a: Server, l2: Path, stored: list[str]) -> tuple[list[float], list[list
             time.sleep(0.2)
         files.append(sorted(set(l2.glob("*.data")) - before))
         if i > 0:
+            ask = probe.mark()
             l1.append(_ask(a, model, stored[i - 1]).ttft_ms)
-    deltas, log = _since(a, start)
-    # LMCache's lookup of each repeated prefix: what it loaded beyond vLLM's own KV cache.
-    loaded = [h.need_to_load or 0 for h in log.hits if h.hit_tokens]
+            loaded.append(probe.loaded(ask))
     want = [n * LMCACHE_CHUNK_TOKENS for n in whole[:-1]]
-    if deltas.get(L2_READS, 0.0) != 0:
+    if probe.l2_reads(start, 0) != 0:
         raise _fail("replica A read from L2: its L1 did not hold the repeated prefixes")
-    if len(loaded) != len(want) or any(got < 0.9 * w for got, w in zip(loaded, want, strict=True)):
+    if any(got < 0.9 * w for got, w in zip(loaded, want, strict=True)):
         raise _fail(
             f"replica A's LMCache loaded {loaded} tokens of the repeated prefixes "
             f"(want about {want}: vLLM's KV cache held them)"
@@ -172,12 +251,17 @@ def on_a(a: Server, l2: Path, stored: list[str]) -> tuple[list[float], list[list
 
 
 def on_b(
-    b: Server, fresh: list[str], stored: list[str], files: list[list[Path]]
+    b: Server,
+    fresh: list[str],
+    stored: list[str],
+    files: list[list[Path]],
+    probe: Probe | None = None,
 ) -> tuple[list[float], list[float], list[float]]:
     """Replica B: a prefix of its own, cold; then one A stored, from L2, its chunk files
     dropped from the page cache first. The cold and L2 times, and the decode steps."""
+    probe = probe or InProcess(b)
     model = list_models(b.url)[0]
-    start = _phase(b)
+    start = probe.mark()
     cold, l2, decode = [], [], []
     for own, theirs, chunks in zip(fresh, stored, files, strict=False):
         cold.append(_ask(b, model, own).ttft_ms)
@@ -185,17 +269,19 @@ def on_b(
         hit = _ask(b, model, theirs)
         l2.append(hit.ttft_ms)
         decode.append(_decode_ms(hit))
-    deltas, _ = _since(b, start)
     want = sum(len(f) for f in files[: len(fresh)])
-    if deltas.get(L2_READS, 0.0) != want:
-        raise _fail(f"replica B read {deltas.get(L2_READS, 0.0):g} chunks from L2 (want {want})")
+    read = probe.l2_reads(start, want)
+    if read != want:
+        raise _fail(f"replica B read {read:g} chunks from L2 (want {want})")
     return cold, l2, decode
 
 
-def line(tag: str, shape: str, f: Figures, requests: int) -> str:
+def line(tag: str, shape: str, f: Figures, requests: int, mode: str = "in-process") -> str:
     facts = KNOWN[tag]
+    mp = mode == "mp"
     return (
-        f"TTFT {tag} (LMCache {facts.lmcache}, vLLM {facts.vllm} CPU, {shape} shape, random "
+        f"TTFT {tag}{' mp' if mp else ''} (LMCache {facts.lmcache}"
+        f"{' multiprocess server' if mp else ''}, vLLM {facts.vllm} CPU, {shape} shape, random "
         f"weights, float32): prefix {f.tokens:,} tokens, median of {requests}: cold on B "
         f"{f.cold_ms:,.0f} ms, L2 hit on B {f.l2_ms:,.0f} ms, L1 hit on A {f.l1_ms:,.0f} ms; "
         f"cold/L2 {f.cold_ms / f.l2_ms:.1f}x; floor {f.floor_ms:,.0f} ms (plain read of "
@@ -205,10 +291,18 @@ def line(tag: str, shape: str, f: Figures, requests: int) -> str:
 
 
 def run_image(
-    tag: str, shape: str, tokens: int, requests: int, work: Path, seed: int, eager: bool = False
+    tag: str,
+    shape: str,
+    tokens: int,
+    requests: int,
+    work: Path,
+    seed: int,
+    mode: str = MODES[0],
+    eager: bool = False,
 ) -> str:
-    """The ``TTFT`` line of image ``tag``; ``eager``: vLLM does not compile its model (the server
-    layer's test of this tool: the same path, without a minute of compiling per replica)."""
+    """The ``TTFT`` line of image ``tag`` in ``mode``; ``eager``: vLLM does not compile its
+    model (the server layer's test of this tool: the same path, without a minute of compiling
+    per replica)."""
     model = work / f"model-{shape}"
     if not model.exists():
         subprocess.run(
@@ -227,8 +321,10 @@ def run_image(
     pod = endpoint_pod(objs, config.kvcache.endpoints[0], operator_of(config))
     claims, stable = work / f"claims-{tag}", default_hash_is_stable(tag)
 
-    def replica(name: str, l1_gib: str) -> Server:
-        container = container_of(pod, claims, work / f"pod-{tag}-{name}")
+    def replica(name: str, l1_gib: str) -> Probe:
+        container = container_of(pod, claims, work / f"pod-{tag}-{mode}-{name}")
+        if mode == "mp":
+            return _mp_replica(tag, f"{tag}-{mode}-{name}", container, model, work, sizing, l1)
         server = start(
             tag,
             f"{tag}-{name}",
@@ -243,26 +339,27 @@ def run_image(
         except RuntimeError:
             stop([server])
             raise
-        return server
+        return InProcess(server)
 
     # One replica at a time (A's L1 holds gigabytes); B finds A's compiled graphs and chunks.
     a = replica("a", l1)
     try:
-        (mount,) = a.container.claims
-        l2 = a.container.mounts[mount]
+        (mount,) = a.server.container.claims
+        l2 = a.server.container.mounts[mount]
         assert l2 is not None
-        model_id = list_models(a.url)[0]
-        stored = _prefixes(a.url, model_id, tokens, requests + 1, seed)
-        fresh = _prefixes(a.url, model_id, tokens, requests, seed + 1000)
-        l1_ms, files = on_a(a, l2, stored)
-        first = _tokens(a.url, model_id, stored[0])
+        url = a.server.url
+        model_id = list_models(url)[0]
+        stored = _prefixes(url, model_id, tokens, requests + 1, seed)
+        fresh = _prefixes(url, model_id, tokens, requests, seed + 1000)
+        l1_ms, files = on_a(a.server, l2, stored, a)
+        first = _tokens(url, model_id, stored[0])
     finally:
-        stop([a])
+        _stop(a)
     b = replica("b", sizing.l1_gib)
     try:
-        cold, l2_ms, decode = on_b(b, fresh, stored, files)
+        cold, l2_ms, decode = on_b(b.server, fresh, stored, files, b)
     finally:
-        stop([b])
+        _stop(b)
     timed = [_read(f) for f in files[:requests]]
     figures = Figures(
         tokens=first,
@@ -273,7 +370,28 @@ def run_image(
         read_mb=statistics.median(size for _, size in timed) / 1e6,
         decode_ms=statistics.median(decode),
     )
-    return line(tag, shape, figures, requests)
+    return line(tag, shape, figures, requests, mode)
+
+
+def _mp_replica(
+    tag: str, name: str, container: Container, model: Path, work: Path, sizing: Sizing, l1: str
+) -> Probe:
+    """A replica in MP mode: its sidecar's L1 ``l1`` GiB, A's in process (three prefixes and a
+    margin), on A and B alike (B's holds the prefixes it prefetches from L2)."""
+    replica = start_mp(tag, name, container, model, work, sizing, l1)
+    try:
+        wait_ready_mp([replica])
+    except RuntimeError:
+        stop_mp([replica])
+        raise
+    return MultiProcess(replica)
+
+
+def _stop(probe: Probe) -> None:
+    if isinstance(probe, MultiProcess):
+        stop_mp([probe.replica])
+    else:
+        stop([probe.server])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,8 +402,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=5)
     parser.add_argument("--seed", type=int, default=4000)
     parser.add_argument("--work", type=Path, help="folder for the model and the replicas")
+    parser.add_argument(
+        "--mode", default=MODES[0], choices=MODES, help="LMCache inside vLLM, or its MP server"
+    )
     args = parser.parse_args(argv)
     images = args.image or server_images() or [RECOMMENDED.rpartition(":")[2]]
+    if args.mode == "mp":
+        images = args.image or [t for t in images if t in MP_IMAGES] or [*MP_IMAGES]
+        other = [t for t in images if t not in MP_IMAGES]
+        if other:
+            raise _fail(
+                f"--image {other[0]} with --mode mp: MP mode runs with {', '.join(MP_IMAGES)} "
+                "only (its LMCache's MP server and connector); name one of those"
+            )
     missing = [t for t in images if not python_of(t).exists()]
     if missing:
         raise _fail(f"--image {missing[0]}: no .venv-server/{missing[0]}; run `make bench-ttft`")
@@ -298,7 +427,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for tag in images:
             print(
-                run_image(tag, args.shape, args.prefix_tokens, args.requests, work, args.seed),
+                run_image(
+                    tag, args.shape, args.prefix_tokens, args.requests, work, args.seed, args.mode
+                ),
                 flush=True,
             )
     finally:
