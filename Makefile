@@ -4,8 +4,8 @@ ENV ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# make test and make bench run the suite on two workers; a module's tests, and the modules sharing
-# a synthesized or rendered environment, stay on one worker (tests/conftest.py: GROUPS).
+# make test and make bench run the suite on two workers; a module's tests stay on one worker, and
+# each environment is synthesized or rendered once per run (tests/support/once_per_run.py).
 TEST_WORKERS ?= -n 2 --dist loadgroup
 # The operations CLI, installed into .venv by `make install` (the project's [project.scripts]).
 HPKV := $(VENV)/bin/hpkv

@@ -1,8 +1,9 @@
 """Session fixtures and the order tests run in.
 
-Each environment is synthesized once per session (per pytest-xdist worker: see ``GROUPS``), the
-slow checks that read only files run in a second process beside the tests (tests.support.background
-and tests.support.cdk_cli), and the tests that read their answers run last.
+Each environment is synthesized once per run, by the first pytest-xdist worker that needs it
+(tests/support/once_per_run.py), the slow checks that read only files run in a second process
+beside the tests (tests.support.background and tests.support.cdk_cli), and the tests that read
+their answers run last.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,7 +25,10 @@ from tests.support import background, cdk_cli
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
-from tests.support.synth import Synth, synth
+from tests.support.once_per_run import run_dir
+
+if TYPE_CHECKING:
+    from tests.support.synth import Synth
 
 share_service_models()
 
@@ -37,14 +42,6 @@ collect_ignore = [
     if not os.environ.get(variable)
 ]
 CDK_CLI_TEST = "test_cdk_cli_synth_matches_direct_synth_without_credentials"
-# Under `pytest -n 2 --dist loadgroup` (make test) a module's tests run on one worker, so its
-# module fixtures are made once. The modules that use a session fixture in GROUPS share one
-# worker too: each of those environments is synthesized or rendered once, not once per worker.
-GROUPS = {
-    "synth": {"dev", "existing"},
-    "render": {"rendered", "rendered_files", "rendered_envs"},
-    "pipeline": {"pipeline"},
-}
 cdk_cli_selected = pytest.StashKey[bool]()
 
 
@@ -53,16 +50,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "background: reads work done in a second process (tests.support.background); run last",
     )
-
-
-def _group(module: list[pytest.Item]) -> str:
-    """The xdist group of a module's tests: the first of GROUPS whose fixtures one of them uses,
-    else the module itself."""
-    used = {name for item in module for name in getattr(item, "fixturenames", ())}
-    for group, fixtures in GROUPS.items():
-        if used & fixtures:
-            return group
-    return str(module[0].path)
+    # pytest-xdist hands out the modules in the order below, not the modules with most tests
+    # first (its default).
+    config.option.loadscopereorder = False
 
 
 @pytest.hookimpl(wrapper=True)
@@ -70,15 +60,16 @@ def pytest_collection_modifyitems(
     config: pytest.Config, items: list[pytest.Item]
 ) -> Generator[None, None, None]:
     """Groups for pytest-xdist before it reads them; after -k/-m deselection, the order: tests
-    that read background work go last, so the work overlaps the tests before them."""
+    that read background work go last, so the work overlaps the tests before them.
+
+    Under `pytest -n 2 --dist loadgroup` (make test) a module's tests run on one worker, so its
+    module fixtures are made once; the session's environments are made once per run whichever
+    worker asks first, so modules sharing one need no common worker. A test that reads
+    background work is a unit of its own, handed out last."""
     if config.getoption("loadgroup", default=False):
-        modules: dict[Path, list[pytest.Item]] = {}
         for item in items:
-            modules.setdefault(item.path, []).append(item)
-        for module in modules.values():
-            group = _group(module)
-            for item in module:
-                item.add_marker(pytest.mark.xdist_group(group))
+            if not item.get_closest_marker("background"):
+                item.add_marker(pytest.mark.xdist_group(str(item.path)))
     yield
     late = [item for item in items if item.get_closest_marker("background")]
     now = [item for item in items if not item.get_closest_marker("background")]
@@ -93,12 +84,9 @@ def pytest_sessionfinish() -> None:
 
 
 @pytest.fixture(scope="session")
-def cdk_cli_workdir(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
+def cdk_cli_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the CDK CLI's synth and app.py's write (one directory for every xdist worker)."""
-    base = tmp_path_factory.getbasetemp()
-    return (base.parent if hasattr(request.config, "workerinput") else base) / "cdk-cli"
+    return run_dir(tmp_path_factory) / "cdk-cli"
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -111,7 +99,11 @@ def _start_cdk_cli_synths(request: pytest.FixtureRequest, cdk_cli_workdir: Path)
 @pytest.fixture(scope="session")
 def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The default environment, with a fixture chart standing in for the HyperPod chart."""
-    result = synth(load_config("dev"), tmp_path_factory.mktemp("dev"))
+    # Late: loading the CDK starts a node process, and pytest-xdist's controller, which loads
+    # this file too, synthesizes nothing.
+    from tests.support.synth import synth_once
+
+    result = synth_once("dev", load_config("dev"), tmp_path_factory)
     background.lint_soon(result.outdir, result.config.region)
     return result
 
@@ -119,7 +111,9 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 @pytest.fixture(scope="session")
 def existing(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """The default environment pointed at an existing HyperPod EKS cluster."""
-    result = synth(existing_cluster_config(), tmp_path_factory.mktemp("existing"), chart_dir=None)
+    from tests.support.synth import synth_once  # late: see dev
+
+    result = synth_once("existing", existing_cluster_config(), tmp_path_factory, chart_dir=None)
     background.lint_soon(result.outdir, result.config.region)
     return result
 
@@ -131,8 +125,8 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def helm(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real helm (tests/support/helm.py), extracted once into pytest's cache; a skip that
-    says what is missing where it cannot be had."""
+    """The real helm (tests/support/helm.py), extracted once into pytest's cache (without it,
+    once per run); a skip that says what is missing where it cannot be had."""
     cache = getattr(request.config, "cache", None)
-    where = cache.mkdir("helm") if cache is not None else tmp_path_factory.getbasetemp() / "helm"
+    where = cache.mkdir("helm") if cache is not None else run_dir(tmp_path_factory) / "helm"
     return helm_binary(Path(where))

@@ -34,7 +34,7 @@ from k8s.render import render_config
 from scripts import cli
 from scripts.lib import runtime
 from tests.support.config import SOURCE, with_overrides
-from tests.support.schemas import crd_schema, strict
+from tests.support.schemas import crd_schema, strict, validate
 
 AT = "kvcache.endpoints.0.autoscaling"
 WORKSPACE = AmpWorkspace("ws-3f1c2b9e-8d4a-4e6f-9a1b-2c3d4e5f6a7b", "us-west-2")
@@ -59,7 +59,7 @@ def _pinned(config: AppConfig) -> dict[str, Any]:
 def test_the_pinned_operators_crd_takes_every_signal(signal: str) -> None:
     config = _config(signal=signal)
     iec = _iec(config)
-    jsonschema.validate(iec, _pinned(config))
+    validate(iec, _pinned(config))
     spec = iec["spec"]["autoScalingSpec"]
     trigger = spec["prometheusTrigger"]
     assert trigger["metricType"] == ("Value" if signal == "ttft_p95" else "Average")
@@ -70,9 +70,7 @@ def test_the_pinned_operators_crd_takes_every_signal(signal: str) -> None:
 @pytest.mark.parametrize("signal", ["requests_waiting", "kv_cache_usage", "ttft_p95"])
 def test_the_operator_3_3_crd_takes_the_autoscaled_endpoint_too(signal: str) -> None:
     """An add-on upgraded under the app (operator 3.3) keeps taking what the app renders."""
-    jsonschema.validate(
-        _iec(_config(signal=signal)), strict(crd_schema(OPERATORS["3.3"].crd_path, "v1"))
-    )
+    validate(_iec(_config(signal=signal)), strict(crd_schema(OPERATORS["3.3"].crd_path, "v1")))
 
 
 def test_the_spec_carries_the_configured_bounds_timings_and_target() -> None:
@@ -131,7 +129,7 @@ def test_the_server_address_is_what_keda_can_append_its_query_path_to() -> None:
 def test_operator_3_0s_crd_refuses_the_address_which_is_why_config_refuses_that_pin() -> None:
     iec = _iec(_config())
     with pytest.raises(jsonschema.ValidationError, match="does not match"):
-        jsonschema.validate(iec, strict(crd_schema(OPERATORS["3.0"].crd_path, "v1")))
+        validate(iec, strict(crd_schema(OPERATORS["3.0"].crd_path, "v1")))
 
 
 def test_rendering_an_autoscaled_endpoint_without_the_workspace_writes_nothing(
@@ -182,7 +180,7 @@ def test_the_pinned_crd_has_no_fallback_so_none_is_rendered() -> None:
     assert "fallback" not in iec["spec"]["autoScalingSpec"]
     iec["spec"]["autoScalingSpec"]["fallback"] = {"failureThreshold": 3, "replicas": 2}
     with pytest.raises(jsonschema.ValidationError, match="fallback"):
-        jsonschema.validate(iec, _pinned(config))
+        validate(iec, _pinned(config))
 
 
 @pytest.fixture

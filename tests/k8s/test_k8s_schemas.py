@@ -18,7 +18,7 @@ from infra.config.operator_versions import ADDON_OPERATOR, OPERATORS, OperatorVe
 from infra.facts.versions import SUPPORTED_KUBERNETES
 from k8s.endpoints import EndpointsChart
 from tests.support.config import env_config
-from tests.support.schemas import SCHEMAS, crd_schema, strict
+from tests.support.schemas import SCHEMAS, crd_schema, strict, validate
 
 IEC = "inference.sagemaker.aws.amazon.com/v1/InferenceEndpointConfig"
 # Custom kinds whose CRD does not depend on the config; the IEC's CRD does (pinned_iec_schema).
@@ -60,7 +60,7 @@ def test_custom_resources_validate_against_their_crd(
     objs = [o for o in rendered if _key(o) == kind]
     assert objs, f"no {kind} rendered"
     for obj in objs:
-        jsonschema.validate(obj, schema)
+        validate(obj, schema)
 
 
 @pytest.mark.parametrize("env", ENVS)
@@ -74,7 +74,7 @@ def test_endpoints_validate_against_the_crd_of_the_pinned_operator(
     op = config.addons.inference_operator
     for obj in iecs:
         try:
-            jsonschema.validate(obj, schema)
+            validate(obj, schema)
         except jsonschema.ValidationError as exc:  # pragma: no cover - failure path
             pytest.fail(
                 f"{env}: InferenceEndpointConfig {obj['metadata']['name']} is refused by the CRD "
@@ -108,7 +108,7 @@ def test_endpoints_validate_against_the_crd_of_every_newer_operator(
         schema = strict(crd_schema(op.crd_path, "v1"))
         for obj in iecs:
             try:
-                jsonschema.validate(obj, schema)
+                validate(obj, schema)
             except jsonschema.ValidationError as exc:  # pragma: no cover - failure path
                 pytest.fail(
                     f"{env}: InferenceEndpointConfig {obj['metadata']['name']} is refused by the "
@@ -131,12 +131,12 @@ def test_the_operator_3_3_crd_is_the_one_with_the_model_cache(
         },
     }
     with pytest.raises(jsonschema.ValidationError, match="modelCacheConfig"):
-        jsonschema.validate(cached, strict(crd_schema(OPERATORS["3.2"].crd_path, "v1")))
+        validate(cached, strict(crd_schema(OPERATORS["3.2"].crd_path, "v1")))
     schema = strict(crd_schema(OPERATORS["3.3"].crd_path, "v1"))
-    jsonschema.validate(cached, schema)
+    validate(cached, schema)
     cached["spec"]["modelCacheConfig"]["weightsCache"]["hostPath"] = "/" + "x" * 255
     with pytest.raises(jsonschema.ValidationError, match="too long"):
-        jsonschema.validate(cached, schema)
+        validate(cached, schema)
 
 
 @pytest.mark.parametrize("addon_version", sorted(ADDON_OPERATOR))
@@ -160,7 +160,7 @@ def test_endpoints_validate_against_the_crd_each_known_add_on_ships(
     assert iecs
     schema = strict(crd_schema(op.crd_path, "v1"))
     for obj in iecs:
-        jsonschema.validate(obj, schema)
+        validate(obj, schema)
 
 
 def test_every_pinned_operator_has_its_crd() -> None:
@@ -187,8 +187,8 @@ def test_the_operator_3_0_crd_refuses_huggingface(rendered: list[dict[str, Any]]
         },
     }
     with pytest.raises(jsonschema.ValidationError, match="huggingface"):
-        jsonschema.validate(hf, crd_schema(OPERATORS["3.0"].crd_path, "v1"))
-    jsonschema.validate(hf, crd_schema(OPERATORS["3.2"].crd_path, "v1"))
+        validate(hf, crd_schema(OPERATORS["3.0"].crd_path, "v1"))
+    validate(hf, crd_schema(OPERATORS["3.2"].crd_path, "v1"))
 
 
 def test_crd_schema_catches_a_bad_backend(
@@ -204,7 +204,7 @@ def test_crd_schema_catches_a_bad_backend(
         },
     }
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, pinned_iec_schema(dev_config))
+        validate(bad, pinned_iec_schema(dev_config))
 
 
 def test_kubernetes_validate_catches_a_typo(

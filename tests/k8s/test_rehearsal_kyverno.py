@@ -17,7 +17,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
@@ -54,7 +53,7 @@ from tests.doubles.kyverno_eval import (
 from tests.support import cel_engine
 from tests.support.config import BASE, SOURCE, env_config, with_overrides
 from tests.support.objects import OPERATOR_POD
-from tests.support.schemas import SCHEMAS, crd_schema, strict
+from tests.support.schemas import SCHEMAS, crd_schema, strict, validate
 
 KYVERNO_CRD = SCHEMAS / "kyverno" / "kyverno.io_clusterpolicies.yaml"
 # fsx, tiers: tests/support/config.py FSX_VARIANT, TIERS_VARIANT
@@ -157,7 +156,7 @@ def test_an_endpoint_pod_still_waits_for_its_l2_mutation(
     hooks = webhooks(objs, config)
     policy = next(o for o in objs if o["kind"] == "ClusterPolicy")
     # Kyverno's CRD accepts the webhook settings (strictly: no field it would drop).
-    jsonschema.validate(policy, strict(crd_schema(KYVERNO_CRD, "v1")))
+    validate(policy, strict(crd_schema(KYVERNO_CRD, "v1")))
     for e in config.kvcache.mounted_l2_endpoints:
         p = copy.deepcopy(OPERATOR_POD)
         p["metadata"].update(namespace=e.namespace, labels={"app": e.name})

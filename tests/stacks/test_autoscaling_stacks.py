@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import jsonschema
 import pytest
 from aws_cdk.assertions import Match
 
 from infra.environment.layout import dependencies
 from tests.support import background
-from tests.support.schemas import crd_schema, strict
+from tests.support.schemas import crd_schema, strict, validate
 from tests.support.synth import Synth
 
 APS = ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"]
@@ -88,9 +87,7 @@ def test_the_server_address_is_the_observability_workspace(autoscaled: Synth) ->
     text = "".join(workspace_id if isinstance(p, dict) else p for p in parts)
     (iec,) = [o for o in json.loads(text) if o["kind"] == "InferenceEndpointConfig"]
     config = autoscaled.config
-    jsonschema.validate(
-        iec, strict(crd_schema(config.addons.inference_operator.operator.crd_path, "v1"))
-    )
+    validate(iec, strict(crd_schema(config.addons.inference_operator.operator.crd_path, "v1")))
     assert iec["spec"]["autoScalingSpec"]["prometheusTrigger"]["serverAddress"] == (
         f"https://aps-workspaces.{config.region}.amazonaws.com/workspaces/{workspace_id}"
     )

@@ -1,7 +1,7 @@
 """Every environment file synthesizes, validates and behaves as configured on destroy.
 
 test: everything destroyable and buckets emptied; prod: stateful resources retained and
-termination protection on. Each environment is synthesized once for this module.
+termination protection on. Each environment is synthesized once per run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from infra.cdk.validation import templates_in
 from infra.config import load_config
 from k8s.render import render
 from tests.support import background
-from tests.support.synth import Synth, synth
+from tests.support.synth import Synth, synth_once
 
 ENVIRONMENTS = ["test", "prod"]
 # Properties that give a resource a fixed physical name (a retained one would collide on
@@ -30,7 +30,7 @@ NAME_PROPERTIES = {
 
 @pytest.fixture(scope="session", params=ENVIRONMENTS)
 def env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    result = synth(load_config(request.param), tmp_path_factory.mktemp(request.param))
+    result = synth_once(request.param, load_config(request.param), tmp_path_factory)
     background.lint_soon(result.outdir, result.config.region)
     return result
 

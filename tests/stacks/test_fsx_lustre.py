@@ -21,7 +21,7 @@ from tests.support.config import (
     fsx_config,
     use_existing_cluster,
 )
-from tests.support.synth import Synth, synth
+from tests.support.synth import Synth, synth_once
 
 EXISTING_FSX = {
     "hyperpod_subnet_id": "subnet-0aaaa1111bbbb2222",
@@ -32,7 +32,7 @@ EXISTING_FSX = {
 
 @pytest.fixture(scope="session")
 def created(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    result = synth(fsx_config(), tmp_path_factory.mktemp("fsx-created"))
+    result = synth_once("fsx-created", fsx_config(), tmp_path_factory)
     background.lint_soon(result.outdir, result.config.region)
     return result
 
@@ -46,7 +46,7 @@ def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
                       "l2_backend_switch_confirmed": True, "fsx": EXISTING_FSX}  # fmt: skip
     use_existing_cluster(raw, existing_cluster())
     config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
-    result = synth(config, tmp_path_factory.mktemp("fsx-existing"), chart_dir=None)
+    result = synth_once("fsx-existing", config, tmp_path_factory, chart_dir=None)
     background.lint_soon(result.outdir, result.config.region)
     return result
 

@@ -15,7 +15,7 @@ from infra.cdk.validation import templates_in
 from infra.config import parse_config
 from tests.support import background
 from tests.support.config import TIERS_ENDPOINTS, env_raw, tiers_config
-from tests.support.synth import TIERED, Synth, logical_id, needs_of, synth
+from tests.support.synth import TIERED, Synth, logical_id, needs_of, synth, synth_once
 
 HELM = "Custom::AWSCDK-EKS-HelmChart"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -23,7 +23,7 @@ MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 
 @pytest.fixture(scope="session")
 def tiers(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    result = synth(tiers_config(), tmp_path_factory.mktemp("tiers"))
+    result = synth_once("tiers", tiers_config(), tmp_path_factory)
     background.lint_soon(result.outdir, result.config.region)
     return result
 

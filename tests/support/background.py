@@ -6,11 +6,16 @@ they are written (``lint_soon``); the tests that read the answers carry the ``ba
 which tests/conftest.py moves to the end of the session, so by the time they ask, the answer is
 usually there. Run alone, a test submits its own work and waits: the result is the same, only the
 overlap is lost.
+
+An assembly is linted once per run: the answer is written beside it (``<outdir>.cfn-lint-<region>
+.json``) under a lock, so the xdist worker that reads an assembly another worker synthesized
+(tests/support/synth.py ``synth_once``) reads that worker's answer, or waits for it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import multiprocessing
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cdk.validation import errors_only, lint_templates, templates_in
+from tests.support.once_per_run import locked
 
 _pool: ProcessPoolExecutor | None = None
 _futures: dict[tuple[Any, ...], Future[Any]] = {}
@@ -58,9 +64,20 @@ _clean: set[tuple[str, str]] = set()
 
 
 def _lint_errors(outdir: str, region: str) -> dict[str, list[str]]:
+    answer = Path(f"{outdir}.cfn-lint-{region}.json")
+    with locked(Path(f"{outdir}.cfn-lint.lock")):
+        if not answer.exists():
+            tmp = answer.with_suffix(".tmp")
+            tmp.write_text(json.dumps(_lint(Path(outdir), region)))
+            tmp.rename(answer)
+    found: dict[str, list[str]] = json.loads(answer.read_text())
+    return found
+
+
+def _lint(outdir: Path, region: str) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     todo: dict[Path, tuple[str, str]] = {}
-    for template in templates_in(Path(outdir)):
+    for template in templates_in(outdir):
         key = (hashlib.sha256(template.read_bytes()).hexdigest(), region)
         if key in _clean:
             found[template.name] = []

@@ -16,6 +16,7 @@ vendored in ``k8s/schemas/`` (SOURCES.md there says where each comes from).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
@@ -91,7 +92,8 @@ def crd_resources() -> list[Resource]:
     """Every served version of the CRDs vendored in k8s/schemas/."""
     out = []
     for path in sorted(SCHEMAS.rglob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
+        # libyaml's loader: the vendored CRDs are megabytes, seconds for the pure-Python one.
+        for doc in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader):
             if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
                 continue
             spec = doc["spec"]
@@ -101,8 +103,10 @@ def crd_resources() -> list[Resource]:
     return out
 
 
+@functools.cache
 def discovery() -> dict[tuple[str, str], Resource]:
-    """(apiVersion, kind) -> the resource, built-in and custom."""
+    """(apiVersion, kind) -> the resource, built-in and custom (read once per process: callers
+    only read it)."""
     assert models_minor() == DEFAULT_KUBERNETES_VERSION, (
         f"lightkube-models {importlib.metadata.version('lightkube-models')} is not Kubernetes "
         f"{DEFAULT_KUBERNETES_VERSION}: pin lightkube-models=={DEFAULT_KUBERNETES_VERSION}.0.x "

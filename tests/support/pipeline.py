@@ -15,6 +15,7 @@ from infra.config import load_config, parse_config
 from stacks.pipeline_stack import PipelineStack
 from tests.support.config import env_raw
 
+PIPELINE_STACK = "hyperpod-kvcache-pipeline"
 CONNECTION = (
     "arn:aws:codeconnections:us-west-2:111122223333:connection/12345678-1234-1234-1234-123456789012"
 )
@@ -31,9 +32,9 @@ def prod_with_pipeline(**pipeline: Any) -> dict[str, Any]:
     return raw
 
 
-def synth_pipeline(outdir: Path) -> dict[str, Any]:
+def synth_pipeline(outdir: Path) -> None:
     """prod's pipeline with the nightly recreate and a GitHub deploy role, synthesized into
-    ``outdir`` with cdk-nag on: its template path, the template and the outdir."""
+    ``outdir`` with cdk-nag on."""
     config = parse_config(
         prod_with_pipeline(
             nightly_recreate=True,
@@ -45,14 +46,19 @@ def synth_pipeline(outdir: Path) -> dict[str, Any]:
     app = new_app(str(outdir))
     PipelineStack(
         app,
-        "hyperpod-kvcache-pipeline",
+        PIPELINE_STACK,
         config=config,
         test_config=load_config("test"),
         env=Environment(account=config.account, region=config.region),
     )
     enable_checks(app)  # raises on any unacknowledged cdk-nag finding
     app.synth()
-    path = outdir / "hyperpod-kvcache-pipeline.template.json"
+
+
+def pipeline_files(outdir: Path) -> dict[str, Any]:
+    """What the pipeline tests read of ``synth_pipeline``'s assembly: its template path, the
+    template and the outdir."""
+    path = outdir / f"{PIPELINE_STACK}.template.json"
     return {"path": path, "template": json.loads(path.read_text()), "outdir": outdir}
 
 

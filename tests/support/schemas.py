@@ -4,9 +4,12 @@ them."""
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import yaml
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "k8s" / "schemas"
@@ -43,3 +46,21 @@ def _crd(path: Path) -> dict[str, Any]:
     # libyaml's loader: Kyverno's ClusterPolicy CRD is 1.4 MB, seconds for the pure-Python one.
     crd: dict[str, Any] = yaml.load(path.read_text(), Loader=yaml.CSafeLoader)
     return crd
+
+
+# Schemas (by content) this process found valid against their metaschema.
+_checked: set[str] = set()
+
+
+def validate(instance: Any, schema: dict[str, Any]) -> None:
+    """``jsonschema.validate``: the schema checked against its metaschema, then the instance
+    against the schema, raising the best-matching error. A schema is checked once per process,
+    not on every call: the CRDs' take most of a second each."""
+    cls = jsonschema.validators.validator_for(schema)
+    key = hashlib.sha256(json.dumps(schema, sort_keys=True).encode()).hexdigest()
+    if key not in _checked:
+        cls.check_schema(schema)
+        _checked.add(key)
+    error = jsonschema.exceptions.best_match(cls(schema).iter_errors(instance))
+    if error is not None:
+        raise error

@@ -10,7 +10,6 @@ import copy
 import json
 from typing import Any
 
-import jsonschema
 import pytest
 
 from infra.config import AppConfig
@@ -20,7 +19,7 @@ from scripts.lib.scale_endpoint import RESTORE, scaled_out
 from tests.doubles.fake_kube import FakeKube
 from tests.support.endpoint_objects import IECS, PODS, recorded_cfg
 from tests.support.progress import FakeClock
-from tests.support.schemas import crd_schema, strict
+from tests.support.schemas import crd_schema, strict, validate
 from tests.support.verify import _clients, _seed_cluster
 
 IEC = f"{IECS}/vllm-kvcache"
@@ -75,7 +74,7 @@ def _schema_checks(iec: dict[str, Any], cfg: AppConfig) -> None:
     spec_schema = crd_schema(crd, "v1")["properties"]["spec"]["properties"]
     for key in ("replicas", "autoScalingSpec"):
         if key in iec["spec"]:
-            jsonschema.validate(iec["spec"][key], strict(spec_schema[key]))
+            validate(iec["spec"][key], strict(spec_schema[key]))
 
 
 def test_the_replica_count_goes_up_by_one_for_the_new_pod_and_back_afterwards(

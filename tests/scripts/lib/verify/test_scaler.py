@@ -15,7 +15,6 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import jsonschema
 import kubernetes_validate
 import pytest
 
@@ -30,7 +29,7 @@ from tests.doubles.fake_vllm import FakeVllm
 from tests.support.endpoint_objects import IECS, PODS, recorded_cfg
 from tests.support.progress import FakeClock
 from tests.support.scaler_objects import HPAS, SCALED_OBJECTS, keda_hpa, scaled_object
-from tests.support.schemas import SCHEMAS, crd_schema, strict
+from tests.support.schemas import SCHEMAS, crd_schema, strict, validate
 from tests.support.verify import MapTransport, _clients, _seed_cluster
 
 CFG = recorded_cfg()
@@ -49,7 +48,7 @@ def _autoscaled(kube: FakeKube) -> None:
 def test_the_keda_objects_the_tests_read_have_the_real_shapes() -> None:
     crd = SCHEMAS / "keda" / "keda.sh_scaledobjects.yaml"
     for so in (scaled_object(), scaled_object(ready=False, active=False)):
-        jsonschema.validate(so, strict(crd_schema(crd, "v1alpha1")))
+        validate(so, strict(crd_schema(crd, "v1alpha1")))
     version = SUPPORTED_KUBERNETES[CFG.eks.kubernetes_version].schema_version
     for hpa in (keda_hpa(), keda_hpa(scaling_active=False)):
         kubernetes_validate.validate(hpa, version, strict=True)
