@@ -46,9 +46,12 @@ def _direct_args(argv: list[str]) -> argparse.Namespace:
 def _pipeline(app: App, config: AppConfig) -> None:
     if not config.pipeline.enabled:
         raise ConfigError(
-            f"config/{config.environment}.yaml", "pipeline.enabled", False, "true for -c pipeline",
+            f"config/{config.environment}.yaml",
+            "pipeline.enabled",
+            False,
+            "true for -c pipeline",
             "set pipeline.enabled: true (with connection_arn and repository) in this file",
-        )  # fmt: skip
+        )
     test_config = load_config(config.pipeline.test_environment)
     PipelineStack(
         app,

@@ -207,12 +207,22 @@ def verify_command(
         _confirm_chaos(env, endpoint)
     code, _ = verify.run(
         verify.VerifyOptions(
-            env=env, namespace=namespace, endpoint=endpoint, as_json=as_json,
-            skip_l2_test=skip_l2_test, direct=direct, context=context, prompt_words=prompt_words,
-            max_tokens=max_tokens, seed=seed, min_hit_ratio=min_hit_ratio, port=port,
-            wait_minutes=wait_minutes, chaos=chaos,
+            env=env,
+            namespace=namespace,
+            endpoint=endpoint,
+            as_json=as_json,
+            skip_l2_test=skip_l2_test,
+            direct=direct,
+            context=context,
+            prompt_words=prompt_words,
+            max_tokens=max_tokens,
+            seed=seed,
+            min_hit_ratio=min_hit_ratio,
+            port=port,
+            wait_minutes=wait_minutes,
+            chaos=chaos,
         )
-    )  # fmt: skip
+    )
     raise typer.Exit(code)
 
 
@@ -260,9 +270,11 @@ def wait_tiered_storage_command(
     """Follow the Tiered Storage update: poll DescribeCluster until the config reads back and
     the cluster is InService (progress on stderr)."""
     options = wait_tiered_storage.WaitOptions(
-        env=env, timeout_minutes=timeout_minutes, interval_seconds=interval_seconds,
+        env=env,
+        timeout_minutes=timeout_minutes,
+        interval_seconds=interval_seconds,
         as_json=as_json,
-    )  # fmt: skip
+    )
     raise typer.Exit(wait_tiered_storage.run(options))
 
 
@@ -285,9 +297,15 @@ def patch_command(
 ) -> None:
     """Point an endpoint's L2 at Curvine without Kyverno (pause operator, patch, restore)."""
     options = patch.PatchOptions(
-        env=env, namespace=namespace, endpoint=endpoint, deployment=deployment, dry_run=dry_run,
-        timeout_minutes=timeout_minutes, as_json=as_json, context=context,
-    )  # fmt: skip
+        env=env,
+        namespace=namespace,
+        endpoint=endpoint,
+        deployment=deployment,
+        dry_run=dry_run,
+        timeout_minutes=timeout_minutes,
+        as_json=as_json,
+        context=context,
+    )
     raise typer.Exit(patch.run(options))
 
 
@@ -374,13 +392,22 @@ def size_command(
     and each L2 hold on this environment; with --prompt-tokens, whether each tier's read-back
     beats recomputing and which L2 to use."""
     options = size.SizeOptions(
-        model=model, env=env, params=params, instance_type=instance_type, gpu_nodes=gpu_nodes,
-        l2_worker_gib=l2_worker_gib, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-        gpu_memory_utilization=gpu_memory_utilization, prompt_tokens=prompt_tokens,
-        prefill_tokens_per_s=prefill_tokens_per_s, sessions=sessions,
-        context_tokens=context_tokens, curvine_read_mb_per_s=curvine_read_mb_per_s,
+        model=model,
+        env=env,
+        params=params,
+        instance_type=instance_type,
+        gpu_nodes=gpu_nodes,
+        l2_worker_gib=l2_worker_gib,
+        weight_dtype=weight_dtype,
+        kv_dtype=kv_dtype,
+        gpu_memory_utilization=gpu_memory_utilization,
+        prompt_tokens=prompt_tokens,
+        prefill_tokens_per_s=prefill_tokens_per_s,
+        sessions=sessions,
+        context_tokens=context_tokens,
+        curvine_read_mb_per_s=curvine_read_mb_per_s,
         as_json=as_json,
-    )  # fmt: skip
+    )
     raise typer.Exit(size.run(options))
 
 
@@ -423,9 +450,14 @@ def recreate_command(
 ) -> None:
     """Teardown, then `make deploy ENV=<env>`, then verify; reports each phase with its time."""
     options = recreate.RecreateOptions(
-        env=env, yes=yes, allow_prod=allow_prod, skip_verify=skip_verify, direct=direct,
-        wait_minutes=wait_minutes, as_json=as_json,
-    )  # fmt: skip
+        env=env,
+        yes=yes,
+        allow_prod=allow_prod,
+        skip_verify=skip_verify,
+        direct=direct,
+        wait_minutes=wait_minutes,
+        as_json=as_json,
+    )
     raise typer.Exit(recreate.run(options))
 
 

@@ -79,13 +79,24 @@ def bench_command(
     if ctx.invoked_subcommand is not None:
         return
     options = bench.BenchOptions(
-        env=env, targets=tuple(target or ()), namespace=namespace, endpoint=endpoint, model=model,
-        lengths=tuple(counts(lengths, "--lengths")), repeats=repeats, turns=turns,
+        env=env,
+        targets=tuple(target or ()),
+        namespace=namespace,
+        endpoint=endpoint,
+        model=model,
+        lengths=tuple(counts(lengths, "--lengths")),
+        repeats=repeats,
+        turns=turns,
         turn_words=turn_words,
         concurrency=tuple(counts(concurrency, "--concurrency", empty_ok=True)),
-        concurrency_words=concurrency_words, max_tokens=max_tokens, seed=seed, out_dir=out_dir,
-        as_json=as_json, direct=direct, context=context,
-    )  # fmt: skip
+        concurrency_words=concurrency_words,
+        max_tokens=max_tokens,
+        seed=seed,
+        out_dir=out_dir,
+        as_json=as_json,
+        direct=direct,
+        context=context,
+    )
     raise typer.Exit(bench.run(options))
 
 
@@ -175,9 +186,17 @@ def compare_command(
     sweep = tuple(counts(lengths, "--lengths", empty_ok=True)) or None
     given = Overrides(sweep, repeats, users, rounds, concurrency, max_tokens, _workloads(workloads))
     options = bench_compare.CompareOptions(
-        env=env, endpoints=tuple(endpoint or ()), targets=tuple(target or ()),
-        joining=tuple(joining or ()), out_dir=out_dir,
-        seed=seed, given=given, waits=Waits(settle_seconds, counters_wait_seconds),
-        as_json=as_json, direct=direct, context=context, note=note,
-    )  # fmt: skip
+        env=env,
+        endpoints=tuple(endpoint or ()),
+        targets=tuple(target or ()),
+        joining=tuple(joining or ()),
+        out_dir=out_dir,
+        seed=seed,
+        given=given,
+        waits=Waits(settle_seconds, counters_wait_seconds),
+        as_json=as_json,
+        direct=direct,
+        context=context,
+        note=note,
+    )
     raise typer.Exit(bench_compare.run(options))

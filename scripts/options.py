@@ -160,11 +160,15 @@ def base_urls(values: list[str] | None) -> list[str] | None:
     """Each ``--target`` an http(s) base URL with a host: ``localhost:8000`` would be read as
     a URL of scheme "localhost" and send requests to port 80. At most two: cold, then warm."""
     if values and len(values) > 2:
-        raise refused("--target", " ".join(values), "one or two base URLs (the first is sent "
-                      "the cold requests, the second the warm ones)")  # fmt: skip
+        raise refused(
+            "--target",
+            " ".join(values),
+            "one or two base URLs (the first is sent the cold requests, the second the warm ones)",
+        )
     for value in values or []:
         parts = urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise refused("--target", value, "a base URL with scheme and host, like "
-                          "http://127.0.0.1:8001")  # fmt: skip
+            raise refused(
+                "--target", value, "a base URL with scheme and host, like http://127.0.0.1:8001"
+            )
     return values

@@ -52,12 +52,17 @@ class EnvironmentStacks:
     def by_suffix(self) -> dict[str, Stack]:
         """Stacks by suffix, in the deploy order of infra/environment/layout.py."""
         named: dict[str, Stack | None] = {
-            "network": self.network, "eks": self.eks, "egress": self.egress,
+            "network": self.network,
+            "eks": self.eks,
+            "egress": self.egress,
             "hyperpod": self.hyperpod,
-            "nodes": self.nodes, "tiered-storage": self.tiered_storage, "addons": self.addons,
-            "kvcache": self.kvcache, "endpoints": self.endpoints,
+            "nodes": self.nodes,
+            "tiered-storage": self.tiered_storage,
+            "addons": self.addons,
+            "kvcache": self.kvcache,
+            "endpoints": self.endpoints,
             "observability": self.observability,
-        }  # fmt: skip
+        }
         return {s: named[s] for s in STACK_SUFFIXES if named[s] is not None}  # type: ignore[misc]
 
     @property

@@ -36,12 +36,20 @@ class ObservabilityStack(Stack):
             subnet_ids=subnets,
             security_group_ids=groups,
         )
-        CfnOutput(self, "QueryEndpoint", value=self.observability.query_endpoint,
-                  description="Prometheus query URL (observability.query_endpoint)")  # fmt: skip
+        CfnOutput(
+            self,
+            "QueryEndpoint",
+            value=self.observability.query_endpoint,
+            description="Prometheus query URL (observability.query_endpoint)",
+        )
         CfnOutput(self, "AlertTopicArn", value=self.observability.topic.topic_arn)
         workspace = self.observability.workspace
         # What autoscaled endpoints query (their serverAddress; `make manifests` reads it).
-        CfnOutput(self, WORKSPACE_ID_OUTPUT, value=workspace.attr_workspace_id,
-                  description="AMP workspace id (autoscaled endpoints' serverAddress)")  # fmt: skip
+        CfnOutput(
+            self,
+            WORKSPACE_ID_OUTPUT,
+            value=workspace.attr_workspace_id,
+            description="AMP workspace id (autoscaled endpoints' serverAddress)",
+        )
         self.workspace = AmpWorkspace(workspace.attr_workspace_id, config.region)
         self.workspace_arn = workspace.attr_arn

@@ -75,95 +75,225 @@ def hyperpod_subnet(env: str, cidr: str, vpc_cidr: str = "10.192.0.0/16") -> str
 
 # (case, environment, the file's text, the field the line names, what it says is allowed)
 CASES: list[tuple[str, str, str, str, str]] = [
-    ("duplicate top-level key", "dup",
-     DEV.replace("environment: dev", "environment: dup") + "observability:\n  enabled: false\n",
-     f"line {len(DEV.splitlines()) + 1}, column 1",
-     f"each key once in a mapping ('observability' is already at line {line_of('observability:')}"),
-    ("duplicate nested key", "dupnested",
-     DEV.replace("environment: dev", "environment: dupnested").replace(
-         "  ebs_volume_size_gib: 500\n", "  ebs_volume_size_gib: 500\n    instance_count: 3\n"),
-     f"line {line_of('    ebs_volume_size_gib: 500') + 1}, column 5",
-     "each key once in a mapping ('instance_count' is already at line "
-     f"{line_of('    ebs_volume_size_gib: 500') - 1}"),
-    ("unquoted Kubernetes version", "unquoted",
-     DEV.replace("environment: dev", "environment: unquoted").replace('"1.34"', "1.30"),
-     "eks.kubernetes_version", "text, in quotes (unquoted, YAML reads a version such as 1.30"),
-    ("unknown key", "typo", dev_with("typo", eks={"endpoint_acess": "private"}),
-     "eks.endpoint_acess", "only the keys documented in docs/configuration.md"),
-    ("tag key under aws:", "tagaws", dev_with("tagaws", tags={"aws:team": "ml"}),
-     "tags", "a key that does not start with aws:"),
-    ("empty tag value", "tagempty", dev_with("tagempty", tags={"team": ""}),
-     "tags.team", "a value of 1-256 letters, spaces, digits and _ . : / = + - @"),
-    ("tag value with a character the tag pattern refuses", "tagchar",
-     dev_with("tagchar", tags={"team": "ml;infra"}),
-     "tags.team", "a value of 1-256 letters, spaces, digits and _ . : / = + - @"),
-    ("tag key too long", "taglong", dev_with("taglong", tags={"k" * 129: "v"}),
-     "tags", "a key of 1-128 letters, spaces, digits"),
-    ("a tag the app sets itself", "tagown", dev_with("tagown", tags={"environment": "x"}),
-     "tags", "a key other than project and environment"),
-    ("192.168.0.0/16 beside a 10.0.0.0/8 VPC", "cidr192",
-     hyperpod_subnet("cidr192", "192.168.0.0/16"),
-     "network.hyperpod_subnet.cidr", "a block AWS lets the VPC add beside its primary CIDR"),
-    ("172.16.0.0/12 beside a 10.0.0.0/8 VPC", "cidr172",
-     hyperpod_subnet("cidr172", "172.16.0.0/16"),
-     "network.hyperpod_subnet.cidr", "172.16.0.0/12 cannot be added to a VPC in 10.0.0.0/8"),
-    ("10.0.0.0/16 beside a VPC in 10.0.0.0/15", "cidr10",
-     hyperpod_subnet("cidr10", "10.0.0.0/16", vpc_cidr="10.1.0.0/16"),
-     "network.hyperpod_subnet.cidr", "10.0.0.0/16 cannot be added to a VPC in 10.0.0.0/8"),
-    ("172.31.0.0/16 beside a 172.16.0.0/12 VPC", "cidr17231",
-     hyperpod_subnet("cidr17231", "172.31.0.0/16", vpc_cidr="172.20.0.0/16"),
-     "network.hyperpod_subnet.cidr", "172.31.0.0/16 cannot be added"),
-    ("198.19.0.0/16 beside a 10.0.0.0/8 VPC", "cidr19819",
-     hyperpod_subnet("cidr19819", "198.19.0.0/16"),
-     "network.hyperpod_subnet.cidr", "198.19.0.0/16 cannot be added"),
-    ("10.0.0.0/8 block beside a 192.168.0.0/16 VPC", "cidr10in192",
-     hyperpod_subnet("cidr10in192", "10.1.0.0/16", vpc_cidr="192.168.0.0/20"),
-     "network.hyperpod_subnet.cidr", "10.0.0.0/8 cannot be added to a VPC in 192.168.0.0/16"),
-    ("link-local HyperPod subnet", "cidrlink", hyperpod_subnet("cidrlink", "169.254.0.0/16"),
-     "network.hyperpod_subnet.cidr", "169.254.0.0/16 is link-local"),
-    ("AZ name of a Local Zone", "azlocal",
-     dev_with("azlocal", network={"availability_zones": ["us-west-2a", "us-west-2-lax-1a"]}),
-     "network.availability_zones", "AZ names of region us-west-2: the region and one letter"),
-    ("AZ name with two letters", "aztwo",
-     dev_with("aztwo", network={"availability_zones": ["us-west-2a", "us-west-2ab"]}),
-     "network.availability_zones", "AZ names of region us-west-2: the region and one letter"),
-    ("GovCloud AZ id of another region", "govazid",
-     dev_with("govazid", region="us-gov-west-1",
-              network={"availability_zones": ["us-gov-west-1a", "us-gov-west-1b"],
-                       "hyperpod_subnet": {"az_id": "usge1-az1", "cidr": "10.1.0.0/16"}}),
-     "network.hyperpod_subnet.az_id", "an AZ id of region us-gov-west-1 (usgw1-az1"),
-    ("system instance type in a size HyperPod does not offer", "sys5x",
-     dev_with("sys5x", hyperpod={"system_group": {**GROUPS["system_group"],
-                                                  "instance_type": "ml.c5.5xlarge"}}),
-     "hyperpod.system_group.instance_type", "a HyperPod instance type (ClusterInstanceType"),
-    ("system instance type of a family HyperPod does not offer", "sysc7i",
-     dev_with("sysc7i", hyperpod={"system_group": {**GROUPS["system_group"],
-                                                   "instance_type": "ml.c7i.4xlarge"}}),
-     "hyperpod.system_group.instance_type", "none of family ml.c7i"),
-    ("cluster ARN of another region", "arnregion",
-     existing_with("arnregion",
-                   hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/"
-                   "abcdef123456"),
-     "existing_cluster.hyperpod_cluster_arn", "an ARN of the environment's account 111122223333"),
-    ("cluster ARN of another account", "arnaccount",
-     existing_with("arnaccount",
-                   hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:444455556666:cluster/"
-                   "abcdef123456"),
-     "existing_cluster.hyperpod_cluster_arn", "an ARN of the environment's account 111122223333"),
-    ("OIDC provider of another region", "oidcregion",
-     existing_with("oidcregion",
-                   oidc_provider_arn="arn:aws:iam::111122223333:oidc-provider/oidc.eks."
-                   "eu-west-1.amazonaws.com/id/EXAMPLE"),
-     "existing_cluster.oidc_provider_arn", "for the cluster and the OIDC issuer, its region"),
-    ("kubectl role of another account", "rolacct",
-     existing_with("rolacct", kubectl_role_arn="arn:aws:iam::444455556666:role/kubectl"),
-     "existing_cluster.kubectl_role_arn", "an ARN of the environment's account 111122223333"),
-    ("replica memory beyond a node's allocatable", "bigmem",
-     endpoint_with("bigmem", memory_gib=100),
-     "kvcache.endpoints.0.memory_gib", "at most 83 GiB: one ml.g6e.4xlarge node has 127967 MiB"),
-    ("replica CPU beyond a node's allocatable", "bigcpu", endpoint_with("bigcpu", cpu=12),
-     "kvcache.endpoints.0.cpu", "at most 7 cores: one ml.g6e.4xlarge node has 15890m"),
-]  # fmt: skip
+    (
+        "duplicate top-level key",
+        "dup",
+        DEV.replace("environment: dev", "environment: dup") + "observability:\n  enabled: false\n",
+        f"line {len(DEV.splitlines()) + 1}, column 1",
+        "each key once in a mapping ('observability' is already at line "
+        f"{line_of('observability:')}",
+    ),
+    (
+        "duplicate nested key",
+        "dupnested",
+        DEV.replace("environment: dev", "environment: dupnested").replace(
+            "  ebs_volume_size_gib: 500\n", "  ebs_volume_size_gib: 500\n    instance_count: 3\n"
+        ),
+        f"line {line_of('    ebs_volume_size_gib: 500') + 1}, column 5",
+        "each key once in a mapping ('instance_count' is already at line "
+        f"{line_of('    ebs_volume_size_gib: 500') - 1}",
+    ),
+    (
+        "unquoted Kubernetes version",
+        "unquoted",
+        DEV.replace("environment: dev", "environment: unquoted").replace('"1.34"', "1.30"),
+        "eks.kubernetes_version",
+        "text, in quotes (unquoted, YAML reads a version such as 1.30",
+    ),
+    (
+        "unknown key",
+        "typo",
+        dev_with("typo", eks={"endpoint_acess": "private"}),
+        "eks.endpoint_acess",
+        "only the keys documented in docs/configuration.md",
+    ),
+    (
+        "tag key under aws:",
+        "tagaws",
+        dev_with("tagaws", tags={"aws:team": "ml"}),
+        "tags",
+        "a key that does not start with aws:",
+    ),
+    (
+        "empty tag value",
+        "tagempty",
+        dev_with("tagempty", tags={"team": ""}),
+        "tags.team",
+        "a value of 1-256 letters, spaces, digits and _ . : / = + - @",
+    ),
+    (
+        "tag value with a character the tag pattern refuses",
+        "tagchar",
+        dev_with("tagchar", tags={"team": "ml;infra"}),
+        "tags.team",
+        "a value of 1-256 letters, spaces, digits and _ . : / = + - @",
+    ),
+    (
+        "tag key too long",
+        "taglong",
+        dev_with("taglong", tags={"k" * 129: "v"}),
+        "tags",
+        "a key of 1-128 letters, spaces, digits",
+    ),
+    (
+        "a tag the app sets itself",
+        "tagown",
+        dev_with("tagown", tags={"environment": "x"}),
+        "tags",
+        "a key other than project and environment",
+    ),
+    (
+        "192.168.0.0/16 beside a 10.0.0.0/8 VPC",
+        "cidr192",
+        hyperpod_subnet("cidr192", "192.168.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "a block AWS lets the VPC add beside its primary CIDR",
+    ),
+    (
+        "172.16.0.0/12 beside a 10.0.0.0/8 VPC",
+        "cidr172",
+        hyperpod_subnet("cidr172", "172.16.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "172.16.0.0/12 cannot be added to a VPC in 10.0.0.0/8",
+    ),
+    (
+        "10.0.0.0/16 beside a VPC in 10.0.0.0/15",
+        "cidr10",
+        hyperpod_subnet("cidr10", "10.0.0.0/16", vpc_cidr="10.1.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "10.0.0.0/16 cannot be added to a VPC in 10.0.0.0/8",
+    ),
+    (
+        "172.31.0.0/16 beside a 172.16.0.0/12 VPC",
+        "cidr17231",
+        hyperpod_subnet("cidr17231", "172.31.0.0/16", vpc_cidr="172.20.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "172.31.0.0/16 cannot be added",
+    ),
+    (
+        "198.19.0.0/16 beside a 10.0.0.0/8 VPC",
+        "cidr19819",
+        hyperpod_subnet("cidr19819", "198.19.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "198.19.0.0/16 cannot be added",
+    ),
+    (
+        "10.0.0.0/8 block beside a 192.168.0.0/16 VPC",
+        "cidr10in192",
+        hyperpod_subnet("cidr10in192", "10.1.0.0/16", vpc_cidr="192.168.0.0/20"),
+        "network.hyperpod_subnet.cidr",
+        "10.0.0.0/8 cannot be added to a VPC in 192.168.0.0/16",
+    ),
+    (
+        "link-local HyperPod subnet",
+        "cidrlink",
+        hyperpod_subnet("cidrlink", "169.254.0.0/16"),
+        "network.hyperpod_subnet.cidr",
+        "169.254.0.0/16 is link-local",
+    ),
+    (
+        "AZ name of a Local Zone",
+        "azlocal",
+        dev_with("azlocal", network={"availability_zones": ["us-west-2a", "us-west-2-lax-1a"]}),
+        "network.availability_zones",
+        "AZ names of region us-west-2: the region and one letter",
+    ),
+    (
+        "AZ name with two letters",
+        "aztwo",
+        dev_with("aztwo", network={"availability_zones": ["us-west-2a", "us-west-2ab"]}),
+        "network.availability_zones",
+        "AZ names of region us-west-2: the region and one letter",
+    ),
+    (
+        "GovCloud AZ id of another region",
+        "govazid",
+        dev_with(
+            "govazid",
+            region="us-gov-west-1",
+            network={
+                "availability_zones": ["us-gov-west-1a", "us-gov-west-1b"],
+                "hyperpod_subnet": {"az_id": "usge1-az1", "cidr": "10.1.0.0/16"},
+            },
+        ),
+        "network.hyperpod_subnet.az_id",
+        "an AZ id of region us-gov-west-1 (usgw1-az1",
+    ),
+    (
+        "system instance type in a size HyperPod does not offer",
+        "sys5x",
+        dev_with(
+            "sys5x",
+            hyperpod={"system_group": {**GROUPS["system_group"], "instance_type": "ml.c5.5xlarge"}},
+        ),
+        "hyperpod.system_group.instance_type",
+        "a HyperPod instance type (ClusterInstanceType",
+    ),
+    (
+        "system instance type of a family HyperPod does not offer",
+        "sysc7i",
+        dev_with(
+            "sysc7i",
+            hyperpod={
+                "system_group": {**GROUPS["system_group"], "instance_type": "ml.c7i.4xlarge"}
+            },
+        ),
+        "hyperpod.system_group.instance_type",
+        "none of family ml.c7i",
+    ),
+    (
+        "cluster ARN of another region",
+        "arnregion",
+        existing_with(
+            "arnregion",
+            hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456",
+        ),
+        "existing_cluster.hyperpod_cluster_arn",
+        "an ARN of the environment's account 111122223333",
+    ),
+    (
+        "cluster ARN of another account",
+        "arnaccount",
+        existing_with(
+            "arnaccount",
+            hyperpod_cluster_arn="arn:aws:sagemaker:us-west-2:444455556666:cluster/abcdef123456",
+        ),
+        "existing_cluster.hyperpod_cluster_arn",
+        "an ARN of the environment's account 111122223333",
+    ),
+    (
+        "OIDC provider of another region",
+        "oidcregion",
+        existing_with(
+            "oidcregion",
+            oidc_provider_arn="arn:aws:iam::111122223333:oidc-provider/oidc.eks."
+            "eu-west-1.amazonaws.com/id/EXAMPLE",
+        ),
+        "existing_cluster.oidc_provider_arn",
+        "for the cluster and the OIDC issuer, its region",
+    ),
+    (
+        "kubectl role of another account",
+        "rolacct",
+        existing_with("rolacct", kubectl_role_arn="arn:aws:iam::444455556666:role/kubectl"),
+        "existing_cluster.kubectl_role_arn",
+        "an ARN of the environment's account 111122223333",
+    ),
+    (
+        "replica memory beyond a node's allocatable",
+        "bigmem",
+        endpoint_with("bigmem", memory_gib=100),
+        "kvcache.endpoints.0.memory_gib",
+        "at most 83 GiB: one ml.g6e.4xlarge node has 127967 MiB",
+    ),
+    (
+        "replica CPU beyond a node's allocatable",
+        "bigcpu",
+        endpoint_with("bigcpu", cpu=12),
+        "kvcache.endpoints.0.cpu",
+        "at most 7 cores: one ml.g6e.4xlarge node has 15890m",
+    ),
+]
 
 
 def run_app(
@@ -175,8 +305,9 @@ def run_app(
     return done
 
 
-@pytest.mark.parametrize(("env", "text", "field", "allowed"), [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])  # fmt: skip
+@pytest.mark.parametrize(
+    ("env", "text", "field", "allowed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_synth_refuses_in_one_line_what_would_fail_at_deploy(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -198,11 +329,17 @@ def test_synth_refuses_in_one_line_what_would_fail_at_deploy(
     assert not (tmp_path / "cdk.out" / "manifest.json").exists()
 
 
-@pytest.mark.parametrize(("field", "written", "text"), [
-    ("eks.kubernetes_version", "1.30", DEV.replace('"1.34"', "1.30")),
-    ("kvcache.kyverno.chart_version", "3.10",
-     DEV.replace("kvcache:\n", "kvcache:\n  kyverno:\n    chart_version: 3.10\n", 1)),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "written", "text"),
+    [
+        ("eks.kubernetes_version", "1.30", DEV.replace('"1.34"', "1.30")),
+        (
+            "kvcache.kyverno.chart_version",
+            "3.10",
+            DEV.replace("kvcache:\n", "kvcache:\n  kyverno:\n    chart_version: 3.10\n", 1),
+        ),
+    ],
+)
 def test_an_unquoted_version_is_refused_with_the_value_quoted_as_written(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -276,8 +413,13 @@ STRAY_KEYS = st.text(min_size=1, max_size=6).filter(
 )
 
 
-@settings(max_examples=6, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(path=st.sampled_from(NUMERIC_FIELDS), value=st.sampled_from(REFUSED_VALUES), key=STRAY_KEYS)
 @example(path=NUMERIC_FIELDS[0], value=True, key="\x0b")
 def test_synth_refuses_a_boolean_non_finite_or_huge_number_and_a_stray_key_in_one_line(
@@ -313,9 +455,13 @@ def test_a_fresh_process_refuses_a_config_it_cannot_decode_in_one_line(tmp_path:
     )
     proc = subprocess.run(
         [sys.executable, "-c", script, "-c", "env=utf16", "--outdir", str(tmp_path / "out")],
-        cwd=ROOT, env=_without_silencer(), capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        env=_without_silencer(),
+        capture_output=True,
+        text=True,
+        timeout=300,
         check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 2, proc.stderr
     (line,) = proc.stderr.splitlines()
     assert line.startswith("error: config/utf16.yaml: file, line 1 = b'\\x00': allowed: UTF-8"), (
@@ -335,9 +481,14 @@ def test_the_cli_refuses_a_non_finite_target_in_one_line(tmp_path: Path) -> None
         "sys.argv = ['hpkv', 'preflight', '--env', 'inf']; main()"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", script], cwd=ROOT, env=_without_silencer(), capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=_without_silencer(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == 2, proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if x.strip()]
     assert "kvcache.endpoints.0.autoscaling.target = inf" in line and "finite number" in line

@@ -138,8 +138,9 @@ def tracked_text_files() -> list[Path]:
     ]
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                    reason="needs git and a checkout")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and a checkout"
+)
 def test_every_docs_page_named_anywhere_exists() -> None:
     """Code, config field docs, error messages and pages point readers at docs/<page>.md: each
     such page exists (a merged or renamed page leaves none behind)."""
@@ -271,8 +272,9 @@ def test_numbered_reference_detection_can_fail() -> None:
     assert not NUMBERED_REFERENCE.search("https://github.com/org/repo/issues/431 and the issuer")
 
 
-@pytest.mark.skipif(shutil.which("git") is None or not (ROOT / ".git").exists(),
-                    reason="needs git and a checkout")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("git") is None or not (ROOT / ".git").exists(), reason="needs git and a checkout"
+)
 def test_no_page_or_source_file_cites_a_numbered_reference() -> None:
     """Pages, code, tests, config and CI cite no numbered references such as 'issue N' (links to
     upstream sources are fine). CHANGELOG.md is history, told without numbers."""

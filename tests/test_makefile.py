@@ -34,8 +34,14 @@ def _venv(tmp_path: Path, code: int) -> Path:
 
 
 def _make(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["make", "--no-print-directory", *argv], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    return subprocess.run(
+        ["make", "--no-print-directory", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("target", ["preflight", "verify"])
@@ -86,17 +92,20 @@ def _lint(tmp_path: Path, manifest_age_s: float) -> list[str]:
     out = tmp_path / "cdk.out"
     out.mkdir()
     inputs = [ROOT / "app.py", ROOT / "cdk.json"] + [
-        p for d in ("infra", "stacks", "k8s", "config") for p in (ROOT / d).rglob("*")
+        p
+        for d in ("infra", "stacks", "k8s", "config")
+        for p in (ROOT / d).rglob("*")
         if p.is_file() and "__pycache__" not in p.parts
-    ]  # fmt: skip
+    ]
     newest = max(p.stat().st_mtime for p in inputs)
     (out / "manifest.json").touch()
     os.utime(out / "manifest.json", (newest - manifest_age_s, newest - manifest_age_s))
     env = f"lint-check-{os.getpid()}"
     (ROOT / "dist" / env).mkdir(parents=True)
     try:
-        proc = _make("lint", "-o", ".venv-checkov/.installed", f"VENV={venv}", f"OUT={out}",
-                     f"ENV={env}")  # fmt: skip
+        proc = _make(
+            "lint", "-o", ".venv-checkov/.installed", f"VENV={venv}", f"OUT={out}", f"ENV={env}"
+        )
     finally:
         (ROOT / "dist" / env).rmdir()
     assert proc.returncode == 0, proc.stderr

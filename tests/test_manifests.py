@@ -111,20 +111,40 @@ def test_only_objects_whose_crd_comes_from_elsewhere_skip_argo_cds_dry_run(
     the operator's InferenceEndpointConfig); Argo CD reads the option by its exact text. Every
     other object is dry-run as usual."""
     option = "argocd.argoproj.io/sync-options"
-    skipped = {o["kind"]: o["metadata"]["annotations"].get(option) for o in built
-               if option in o["metadata"]["annotations"]}  # fmt: skip
-    assert skipped == {"ClusterPolicy": "SkipDryRunOnMissingResource=true",
-                       "InferenceEndpointConfig": "SkipDryRunOnMissingResource=true"}  # fmt: skip
+    skipped = {
+        o["kind"]: o["metadata"]["annotations"].get(option)
+        for o in built
+        if option in o["metadata"]["annotations"]
+    }
+    assert skipped == {
+        "ClusterPolicy": "SkipDryRunOnMissingResource=true",
+        "InferenceEndpointConfig": "SkipDryRunOnMissingResource=true",
+    }
 
 
-@pytest.mark.parametrize(("obj", "target"), [
-    ({"apiVersion": "apps/v1", "kind": "Deployment",
-      "metadata": {"name": "router", "namespace": "inference"}},
-     {"group": "apps", "version": "v1", "kind": "Deployment", "name": "router",
-      "namespace": "inference"}),
-    ({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "curvine"}},
-     {"group": "", "version": "v1", "kind": "Namespace", "name": "curvine"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("obj", "target"),
+    [
+        (
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": "router", "namespace": "inference"},
+            },
+            {
+                "group": "apps",
+                "version": "v1",
+                "kind": "Deployment",
+                "name": "router",
+                "namespace": "inference",
+            },
+        ),
+        (
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "curvine"}},
+            {"group": "", "version": "v1", "kind": "Namespace", "name": "curvine"},
+        ),
+    ],
+)
 def test_a_wave_patch_targets_exactly_its_object(
     obj: dict[str, Any], target: dict[str, str]
 ) -> None:
@@ -132,6 +152,7 @@ def test_a_wave_patch_targets_exactly_its_object(
     patch = sync_wave_patch(obj, 3)
     assert patch["target"] == target
     assert yaml.safe_load(patch["patch"]) == {
-        "apiVersion": obj["apiVersion"], "kind": obj["kind"],
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
         "metadata": {"name": obj["metadata"]["name"], "annotations": {SYNC_WAVE: "3"}},
-    }  # fmt: skip
+    }

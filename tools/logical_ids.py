@@ -144,10 +144,22 @@ def synthesized(tree: Path) -> dict[str, dict[str, Any]]:
         outdir = tree / f"cdk.out.{name}"
         try:
             subprocess.run(
-                [sys.executable, "app.py", "-c", f"env={base}", *flags, *_chart_fixture(tree),
-                 "--outdir", str(outdir)],
-                cwd=tree, env=env, check=True, capture_output=True, text=True,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "app.py",
+                    "-c",
+                    f"env={base}",
+                    *flags,
+                    *_chart_fixture(tree),
+                    "--outdir",
+                    str(outdir),
+                ],
+                cwd=tree,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
         except subprocess.CalledProcessError as exc:
             raise SystemExit(f"synth of {name} failed in {tree}:\n{exc.stderr[-2000:]}") from None
         finally:

@@ -165,15 +165,20 @@ def run_mutmut(names: list[str], max_children: int) -> int:
     path = MUTANTS / "mutmut-run.log"
     path.parent.mkdir(exist_ok=True)
     with path.open("w") as log:
-        code = subprocess.run([sys.executable, "-m", "mutmut", "run",
-                               "--max-children", str(max_children), *names],
-                              cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                              check=False).returncode  # fmt: skip
+        code = subprocess.run(
+            [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            check=False,
+        ).returncode
     if code:
         lines = path.read_text(errors="replace").replace("\r", "\n").splitlines()
         print("\n".join(line for line in lines[-40:] if line.strip()), file=sys.stderr)
-        print(f"mutmut run failed (exit {code}); full output: {path.relative_to(ROOT)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"mutmut run failed (exit {code}); full output: {path.relative_to(ROOT)}",
+            file=sys.stderr,
+        )
     return code
 
 

@@ -82,8 +82,10 @@ def unknown_ids(skips: list[Skip], known: set[str]) -> list[str]:
 def _checkov(checkov: str, args: list[str]) -> Any:
     proc = subprocess.run(
         [checkov, *args, "--quiet", "--compact", "--output", "json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         raise RuntimeError(f"checkov {' '.join(args)} failed: {proc.stderr.strip()[-500:]}")
     return json.loads(proc.stdout)
@@ -103,8 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.k8s.is_dir():
         # `make synth` leaves dist/<env> unwritten with an FSx L2 (it names the deployed file
         # system, which an offline synth cannot know).
-        print(f"error: --k8s {args.k8s}: no such folder; `make manifests` writes it (with "
-              "kvcache.l2_backend fsx_lustre: after `make deploy`)", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: --k8s {args.k8s}: no such folder; `make manifests` writes it (with "
+            "kvcache.l2_backend fsx_lustre: after `make deploy`)",
+            file=sys.stderr,
+        )
         return 2
     try:
         skips = load_skips()
@@ -113,13 +118,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     unknown = unknown_ids(skips, known_check_ids(args.checkov))
     if unknown:
-        print(f"error: {SKIPS_FILE.name} names checks checkov does not have: {unknown}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"error: {SKIPS_FILE.name} names checks checkov does not have: {unknown}",
+            file=sys.stderr,
+        )
         return 2
-    findings = failed_checks(_checkov(args.checkov, ["-d", str(args.cfn), "--framework",
-                                                     "cloudformation"]))  # fmt: skip
-    findings += failed_checks(_checkov(args.checkov, ["-d", str(args.k8s), "--framework",
-                                                      "kubernetes"]))  # fmt: skip
+    findings = failed_checks(
+        _checkov(args.checkov, ["-d", str(args.cfn), "--framework", "cloudformation"])
+    )
+    findings += failed_checks(
+        _checkov(args.checkov, ["-d", str(args.k8s), "--framework", "kubernetes"])
+    )
     left = unaccepted(findings, skips)
     for f in left:
         print(f"{f['check_id']} {f['resource']} ({f['file_path']}): {f['check_name']}")
@@ -127,8 +136,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"checkov: {len(left)} findings to fix, {accepted} accepted in {SKIPS_FILE.name}")
     for skip in unused(skips, findings):
         where = f" for {', '.join(skip.resources)}" if skip.resources else ""
-        print(f"note: {SKIPS_FILE.name} accepts {skip.id}{where} but nothing in this run fails it: "
-              "remove the entry unless another environment needs it")  # fmt: skip
+        print(
+            f"note: {SKIPS_FILE.name} accepts {skip.id}{where} but nothing in this run fails it: "
+            "remove the entry unless another environment needs it"
+        )
     return 1 if left else 0
 
 

@@ -45,8 +45,13 @@ def shares(templates: list[Path], workers: int) -> list[list[Path]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("assembly", type=Path, help="cloud assembly directory (cdk.out)")
-    parser.add_argument("--after", nargs=argparse.REMAINDER, default=[], metavar="COMMAND",
-                        help="run COMMAND first (the synth); cfn-lint loads meanwhile")  # fmt: skip
+    parser.add_argument(
+        "--after",
+        nargs=argparse.REMAINDER,
+        default=[],
+        metavar="COMMAND",
+        help="run COMMAND first (the synth); cfn-lint loads meanwhile",
+    )
     args = parser.parse_args(argv)
     # One cfn-lint worker per core (it is CPU-bound and the templates are independent), started
     # now so that each loads cfn-lint while COMMAND runs.

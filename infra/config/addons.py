@@ -184,5 +184,10 @@ class AddonsConfig(Section):
 
 
 ADDON_KEYS: tuple[str, ...] = (
-    "cert_manager", "s3_csi", "fsx_csi", "metrics_server", "ebs_csi", "inference_operator",
-)  # fmt: skip
+    "cert_manager",
+    "s3_csi",
+    "fsx_csi",
+    "metrics_server",
+    "ebs_csi",
+    "inference_operator",
+)

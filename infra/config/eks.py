@@ -25,9 +25,17 @@ ANY_ADDRESS = "0.0.0.0/0"
 # EKS refuses reserved blocks in publicAccessCidrs.
 NOT_PUBLIC = tuple(
     ipaddress.IPv4Network(n)
-    for n in ("0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-              "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/3")
-)  # fmt: skip
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "224.0.0.0/3",
+    )
+)
 
 
 class EksAddonVersions(Section):
@@ -45,8 +53,10 @@ class EksAddonVersions(Section):
     def _cni(cls, v: str) -> str:
         m = EKSBUILD_VERSION.match(v)
         if not m:
-            raise RuleViolation("an EKS add-on version like v1.20.4-eksbuild.2", "run `aws eks "
-                                "describe-addon-versions --addon-name vpc-cni`")  # fmt: skip
+            raise RuleViolation(
+                "an EKS add-on version like v1.20.4-eksbuild.2",
+                "run `aws eks describe-addon-versions --addon-name vpc-cni`",
+            )
         if tuple(map(int, m.groups())) < (1, 18, 3):
             raise RuleViolation("v1.18.3 or later (HyperPod requirement)", "raise the version")
         return v

@@ -37,11 +37,14 @@ def cluster_instance_type(v: str) -> str:
     close = difflib.get_close_matches(v, same or known, n=1)
     raise RuleViolation(
         f"a HyperPod instance type (ClusterInstanceType of the SageMaker API in {BOTOCORE}): "
-        + (", ".join(same) if same else f"none of family {family}; the families: "
-           + ", ".join(families)),
+        + (
+            ", ".join(same)
+            if same
+            else f"none of family {family}; the families: " + ", ".join(families)
+        ),
         (f"did you mean {close[0]}? " if close else "")
         + "`hpkv preflight` then checks the type's quota in the account",
-    )  # fmt: skip
+    )
 
 
 def hyperpod_cluster_name(v: str, fix: str) -> str:
@@ -249,8 +252,10 @@ class ExistingClusterConfig(Section):
                     value=self.kubectl_security_group_id,
                 )
             return self
-        for name, example in (("vpc_id", "vpc-0abc1234def567890"),
-                              ("kubectl_security_group_id", "sg-0abc1234def567890")):  # fmt: skip
+        for name, example in (
+            ("vpc_id", "vpc-0abc1234def567890"),
+            ("kubectl_security_group_id", "sg-0abc1234def567890"),
+        ):
             if getattr(self, name) is None:
                 raise RuleViolation(
                     f"set when kubectl_subnet_ids is (e.g. {example}): the kubectl handler runs "

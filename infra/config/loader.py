@@ -78,23 +78,32 @@ def read_config_text(path: Path, source: str, env: str, config_dir: Path) -> str
     except FileNotFoundError:
         if path.is_symlink():
             raise ConfigError(
-                source, "file", str(path.readlink()), "a link to an existing config file",
+                source,
+                "file",
+                str(path.readlink()),
+                "a link to an existing config file",
                 f"point {source} at the environment's config, or replace the link with the file",
-            ) from None  # fmt: skip
+            ) from None
         # Named by --env (scripts, k8s.render), -c env=<name> (app.py, cdk) or make's ENV=<name>.
         raise ConfigError(
-            "config", "env", env, ", ".join(available_environments(config_dir)) or "(none)",
+            "config",
+            "env",
+            env,
+            ", ".join(available_environments(config_dir)) or "(none)",
             f"name one of them (--env <name>; app.py and cdk: -c env=<name>; make: ENV=<name>), "
             f"or create {source}",
-        ) from None  # fmt: skip
+        ) from None
     except OSError as exc:
         raise _unreadable(source, exc) from None
     if not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else _special_kind(mode)
         raise ConfigError(
-            source, "file", kind, "a YAML file (copy config/dev.yaml and change what differs)",
+            source,
+            "file",
+            kind,
+            "a YAML file (copy config/dev.yaml and change what differs)",
             f"move the {kind.split()[-1]} {source} aside and write the environment's config there",
-        )  # fmt: skip
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -113,20 +122,30 @@ def _special_kind(mode: int) -> str:
 def _unreadable(source: str, exc: OSError) -> ConfigError:
     if isinstance(exc, PermissionError):
         return ConfigError(
-            source, "file", exc.strerror, "a file you may read, in folders you may enter",
+            source,
+            "file",
+            exc.strerror,
+            "a file you may read, in folders you may enter",
             f"ls -l {source} and its folders; give yourself read access (chmod u+r) or run as "
             "the file's owner",
-        )  # fmt: skip
-    return ConfigError(source, "file", exc.strerror, "a readable YAML file",
-                       f"check {source} (ls -l) and replace it with the config file")  # fmt: skip
+        )
+    return ConfigError(
+        source,
+        "file",
+        exc.strerror,
+        "a readable YAML file",
+        f"check {source} (ls -l) and replace it with the config file",
+    )
 
 
 # Byte-order marks YAML allows, longest first: UTF-32-LE's begins with UTF-16-LE's.
 _BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
-)  # fmt: skip
+)
 
 
 def _decode(source: str, data: bytes) -> str:
@@ -151,11 +170,13 @@ def _decode(source: str, data: bytes) -> str:
 def _not_utf8(source: str, line: int, column: int, found: bytes, guess: str) -> ConfigError:
     where = f"line {line}" + (f", column {column}" if column else "")
     return ConfigError(
-        source, f"file, {where}", found,
+        source,
+        f"file, {where}",
+        found,
         "UTF-8 text (or UTF-16/UTF-32 with a byte-order mark)",
         f"re-save {source} as UTF-8, e.g. iconv -f {guess} -t UTF-8 {source} > utf8.yaml && "
         f"mv utf8.yaml {source}",
-    )  # fmt: skip
+    )
 
 
 def _looks(test: Callable[[], bool]) -> bool:
@@ -199,10 +220,13 @@ def _check_environment_name(env: str, config_dir: Path) -> None:
         like = _environment_like(stem)
         move = f"rename config/{env}.yaml" if env == stem else f"copy {env}"  # a path: elsewhere
         raise ConfigError(
-            "config", "env", env, ENVIRONMENT_ALLOWED,
+            "config",
+            "env",
+            env,
+            ENVIRONMENT_ALLOWED,
             f"{move} to config/{like}.yaml (and its environment: key), then "
             f"pass --env {like} (app.py and cdk: -c env={like}; make: ENV={like})",
-        ) from None  # fmt: skip
+        ) from None
 
 
 def _environment_like(env: str) -> str:
@@ -217,17 +241,21 @@ def _read_yaml(source: str, text: str) -> dict[str, Any]:
         raw = unique_key_load(text) or {}
     except RecursionError:
         raise ConfigError(
-            source, "file", "nested too deep to read", "YAML nested a few levels deep, as "
-            "config/dev.yaml is",
+            source,
+            "file",
+            "nested too deep to read",
+            "YAML nested a few levels deep, as config/dev.yaml is",
             "flatten the nesting (a config section is at most five levels deep)",
-        ) from None  # fmt: skip
+        ) from None
     except DuplicateKey as dup:
         raise ConfigError(
-            source, f"line {dup.line}, column {dup.column}", dup.key,
+            source,
+            f"line {dup.line}, column {dup.column}",
+            dup.key,
             f"each key once in a mapping ({dup.key!r} is already at line {dup.first_line}; "
             "YAML would keep the last one and drop the first without a word)",
             f"keep one {dup.key} in that mapping (merge the two if both hold settings)",
-        ) from None  # fmt: skip
+        ) from None
     except yaml.YAMLError as exc:
         raise _yaml_error(source, text, exc) from None
     if not isinstance(raw, dict):
@@ -240,8 +268,9 @@ def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
     (PyYAML's own message spans several lines and quotes the file as "<unicode string>")."""
     if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
         # A character the reader refuses, before any parsing: no line to point at.
-        return ConfigError(source, "file", None, "valid YAML",
-                           f"fix the YAML syntax: {' '.join(str(exc).split())}")  # fmt: skip
+        return ConfigError(
+            source, "file", None, "valid YAML", f"fix the YAML syntax: {' '.join(str(exc).split())}"
+        )
     mark = exc.problem_mark
     lines = text.splitlines()
     written = lines[mark.line].strip() if mark.line < len(lines) else None  # None: end of file
@@ -249,9 +278,12 @@ def _yaml_error(source: str, text: str, exc: yaml.YAMLError) -> ConfigError:
     context, context_mark = exc.context, exc.context_mark
     started = f" ({context} at line {context_mark.line + 1})" if context and context_mark else ""
     return ConfigError(
-        source, f"line {mark.line + 1}, column {mark.column + 1}", written, "valid YAML",
+        source,
+        f"line {mark.line + 1}, column {mark.column + 1}",
+        written,
+        "valid YAML",
         f"fix the YAML syntax: {problem}{started}",
-    )  # fmt: skip
+    )
 
 
 def parse_config(
@@ -267,9 +299,12 @@ def parse_config(
     YAML the mapping was read from, to quote a value as it was written."""
     if env is not None and raw.get("environment", env) != env:
         raise ConfigError(
-            source, "environment", raw.get("environment"), f"{env!r} (the file's name)",
+            source,
+            "environment",
+            raw.get("environment"),
+            f"{env!r} (the file's name)",
             f"set environment: {env}",
-        )  # fmt: skip
+        )
     raw = {"environment": env, **raw} if env is not None else raw
     try:
         config = AppConfig.model_validate(raw)
@@ -295,9 +330,12 @@ def _first_error(exc: ValidationError, source: str, text: str | None = None) -> 
     kind = err["type"]
     if kind == "extra_forbidden":
         return ConfigError(
-            source, field, value, f"only the keys documented in {REFERENCE}",
+            source,
+            field,
+            value,
+            f"only the keys documented in {REFERENCE}",
             "remove or rename the key (check for a typo)",
-        )  # fmt: skip
+        )
     if kind == "missing":
         return ConfigError(source, field, None, "a value (required)", f"add {field} to {source}")
     if kind == "string_type" and isinstance(value, bool):
@@ -307,19 +345,24 @@ def _first_error(exc: ValidationError, source: str, text: str | None = None) -> 
     if kind in ("tuple_type", "list_type"):
         leaf = err["loc"][-1] if err["loc"] else field
         return ConfigError(
-            source, field, value, "a YAML list, e.g. [a, b] or one '- item' per line",
+            source,
+            field,
+            value,
+            "a YAML list, e.g. [a, b] or one '- item' per line",
             f"write {leaf}: [{value if value is not None else ''}] in {source}",
-        )  # fmt: skip
+        )
     # pydantic's own message says what is allowed ("Input should be 'A' or 'B'", ">= 1", ...);
     # every rule of this project raises RuleViolation, handled above.
     allowed = err["msg"].removeprefix("Input should be ")
     if isinstance(value, bool) and kind == "literal_error":
         written = scalar_as_written(text, err["loc"]) if text is not None else None
         return ConfigError(
-            source, field, value,
+            source,
+            field,
+            value,
             f"{allowed} (YAML reads an unquoted on, off, yes, no, true or false as a boolean)",
             f"write one of them for {written or str(value).lower()} in {source}",
-        )  # fmt: skip
+        )
     return ConfigError(source, field, value, allowed, f"change {field} in {source}")
 
 
@@ -331,10 +374,12 @@ def _unquoted_number(
     written = scalar_as_written(text, loc) if text is not None else None
     leaf = loc[-1] if loc else field
     return ConfigError(
-        source, field, value,
+        source,
+        field,
+        value,
         "text, in quotes (unquoted, YAML reads a version such as 1.30 as the number 1.3)",
         f'write {leaf}: "{written if written is not None else value}" (quoted) in {source}',
-    )  # fmt: skip
+    )
 
 
 def _unquoted_word(
@@ -345,11 +390,13 @@ def _unquoted_word(
     written = scalar_as_written(text, loc) if text is not None else None
     leaf = loc[-1] if loc else field
     return ConfigError(
-        source, field, value,
+        source,
+        field,
+        value,
         "text, in quotes (unquoted, YAML reads on, off, yes, no, true and false as a boolean)",
         f'write {leaf}: "{written if written is not None else str(value).lower()}" (quoted) '
         f"in {source}",
-    )  # fmt: skip
+    )
 
 
 def _rule_error(cause: RuleViolation, source: str, raw: dict[str, Any]) -> ConfigError:

@@ -16,8 +16,17 @@ from infra.config.fields import aws_id, cidr, retention_days
 
 AZ_ID = re.compile(r"^([a-z]{2,6})([0-9])-az[0-9]+$")
 # The compass words of region names as they appear in AZ ids (us-west-2 -> usw2).
-_COMPASS = {"north": "n", "south": "s", "east": "e", "west": "w", "central": "c",
-            "northeast": "ne", "northwest": "nw", "southeast": "se", "southwest": "sw"}  # fmt: skip
+_COMPASS = {
+    "north": "n",
+    "south": "s",
+    "east": "e",
+    "west": "w",
+    "central": "c",
+    "northeast": "ne",
+    "northwest": "nw",
+    "southeast": "se",
+    "southwest": "sw",
+}
 # The partition words of region names as AZ ids spell them: us-gov-west-1 -> usgw1,
 # us-iso-east-1 -> usie1, us-isob-east-1 -> usibe1 (AZ ids published for those regions). The
 # regions of the other partitions (aws-iso-e, aws-iso-f, aws-eusc) publish none: no prefix.

@@ -121,5 +121,6 @@ def replicas_per_node(app: AppConfig, endpoint: EndpointConfig) -> int:
     per_mem = sum(p.memory_mib for p in replica)
     room_cpu = inst.allocatable_cpu_millicores - sum(p.cpu_millicores for p in fixed)
     room_mem = inst.allocatable_memory_mib - sum(p.memory_mib for p in fixed)
-    return max(0, min(inst.gpus // endpoint.tensor_parallel_size, room_cpu // per_cpu,
-                      room_mem // per_mem))  # fmt: skip
+    return max(
+        0, min(inst.gpus // endpoint.tensor_parallel_size, room_cpu // per_cpu, room_mem // per_mem)
+    )

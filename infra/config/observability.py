@@ -96,8 +96,11 @@ class ObservabilityConfig(Section):
     @field_validator("query_endpoint")
     @classmethod
     def _endpoint(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com"
-                                          r"/workspaces/ws-[0-9a-f-]+/?$", v):  # fmt: skip
+        if v is not None and not re.match(
+            r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com"
+            r"/workspaces/ws-[0-9a-f-]+/?$",
+            v,
+        ):
             raise RuleViolation(
                 "https://aps-workspaces.<region>.amazonaws.com/workspaces/ws-<id>/",
                 "copy prometheusEndpoint from `aws amp describe-workspace`, or remove it",

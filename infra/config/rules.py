@@ -146,8 +146,12 @@ def check_addons(app: AppConfig) -> None:
     if not addons.inference_operator.enabled:
         return
     existing = app.existing_cluster
-    if existing is not None and operator.mode == "create" and operator.alb_enabled \
-            and existing.vpc_id is None:  # fmt: skip
+    if (
+        existing is not None
+        and operator.mode == "create"
+        and operator.alb_enabled
+        and existing.vpc_id is None
+    ):
         raise RuleViolation(
             "the cluster's VPC id while addons.inference_operator creates the AWS Load Balancer "
             "Controller's role (alb_enabled): the role may create and change security groups in "

@@ -27,11 +27,23 @@ def _check_replica(app: AppConfig, i: int, e: EndpointConfig) -> None:
     inst = GPU_INSTANCES[itype]
     pieces = gpu_node_pieces(app, e)
     for key, asked, unit, per_unit, allocatable, others in (
-        ("cpu", e.cpu, "cores", 1000, inst.allocatable_cpu_millicores,
-         sum(p.cpu_millicores for p in pieces) - e.cpu * 1000),
-        ("memory_gib", e.memory_gib, "GiB", 1024, inst.allocatable_memory_mib,
-         sum(p.memory_mib for p in pieces) - e.memory_gib * 1024),
-    ):  # fmt: skip
+        (
+            "cpu",
+            e.cpu,
+            "cores",
+            1000,
+            inst.allocatable_cpu_millicores,
+            sum(p.cpu_millicores for p in pieces) - e.cpu * 1000,
+        ),
+        (
+            "memory_gib",
+            e.memory_gib,
+            "GiB",
+            1024,
+            inst.allocatable_memory_mib,
+            sum(p.memory_mib for p in pieces) - e.memory_gib * 1024,
+        ),
+    ):
         room = (allocatable - others) // per_unit
         if asked <= room:
             continue

@@ -129,11 +129,15 @@ def owned_names(app: AppConfig) -> dict[tuple[str, str], str]:
 def _clusters_used(app: AppConfig) -> set[str]:
     """The cluster names an environment deploys into, created or existing."""
     if app.existing_cluster is None:
-        return {f"EKS cluster {app.eks.cluster_name}",
-                f"HyperPod cluster {app.hyperpod.cluster_name}"}  # fmt: skip
+        return {
+            f"EKS cluster {app.eks.cluster_name}",
+            f"HyperPod cluster {app.hyperpod.cluster_name}",
+        }
     existing = app.existing_cluster
-    return {f"EKS cluster {existing.eks_cluster_name}",
-            f"HyperPod cluster {existing.hyperpod_cluster_name}"}  # fmt: skip
+    return {
+        f"EKS cluster {existing.eks_cluster_name}",
+        f"HyperPod cluster {existing.hyperpod_cluster_name}",
+    }
 
 
 def derived_cluster_name(app: AppConfig) -> str:

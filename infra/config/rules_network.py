@@ -42,20 +42,35 @@ def _family(primary: IPv4Network) -> _Family:
     if primary.subnet_of(ten):
         # "If any of the CIDR blocks associated with the VPC are from 10.0.0.0/15 ..."
         low = (NET("10.0.0.0/16"),) if primary.overlaps(NET("10.0.0.0/15")) else ()
-        return _Family(ten, (one72, one92, SERVICES, *low), "another block of 10.0.0.0/8, a "
-                       "publicly routable one or one of 100.64.0.0/10", ten)  # fmt: skip
+        return _Family(
+            ten,
+            (one72, one92, SERVICES, *low),
+            "another block of 10.0.0.0/8, a publicly routable one or one of 100.64.0.0/10",
+            ten,
+        )
     if primary.subnet_of(one72):
-        return _Family(one72, (ten, one92, NET("172.31.0.0/16"), SERVICES), "another block of "
-                       "172.16.0.0/12 (not 172.31.0.0/16), a publicly routable one or one of "
-                       "100.64.0.0/10", one72)  # fmt: skip
+        return _Family(
+            one72,
+            (ten, one92, NET("172.31.0.0/16"), SERVICES),
+            "another block of "
+            "172.16.0.0/12 (not 172.31.0.0/16), a publicly routable one or one of "
+            "100.64.0.0/10",
+            one72,
+        )
     if primary.subnet_of(one92):
-        return _Family(one92, (ten, one72, SERVICES), "another block of 192.168.0.0/16, a "
-                       "publicly routable one or one of 100.64.0.0/10", one92)  # fmt: skip
+        return _Family(
+            one92,
+            (ten, one72, SERVICES),
+            "another block of 192.168.0.0/16, a publicly routable one or one of 100.64.0.0/10",
+            one92,
+        )
     if primary.subnet_of(SERVICES):
-        return _Family(SERVICES, RFC1918, "a publicly routable block or one of 100.64.0.0/10",
-                       SHARED)  # fmt: skip
-    return _Family(None, (*RFC1918, SERVICES), "a publicly routable block or one of "
-                   "100.64.0.0/10", SHARED)  # fmt: skip
+        return _Family(
+            SERVICES, RFC1918, "a publicly routable block or one of 100.64.0.0/10", SHARED
+        )
+    return _Family(
+        None, (*RFC1918, SERVICES), "a publicly routable block or one of 100.64.0.0/10", SHARED
+    )
 
 
 def association_refusal(primary: IPv4Network, secondary: IPv4Network) -> str | None:

@@ -155,16 +155,20 @@ class KubernetesLayer(Construct):
 def kyverno_release(scope: Construct, config: AppConfig, cluster: eks.ICluster) -> eks.HelmChart:
     """Kyverno's Helm release, its admission webhook serving before the release completes."""
     return eks.HelmChart(
-        scope, "Kyverno", cluster=cluster,
-        chart="kyverno", repository=KYVERNO_REPOSITORY,
+        scope,
+        "Kyverno",
+        cluster=cluster,
+        chart="kyverno",
+        repository=KYVERNO_REPOSITORY,
         version=config.kvcache.kyverno.chart_version,
-        release=KYVERNO_RELEASE, namespace=config.kvcache.kyverno.namespace,
+        release=KYVERNO_RELEASE,
+        namespace=config.kvcache.kyverno.namespace,
         # Admission controller replicas, budget and placement: k8s/kyverno.py.
         values=kyverno_values(config),
         create_namespace=False,  # created with Pod Security labels by 00-namespaces
         wait=True,  # the admission webhook is serving before the policy is applied
         timeout=Duration.minutes(15),
-    )  # fmt: skip
+    )
 
 
 def _claims_go_first(manifests: dict[str, IConstruct]) -> None:
@@ -198,7 +202,11 @@ class EndpointsManifest(Construct):
         super().__init__(scope, id)
         objects = [dict(o) for o in chart.to_json()]
         self.manifest = chart_manifest(
-            self, ENDPOINTS, objects, cluster=cluster, owned=owned,
+            self,
+            ENDPOINTS,
+            objects,
+            cluster=cluster,
+            owned=owned,
             hints=hints_for(config),
-        )  # fmt: skip
+        )
         needs(self.manifest, *after)

@@ -143,8 +143,7 @@ class Observability(Construct):
                 "scraper_security_group_ids for the existing cluster so metrics flow",
             )
         else:
-            self.scraper = self._scraper(config, alias, cluster_arn, subnet_ids,
-                                         security_group_ids)  # fmt: skip
+            self.scraper = self._scraper(config, alias, cluster_arn, subnet_ids, security_group_ids)
         self.query_endpoint = self.workspace.attr_prometheus_endpoint
 
     def _scraper(

@@ -63,28 +63,36 @@ def present_checks(config: AppConfig) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = []
     sc = config.kvcache.curvine.master.storage_class
     if sc is not None and "curvine" in config.kvcache.l2_backends:
-        checks.append({
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": sc,
-            "match": {"provisioner": "ebs.csi.aws.com"},
-            "fix": "kvcache.curvine.master.storage_class must name an EBS CSI StorageClass "
-            "(`kubectl get storageclass`), or be removed to let the app create ebs-sc",
-        })  # fmt: skip
+        checks.append(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "name": sc,
+                "match": {"provisioner": "ebs.csi.aws.com"},
+                "fix": "kvcache.curvine.master.storage_class must name an EBS CSI StorageClass "
+                "(`kubectl get storageclass`), or be removed to let the app create ebs-sc",
+            }
+        )
     if config.kvcache.uses_kyverno and not config.kvcache.installs_kyverno:
-        checks.append({
-            **KYVERNO_CRD,
-            "fix": "kvcache.kyverno.install is false but Kyverno is not installed: install it "
-            "or set kvcache.kyverno.install to true",
-        })  # fmt: skip
+        checks.append(
+            {
+                **KYVERNO_CRD,
+                "fix": "kvcache.kyverno.install is false but Kyverno is not installed: install it "
+                "or set kvcache.kyverno.install to true",
+            }
+        )
     return checks
 
 
 def absent_checks(config: AppConfig) -> list[dict[str, Any]]:
     if not config.kvcache.installs_kyverno:
         return []
-    return [{
-        **KYVERNO_CRD,
-        "fix": "Kyverno is installed already: set kvcache.kyverno.install to false to use it",
-    }]  # fmt: skip
+    return [
+        {
+            **KYVERNO_CRD,
+            "fix": "Kyverno is installed already: set kvcache.kyverno.install to false to use it",
+        }
+    ]
 
 
 def hints_for(config: AppConfig) -> dict[str, str]:

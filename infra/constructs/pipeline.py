@@ -195,19 +195,22 @@ def _report_statements(
     if topic is not None:
         region, account = test_config.region, test_config.account
         statements += [
-            iam.PolicyStatement(sid="NotifyNightlyFailure", actions=["sns:Publish"],
-                                resources=[topic]),
+            iam.PolicyStatement(
+                sid="NotifyNightlyFailure", actions=["sns:Publish"], resources=[topic]
+            ),
             iam.PolicyStatement(
                 sid="NotifyThroughTopicKey",
                 actions=["kms:GenerateDataKey", "kms:Decrypt"],
                 # The topic's key is created with the observability stack, recreated nightly.
                 resources=[f"arn:aws:kms:{region}:{account}:key/*"],
-                conditions={"StringEquals": {
-                    "kms:ViaService": f"sns.{region}.amazonaws.com",
-                    "kms:EncryptionContext:aws:sns:topicArn": topic,
-                }},
+                conditions={
+                    "StringEquals": {
+                        "kms:ViaService": f"sns.{region}.amazonaws.com",
+                        "kms:EncryptionContext:aws:sns:topicArn": topic,
+                    }
+                },
             ),
-        ]  # fmt: skip
+        ]
     return statements
 
 

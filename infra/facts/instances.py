@@ -31,8 +31,12 @@ class GpuInstance:
     def kube_reserved_cpu_millicores(self) -> int:
         total = self.vcpus * 1000
         reserved = 0.0
-        for start, end, share in ((0, 1000, 0.06), (1000, 2000, 0.01), (2000, 4000, 0.005),
-                                  (4000, total, 0.0025)):  # fmt: skip
+        for start, end, share in (
+            (0, 1000, 0.06),
+            (1000, 2000, 0.01),
+            (2000, 4000, 0.005),
+            (4000, total, 0.0025),
+        ):
             reserved += max(0, min(total, end) - start) * share
         return int(reserved)
 

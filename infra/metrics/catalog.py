@@ -37,31 +37,71 @@ PROMETHEUS = "Prometheus: synthetic series of every scrape (up), prometheus.io/d
 # (assets/grafana/curvine-fuse-dashboard.json) queries most of them.
 _FUSE_KINDS = {
     "counter": (
-        "decode_errors_total", "errors_total", "interrupted_total", "io_bytes_total",
-        "io_requests_total", "negative_entry_returned_total", "node_cache_total",
-        "notify_total", "receive_errors_total", "reply_enqueue_errors_total", "requests_total",
-        "response_bytes_total", "response_write_errors_total", "session_init_total",
-        "session_shutdown_total", "state_persist_total", "state_restore_total",
-        "stream_lifecycle_requests_total", "unsupported_total",
-        "user_meta_cache_invalidations_total", "user_meta_cache_total",
+        "decode_errors_total",
+        "errors_total",
+        "interrupted_total",
+        "io_bytes_total",
+        "io_requests_total",
+        "negative_entry_returned_total",
+        "node_cache_total",
+        "notify_total",
+        "receive_errors_total",
+        "reply_enqueue_errors_total",
+        "requests_total",
+        "response_bytes_total",
+        "response_write_errors_total",
+        "session_init_total",
+        "session_shutdown_total",
+        "state_persist_total",
+        "state_restore_total",
+        "stream_lifecycle_requests_total",
+        "unsupported_total",
+        "user_meta_cache_invalidations_total",
+        "user_meta_cache_total",
     ),
     "gauge": (
-        "active_requests", "dir_handle_count", "file_handle_count", "inode_count",
-        "kernel_fd_health", "meta_task_inflight", "metrics_scrape_bytes", "reply_queue_depth",
-        "sender_last_progress_unixtime", "setlkw_inflight", "state_persist_handle_count",
-        "stream_io_inflight", "stream_lifecycle_inflight", "stream_write_queue_depth",
+        "active_requests",
+        "dir_handle_count",
+        "file_handle_count",
+        "inode_count",
+        "kernel_fd_health",
+        "meta_task_inflight",
+        "metrics_scrape_bytes",
+        "reply_queue_depth",
+        "sender_last_progress_unixtime",
+        "setlkw_inflight",
+        "state_persist_handle_count",
+        "stream_io_inflight",
+        "stream_lifecycle_inflight",
+        "stream_write_queue_depth",
     ),
     "histogram": (
-        "io_dispatch_duration_us", "io_duration_us", "io_size_bytes",
-        "metrics_scrape_duration_us", "operation_duration_us", "readdir_duration_us",
-        "readdir_entries", "receive_loop_wait_duration_us", "request_duration_us",
-        "response_write_duration_us", "setlkw_wait_duration_us", "stage_duration_us",
-        "state_persist_stage_duration_us", "state_restore_stage_duration_us",
+        "io_dispatch_duration_us",
+        "io_duration_us",
+        "io_size_bytes",
+        "metrics_scrape_duration_us",
+        "operation_duration_us",
+        "readdir_duration_us",
+        "readdir_entries",
+        "receive_loop_wait_duration_us",
+        "request_duration_us",
+        "response_write_duration_us",
+        "setlkw_wait_duration_us",
+        "stage_duration_us",
+        "state_persist_stage_duration_us",
+        "state_restore_stage_duration_us",
         "stream_lifecycle_duration_us",
     ),
-}  # fmt: skip
-_PROCESS = ("cpu_seconds_total", "max_fds", "open_fds", "resident_memory_bytes", "threads",
-            "virtual_memory_bytes", "start_time_seconds")  # fmt: skip
+}
+_PROCESS = (
+    "cpu_seconds_total",
+    "max_fds",
+    "open_fds",
+    "resident_memory_bytes",
+    "threads",
+    "virtual_memory_bytes",
+    "start_time_seconds",
+)
 
 
 @dataclass(frozen=True)
@@ -152,8 +192,21 @@ METRICS: dict[str, Metric] = {
     "up": Metric("gauge", PROMETHEUS, "1 when the target's scrape succeeded"),
 }
 
-_KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
-             "group_right", "offset", "bool", "inf", "nan"}  # fmt: skip
+_KEYWORDS = {
+    "and",
+    "or",
+    "unless",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "offset",
+    "bool",
+    "inf",
+    "nan",
+}
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 
 

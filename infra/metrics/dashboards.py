@@ -111,8 +111,10 @@ class Queries:
         return f"({self.rate(PROMISED)} - {self.rate(LOADED)}) / {self.rate(PROMISED)}"
 
     def ttft(self, q: float) -> str:
-        return (f"histogram_quantile({q}, sum by (le) (rate(vllm:time_to_first_token_seconds_"
-                f"bucket{{{self.sel}}}[{self.window}])))")  # fmt: skip
+        return (
+            f"histogram_quantile({q}, sum by (le) (rate(vllm:time_to_first_token_seconds_"
+            f"bucket{{{self.sel}}}[{self.window}])))"
+        )
 
     def request_rate(self) -> str:
         return self.rate("vllm:request_success_total")
@@ -142,21 +144,40 @@ def endpoint_row(config: AppConfig, e: EndpointConfig) -> Row:
         panels=(
             *_scaling_panels(config, e),
             Panel("Hit rate by tier", "percentunit", hits, tier),
-            Panel("TTFT", "s", (Target(q.ttft(0.5), "p50"), Target(q.ttft(0.95), "p95")),
-                  "Time to first token", (("bound", config.observability.ttft_p95_bound_seconds),)),
-            Panel("Request rate", "reqps", (Target(q.request_rate(), "requests/s"),),
-                  "Finished requests per second"),
-            Panel("Prefill tokens saved", "short", (Target(q.tokens_saved(), "tokens/s"),),
-                  "Prompt tokens served from a cache instead of recomputed"),
-            Panel("Failed KV loads", "percentunit",
-                  (Target(q.failed_load_rate(), "of promised tokens"),),
-                  "Tokens LMCache's lookup found that its retrieve then failed to load",
-                  (("alert", failed),)),
-            Panel("L1 CPU cache in use", "bytes",
-                  (Target(f'sum by (pod) (lmcache:local_cache_usage{{{q.sel}}})', "{{pod}}"),),
-                  "LMCache's local CPU backend per Pod (bounded by the Tiered Storage share)"),
+            Panel(
+                "TTFT",
+                "s",
+                (Target(q.ttft(0.5), "p50"), Target(q.ttft(0.95), "p95")),
+                "Time to first token",
+                (("bound", config.observability.ttft_p95_bound_seconds),),
+            ),
+            Panel(
+                "Request rate",
+                "reqps",
+                (Target(q.request_rate(), "requests/s"),),
+                "Finished requests per second",
+            ),
+            Panel(
+                "Prefill tokens saved",
+                "short",
+                (Target(q.tokens_saved(), "tokens/s"),),
+                "Prompt tokens served from a cache instead of recomputed",
+            ),
+            Panel(
+                "Failed KV loads",
+                "percentunit",
+                (Target(q.failed_load_rate(), "of promised tokens"),),
+                "Tokens LMCache's lookup found that its retrieve then failed to load",
+                (("alert", failed),),
+            ),
+            Panel(
+                "L1 CPU cache in use",
+                "bytes",
+                (Target(f"sum by (pod) (lmcache:local_cache_usage{{{q.sel}}})", "{{pod}}"),),
+                "LMCache's local CPU backend per Pod (bounded by the Tiered Storage share)",
+            ),
         ),
-    )  # fmt: skip
+    )
 
 
 def _scaling_panels(config: AppConfig, e: EndpointConfig) -> tuple[Panel, ...]:
@@ -183,7 +204,7 @@ def _scaling_panels(config: AppConfig, e: EndpointConfig) -> tuple[Panel, ...]:
         "What KEDA scales on, against its target",
         (("target", target(config, e)),),
     )
-    return (replicas, signal)  # fmt: skip
+    return (replicas, signal)
 
 
 def curvine_row(config: AppConfig) -> Row:
@@ -191,30 +212,60 @@ def curvine_row(config: AppConfig) -> Row:
     return Row(
         title="L2: Curvine on the GPU nodes' NVMe",
         panels=(
-            Panel("L2 capacity used", "percent", (Target(l2_used_percent(config), "used"),),
-                  "Share of the L2 pool used, against the evictor's water marks",
-                  (("high water", ev.high_water_percent), ("low water", ev.low_water_percent))),
-            Panel("NVMe use per node", "percent",
-                  (Target(f"100 * sum by (node) (fs_used{{{WORKER}}}) / "
-                          f"sum by (node) (capacity{{{WORKER}}})", "{{node}}"),),
-                  "Each Curvine worker's share of its NVMe capacity"),
-            Panel("Curvine read throughput", "Bps",
-                  (Target(f"sum by (node) (rate(read_bytes{{{WORKER}}}[{RATE}]))", "{{node}}"),),
-                  "Bytes read from the workers"),
-            Panel("Curvine read latency", "ms",
-                  (Target(f"sum(rate(read_time_us{{{WORKER}}}[{RATE}])) / "
-                          f"sum(rate(read_count{{{WORKER}}}[{RATE}])) / 1000", "worker mean"),
-                   Target("histogram_quantile(0.95, sum by (le) (rate(curvine_fuse_request_"
-                          f'duration_us_bucket{{job="curvine-fuse"}}[{RATE}]))) / 1000',
-                          "FUSE p95")),
-                  "Worker read time per read; FUSE request p95 in the CSI node plugin"),
-            Panel("Curvine workers", "short",
-                  (Target('max(worker_num{job="curvine-master", tag="live"})', "live (master)"),
-                   Target(f"sum(up{{{WORKER}}})", "scraped up")),
-                  "Workers the master counts live, and worker scrapes that succeed",
-                  (("GPU nodes", config.hyperpod.gpu_group.instance_count),)),
+            Panel(
+                "L2 capacity used",
+                "percent",
+                (Target(l2_used_percent(config), "used"),),
+                "Share of the L2 pool used, against the evictor's water marks",
+                (("high water", ev.high_water_percent), ("low water", ev.low_water_percent)),
+            ),
+            Panel(
+                "NVMe use per node",
+                "percent",
+                (
+                    Target(
+                        f"100 * sum by (node) (fs_used{{{WORKER}}}) / "
+                        f"sum by (node) (capacity{{{WORKER}}})",
+                        "{{node}}",
+                    ),
+                ),
+                "Each Curvine worker's share of its NVMe capacity",
+            ),
+            Panel(
+                "Curvine read throughput",
+                "Bps",
+                (Target(f"sum by (node) (rate(read_bytes{{{WORKER}}}[{RATE}]))", "{{node}}"),),
+                "Bytes read from the workers",
+            ),
+            Panel(
+                "Curvine read latency",
+                "ms",
+                (
+                    Target(
+                        f"sum(rate(read_time_us{{{WORKER}}}[{RATE}])) / "
+                        f"sum(rate(read_count{{{WORKER}}}[{RATE}])) / 1000",
+                        "worker mean",
+                    ),
+                    Target(
+                        "histogram_quantile(0.95, sum by (le) (rate(curvine_fuse_request_"
+                        f'duration_us_bucket{{job="curvine-fuse"}}[{RATE}]))) / 1000',
+                        "FUSE p95",
+                    ),
+                ),
+                "Worker read time per read; FUSE request p95 in the CSI node plugin",
+            ),
+            Panel(
+                "Curvine workers",
+                "short",
+                (
+                    Target('max(worker_num{job="curvine-master", tag="live"})', "live (master)"),
+                    Target(f"sum(up{{{WORKER}}})", "scraped up"),
+                ),
+                "Workers the master counts live, and worker scrapes that succeed",
+                (("GPU nodes", config.hyperpod.gpu_group.instance_count),),
+            ),
         ),
-    )  # fmt: skip
+    )
 
 
 def rows(config: AppConfig) -> list[Row]:
@@ -238,31 +289,67 @@ def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
     panels: list[dict[str, Any]] = []
     y, pid = 0, 1
     for row in rows(config):
-        panels.append({"type": "row", "title": row.title, "id": pid, "collapsed": False,
-                       "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}, "panels": []})  # fmt: skip
+        panels.append(
+            {
+                "type": "row",
+                "title": row.title,
+                "id": pid,
+                "collapsed": False,
+                "gridPos": {"h": 1, "w": 24, "x": 0, "y": y},
+                "panels": [],
+            }
+        )
         pid, y = pid + 1, y + 1
         width = 24 // len(row.panels)
         for i, p in enumerate(row.panels):
             steps = [{"color": "green", "value": None}] + [
-                {"color": "red" if "high" in label or label == "bound" else "orange",
-                 "value": value} for label, value in p.thresholds]  # fmt: skip
-            panels.append({
-                "type": "timeseries", "id": pid, "title": p.title, "description": p.description,
-                "datasource": ds,
-                "gridPos": {"h": 8, "w": width, "x": i * width, "y": y},
-                "fieldConfig": {"defaults": {
-                    "unit": p.unit,
-                    "thresholds": {"mode": "absolute", "steps": steps},
-                    "custom": {"thresholdsStyle": {"mode": "line" if p.thresholds else "off"}},
-                }, "overrides": []},
-                "targets": [{"refId": chr(65 + j), "expr": t.expr, "legendFormat": t.legend,
-                             "datasource": ds} for j, t in enumerate(p.targets)],
-            })  # fmt: skip
+                {
+                    "color": "red" if "high" in label or label == "bound" else "orange",
+                    "value": value,
+                }
+                for label, value in p.thresholds
+            ]
+            panels.append(
+                {
+                    "type": "timeseries",
+                    "id": pid,
+                    "title": p.title,
+                    "description": p.description,
+                    "datasource": ds,
+                    "gridPos": {"h": 8, "w": width, "x": i * width, "y": y},
+                    "fieldConfig": {
+                        "defaults": {
+                            "unit": p.unit,
+                            "thresholds": {"mode": "absolute", "steps": steps},
+                            "custom": {
+                                "thresholdsStyle": {"mode": "line" if p.thresholds else "off"}
+                            },
+                        },
+                        "overrides": [],
+                    },
+                    "targets": [
+                        {
+                            "refId": chr(65 + j),
+                            "expr": t.expr,
+                            "legendFormat": t.legend,
+                            "datasource": ds,
+                        }
+                        for j, t in enumerate(p.targets)
+                    ],
+                }
+            )
             pid += 1
         y += 8
     return {
-        "__inputs": [{"name": "DS_PROMETHEUS", "label": "Prometheus (AMP workspace)",
-                      "type": "datasource", "pluginId": "prometheus", "pluginName": "Prometheus"}],
+        "__inputs": [
+            {
+                "name": "DS_PROMETHEUS",
+                "label": "Prometheus (AMP workspace)",
+                "type": "datasource",
+                "pluginId": "prometheus",
+                "pluginName": "Prometheus",
+            }
+        ],
         "title": f"{config.stack_prefix} KV cache tiers",
         "uid": f"{config.stack_prefix}-kvcache"[:40],
         "tags": ["hyperpod", "kvcache", config.environment],
@@ -271,7 +358,7 @@ def grafana_dashboard(config: AppConfig) -> dict[str, Any]:
         "time": {"from": "now-6h", "to": "now"},
         "refresh": "1m",
         "panels": panels,
-    }  # fmt: skip
+    }
 
 
 def upstream_dashboards(config: AppConfig) -> dict[str, str]:
@@ -314,32 +401,47 @@ def _l2_rules(config: AppConfig) -> list[dict[str, Any]]:
             return f"{by} (rate({metric}{sel}[15m]))"
 
         l2 = l2_tokens_expr(rate, backend, obs.kv_bytes_per_token)
-        low.append(f"({l2} / {rate(QUERIED)} < {obs.l2_hit_rate_floor}"
-                   f" and {rate('vllm:request_success_total')} > 0)")  # fmt: skip
+        low.append(
+            f"({l2} / {rate(QUERIED)} < {obs.l2_hit_rate_floor}"
+            f" and {rate('vllm:request_success_total')} > 0)"
+        )
     every = _job_selector([name for names in jobs.values() for name in names])
 
     def rate10(metric: str) -> str:
         return f"{by} (rate({metric}{every}[10m]))"
 
-    near_zero = [{
-        "alert": "KvCacheL2HitRateNearZero",
-        "expr": " or ".join(low),
-        "for": "30m",
-        "labels": {"severity": "warning"},
-        "annotations": {"summary": "{{ $labels.endpoint }} serves requests but reads almost "
-                        "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
-                        "L2 claim's mount (hpkv verify)"},
-    }] if low else []  # fmt: skip
-    return [*near_zero, {
-        "alert": "KvCacheL2ReadsFailing",
-        "expr": f"({rate10(PROMISED)} - {rate10(LOADED)}) / {rate10(PROMISED)}"
-                f" > {obs.l2_failed_load_ratio}",
-        "for": "10m",
-        "labels": {"severity": "warning"},
-        "annotations": {"summary": "{{ $labels.endpoint }}: a share of {{ $value }} of the KV "
-                        "tokens LMCache found did not load (L2 reads failing): check the L2 store "
-                        "and the Pods' logs ('Failed to read from file')"},
-    }]  # fmt: skip
+    near_zero = (
+        [
+            {
+                "alert": "KvCacheL2HitRateNearZero",
+                "expr": " or ".join(low),
+                "for": "30m",
+                "labels": {"severity": "warning"},
+                "annotations": {
+                    "summary": "{{ $labels.endpoint }} serves requests but reads almost "
+                    "nothing from L2: check PYTHONHASHSEED, the Kyverno mutation and the "
+                    "L2 claim's mount (hpkv verify)"
+                },
+            }
+        ]
+        if low
+        else []
+    )
+    return [
+        *near_zero,
+        {
+            "alert": "KvCacheL2ReadsFailing",
+            "expr": f"({rate10(PROMISED)} - {rate10(LOADED)}) / {rate10(PROMISED)}"
+            f" > {obs.l2_failed_load_ratio}",
+            "for": "10m",
+            "labels": {"severity": "warning"},
+            "annotations": {
+                "summary": "{{ $labels.endpoint }}: a share of {{ $value }} of the KV "
+                "tokens LMCache found did not load (L2 reads failing): check the L2 store "
+                "and the Pods' logs ('Failed to read from file')"
+            },
+        },
+    ]
 
 
 def alert_rules(config: AppConfig) -> dict[str, Any]:
@@ -350,13 +452,15 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
         {
             "alert": "KvCacheTtftP95High",
             "expr": f"histogram_quantile(0.95, sum by (namespace, endpoint, le) (rate(vllm:"
-                    f"time_to_first_token_seconds_bucket[{RATE}]))) > {obs.ttft_p95_bound_seconds}",
+            f"time_to_first_token_seconds_bucket[{RATE}]))) > {obs.ttft_p95_bound_seconds}",
             "for": "10m",
             "labels": {"severity": "warning"},
-            "annotations": {"summary": "TTFT p95 of {{ $labels.endpoint }} is {{ $value }}s "
-                            f"(bound {obs.ttft_p95_bound_seconds}s)"},
+            "annotations": {
+                "summary": "TTFT p95 of {{ $labels.endpoint }} is {{ $value }}s "
+                f"(bound {obs.ttft_p95_bound_seconds}s)"
+            },
         },
-    ]  # fmt: skip
+    ]
     rules += _l2_rules(config)
     rules += at_max_rules(config)
     if "curvine" in config.kvcache.l2_backends:
@@ -373,19 +477,23 @@ def alert_rules(config: AppConfig) -> dict[str, Any]:
                 "expr": f"up{{{WORKER}}} == 0",
                 "for": "5m",
                 "labels": {"severity": "critical"},
-                "annotations": {"summary": "Curvine worker on {{ $labels.node }} is not "
-                                "answering its metrics port"},
+                "annotations": {
+                    "summary": "Curvine worker on {{ $labels.node }} is not "
+                    "answering its metrics port"
+                },
             },
             {
                 "alert": "CurvineWorkersMissing",
                 "expr": f'max(worker_num{{job="curvine-master", tag="live"}}) < '
-                        f"{config.hyperpod.gpu_group.instance_count}",
+                f"{config.hyperpod.gpu_group.instance_count}",
                 "for": "5m",
                 "labels": {"severity": "critical"},
-                "annotations": {"summary": "The Curvine master counts {{ $value }} live workers "
-                                f"of {config.hyperpod.gpu_group.instance_count} GPU nodes"},
+                "annotations": {
+                    "summary": "The Curvine master counts {{ $value }} live workers "
+                    f"of {config.hyperpod.gpu_group.instance_count} GPU nodes"
+                },
             },
-        ]  # fmt: skip
+        ]
     return {"groups": [{"name": "kvcache-tiers", "rules": rules}]}
 
 
@@ -417,13 +525,28 @@ def alertmanager_definition(config: AppConfig, topic_arn: str) -> str:
 
     ``topic_arn`` may be a CDK token; it is embedded in the string as is.
     """
-    inner = yaml.safe_dump({
-        "route": {"receiver": "sns", "group_by": ["alertname", "endpoint"],
-                  "group_wait": "1m", "repeat_interval": "4h"},
-        "receivers": [{"name": "sns", "sns_configs": [{
-            "topic_arn": "TOPIC_ARN", "sigv4": {"region": config.region},
-            "subject": f"[{config.stack_prefix}] {{{{ .GroupLabels.alertname }}}}",
-        }]}],
-    }, sort_keys=False)  # fmt: skip
+    inner = yaml.safe_dump(
+        {
+            "route": {
+                "receiver": "sns",
+                "group_by": ["alertname", "endpoint"],
+                "group_wait": "1m",
+                "repeat_interval": "4h",
+            },
+            "receivers": [
+                {
+                    "name": "sns",
+                    "sns_configs": [
+                        {
+                            "topic_arn": "TOPIC_ARN",
+                            "sigv4": {"region": config.region},
+                            "subject": f"[{config.stack_prefix}] {{{{ .GroupLabels.alertname }}}}",
+                        }
+                    ],
+                }
+            ],
+        },
+        sort_keys=False,
+    )
     body = "\n".join("  " + line for line in inner.splitlines())
     return "alertmanager_config: |\n" + body.replace("TOPIC_ARN", topic_arn) + "\n"

@@ -60,8 +60,10 @@ def selector(e: EndpointConfig) -> str:
 
 
 def _ttft_p95(e: EndpointConfig) -> str:
-    return (f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
-            f"{{{selector(e)}}}[{TTFT_WINDOW}])))")  # fmt: skip
+    return (
+        f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket"
+        f"{{{selector(e)}}}[{TTFT_WINDOW}])))"
+    )
 
 
 def signal_query(e: EndpointConfig, signal: Signal) -> SignalQuery:
@@ -116,15 +118,19 @@ def at_max_rules(config: AppConfig) -> list[dict[str, Any]]:
     for e in autoscaled(config):
         a = _autoscaling(e)
         t = target(config, e)
-        rules.append({
-            "alert": AT_MAX_ALERT,
-            # The signal's value is what the annotation shows; the serving count only gates it.
-            "expr": f"({signal_per_replica(config, e)} > {t:g}) and on () "
-                    f"({serving_replicas(e)} >= {a.max_replicas})",
-            "for": f"{AT_MAX_MINUTES}m",
-            "labels": {"severity": "warning", "namespace": e.namespace, "endpoint": e.name},
-            "annotations": {"summary": f"{e.namespace}/{e.name} serves at max_replicas "
-                            f"({a.max_replicas}) with {a.signal} at {{{{ $value }}}} (target "
-                            f"{t:g}): raise max_replicas or add GPU nodes"},
-        })  # fmt: skip
+        rules.append(
+            {
+                "alert": AT_MAX_ALERT,
+                # The signal's value is what the annotation shows; the serving count only gates it.
+                "expr": f"({signal_per_replica(config, e)} > {t:g}) and on () "
+                f"({serving_replicas(e)} >= {a.max_replicas})",
+                "for": f"{AT_MAX_MINUTES}m",
+                "labels": {"severity": "warning", "namespace": e.namespace, "endpoint": e.name},
+                "annotations": {
+                    "summary": f"{e.namespace}/{e.name} serves at max_replicas "
+                    f"({a.max_replicas}) with {a.signal} at {{{{ $value }}}} (target "
+                    f"{t:g}): raise max_replicas or add GPU nodes"
+                },
+            }
+        )
     return rules

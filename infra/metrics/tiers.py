@@ -75,8 +75,9 @@ def l2_hit_share(
     whole = prompt_tokens // LMCACHE_CHUNK_TOKENS * LMCACHE_CHUNK_TOKENS
     if LOADED not in deltas or whole == 0:
         return None
-    read = l2_tokens(deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0), l2_backend,
-                     kv_bytes_per_token)  # fmt: skip
+    read = l2_tokens(
+        deltas.get(L2_READS, 0.0), deltas.get(L2_READ_BYTES, 0.0), l2_backend, kv_bytes_per_token
+    )
     return min(1.0, min(read, deltas[LOADED]) / whole)
 
 

@@ -78,9 +78,13 @@ def run(o: BenchOptions) -> Exit:
                 )
             if o.concurrency:
                 result.concurrency = run_concurrency(
-                    send, targets, list(o.concurrency), o.concurrency_words, the_seed,
+                    send,
+                    targets,
+                    list(o.concurrency),
+                    o.concurrency_words,
+                    the_seed,
                     _note(as_json),
-                )  # fmt: skip
+                )
         except StreamError as exc:
             # The URL it tried and why: e.g. a port-forward that ended, or a --target typo.
             raise runtime.fail(

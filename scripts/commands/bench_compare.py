@@ -91,9 +91,17 @@ def run(o: CompareOptions) -> Exit:
     files = report.write(result, folder, bpt, heading, o.note)
     code = Exit.CHECK_FAILED if result.failed else Exit.OK
     if as_json:
-        print(json.dumps({"ok": code == Exit.OK, "exit_code": int(code), "folder": str(folder),
-                          "files": [str(f) for f in files],
-                          "verdicts": [v.__dict__ for v in result.verdicts]}))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "ok": code == Exit.OK,
+                    "exit_code": int(code),
+                    "folder": str(folder),
+                    "files": [str(f) for f in files],
+                    "verdicts": [v.__dict__ for v in result.verdicts],
+                }
+            )
+        )
     else:
         _print(result, folder, len(files))
     return code
@@ -150,14 +158,21 @@ def _from_config(
     clients = runtime.CLIENTS(cfg, context)
     transport = runtime.transport(direct, context)
     targets = [open_endpoint(stack, clients, cfg, ref, transport) for ref in refs]
-    joiners = {t.endpoint: scale_out_joiner(clients, ref, transport, runtime.PROGRESS)
-               for t, ref in zip(targets, refs, strict=True)}  # fmt: skip
+    joiners = {
+        t.endpoint: scale_out_joiner(clients, ref, transport, runtime.PROGRESS)
+        for t, ref in zip(targets, refs, strict=True)
+    }
     return targets, joiners
 
 
-def compare_tiers(cfg: AppConfig, tiers: list[BenchTarget], seed: int, given: Overrides,
-                  waits: Waits,
-                  joiners: dict[str, Joiner] | None = None) -> Comparison:  # fmt: skip
+def compare_tiers(
+    cfg: AppConfig,
+    tiers: list[BenchTarget],
+    seed: int,
+    given: Overrides,
+    waits: Waits,
+    joiners: dict[str, Joiner] | None = None,
+) -> Comparison:
     """The workloads of ``cfg.bench`` (with ``given``) on every tier, in order, with progress."""
     bpt = cfg.observability.kv_bytes_per_token
     cards = {t.endpoint: model_cards(t.urls[0])[0] for t in tiers}
@@ -213,7 +228,13 @@ def _print(result: Comparison, folder: Path, files: int) -> None:
         table.add_column(col)
     for v in result.verdicts:
         measured = "-" if v.measured is None else f"{v.measured:.3f}"
-        table.add_row(v.l2_backend, v.endpoint, v.check, measured, f"{v.threshold:g}",
-                      v.status if v.status != "fail" else f"fail: {v.reason}")  # fmt: skip
+        table.add_row(
+            v.l2_backend,
+            v.endpoint,
+            v.check,
+            measured,
+            f"{v.threshold:g}",
+            v.status if v.status != "fail" else f"fail: {v.reason}",
+        )
     runtime.out.print(table)
     runtime.out.print(f"wrote {files} files to {folder} (report.md)")

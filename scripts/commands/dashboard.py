@@ -155,8 +155,7 @@ def run(o: DashboardOptions) -> Exit:
     for path in written[2:]:
         print(f"wrote {path} (upstream, import it next to the dashboard)")
     if png and picture is not None:
-        render_png(rows(config), sample_series(series), png,
-                   f"{config.stack_prefix} (sample data)")  # fmt: skip
+        render_png(rows(config), sample_series(series), png, f"{config.stack_prefix} (sample data)")
         picture.record()
         print(f"wrote {png}")
     return Exit.OK

@@ -73,13 +73,20 @@ def run(o: RecreateOptions) -> Exit:
         return Exit.OK, None
 
     steps: list[tuple[str, Callable[[], tuple[Exit, dict[str, Any] | None]]]] = [
-        ("teardown", lambda: teardown.run(teardown.TeardownOptions(
-            env=env, yes=True, allow_prod=o.allow_prod, as_json=as_json, emit=False))),
+        (
+            "teardown",
+            lambda: teardown.run(
+                teardown.TeardownOptions(
+                    env=env, yes=True, allow_prod=o.allow_prod, as_json=as_json, emit=False
+                )
+            ),
+        ),
         ("deploy", deploy),
-    ]  # fmt: skip
+    ]
     if not o.skip_verify:
-        checks = verify.VerifyOptions(env=env, as_json=as_json, direct=o.direct,
-                                      wait_minutes=o.wait_minutes, emit=not as_json)  # fmt: skip
+        checks = verify.VerifyOptions(
+            env=env, as_json=as_json, direct=o.direct, wait_minutes=o.wait_minutes, emit=not as_json
+        )
         steps.append(("verify", lambda: verify.run(checks)))
     code = Exit.OK
     for name, run in steps:

@@ -68,8 +68,12 @@ def run(o: ReportOptions) -> Exit:
     print(json.dumps(report, indent=2) if as_json else table(report))
     start = end - timedelta(seconds=seconds)
     step = range_step(seconds)
-    render_png(rows(config), lambda _p, t: client.series(t.expr, start, end, step), path,
-               f"{config.stack_prefix}: last {window}")  # fmt: skip
+    render_png(
+        rows(config),
+        lambda _p, t: client.series(t.expr, start, end, step),
+        path,
+        f"{config.stack_prefix}: last {window}",
+    )
     picture.record()
     print(f"wrote {path}", file=sys.stderr)
     return Exit.OK

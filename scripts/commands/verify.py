@@ -52,9 +52,16 @@ def run(o: VerifyOptions) -> tuple[Exit, dict[str, Any]]:
         waited = wait_until_ready(clients, cfg, ref, o.wait_minutes * 60.0, show=runtime.PROGRESS)
     transport = None if o.skip_l2_test else runtime.transport(o.direct, o.context)
     checks, cross = run_verify(
-        clients, cfg, ref, transport, prompt_words=o.prompt_words, max_tokens=o.max_tokens,
-        seed=o.seed, min_hit_ratio=o.min_hit_ratio, port=o.port,
-    )  # fmt: skip
+        clients,
+        cfg,
+        ref,
+        transport,
+        prompt_words=o.prompt_words,
+        max_tokens=o.max_tokens,
+        seed=o.seed,
+        min_hit_ratio=o.min_hit_ratio,
+        port=o.port,
+    )
     if o.chaos:
         checks += _chaos(clients, cfg, ref, checks, o)
     extra: dict[str, Any] = {"environment": env, "l2_test": cross.as_dict() if cross else None}
@@ -68,13 +75,19 @@ def run(o: VerifyOptions) -> tuple[Exit, dict[str, Any]]:
     return checks_exit(checks), payload
 
 
-def _chaos(clients: Clients, cfg: AppConfig, ref: EndpointConfig, checks: list[Check],
-           o: VerifyOptions) -> list[Check]:  # fmt: skip
+def _chaos(
+    clients: Clients, cfg: AppConfig, ref: EndpointConfig, checks: list[Check], o: VerifyOptions
+) -> list[Check]:
     """The chaos stages, only on an environment verify found healthy: breaking a broken one
     proves nothing. They take verify's max_tokens and seed; the rest are ChaosOptions'."""
     failed = [c.stage for c in checks if c.status == "fail"]
     opts = ChaosOptions(max_tokens=o.max_tokens, seed=o.seed)
     return run_chaos(
-        clients, cfg, ref, runtime.transport(o.direct, o.context), opts, show=runtime.PROGRESS,
+        clients,
+        cfg,
+        ref,
+        runtime.transport(o.direct, o.context),
+        opts,
+        show=runtime.PROGRESS,
         guard=lambda: f"verify failed ({', '.join(failed)}): fix that first" if failed else None,
-    )  # fmt: skip
+    )

@@ -42,10 +42,15 @@ def run(o: WaitOptions) -> Exit:
     if o.as_json:
         print(
             json.dumps(
-                {"ok": True, "environment": env, "cluster": name, "seconds": round(seconds, 1),
-                 "state": last["state"]}
+                {
+                    "ok": True,
+                    "environment": env,
+                    "cluster": name,
+                    "seconds": round(seconds, 1),
+                    "state": last["state"],
+                }
             )
-        )  # fmt: skip
+        )
     else:
         runtime.out.print(f"Tiered Storage on {name}: {last['state']} (after {seconds:.0f}s)")
     return Exit.OK

@@ -129,9 +129,12 @@ def check_gpu_driver(clients: Clients, cfg: AppConfig, ref: EndpointConfig | Non
         return _check(clients, cfg, ref)
     except (ApiException, OperationError) as exc:
         why = f"Kubernetes API: {exc.status} {exc.reason}" if isinstance(exc, ApiException) else exc
-        return Check(STAGE, "warn", f"cannot read the GPU nodes ({why})",
-                     "aws eks update-kubeconfig --name <cluster> --region <region>, then run it "
-                     "again")  # fmt: skip
+        return Check(
+            STAGE,
+            "warn",
+            f"cannot read the GPU nodes ({why})",
+            "aws eks update-kubeconfig --name <cluster> --region <region>, then run it again",
+        )
 
 
 def _check(clients: Clients, cfg: AppConfig, ref: EndpointConfig | None) -> Check:
@@ -144,15 +147,23 @@ def _check(clients: Clients, cfg: AppConfig, ref: EndpointConfig | None) -> Chec
     nodes = gpu_nodes(clients, cfg)
     if not nodes:
         return Check(STAGE, "skip", "no GPU node yet")
-    wants = (f"{image} is built on CUDA {_shown(cuda)}: a {DRIVER_BRANCH.get(cuda[0], '?')} or "
-             "later driver")  # fmt: skip
+    wants = (
+        f"{image} is built on CUDA {_shown(cuda)}: a {DRIVER_BRANCH.get(cuda[0], '?')} or "
+        "later driver"
+    )
     supports = {n["metadata"]["name"]: node_cuda(n) for n in nodes}
-    drivers = {n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(DRIVER_LABEL, "?")
-               for n in nodes}  # fmt: skip
-    short = [f"{name} (driver {drivers[name]}, CUDA {_shown(has)})"
-             for name, has in supports.items() if has is not None and has[0] < cuda[0]]  # fmt: skip
-    ours = [(pod, container, status) for pod, (container, status) in pods
-            if container["image"] == image]  # fmt: skip
+    drivers = {
+        n["metadata"]["name"]: (n["metadata"].get("labels") or {}).get(DRIVER_LABEL, "?")
+        for n in nodes
+    }
+    short = [
+        f"{name} (driver {drivers[name]}, CUDA {_shown(has)})"
+        for name, has in supports.items()
+        if has is not None and has[0] < cuda[0]
+    ]
+    ours = [
+        (pod, container, status) for pod, (container, status) in pods if container["image"] == image
+    ]
     for pod, container, status in ours:
         if pod_ready(pod) or status.get("ready", True):
             continue  # running (or no status to read): its log has nothing to say of the driver
@@ -160,15 +171,22 @@ def _check(clients: Clients, cfg: AppConfig, ref: EndpointConfig | None) -> Chec
         if why is not None:
             short.append(f"Pod {pod['metadata']['name']} on {pod['spec'].get('nodeName')}: {why}")
     if short:
-        return Check(STAGE, "fail", f"{'; '.join(short)}; {wants}",
-                     "update the GPU nodes' AMI (aws sagemaker update-cluster-software), or run "
-                     "an image built on CUDA 12 (lmcache/vllm-openai:v0.3.15) on those "
-                     "endpoints (kvcache.endpoints[].image)")  # fmt: skip
+        return Check(
+            STAGE,
+            "fail",
+            f"{'; '.join(short)}; {wants}",
+            "update the GPU nodes' AMI (aws sagemaker update-cluster-software), or run "
+            "an image built on CUDA 12 (lmcache/vllm-openai:v0.3.15) on those "
+            "endpoints (kvcache.endpoints[].image)",
+        )
     ran = {pod["spec"].get("nodeName") for pod, _, _ in ours if pod_ready(pod)}
     unknown = sorted(n for n, has in supports.items() if has is None and n not in ran)
     if unknown:
         seen = "" if ref is None else f" and no Ready Pod of {image}"
-        return Check(STAGE, "warn", f"{', '.join(unknown)}: no GPU feature discovery labels"
-                     f"{seen}; {wants}",
-                     f"read it on the node: {READ_ON_NODE.format(node=unknown[0])}")  # fmt: skip
+        return Check(
+            STAGE,
+            "warn",
+            f"{', '.join(unknown)}: no GPU feature discovery labels{seen}; {wants}",
+            f"read it on the node: {READ_ON_NODE.format(node=unknown[0])}",
+        )
     return Check(STAGE, "pass", f"{len(nodes)} GPU node(s) run CUDA {cuda[0]}: {wants}")

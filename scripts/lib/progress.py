@@ -170,11 +170,17 @@ class Steps:
         rep = self.rep
         if rep.enabled and rep.is_tty():
             self._bar = self._stack.enter_context(
-                Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                         TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
-                         console=Console(file=rep.out(), force_terminal=True),
-                         get_time=rep.clock.monotonic, transient=True)
-            )  # fmt: skip
+                Progress(
+                    SpinnerColumn(),
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    TextColumn("{task.completed}/{task.total}"),
+                    TimeElapsedColumn(),
+                    console=Console(file=rep.out(), force_terminal=True),
+                    get_time=rep.clock.monotonic,
+                    transient=True,
+                )
+            )
             self._task = self._bar.add_task(self.what, total=self.total)
         else:
             rep.line(f"{self.what}: {self.total} steps")

@@ -79,11 +79,17 @@ class PromClient:
     def series(
         self, expr: str, start: datetime, end: datetime, step: int
     ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-        params = {"query": expr, "start": f"{start.timestamp():.3f}",
-                  "end": f"{end.timestamp():.3f}", "step": f"{step}"}  # fmt: skip
+        params = {
+            "query": expr,
+            "start": f"{start.timestamp():.3f}",
+            "end": f"{end.timestamp():.3f}",
+            "step": f"{step}",
+        }
         data = self._get("/api/v1/query_range", params)
-        return [(r["metric"], [(float(t), float(v)) for t, v in r["values"]])
-                for r in data.get("result", [])]  # fmt: skip
+        return [
+            (r["metric"], [(float(t), float(v)) for t, v in r["values"]])
+            for r in data.get("result", [])
+        ]
 
 
 def query_endpoint(config: AppConfig, amp: Any = None) -> str:
@@ -114,26 +120,35 @@ def scale_events(points: list[tuple[float, float]]) -> list[dict[str, Any]]:
     return out
 
 
-def _replicas(config: AppConfig, client: PromClient, e: Any, start: datetime,
-              at: datetime) -> dict[str, Any]:  # fmt: skip
+def _replicas(
+    config: AppConfig, client: PromClient, e: Any, start: datetime, at: datetime
+) -> dict[str, Any]:
     """Replicas serving now, their changes over the window, and for an autoscaled endpoint what
     its signal asks for and its bounds (``infra.metrics.scaling``)."""
     step = range_step(int((at - start).total_seconds()))
     found = client.series(serving_replicas(e), start, at, step)
-    out: dict[str, Any] = {"replicas_serving": client.scalar(serving_replicas(e), at),
-                           "scale_events": scale_events(found[0][1]) if found else []}  # fmt: skip
+    out: dict[str, Any] = {
+        "replicas_serving": client.scalar(serving_replicas(e), at),
+        "scale_events": scale_events(found[0][1]) if found else [],
+    }
     if e.autoscaling is not None:
-        out |= {"replicas_wanted": client.scalar(wanted_replicas(config, e), at),
-                "min_replicas": e.autoscaling.min_replicas,
-                "max_replicas": e.autoscaling.max_replicas}  # fmt: skip
+        out |= {
+            "replicas_wanted": client.scalar(wanted_replicas(config, e), at),
+            "min_replicas": e.autoscaling.min_replicas,
+            "max_replicas": e.autoscaling.max_replicas,
+        }
     return out
 
 
 def summary(config: AppConfig, client: PromClient, window: str, at: datetime) -> dict[str, Any]:
     """Hit rate per tier, TTFT percentiles, request rate and replicas (with their scale events)
     per endpoint; L2 use, over window."""
-    out: dict[str, Any] = {"environment": config.environment, "window": window,
-                           "end": at.isoformat(), "endpoints": {}}  # fmt: skip
+    out: dict[str, Any] = {
+        "environment": config.environment,
+        "window": window,
+        "end": at.isoformat(),
+        "endpoints": {},
+    }
     start = at - timedelta(seconds=window_seconds(window))
     for e in config.kvcache.endpoints:
         q = Queries(config, e, window=window)
@@ -171,23 +186,44 @@ def _fmt(value: float | None, kind: str) -> str:
 
 
 def table(report: dict[str, Any]) -> str:
-    head = ["endpoint", "L2 backend", "L0 hit", "L1 hit", "L2 hit", "failed loads", "TTFT p50",
-            "TTFT p95", "TTFT p99", "req/s"]  # fmt: skip
+    head = [
+        "endpoint",
+        "L2 backend",
+        "L0 hit",
+        "L1 hit",
+        "L2 hit",
+        "failed loads",
+        "TTFT p50",
+        "TTFT p95",
+        "TTFT p99",
+        "req/s",
+    ]
     lines = [head]
     for name, r in report["endpoints"].items():
-        lines.append([name, r["l2_backend"], _fmt(r["l0_hit_rate"], "rate"),
-                      _fmt(r["l1_hit_rate"], "rate"), _fmt(r["l2_hit_rate"], "rate"),
-                      _fmt(r["failed_load_rate"], "rate"), _fmt(r["ttft_p50_seconds"], "s"),
-                      _fmt(r["ttft_p95_seconds"], "s"), _fmt(r["ttft_p99_seconds"], "s"),
-                      _fmt(r["requests_per_second"], "n")])  # fmt: skip
+        lines.append(
+            [
+                name,
+                r["l2_backend"],
+                _fmt(r["l0_hit_rate"], "rate"),
+                _fmt(r["l1_hit_rate"], "rate"),
+                _fmt(r["l2_hit_rate"], "rate"),
+                _fmt(r["failed_load_rate"], "rate"),
+                _fmt(r["ttft_p50_seconds"], "s"),
+                _fmt(r["ttft_p95_seconds"], "s"),
+                _fmt(r["ttft_p99_seconds"], "s"),
+                _fmt(r["requests_per_second"], "n"),
+            ]
+        )
     widths = [max(len(row[i]) for row in lines) for i in range(len(head))]
     text = [
         f"{report['environment']}: last {report['window']} to {report['end']}",
         *("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in lines),
     ]
     for name, r in report["endpoints"].items():
-        events = ", ".join(f"{ev['at'][11:16]} {ev['from']} -> {ev['to']}"
-                           for ev in r["scale_events"]) or "none"  # fmt: skip
+        events = (
+            ", ".join(f"{ev['at'][11:16]} {ev['from']} -> {ev['to']}" for ev in r["scale_events"])
+            or "none"
+        )
         serving = _fmt(r["replicas_serving"], "n").removesuffix(".00")
         bounds = ""
         if "max_replicas" in r:
@@ -197,8 +233,10 @@ def table(report: dict[str, Any]) -> str:
     if "l2" in report:
         l2 = report["l2"]
         used = "-" if l2["used_percent"] is None else f"{l2['used_percent']:.1f}%"
-        text.append(f"L2 used: {used} of the pool (evictor high water "
-                    f"{l2['high_water_percent']}%, low {l2['low_water_percent']}%)")  # fmt: skip
+        text.append(
+            f"L2 used: {used} of the pool (evictor high water "
+            f"{l2['high_water_percent']}%, low {l2['low_water_percent']}%)"
+        )
     return "\n".join(text)
 
 
@@ -219,8 +257,9 @@ def render_png(
     from matplotlib.dates import DateFormatter
 
     ncols = max(len(r.panels) for r in rows_)
-    fig, axes = plt.subplots(len(rows_), ncols, figsize=(4.2 * ncols, 3.2 * len(rows_)),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(
+        len(rows_), ncols, figsize=(4.2 * ncols, 3.2 * len(rows_)), squeeze=False
+    )
     for i, row in enumerate(rows_):
         for j in range(ncols):
             ax = axes[i][j]

@@ -68,9 +68,14 @@ def _patch(clients: Clients, ref: EndpointConfig, ops: list[dict[str, Any]]) -> 
     # A JSON patch: its ``test`` makes it fail rather than overwrite a value someone changed
     # in between (the client would send a list as a merge patch unless told).
     patched: dict[str, Any] = clients.custom().patch_namespaced_custom_object(
-        IEC_GROUP, IEC_VERSION, ref.namespace, IEC_PLURAL, ref.name, ops,
+        IEC_GROUP,
+        IEC_VERSION,
+        ref.namespace,
+        IEC_PLURAL,
+        ref.name,
+        ops,
         _content_type="application/json-patch+json",
-    )  # fmt: skip
+    )
     return patched
 
 
@@ -144,10 +149,13 @@ def scaled_out(
     record = json.dumps({"path": step.path, "value": step.before})
     current = _value(iec, step.path)
     change: list[dict[str, Any]] = (
-        [{"op": "test", "path": step.path, "value": current},
-         {"op": "replace", "path": step.path, "value": step.after}]
-        if current is not None else [{"op": "add", "path": step.path, "value": step.after}]
-    )  # fmt: skip
+        [
+            {"op": "test", "path": step.path, "value": current},
+            {"op": "replace", "path": step.path, "value": step.after},
+        ]
+        if current is not None
+        else [{"op": "add", "path": step.path, "value": step.after}]
+    )
     _patch(clients, ref, [*change, *_annotate_ops(iec, record)])
     try:
 

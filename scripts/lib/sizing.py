@@ -319,9 +319,13 @@ def size_model(
         Tier("L0", l0, l0 // per_token, "per replica (GPU)"),
         Tier("L1", l1, l1 // per_token, "per replica (LMCache CPU cache in the Pod's memory)"),
         Tier("L2", l2, l2 // per_token, f"shared by {gpu_nodes} nodes (Curvine NVMe)"),
-        Tier("L2 tieredstorage", managed, managed // per_token,
-             "per node (Tiered Storage reservation; serves endpoints on tieredstorage only)"),
-    ]  # fmt: skip
+        Tier(
+            "L2 tieredstorage",
+            managed,
+            managed // per_token,
+            "per node (Tiered Storage reservation; serves endpoints on tieredstorage only)",
+        ),
+    ]
     flags: list[str] = []
     fits = l0 > 0
     if not fits:

@@ -95,8 +95,10 @@ def check_weights_cache(clients: Clients, cfg: AppConfig) -> Check:
     w = cfg.kvcache.curvine.worker
     itype = cfg.hyperpod.gpu_group.instance_type
     nvme_gib = GPU_INSTANCES[itype].nvme_gb * 10**9 // 2**30
-    sizes = (f"{itype} NVMe {nvme_gib} GiB: Curvine capacity {w.capacity_gib} (its reserve "
-             f"{w.reserved_gib} inside it) + weights cache {w.weights_cache_gib} GiB")  # fmt: skip
+    sizes = (
+        f"{itype} NVMe {nvme_gib} GiB: Curvine capacity {w.capacity_gib} (its reserve "
+        f"{w.reserved_gib} inside it) + weights cache {w.weights_cache_gib} GiB"
+    )
     if w.weights_cache_gib == 0:
         return Check(
             STAGE,

@@ -71,14 +71,22 @@ class DeleteFailedStacks:
         answered = events and self._in_progress.get(events[0]["StackId"])
         if answered:  # the stack's own event first; its resources' from the second answer on
             stack = {"StackId": events[0]["StackId"], "LogicalResourceId": "stack"}
-            topic = {**stack, "LogicalResourceId": "Topic", "ResourceType": "AWS::SNS::Topic",
-                     "ResourceStatus": "DELETE_IN_PROGRESS"}  # fmt: skip
+            topic = {
+                **stack,
+                "LogicalResourceId": "Topic",
+                "ResourceType": "AWS::SNS::Topic",
+                "ResourceStatus": "DELETE_IN_PROGRESS",
+            }
             parsed["StackEvents"] = [
                 *([topic] if answered > 1 else []),
-                {**stack, "ResourceType": "AWS::CloudFormation::Stack",
-                 "ResourceStatus": "DELETE_IN_PROGRESS", "ResourceStatusReason": "User Initiated"},
+                {
+                    **stack,
+                    "ResourceType": "AWS::CloudFormation::Stack",
+                    "ResourceStatus": "DELETE_IN_PROGRESS",
+                    "ResourceStatusReason": "User Initiated",
+                },
                 *events,
-            ]  # fmt: skip
+            ]
             return
         if not events or events[0]["StackId"] not in self.failed:
             return

@@ -43,14 +43,35 @@ KUBERNETES_PREFIXES = ("csi.storage.k8s.io/", "storage.kubernetes.io/")
 # overrides modelled. The second-based timeouts (attr-timeout, entry-timeout, negative-timeout)
 # and node-cache-size, meta-cache-capacity and ac-attr-timeout of v0.3.2-alpha are gone.
 FUSE_FLAGS = {
-    "mnt-number", "io-threads", "worker-threads", "tasks-per-mnt", "mnt-per-task", "clone-fd",
-    "fuse-channel-size", "stream-channel-size", "direct-io", "cache-readdir",
-    "entry-timeout-ms", "attr-timeout-ms", "negative-timeout-ms", "max-background",
-    "congestion-threshold", "node-cache-timeout", "web-port", "read-dir-fill-ino",
-    "write-back-cache", "non-seekable", "check-permission", "metrics-enabled",
-    "enable-meta-cache", "meta-cache-ttl", "remember", "list-limit",
-    "client.ttl-ms", "client.ttl-action",
-}  # fmt: skip
+    "mnt-number",
+    "io-threads",
+    "worker-threads",
+    "tasks-per-mnt",
+    "mnt-per-task",
+    "clone-fd",
+    "fuse-channel-size",
+    "stream-channel-size",
+    "direct-io",
+    "cache-readdir",
+    "entry-timeout-ms",
+    "attr-timeout-ms",
+    "negative-timeout-ms",
+    "max-background",
+    "congestion-threshold",
+    "node-cache-timeout",
+    "web-port",
+    "read-dir-fill-ino",
+    "write-back-cache",
+    "non-seekable",
+    "check-permission",
+    "metrics-enabled",
+    "enable-meta-cache",
+    "meta-cache-ttl",
+    "remember",
+    "list-limit",
+    "client.ttl-ms",
+    "client.ttl-action",
+}
 
 MountKey = tuple[str, str, tuple[tuple[str, str], ...]]
 

@@ -37,13 +37,23 @@ class FakePrometheus:
                 fake.requests.append((url.path, params, dict(self.headers.items())))
                 expr = params.get("query", "")
                 if url.path.endswith("/api/v1/query") and expr in fake.instant:
-                    data: dict[str, Any] = {"resultType": "vector", "result": [
-                        {"metric": {}, "value": [float(params["time"]),
-                                                 str(fake.instant[expr])]}]}  # fmt: skip
+                    data: dict[str, Any] = {
+                        "resultType": "vector",
+                        "result": [
+                            {
+                                "metric": {},
+                                "value": [float(params["time"]), str(fake.instant[expr])],
+                            }
+                        ],
+                    }
                 elif url.path.endswith("/api/v1/query_range") and expr in fake.ranges:
-                    data = {"resultType": "matrix", "result": [
-                        {"metric": s["labels"], "values": [[t, str(v)] for t, v in s["values"]]}
-                        for s in fake.ranges[expr]]}  # fmt: skip
+                    data = {
+                        "resultType": "matrix",
+                        "result": [
+                            {"metric": s["labels"], "values": [[t, str(v)] for t, v in s["values"]]}
+                            for s in fake.ranges[expr]
+                        ],
+                    }
                 elif url.path.endswith(("/api/v1/query", "/api/v1/query_range")):
                     data = {"resultType": "vector", "result": []}
                 else:

@@ -190,9 +190,16 @@ class FakeVllm:
         tiers: TierSpec | None = None,
         max_model_len: int = 32768,
     ) -> None:
-        self.args = [json.dumps({"first_token_delay_s": first_token_delay_s,
-                                 "token_gap_s": token_gap_s, "max_model_len": max_model_len,
-                                 "tiers": tiers.as_dict() if tiers else None})]  # fmt: skip
+        self.args = [
+            json.dumps(
+                {
+                    "first_token_delay_s": first_token_delay_s,
+                    "token_gap_s": token_gap_s,
+                    "max_model_len": max_model_len,
+                    "tiers": tiers.as_dict() if tiers else None,
+                }
+            )
+        ]
         self.url = ""
         self._proc: subprocess.Popen[str] | None = None
 

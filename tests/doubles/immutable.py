@@ -49,9 +49,20 @@ PV_SOURCES_NOT = {
 PVC_MUTABLE = {"resources", "volumeAttributesClassName"}
 # Quantity suffixes (k8s.io/apimachinery resource.Quantity): binary and decimal SI.
 QUANTITY_SUFFIXES = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "": 1,
-}  # fmt: skip
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "": 1,
+}
 STORAGE_CLASS_FIXED = ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode")
 STATEFULSET_MUTABLE = {
     "replicas",

@@ -55,12 +55,15 @@ def operator_pod(iec: Obj, operator: str) -> Obj:
             raise Unmodelled(f"l2CacheBackend {backend!r}: only tieredstorage is modelled")
         env += [
             {"name": "LMCACHE_REMOTE_URL", "value": "sagemaker-hyperpod://$(NODE_IP):9200"},
-            {"name": "LMCACHE_EXTRA_CONFIG",
-             "value": '{"sagemaker_hyperpod_shared_memory_name": "ai_toolkit_cache"}'},
-        ]  # fmt: skip
+            {
+                "name": "LMCACHE_EXTRA_CONFIG",
+                "value": '{"sagemaker_hyperpod_shared_memory_name": "ai_toolkit_cache"}',
+            },
+        ]
         mounts.append({"name": "ai-toolkit-cache", "mountPath": SHARED_MEMORY})
-        volumes.append({"name": "ai-toolkit-cache",
-                        "hostPath": {"path": SHARED_MEMORY, "type": "File"}})  # fmt: skip
+        volumes.append(
+            {"name": "ai-toolkit-cache", "hostPath": {"path": SHARED_MEMORY, "type": "File"}}
+        )
     container = {
         "name": MODEL_CONTAINER,
         "image": worker["image"],

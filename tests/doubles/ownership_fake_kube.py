@@ -392,13 +392,16 @@ class Provisioner:
                 return
             spec["volumeName"] = volume
             kube.objects[f"{PVS}/{volume}"] = {
-                "apiVersion": "v1", "kind": "PersistentVolume",
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
                 "metadata": {"name": volume, "finalizers": [PROVISIONER_FINALIZER]},
-                "spec": {"storageClassName": self.storage_class,
-                         "persistentVolumeReclaimPolicy": "Delete",
-                         "claimRef": {"namespace": ns, "name": name}},
+                "spec": {
+                    "storageClassName": self.storage_class,
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": {"namespace": ns, "name": name},
+                },
                 "status": {"phase": "Bound"},
-            }  # fmt: skip
+            }
 
     def _read(self, kube: Any, method: str, path: str) -> None:
         with kube._lock:

@@ -21,8 +21,12 @@ PODS = "/api/v1/namespaces/default/pods"
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
     spec = {"containers": [{"name": "c", "image": "c:1", "env": [{"name": "A", "value": "1"}]}]}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels},
-            "spec": spec}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+    }
 
 
 def names(kube: FakeKube, selector: str) -> list[str]:
@@ -34,9 +38,13 @@ def names(kube: FakeKube, selector: str) -> list[str]:
 
 def patch(kube: FakeKube, body: Any, ctype: str, path: str = f"{PODS}/a") -> Any:
     return kube.api_client().call_api(
-        path, "PATCH", header_params={"Content-Type": ctype}, body=body,
-        response_types_map={200: "object"}, _return_http_data_only=True,
-    )  # fmt: skip
+        path,
+        "PATCH",
+        header_params={"Content-Type": ctype},
+        body=body,
+        response_types_map={200: "object"},
+        _return_http_data_only=True,
+    )
 
 
 @pytest.fixture
@@ -99,8 +107,11 @@ def test_a_strategic_merge_patch_with_a_list_is_refused_loudly() -> None:
 def test_a_strategic_merge_patch_of_maps_only_is_applied_as_a_merge_patch(
     kube: FakeKube,
 ) -> None:
-    patch(kube, {"metadata": {"labels": {"tier": None, "x": "1"}}},
-          "application/strategic-merge-patch+json")  # fmt: skip
+    patch(
+        kube,
+        {"metadata": {"labels": {"tier": None, "x": "1"}}},
+        "application/strategic-merge-patch+json",
+    )
     assert kube.objects[f"{PODS}/a"]["metadata"]["labels"] == {"app": "web", "x": "1"}
 
 
@@ -123,9 +134,11 @@ def test_a_missing_object_is_404_and_a_json_patch_that_does_not_apply_422(
     # The official client turns a JSON Patch whose body is not a list into a strategic-merge
     # patch; sent as it is, the server cannot decode it.
     raw = urllib.request.Request(
-        f"{kube.url}{PODS}/a", data=b'{"op": "add"}', method="PATCH",
+        f"{kube.url}{PODS}/a",
+        data=b'{"op": "add"}',
+        method="PATCH",
         headers={"Content-Type": json_patch},
-    )  # fmt: skip
+    )
     with pytest.raises(urllib.error.HTTPError) as not_a_list:
         urllib.request.urlopen(raw, timeout=10)
     assert not_a_list.value.code == 400

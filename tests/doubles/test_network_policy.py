@@ -86,14 +86,25 @@ def test_an_ip_block_admits_its_range_less_its_exceptions() -> None:
     [
         (ingress({"ports": [{"port": "rpc"}]}), "named port"),
         (
-            ingress({"from": [{"podSelector": {"matchExpressions": [
-                {"key": "a", "operator": "Gt", "values": ["1"]}]}}]}),
+            ingress(
+                {
+                    "from": [
+                        {
+                            "podSelector": {
+                                "matchExpressions": [
+                                    {"key": "a", "operator": "Gt", "values": ["1"]}
+                                ]
+                            }
+                        }
+                    ]
+                }
+            ),
             "operator",
         ),
         (ingress({"from": [{"serviceAccountSelector": {}}]}), "peer fields"),
     ],
     ids=["named-port", "operator", "peer-field"],
-)  # fmt: skip
+)
 def test_what_it_does_not_evaluate_is_refused(objs: list[Obj], feature: str) -> None:
     with pytest.raises(Unmodelled, match=feature):
         may(objs)

@@ -30,15 +30,23 @@ def kube() -> Iterator[ApplyFakeKube]:
 
 def call(api: ApiClient, method: str, path: str, body: Any, ctype: str, **query: str) -> Any:
     return api.call_api(
-        path, method, query_params=list(query.items()),
-        header_params={"Content-Type": ctype, "Accept": "application/json"}, body=body,
-        response_types_map={200: "object", 201: "object"}, _return_http_data_only=True,
-    )  # fmt: skip
+        path,
+        method,
+        query_params=list(query.items()),
+        header_params={"Content-Type": ctype, "Accept": "application/json"},
+        body=body,
+        response_types_map={200: "object", 201: "object"},
+        _return_http_data_only=True,
+    )
 
 
 def cm(**data: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "c", "namespace": "models"}, "data": data}  # fmt: skip
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c", "namespace": "models"},
+        "data": data,
+    }
 
 
 def test_what_a_managers_later_apply_leaves_out_is_removed(kube: ApplyFakeKube) -> None:
@@ -65,9 +73,16 @@ def test_associative_lists_merge_by_key_and_keep_another_managers_item(
     path = "/api/v1/namespaces/models/pods/p"
 
     def pod(*names: str, manager: str) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                "spec": {"containers": [{"name": "c", "env": [
-                    {"name": n, "value": n.lower()} for n in names]}]}}  # fmt: skip
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p"},
+            "spec": {
+                "containers": [
+                    {"name": "c", "env": [{"name": n, "value": n.lower()} for n in names]}
+                ]
+            },
+        }
         call(api, "PATCH", path, body, APPLY, fieldManager=manager, force="true")
 
     pod("A", "B", "C", manager="ours")
@@ -85,8 +100,15 @@ def test_a_resource_version_in_the_body_is_a_precondition(kube: ApplyFakeKube) -
     assert kube.objects[f"{CMS}/c"]["data"] == {"a": "1"}
     assert "resourceVersion" not in kube.objects[f"{CMS}/c"]["metadata"]
     with pytest.raises(ApiException) as err:
-        call(api, "PATCH", f"{CMS}/c", {**body, "data": {"a": "2"}}, APPLY, fieldManager="n",
-             force="true")  # fmt: skip
+        call(
+            api,
+            "PATCH",
+            f"{CMS}/c",
+            {**body, "data": {"a": "2"}},
+            APPLY,
+            fieldManager="n",
+            force="true",
+        )
     assert err.value.status == 409
     assert kube.objects[f"{CMS}/c"]["data"] == {"a": "1"}
 
@@ -112,8 +134,14 @@ def test_a_merge_patch_owns_only_the_fields_it_changed(kube: ApplyFakeKube) -> N
     hands to nobody; an added or changed one moves to the patch's manager."""
     api = kube.api_client()
     call(api, "PATCH", f"{CMS}/c", cm(a="1", b="2"), APPLY, fieldManager="m", force="true")
-    call(api, "PATCH", f"{CMS}/c", {"data": {"a": "1", "b": "3", "c": "4"}}, MERGE,
-         fieldManager="kubectl")  # fmt: skip
+    call(
+        api,
+        "PATCH",
+        f"{CMS}/c",
+        {"data": {"a": "1", "b": "3", "c": "4"}},
+        MERGE,
+        fieldManager="kubectl",
+    )
     assert kube.managers(f"{CMS}/c") == {
         ("m", "Apply"): {("data", "a")},
         ("kubectl", "Update"): {("data", "b"), ("data", "c")},

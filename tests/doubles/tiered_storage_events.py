@@ -27,8 +27,12 @@ def properties(
     }
 
 
-def event(request_type: str, props: dict[str, Any], physical_id: str | None = None,
-          old_props: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+def event(
+    request_type: str,
+    props: dict[str, Any],
+    physical_id: str | None = None,
+    old_props: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     e: dict[str, Any] = {
         "RequestType": request_type,
         "ServiceToken": props["ServiceToken"],

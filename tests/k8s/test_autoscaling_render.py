@@ -75,10 +75,15 @@ def test_the_operator_3_3_crd_takes_the_autoscaled_endpoint_too(signal: str) -> 
 
 def test_the_spec_carries_the_configured_bounds_timings_and_target() -> None:
     config = _config(
-        min_replicas=1, target=3, polling_interval_seconds=15, cooldown_seconds=120,
-        initial_cooldown_seconds=60, scale_up_stabilization_seconds=30,
-        scale_down_stabilization_seconds=600, replicas=1,
-    )  # fmt: skip
+        min_replicas=1,
+        target=3,
+        polling_interval_seconds=15,
+        cooldown_seconds=120,
+        initial_cooldown_seconds=60,
+        scale_up_stabilization_seconds=30,
+        scale_down_stabilization_seconds=600,
+        replicas=1,
+    )
     spec = _iec(config)["spec"]
     assert spec["replicas"] == 1  # the count it starts with
     assert spec["autoScalingSpec"] == {

@@ -73,10 +73,16 @@ def test_a_static_l2_volume_is_retained_rwx_on_curvine_and_bound_by_the_claim() 
     }
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
     objs = manifests(build_charts(config))["40-l2-volume"]
-    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"
-             and o["metadata"]["name"].startswith("curvine-l2-static")]  # fmt: skip
-    (pvc,) = [o for o in objs if o["kind"] == "PersistentVolumeClaim"
-              and o["metadata"]["namespace"] == "inference"]  # fmt: skip
+    (pv,) = [
+        o
+        for o in objs
+        if o["kind"] == "PersistentVolume" and o["metadata"]["name"].startswith("curvine-l2-static")
+    ]
+    (pvc,) = [
+        o
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim" and o["metadata"]["namespace"] == "inference"
+    ]
     # Both named after the size: the claim of another size needs a volume of its own.
     assert pv["metadata"]["name"] == "curvine-l2-static-512gi"
     assert pvc["metadata"]["name"] == "curvine-pvc-512gi"

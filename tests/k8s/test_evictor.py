@@ -141,15 +141,17 @@ def test_the_evictor_starts_before_curvine_refuses_writes(tmp_path: Path) -> Non
     be above the rendered high mark, or the evictor never runs and every L2 write fails. Sparse
     files stand in for the chunks: du -b and find count their apparent size, as on the mount."""
     cfg = parse_config(
-        with_overrides({
-            "kvcache.curvine.worker.capacity_gib": 50,
-            "kvcache.curvine.worker.reserved_gib": 10,
-            "kvcache.curvine.evictor.high_water_percent": 95,
-            "kvcache.curvine.evictor.low_water_percent": 80,
-        }),
+        with_overrides(
+            {
+                "kvcache.curvine.worker.capacity_gib": 50,
+                "kvcache.curvine.worker.reserved_gib": 10,
+                "kvcache.curvine.evictor.high_water_percent": 95,
+                "kvcache.curvine.evictor.low_water_percent": 80,
+            }
+        ),
         SOURCE,
         "dev",
-    )  # fmt: skip
+    )
     cron = _evictor([o for objs in manifests(build_charts(cfg)).values() for o in objs])
     env = {e["name"]: e["value"] for e in _container(cron)["env"]}
     full = curvine_writable_bytes(cfg)
@@ -195,8 +197,11 @@ def _evict_all(objs: list[Obj], dirs: dict[tuple[str, str], Path]) -> list[Obj]:
     crons = [o for o in objs if o["kind"] == "CronJob" and "evictor" in o["metadata"]["name"]]
     for cron in crons:
         pod = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-        (claim,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
-                    if "persistentVolumeClaim" in v]  # fmt: skip
+        (claim,) = [
+            v["persistentVolumeClaim"]["claimName"]
+            for v in pod["volumes"]
+            if "persistentVolumeClaim" in v
+        ]
         env = {e["name"]: e["value"] for e in _container(cron)["env"]}
         root = dirs[(cron["metadata"]["namespace"], claim)]
         root.mkdir(parents=True, exist_ok=True)
@@ -267,10 +272,15 @@ def test_a_resized_pool_still_evicts_the_claim_the_pods_started_before_write_to(
     directory's older chunks go first."""
     endpoint = {"name": "qwen3-8b", "namespace": "inference", "replicas": 1}
     before, after = (
-        parse_config(with_overrides({"kvcache.endpoints": [endpoint],
-                                     "hyperpod.gpu_group.instance_count": n}), SOURCE, "dev")
+        parse_config(
+            with_overrides(
+                {"kvcache.endpoints": [endpoint], "hyperpod.gpu_group.instance_count": n}
+            ),
+            SOURCE,
+            "dev",
+        )
         for n in (3, 2)
-    )  # fmt: skip
+    )
     old_objs, new_objs = _render(before), _render(after)
     old_dirs, new_dirs = _claim_dirs(old_objs, tmp_path), _claim_dirs(new_objs, tmp_path)
     old_claim = old_dirs[("inference", "curvine-pvc-1200gi")]

@@ -262,11 +262,17 @@ def test_the_evictor_reaches_every_claims_directory(objs: list[Obj], config: App
     (mount,) = [m for m in container["volumeMounts"] if m["mountPath"] == root]
     assert "subPath" not in mount
     (vol,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
-    claims = {(o["metadata"]["namespace"], o["metadata"]["name"]): o
-              for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
+    claims = {
+        (o["metadata"]["namespace"], o["metadata"]["name"]): o
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim"
+    }
     claim = claims[(cron["metadata"]["namespace"], vol["persistentVolumeClaim"]["claimName"])]
-    (pv,) = [o for o in objs if o["kind"] == "PersistentVolume"
-             and o["metadata"]["name"] == claim["spec"]["volumeName"]]  # fmt: skip
+    (pv,) = [
+        o
+        for o in objs
+        if o["kind"] == "PersistentVolume" and o["metadata"]["name"] == claim["spec"]["volumeName"]
+    ]
     assert pv["spec"]["claimRef"] == {
         "namespace": claim["metadata"]["namespace"],
         "name": claim["metadata"]["name"],

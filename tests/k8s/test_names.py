@@ -44,8 +44,11 @@ def test_the_cli_finds_each_object_by_the_name_it_is_rendered_with(
         assert CSI_DRIVER in _named(objs, "CSIDriver")
         assert CURVINE_SC in _named(objs, "StorageClass")
     claim = fsx_claim(DEPLOYED_FSX) if env == FSX_VARIANT else curvine_claim(config)
-    claims = {(o["metadata"]["namespace"], o["metadata"]["name"])
-              for o in objs if o["kind"] == "PersistentVolumeClaim"}  # fmt: skip
+    claims = {
+        (o["metadata"]["namespace"], o["metadata"]["name"])
+        for o in objs
+        if o["kind"] == "PersistentVolumeClaim"
+    }
     assert {(e.namespace, claim) for e in config.kvcache.mounted_l2_endpoints} <= claims
     if config.kvcache.mounted_l2_endpoints:
         assert POLICY in _named(objs, "ClusterPolicy")
@@ -79,6 +82,13 @@ def test_teardown_tells_our_objects_apart_without_node_js(tmp_path: Path) -> Non
         "assert 'cdk8s' not in sys.modules, 'cdk8s loaded'"
     )
     env = {**os.environ, "PATH": str(tmp_path), "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr

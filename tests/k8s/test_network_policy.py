@@ -279,9 +279,12 @@ def test_endpoint_pods_take_the_router_the_operator_the_alb_and_the_collector(
         assert _endpoint_allowed(objs, port, ns=ENDPOINT_NS, pod={"app": "router"})
         assert _endpoint_allowed(objs, port, ns=OPERATOR, pod={"control-plane": "x"})
         assert _endpoint_allowed(
-            objs, port, ns="monitoring", ns_labels=COLLECTOR_NAMESPACE_LABELS,
+            objs,
+            port,
+            ns="monitoring",
+            ns_labels=COLLECTOR_NAMESPACE_LABELS,
             pod=COLLECTOR_POD_LABELS,
-        )  # fmt: skip
+        )
         assert _endpoint_allowed(objs, port, ip=vpc)
         assert _endpoint_allowed(objs, port, ip=node_secondary)
 
@@ -320,9 +323,15 @@ def test_a_namespace_of_managed_tier_endpoints_is_fenced_too(
     def reaches(**src: Any) -> bool:
         ns = src.get("ns", "")
         return allowed(
-            objs, target, 8000, ns, {NAME_LABEL: ns} if ns else {}, src.get("pod", {}),
-            src_ip=src.get("ip"), namespace=MANAGED_NAMESPACE,
-        )  # fmt: skip
+            objs,
+            target,
+            8000,
+            ns,
+            {NAME_LABEL: ns} if ns else {},
+            src.get("pod", {}),
+            src_ip=src.get("ip"),
+            namespace=MANAGED_NAMESPACE,
+        )
 
     assert reaches(ns=MANAGED_NAMESPACE, pod={"app": "router"})
     assert reaches(ns=OPERATOR, pod={"control-plane": "x"})

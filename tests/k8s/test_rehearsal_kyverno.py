@@ -196,8 +196,10 @@ def test_a_pod_sharing_a_name_with_an_endpoint_on_curvine_elsewhere_never_waits(
     config = parse_config(with_overrides(overrides), SOURCE, "dev")
     objs = [o for chart in manifests(build_charts(config)).values() for o in chart]
     hooks = webhooks(objs, config)
-    held = {(ns, n): fail_closed(hooks, pod(ns, {"app": n})) for ns, n in
-            (("x", "a"), ("y", "b"), ("x", "b"))}  # fmt: skip
+    held = {
+        (ns, n): fail_closed(hooks, pod(ns, {"app": n}))
+        for ns, n in (("x", "a"), ("y", "b"), ("x", "b"))
+    }
     own = [f"mutate.kyverno.svc-fail-finegrained-{POLICY}"]
     assert held == {("x", "a"): own, ("y", "b"): own, ("x", "b"): []}
 

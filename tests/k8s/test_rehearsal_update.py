@@ -185,16 +185,25 @@ def test_shrinking_a_bound_claim_to_its_capacity_or_below_is_refused() -> None:
     assert refused_changes(CLAIM, shrunk, classes)
     same_bytes = _with(CLAIM, "spec.resources.requests.storage", f"{1200 * 2**30}")
     assert not refused_changes(CLAIM, same_bytes, classes)
-    assert refused_changes(CLAIM, _with(CLAIM, "spec.resources.requests.storage", "1100Gi"),
-                           classes, capacity="1000Gi") == []  # fmt: skip
-    assert refused_changes(CLAIM, _with(CLAIM, "spec.resources.requests.storage", "1000Gi"),
-                           classes, capacity="1000Gi")  # fmt: skip
+    assert (
+        refused_changes(
+            CLAIM,
+            _with(CLAIM, "spec.resources.requests.storage", "1100Gi"),
+            classes,
+            capacity="1000Gi",
+        )
+        == []
+    )
+    assert refused_changes(
+        CLAIM, _with(CLAIM, "spec.resources.requests.storage", "1000Gi"), classes, capacity="1000Gi"
+    )
 
 
 def test_a_claims_limits_and_other_requests_cannot_change() -> None:
     classes = {"curvine-sc": _class(True)}
-    limited = _with(CLAIM, "spec.resources", {"requests": {"storage": "1200Gi"},
-                                              "limits": {"storage": "2Ti"}})  # fmt: skip
+    limited = _with(
+        CLAIM, "spec.resources", {"requests": {"storage": "1200Gi"}, "limits": {"storage": "2Ti"}}
+    )
     assert refused_changes(CLAIM, limited, classes)
     other = _with(CLAIM, "spec.resources.requests", {"storage": "1200Gi", "cpu": "1"})
     assert refused_changes(CLAIM, other, classes)
@@ -261,8 +270,11 @@ def test_a_curvine_pool_of_another_size_is_an_update_the_api_server_accepts(
     assert {k[1] for k in gone} == {"PersistentVolumeClaim", "PersistentVolume"}
     (evictor,) = [o for o in new if o["kind"] == "CronJob"]
     pod = evictor["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    (claim_name,) = [v["persistentVolumeClaim"]["claimName"] for v in pod["volumes"]
-                     if "persistentVolumeClaim" in v]  # fmt: skip
+    (claim_name,) = [
+        v["persistentVolumeClaim"]["claimName"]
+        for v in pod["volumes"]
+        if "persistentVolumeClaim" in v
+    ]
     assert (evictor["metadata"]["namespace"], claim_name) in claims
 
 
@@ -274,8 +286,11 @@ def test_a_static_volume_of_another_size_comes_with_its_claim(tmp_path: Path) ->
     new = _rendered(_curvine(2, size_gib=2048), tmp_path / "after")
     assert update_refusals(old, new) == []
     (pv,) = _static(_kind(new, "PersistentVolume"))
-    (pvc,) = [c for c in _kind(new, "PersistentVolumeClaim").values()
-              if c["spec"]["storageClassName"] == "curvine-sc"]  # fmt: skip
+    (pvc,) = [
+        c
+        for c in _kind(new, "PersistentVolumeClaim").values()
+        if c["spec"]["storageClassName"] == "curvine-sc"
+    ]
     (old_pv,) = _static(_kind(old, "PersistentVolume"))
     assert pvc["spec"]["volumeName"] == pv["metadata"]["name"] != old_pv["metadata"]["name"]
     assert pv["spec"]["claimRef"] == {

@@ -58,8 +58,11 @@ def test_rendering_a_shipped_environment_rewrites_its_committed_lock_byte_for_by
 
 def _dashboard(out: Path) -> dict[str, str]:
     assert dashboard.run(dashboard.DashboardOptions(out=out)) == Exit.OK
-    return {p.name: p.read_text() for p in out.iterdir()
-            if p.name in ("alert-rules.yaml", "grafana-dashboard.json")}  # fmt: skip
+    return {
+        p.name: p.read_text()
+        for p in out.iterdir()
+        if p.name in ("alert-rules.yaml", "grafana-dashboard.json")
+    }
 
 
 def test_a_render_keeps_the_alert_rules_and_dashboard_written_beside_it(tmp_path: Path) -> None:
@@ -122,8 +125,13 @@ def test_without_installing_kyverno_the_steps_say_the_cluster_serves_the_policy(
 
     config = load_config("dev")
     kv = config.kvcache
-    own = config.model_copy(update={"kvcache": kv.model_copy(
-        update={"kyverno": kv.kyverno.model_copy(update={"install": False})})})  # fmt: skip
+    own = config.model_copy(
+        update={
+            "kvcache": kv.model_copy(
+                update={"kyverno": kv.kyverno.model_copy(update={"install": False})}
+            )
+        }
+    )
     steps = kubectl_steps(own, ["00-namespaces.yaml", "50-l2-policy.yaml"], "dist/dev")
     assert "helm install" not in steps
     assert steps.splitlines()[1:] == [

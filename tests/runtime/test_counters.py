@@ -93,29 +93,46 @@ def test_the_l2_alert_fires_on_the_real_counters_of_a_broken_l2_only(
     vLLM's queries and requests of the same prompt."""
     config, e, _ = dev_pod
     rules = yaml.safe_dump(alert_rules(config))
-    scrape = {"job": vllm_job(e.namespace, e.name), "namespace": e.namespace,
-              "endpoint": e.name, "pod": f"{e.name}-0", "node": "gpu-1"}  # fmt: skip
+    scrape = {
+        "job": vllm_job(e.namespace, e.name),
+        "namespace": e.namespace,
+        "endpoint": e.name,
+        "pod": f"{e.name}-0",
+        "node": "gpu-1",
+    }
 
     def series(text: str) -> list[dict[str, str]]:
         rising = [(n, {**labels, **scrape}, v) for n, labels, v in _samples(text)]
-        rising += [("vllm:prefix_cache_queries_total", {**scrape, "engine": "0"}, TOKENS),
-                   ("vllm:request_success_total", {**scrape, "engine": "0"}, 1.0)]  # fmt: skip
+        rising += [
+            ("vllm:prefix_cache_queries_total", {**scrape, "engine": "0"}, TOKENS),
+            ("vllm:request_success_total", {**scrape, "engine": "0"}, 1.0),
+        ]
         return [
-            {"series": name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(lab.items())) + "}",
-             "values": f"0+{value}x60"}
+            {
+                "series": name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(lab.items())) + "}",
+                "values": f"0+{value}x60",
+            }
             for name, lab, value in rising
-        ]  # fmt: skip
+        ]
 
-    (rule,) = [r for g in alert_rules(config)["groups"] for r in g["rules"]
-               if r["alert"] == "KvCacheL2HitRateNearZero"]  # fmt: skip
+    (rule,) = [
+        r
+        for g in alert_rules(config)["groups"]
+        for r in g["rules"]
+        if r["alert"] == "KvCacheL2HitRateNearZero"
+    ]
     labels = {"severity": "warning", "namespace": e.namespace, "endpoint": e.name}
 
     def case(text: str, fires: bool) -> dict[str, Any]:
         summary = expand(rule["annotations"]["summary"], labels, 0.0)
         alerts = [{"exp_labels": labels, "exp_annotations": {"summary": summary}}] if fires else []
-        return {"interval": "1m", "input_series": series(text),
-                "alert_rule_test": [{"eval_time": "50m", "alertname": "KvCacheL2HitRateNearZero",
-                                     "exp_alerts": alerts}]}  # fmt: skip
+        return {
+            "interval": "1m",
+            "input_series": series(text),
+            "alert_rule_test": [
+                {"eval_time": "50m", "alertname": "KvCacheL2HitRateNearZero", "exp_alerts": alerts}
+            ],
+        }
 
     cases = [case(expositions["healthy"], False), case(expositions["no claim"], True)]
     run_rule_tests(rules, cases, tmp_path)
@@ -157,8 +174,9 @@ def test_a_restarted_container_counts_only_its_own_requests(
         kept = tmp_path / "kept-metrics"
         kept.mkdir(exist_ok=True)
         env = {**c.env, MULTIPROC_ENV: "/srv/metrics"}
-        return Container(env, c.args, {**c.mounts, "/srv/metrics": kept}, c.claims,
-                         c.own | {"/srv"})  # fmt: skip
+        return Container(
+            env, c.args, {**c.mounts, "/srv/metrics": kept}, c.claims, c.own | {"/srv"}
+        )
 
     chunks = WHOLE / LMCACHE_CHUNK_TOKENS
     assert [writes(start(n, on_volume=False)) for n in (1, 2)] == [chunks, chunks]

@@ -64,8 +64,9 @@ def _dev(rendered: Rendered, tmp: Any) -> tuple[Any, Container]:
     return _container(rendered, "dev", env_config("dev").kvcache.endpoints[0].name, tmp)
 
 
-def _judged(image: str, e: Any, container: Container, lmcache_default: float,
-            **env: str | None) -> list[str]:  # fmt: skip
+def _judged(
+    image: str, e: Any, container: Container, lmcache_default: float, **env: str | None
+) -> list[str]:
     changed = {**container.env, **{k: v for k, v in env.items() if v is not None}}
     for name in (k for k, v in env.items() if v is None):
         del changed[name]
@@ -79,8 +80,9 @@ def test_a_misspelled_variable_is_caught(
 ) -> None:
     e, container = _dev(rendered, tmp_path)
     url = container.env["LMCACHE_REMOTE_URL"]
-    problems = _judged(image, e, container, lmcache_default,
-                       LMCACHE_REMOTE_URL=None, LMCACHE_REMOTE_URLL=url)  # fmt: skip
+    problems = _judged(
+        image, e, container, lmcache_default, LMCACHE_REMOTE_URL=None, LMCACHE_REMOTE_URLL=url
+    )
     assert any(
         p.startswith("LMCACHE_REMOTE_URLL: LMCache reads no such variable") for p in problems
     )
@@ -109,6 +111,7 @@ def test_a_url_away_from_the_claims_mount_is_caught(
     image: str, rendered: Rendered, lmcache_default: float, tmp_path: Any
 ) -> None:
     e, container = _dev(rendered, tmp_path)
-    (problem,) = _judged(image, e, container, lmcache_default,
-                         LMCACHE_REMOTE_URL="fs://localhost:0/mnt/elsewhere/")  # fmt: skip
+    (problem,) = _judged(
+        image, e, container, lmcache_default, LMCACHE_REMOTE_URL="fs://localhost:0/mnt/elsewhere/"
+    )
     assert "names /mnt/elsewhere, where the container mounts no claim" in problem

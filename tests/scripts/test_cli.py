@@ -195,9 +195,12 @@ BROKEN_KUBECONFIGS = {
 @pytest.mark.parametrize("kind", sorted(BROKEN_KUBECONFIGS))
 @pytest.mark.parametrize("argv", [["patch", "--dry-run"], ["verify", "--skip-l2-test"]])
 def test_a_broken_kubeconfig_is_one_line(
-    clean_env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-    kind: str, argv: list[str],
-) -> None:  # fmt: skip
+    clean_env: dict[str, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    kind: str,
+    argv: list[str],
+) -> None:
     """A hand-edited or truncated kubeconfig: the shared client builder says which file and why,
     in one line, for every Kubernetes command."""
     kubeconfig = tmp_path / "kubeconfig"

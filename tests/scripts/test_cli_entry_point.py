@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 PROJECT: dict[str, Any] = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # Every command module but the one that renders the charts (manifests loads cdk8s when it runs).
 WITHOUT_NODE = tuple(
-    p.stem for p in (ROOT / "scripts" / "commands").glob("*.py")
+    p.stem
+    for p in (ROOT / "scripts" / "commands").glob("*.py")
     if p.stem not in ("__init__", "manifests")
-)  # fmt: skip
+)
 
 
 def test_the_hpkv_entry_point_is_the_typer_apps_main(
@@ -47,22 +48,43 @@ def test_the_hpkv_entry_point_is_the_typer_apps_main(
 def test_the_installed_packages_hold_the_cli_and_what_it_imports() -> None:
     include = PROJECT["tool"]["setuptools"]["packages"]["find"]["include"]
     found = set(setuptools.find_packages(str(ROOT), include=include))
-    assert {"scripts", "scripts.commands", "scripts.lib", "scripts.lib.teardown", "k8s", "infra",
-            "infra.config", "tools"} <= found  # fmt: skip
+    assert {
+        "scripts",
+        "scripts.commands",
+        "scripts.lib",
+        "scripts.lib.teardown",
+        "k8s",
+        "infra",
+        "infra.config",
+        "tools",
+    } <= found
     assert not {p for p in found if p.split(".")[0] in ("tests", "node_modules")}
 
 
 def _no_node(tmp_path: Path) -> dict[str, str]:
     """A new user's environment whose PATH holds no node (nor kubectl or helm)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "KUBE"))}
-    return {**env, "PATH": str(tmp_path), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
-            "AWS_CONFIG_FILE": str(tmp_path / "none"), "AWS_EC2_METADATA_DISABLED": "true",
-            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none")}  # fmt: skip
+    return {
+        **env,
+        "PATH": str(tmp_path),
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(tmp_path),
+        "AWS_CONFIG_FILE": str(tmp_path / "none"),
+        "AWS_EC2_METADATA_DISABLED": "true",
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
+    }
 
 
 def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *argv], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_the_commands_that_use_no_chart_code_load_no_node_js(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _python(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_python_m_scripts_runs_the_cli() -> None:

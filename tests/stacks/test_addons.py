@@ -175,8 +175,11 @@ def test_s3_csi_role_reads_only_model_buckets(synth: Synth) -> None:
     _, addon = synth.addon("aws-mountpoint-s3-csi-driver")
     role_id = addon["Properties"]["ServiceAccountRoleArn"]["Fn::GetAtt"][0]
     statements = synth.policy_statements(role_id)
-    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str)
-                                               else s["Action"])}  # fmt: skip
+    actions = {
+        a
+        for s in statements
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
     assert actions == {"s3:ListBucket", "s3:GetObject"}
     resources = json.dumps([s["Resource"] for s in statements])
     assert f":s3:::{MODEL_BUCKET}" in resources and f":s3:::{MODEL_BUCKET}/*" in resources
@@ -192,8 +195,9 @@ def test_ebs_csi_policy_has_hyperpod_attach_and_describe(synth: Synth) -> None:
     by_sid = {s.get("Sid"): s for s in synth.policy_statements(role_id)}
     attach = by_sid["HyperPodNodeVolumes"]
     assert sorted(attach["Action"]) == [
-        "sagemaker:AttachClusterNodeVolume", "sagemaker:DetachClusterNodeVolume",
-    ]  # fmt: skip
+        "sagemaker:AttachClusterNodeVolume",
+        "sagemaker:DetachClusterNodeVolume",
+    ]
     assert attach["Resource"] == HYPERPOD_ARN
     describe = by_sid["DescribeEksCluster"]
     assert describe["Action"] == "eks:DescribeCluster"
@@ -203,9 +207,10 @@ def test_ebs_csi_policy_has_hyperpod_attach_and_describe(synth: Synth) -> None:
 def test_fsx_uses_separate_pod_identity_association(synth: Synth) -> None:
     fsx_id, _ = synth.addon("aws-fsx-csi-driver")
     assocs = [
-        (lid, r) for lid, r in synth.resources.items()
+        (lid, r)
+        for lid, r in synth.resources.items()
         if r["Type"] == "AWS::EKS::PodIdentityAssociation"
-    ]  # fmt: skip
+    ]
     assert len(assocs) == 1
     assoc_id, assoc = assocs[0]
     assert assoc["Properties"]["Namespace"] == sa.FSX_CSI_CONTROLLER.namespace
@@ -221,9 +226,11 @@ def test_cert_manager_tolerates_hyperpod_health_check_taint(synth: Synth) -> Non
     _, addon = synth.addon("cert-manager")
     values = json.loads(addon["Properties"]["ConfigurationValues"])
     taint = {
-        "key": "sagemaker.amazonaws.com/node-health-status", "operator": "Equal",
-        "value": "Unschedulable", "effect": "NoSchedule",
-    }  # fmt: skip
+        "key": "sagemaker.amazonaws.com/node-health-status",
+        "operator": "Equal",
+        "value": "Unschedulable",
+        "effect": "NoSchedule",
+    }
     assert values["tolerations"] == [taint]
     assert values["webhook"]["tolerations"] == [taint]
     assert values["cainjector"]["tolerations"] == [taint]
@@ -241,9 +248,13 @@ def test_inference_configuration_has_every_key(
     synth: Synth, inference_values: dict[str, Any]
 ) -> None:
     assert set(inference_values) == {
-        "executionRoleArn", "tlsCertificateS3Bucket", "hyperpodClusterArn",
-        "jumpstartGatedModelDownloadRoleArn", "alb", "keda",
-    }  # fmt: skip
+        "executionRoleArn",
+        "tlsCertificateS3Bucket",
+        "hyperpodClusterArn",
+        "jumpstartGatedModelDownloadRoleArn",
+        "alb",
+        "keda",
+    }
     assert inference_values["hyperpodClusterArn"] == HYPERPOD_ARN
     assert inference_values["alb"]["enabled"] is True
     assert inference_values["alb"]["serviceAccount"]["create"] is True
@@ -267,10 +278,11 @@ def test_inference_configuration_points_at_the_right_resources(synth: Synth) -> 
 
 def execution_role(synth: Synth) -> tuple[str, dict[str, Any]]:
     found = [
-        (lid, r) for lid, r in synth.resources.items()
+        (lid, r)
+        for lid, r in synth.resources.items()
         if r["Type"] == "AWS::IAM::Role"
         and str(r["Properties"].get("RoleName", "")).startswith("SageMakerHyperPodInference")
-    ]  # fmt: skip
+    ]
     assert len(found) == 1
     return found[0]
 
@@ -281,8 +293,11 @@ def test_execution_role_name_and_trust(synth: Synth) -> None:
     assert name == "SageMakerHyperPodInference-hyperpod-kvcache-test-us-west-2"
     assert len(name) <= 64
     statements = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
-    assert {"Effect": "Allow", "Action": "sts:AssumeRole",
-            "Principal": {"Service": "sagemaker.amazonaws.com"}} in statements  # fmt: skip
+    assert {
+        "Effect": "Allow",
+        "Action": "sts:AssumeRole",
+        "Principal": {"Service": "sagemaker.amazonaws.com"},
+    } in statements
     assert trust_conditions(synth, role) == {
         "StringEquals": {
             f"{ISSUER}:sub": "system:serviceaccount:hyperpod-inference-system:"
@@ -300,10 +315,11 @@ def test_execution_role_name_and_trust(synth: Synth) -> None:
 
 def test_gated_model_role_trusts_the_endpoint_namespaces(synth: Synth) -> None:
     roles = [
-        r for r in synth.resources.values()
+        r
+        for r in synth.resources.values()
         if r["Type"] == "AWS::IAM::Role"
         and "AmazonSageMakerHyperPodGatedModelAccess" in json.dumps(r["Properties"])
-    ]  # fmt: skip
+    ]
     assert len(roles) == 1
     assert trust_conditions(synth, roles[0]) == {
         "StringLike": {
@@ -329,11 +345,12 @@ ADDON_SUBJECTS = {
 @pytest.mark.parametrize("subject", ADDON_SUBJECTS.values(), ids=ADDON_SUBJECTS)
 def test_alb_and_keda_role_trust(synth: Synth, subject: str) -> None:
     matching = [
-        r for r in synth.resources.values()
+        r
+        for r in synth.resources.values()
         if r["Type"] == "AWS::IAM::Role"
         and "AssumeRoleWithWebIdentity" in json.dumps(r["Properties"])
         and trust_conditions(synth, r).get("StringEquals", {}).get(f"{ISSUER}:sub") == subject
-    ]  # fmt: skip
+    ]
     assert len(matching) == 1
     assert trust_conditions(synth, matching[0])["StringEquals"][f"{ISSUER}:aud"] == (
         "sts.amazonaws.com"
@@ -348,17 +365,20 @@ def test_tls_bucket_is_locked_down_and_logged(synth: Synth) -> None:
         "ServerSideEncryptionByDefault"
     ] == {"SSEAlgorithm": "AES256"}
     assert props["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True, "BlockPublicPolicy": True,
-        "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
-    }  # fmt: skip
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
     logs_id = props["LoggingConfiguration"]["DestinationBucketName"]["Ref"]
     assert synth.resources[logs_id]["Type"] == "AWS::S3::Bucket"
     assert bucket["DeletionPolicy"] == "Delete"  # retain_stateful_resources is false
     policies = [
-        r["Properties"]["PolicyDocument"]["Statement"] for r in synth.resources.values()
+        r["Properties"]["PolicyDocument"]["Statement"]
+        for r in synth.resources.values()
         if r["Type"] == "AWS::S3::BucketPolicy"
         and r["Properties"]["Bucket"] == {"Ref": synth.logical_id(tls_bucket)}
-    ]  # fmt: skip
+    ]
     deny_http = [
         s
         for s in policies[0]
@@ -379,9 +399,11 @@ def test_dependency_edges(synth: Synth) -> None:
     ids = {name: synth.addon(name)[0] for name in EXPECTED_ADDONS}
     inference = synth.resources[ids["amazon-sagemaker-hyperpod-inference"]]
     assert set(inference.get("DependsOn", [])) >= {
-        ids["cert-manager"], ids["aws-mountpoint-s3-csi-driver"], ids["aws-fsx-csi-driver"],
+        ids["cert-manager"],
+        ids["aws-mountpoint-s3-csi-driver"],
+        ids["aws-fsx-csi-driver"],
         ids["metrics-server"],
-    }  # fmt: skip
+    }
     independent = set(ids.values()) - {ids["amazon-sagemaker-hyperpod-inference"]}
     for name, lid in ids.items():
         if name == "amazon-sagemaker-hyperpod-inference":
@@ -404,6 +426,9 @@ def test_without_a_metrics_workspace_keda_may_query_no_prometheus(synth: Synth) 
     gets no ``aps:`` action at all (CloudWatch reads only)."""
     keda = synth.stack.platform.inference_operator.keda_role  # type: ignore[union-attr]
     statements = synth.policy_statements(synth.logical_id(keda))
-    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str)
-                                               else s["Action"])}  # fmt: skip
+    actions = {
+        a
+        for s in statements
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
     assert actions and not any(a.startswith("aps:") for a in actions)

@@ -47,8 +47,9 @@ def resources() -> dict[str, dict[str, Any]]:
         "test",
     )
     app = new_app()
-    stack = cdk.Stack(app, "Imports", env=cdk.Environment(account=config.account,
-                                                          region=config.region))  # fmt: skip
+    stack = cdk.Stack(
+        app, "Imports", env=cdk.Environment(account=config.account, region=config.region)
+    )
     cdk.CfnWaitConditionHandle(stack, "NotEmpty")  # an empty stack fails CloudFormation's checks
     assert config.existing_cluster is not None
     cluster = eks.Cluster.from_cluster_attributes(
@@ -58,16 +59,23 @@ def resources() -> dict[str, dict[str, Any]]:
         stack, "Oidc", config.existing_cluster.oidc_provider_arn or ""
     )
     addons = AddonsStack(
-        app, "Addons", config=config, cluster=cluster, oidc_provider=provider,
+        app,
+        "Addons",
+        config=config,
+        cluster=cluster,
+        oidc_provider=provider,
         hyperpod_cluster_arn=config.existing_cluster.hyperpod_cluster_arn,
         env=cdk.Environment(account=config.account, region=config.region),
-    )  # fmt: skip
+    )
     return dict(Template.from_stack(addons).to_json()["Resources"])
 
 
 def addon(resources: dict[str, dict[str, Any]], name: str) -> dict[str, Any] | None:
-    found = [r for r in resources.values() if r["Type"] == "AWS::EKS::Addon"
-             and r["Properties"]["AddonName"] == name]  # fmt: skip
+    found = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == name
+    ]
     return found[0] if found else None
 
 
@@ -96,9 +104,11 @@ def test_skipped_addon_is_absent_and_not_a_dependency(resources: Any) -> None:
 
 def test_irsa_trust_uses_the_imported_issuer(resources: Any) -> None:
     conditions = [
-        r for r in resources.values() if r["Type"] == "Custom::AWSCDKCfnJson"
+        r
+        for r in resources.values()
+        if r["Type"] == "Custom::AWSCDKCfnJson"
         and "ebs-csi-controller-sa" in json.dumps(r["Properties"]["Value"])
-    ]  # fmt: skip
+    ]
     assert len(conditions) == 1
     # A literal provider ARN gives a literal issuer: the keys are plain strings.
     assert json.loads(conditions[0]["Properties"]["Value"]) == {

@@ -51,9 +51,18 @@ def test_keda_may_query_the_observability_workspace_only(
     s: Synth = request.getfixturevalue(variant)
     s.template("addons").has_resource_properties(
         "AWS::IAM::Policy",
-        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(
-            {"Sid": "PrometheusQueries", "Action": APS, "Effect": "Allow"})])}},
-    )  # fmt: skip
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {"Sid": "PrometheusQueries", "Action": APS, "Effect": "Allow"}
+                        )
+                    ]
+                )
+            }
+        },
+    )
     aps = [st for st in _statements(s, "addons") if any(a.startswith("aps:") for a in _actions(st))]
     assert len(aps) == 1, aps
     assert sorted(_actions(aps[0])) == APS

@@ -156,8 +156,11 @@ def test_eks_cluster_and_nat_gateways_are_built_side_by_side(dev: Synth) -> None
     eks_stack, egress = dev.stacks.eks, dev.stacks.egress
     assert eks_stack is not None and egress is not None
     eks = spans[(eks_stack.artifact_id, cluster)]
-    nats = [s for k, s in spans.items() if k[0] == egress.artifact_id and
-            s.type == "AWS::EC2::NatGateway"]  # fmt: skip
+    nats = [
+        s
+        for k, s in spans.items()
+        if k[0] == egress.artifact_id and s.type == "AWS::EC2::NatGateway"
+    ]
     assert nats and eks.start < min(n.end for n in nats)
     (hyperpod,) = dev.resources("hyperpod", "AWS::SageMaker::Cluster")
     assert spans[(dev.stacks.hyperpod.artifact_id, hyperpod)].start >= max(n.end for n in nats)
@@ -175,13 +178,27 @@ def test_node_gate_provider_is_ready_before_the_hyperpod_cluster_is(dev: Synth) 
     assert provider and max(s.end for s in provider) < cluster_end
     nodes = dev.stacks.nodes.artifact_id
     assert {s.type for s in spans if s.key[0] == nodes} == {
-        "AWS::IAM::Policy", "Custom::HyperPodNodesReady", "AWS::EKS::Addon",
-    }  # fmt: skip
+        "AWS::IAM::Policy",
+        "Custom::HyperPodNodesReady",
+        "AWS::EKS::Addon",
+    }
 
 
 def test_deletion_waves_delete_dependents_first() -> None:
-    waves = deletion_waves(["network", "eks", "egress", "hyperpod", "nodes", "tiered-storage",
-                            "addons", "kvcache", "endpoints", "observability"])  # fmt: skip
+    waves = deletion_waves(
+        [
+            "network",
+            "eks",
+            "egress",
+            "hyperpod",
+            "nodes",
+            "tiered-storage",
+            "addons",
+            "kvcache",
+            "endpoints",
+            "observability",
+        ]
+    )
     assert waves == [
         ["endpoints"],
         ["tiered-storage", "addons", "kvcache"],

@@ -19,10 +19,12 @@ MODES = ("dev", "existing")
 def stack_graph(result: Synth) -> dict[str, set[str]]:
     """Stack -> the stacks it depends on (assets artifacts left out)."""
     manifest = json.loads((result.outdir / "manifest.json").read_text())
-    stacks = {name for name, a in manifest["artifacts"].items()
-              if a["type"] == "aws:cloudformation:stack"}  # fmt: skip
-    return {name: set(manifest["artifacts"][name].get("dependencies", [])) & stacks
-            for name in stacks}  # fmt: skip
+    stacks = {
+        name for name, a in manifest["artifacts"].items() if a["type"] == "aws:cloudformation:stack"
+    }
+    return {
+        name: set(manifest["artifacts"][name].get("dependencies", [])) & stacks for name in stacks
+    }
 
 
 def depends_on(graph: dict[str, set[str]], stack: str, target: str) -> bool:
@@ -50,9 +52,12 @@ def test_teardown_deletes_every_stack_after_the_stacks_that_depend_on_it(result:
     missing = set(graph) - set(order)
     assert not missing, f"teardown never deletes {sorted(missing)}"
     position = {name: i for i, name in enumerate(order)}
-    wrong = [f"{dependent} depends on {dep} but is deleted after it"
-             for dependent, deps in graph.items() for dep in deps
-             if position[dependent] > position[dep]]  # fmt: skip
+    wrong = [
+        f"{dependent} depends on {dep} but is deleted after it"
+        for dependent, deps in graph.items()
+        for dep in deps
+        if position[dependent] > position[dep]
+    ]
     assert not wrong, "\n".join(wrong)
 
 

@@ -22,10 +22,22 @@ ENVIRONMENTS = ["test", "prod"]
 # Properties that give a resource a fixed physical name (a retained one would collide on
 # recreate with "already exists").
 NAME_PROPERTIES = {
-    "BucketName", "LogGroupName", "RoleName", "FunctionName", "TableName", "AliasName",
-    "Name", "ClusterName", "QueueName", "TopicName", "StateMachineName", "PolicyName",
-    "GroupName", "KeyPolicyName", "ProjectName",
-}  # fmt: skip
+    "BucketName",
+    "LogGroupName",
+    "RoleName",
+    "FunctionName",
+    "TableName",
+    "AliasName",
+    "Name",
+    "ClusterName",
+    "QueueName",
+    "TopicName",
+    "StateMachineName",
+    "PolicyName",
+    "GroupName",
+    "KeyPolicyName",
+    "ProjectName",
+}
 
 
 @pytest.fixture(scope="session", params=ENVIRONMENTS)
@@ -116,13 +128,16 @@ def test_each_eks_subnet_egresses_through_a_nat_gateway_of_the_egress_stack(env:
         export = value["Fn::ImportValue"].split(":", 1)[1]
         return subnets[outputs[export]["Value"]["Ref"]]
 
-    nat_az = {k: imported(n["Properties"]["SubnetId"])["Properties"]["AvailabilityZone"]
-              for k, n in nats.items()}  # fmt: skip
+    nat_az = {
+        k: imported(n["Properties"]["SubnetId"])["Properties"]["AvailabilityZone"]
+        for k, n in nats.items()
+    }
     assert len(set(nat_az.values())) == len(nats)
     routes = [
-        r["Properties"] for k, r in env.resources("egress", "AWS::EC2::Route").items()
+        r["Properties"]
+        for k, r in env.resources("egress", "AWS::EC2::Route").items()
         if k.startswith("EgressPrivateSubnet")
-    ]  # fmt: skip
+    ]
     assert len(routes) == 2
     if len(nats) == 2:
         assert len({r["NatGatewayId"]["Ref"] for r in routes}) == 2

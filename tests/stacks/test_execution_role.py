@@ -60,15 +60,23 @@ def _attach(dev: Synth, instance_account: str, subnet: str) -> bool:
     region, account = dev.config.region, dev.config.account
     pseudo = {"AWS::Partition": "aws", "AWS::Region": region, "AWS::AccountId": account}
     template = dev.template_json("hyperpod")
-    imports = {name: SUBNET if "Subnet" in name else "sg-0cluster"
-               for name in import_names(template["Resources"])}  # fmt: skip
+    imports = {
+        name: SUBNET if "Subnet" in name else "sg-0cluster"
+        for name in import_names(template["Resources"])
+    }
     role = policy_statements(template, "AttachEnisToNodes", pseudo, imports)
     ec2 = f"arn:aws:ec2:{region}"
-    return all(allows(role, r) for r in (
-        Request("ec2:AttachNetworkInterface", f"{ec2}:{instance_account}:instance/i-0node"),
-        Request("ec2:AttachNetworkInterface", f"{ec2}:{account}:network-interface/eni-0pod",
-                {"ec2:Subnet": f"{ec2}:{account}:subnet/{subnet}"}),
-    ))  # fmt: skip
+    return all(
+        allows(role, r)
+        for r in (
+            Request("ec2:AttachNetworkInterface", f"{ec2}:{instance_account}:instance/i-0node"),
+            Request(
+                "ec2:AttachNetworkInterface",
+                f"{ec2}:{account}:network-interface/eni-0pod",
+                {"ec2:Subnet": f"{ec2}:{account}:subnet/{subnet}"},
+            ),
+        )
+    )
 
 
 def test_enis_of_the_hyperpod_subnet_attach_to_nodes_in_the_service_owned_account(

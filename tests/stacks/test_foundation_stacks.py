@@ -129,8 +129,12 @@ def test_eks_cluster_properties(dev: Synth) -> None:
     assert cluster["AccessConfig"]["AuthenticationMode"] == "API"
     assert cluster["BootstrapSelfManagedAddons"] is False
     assert sorted(t["Type"] for t in cluster["Logging"]["ClusterLogging"]["EnabledTypes"]) == [
-        "api", "audit", "authenticator", "controllerManager", "scheduler",
-    ]  # fmt: skip
+        "api",
+        "audit",
+        "authenticator",
+        "controllerManager",
+        "scheduler",
+    ]
     assert cluster["EncryptionConfig"][0]["Resources"] == ["secrets"]
     assert cluster["ResourcesVpcConfig"]["EndpointPublicAccess"] is True
     assert cluster["ResourcesVpcConfig"]["EndpointPrivateAccess"] is True
@@ -290,9 +294,11 @@ def test_lifecycle_bucket_is_private_encrypted_tls_only_and_logged(dev: Synth) -
     for bucket in buckets.values():
         props = bucket["Properties"]
         assert props["PublicAccessBlockConfiguration"] == {
-            "BlockPublicAcls": True, "BlockPublicPolicy": True,
-            "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
-        }  # fmt: skip
+            "BlockPublicAcls": True,
+            "BlockPublicPolicy": True,
+            "IgnorePublicAcls": True,
+            "RestrictPublicBuckets": True,
+        }
         assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
         assert bucket["DeletionPolicy"] == "Delete"
     logged = [b for b in buckets.values() if "LoggingConfiguration" in b["Properties"]]

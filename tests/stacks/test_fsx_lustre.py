@@ -42,8 +42,12 @@ def existing_fsx(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     raw = env_raw()
     raw["retain_stateful_resources"] = True
     raw["hyperpod"] = EXISTING_GROUPS
-    raw["kvcache"] = {**raw["kvcache"], "l2_backend": "fsx_lustre",
-                      "l2_backend_switch_confirmed": True, "fsx": EXISTING_FSX}  # fmt: skip
+    raw["kvcache"] = {
+        **raw["kvcache"],
+        "l2_backend": "fsx_lustre",
+        "l2_backend_switch_confirmed": True,
+        "fsx": EXISTING_FSX,
+    }
     use_existing_cluster(raw, existing_cluster())
     config = parse_config(raw, "config/dev.yaml (existing fsx variant)", "dev")
     result = synth_once("fsx-existing", config, tmp_path_factory, chart_dir=None)
@@ -90,8 +94,11 @@ def test_file_system_settings(created: Synth) -> None:
 def test_security_group_admits_lustre_only_from_nodes_and_itself(created: Synth) -> None:
     rules = created.resources("kvcache", "AWS::EC2::SecurityGroupIngress").values()
     (sg_id,) = created.resources("kvcache", "AWS::EC2::SecurityGroup")
-    into_fsx = [r["Properties"] for r in rules
-                if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}]  # fmt: skip
+    into_fsx = [
+        r["Properties"]
+        for r in rules
+        if r["Properties"]["GroupId"] == {"Fn::GetAtt": [sg_id, "GroupId"]}
+    ]
     ports = {(p["FromPort"], p["ToPort"]) for p in into_fsx}
     assert ports == {(988, 988), (1018, 1023)}
     for p in into_fsx:
@@ -123,9 +130,11 @@ def test_a_replaced_file_system_reaches_the_pv_without_an_export(
     s: Synth = request.getfixturevalue(fixture)
     fs_stack = _stack_of(s, "AWS::FSx::FileSystem")
     (fs_id,) = s.resources(fs_stack, "AWS::FSx::FileSystem")
-    volume = [r for k, r in s.resources(fs_stack, "Custom::AWSCDK-EKS-KubernetesResource").items()
-              if "40l2volume" in k] or [r for k, r in s.resources(fs_stack, OWNED).items()
-                                        if "40l2volume" in k]  # fmt: skip
+    volume = [
+        r
+        for k, r in s.resources(fs_stack, "Custom::AWSCDK-EKS-KubernetesResource").items()
+        if "40l2volume" in k
+    ] or [r for k, r in s.resources(fs_stack, OWNED).items() if "40l2volume" in k]
     assert volume, f"the L2 volume manifest is not in the {fs_stack} stack, beside the file system"
     for path in s.outdir.glob("*.template.json"):
         for name, output in json.loads(path.read_text()).get("Outputs", {}).items():
@@ -147,8 +156,11 @@ def test_the_stack_reports_the_file_system_where_make_manifests_reads_it(
 
 
 def test_pv_takes_the_file_system_attributes(created: Synth) -> None:
-    manifests = [r for k, r in created.resources("kvcache", "Custom::AWSCDK-EKS-KubernetesResource")
-                 .items() if "40l2volume" in k]  # fmt: skip
+    manifests = [
+        r
+        for k, r in created.resources("kvcache", "Custom::AWSCDK-EKS-KubernetesResource").items()
+        if "40l2volume" in k
+    ]
     (m,) = manifests
     text = json.dumps(m["Properties"]["Manifest"])
     for attr in ("DNSName", "LustreMountName", "L2FileSystem"):

@@ -41,9 +41,10 @@ def _cfn_json_values(template: dict[str, Any], condition: dict[str, Any]) -> dic
 def test_gated_model_role_trusts_only_the_endpoint_namespaces(dev: Synth) -> None:
     template = dev.template_json("addons")
     roles = [
-        r for r in template["Resources"].values()
+        r
+        for r in template["Resources"].values()
         if r["Type"] == "AWS::IAM::Role" and GATED_POLICY in json.dumps(r["Properties"])
-    ]  # fmt: skip
+    ]
     assert len(roles) == 1
     statements = roles[0]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
     web = [s for s in statements if s["Action"] == "sts:AssumeRoleWithWebIdentity"]
@@ -61,8 +62,11 @@ def test_gated_model_role_trusts_only_the_endpoint_namespaces(dev: Synth) -> Non
         "StringEquals": {"ISSUER:aud": "sts.amazonaws.com"},
     }
     assert "system:serviceaccount:*:" not in json.dumps(conditions)
-    assert {"Effect": "Allow", "Action": "sts:AssumeRole",
-            "Principal": {"Service": "sagemaker.amazonaws.com"}} in statements  # fmt: skip
+    assert {
+        "Effect": "Allow",
+        "Action": "sts:AssumeRole",
+        "Principal": {"Service": "sagemaker.amazonaws.com"},
+    } in statements
 
 
 def _fsx(dynamic: bool, outdir: Path) -> tuple[App, FsxCsiDriverAddon]:

@@ -25,10 +25,11 @@ TOPIC = "arn:aws:sns:us-west-2:111122223333:hyperpod-kvcache-test-kvcache-alerts
 
 def _project(template: dict[str, Any]) -> dict[str, Any]:
     (project,) = [
-        r["Properties"] for r in template["Resources"].values()
+        r["Properties"]
+        for r in template["Resources"].values()
         if r["Type"] == "AWS::CodeBuild::Project"
         and "scripts recreate" in json.dumps(r["Properties"]["Source"].get("BuildSpec", ""))
-    ]  # fmt: skip
+    ]
     return project
 
 
@@ -38,8 +39,11 @@ def _phases(template: dict[str, Any]) -> dict[str, list[str]]:
 
 
 def _artifacts_bucket(template: dict[str, Any]) -> str:
-    (store,) = [r["Properties"]["ArtifactStore"] for r in template["Resources"].values()
-                if r["Type"] == "AWS::CodePipeline::Pipeline"]  # fmt: skip
+    (store,) = [
+        r["Properties"]["ArtifactStore"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CodePipeline::Pipeline"
+    ]
     logical: str = store["Location"]["Ref"]
     return logical
 
@@ -50,7 +54,10 @@ def test_the_nightly_run_recreates_then_verifies_then_compares_the_tiers(
     build = _phases(pipeline["template"])["build"]
     runs = [c for c in build if "-m scripts" in c]
     assert [c.split("-m scripts ")[1].split(" --")[0] for c in runs] == [
-        "recreate", "verify", "bench compare"]  # fmt: skip
+        "recreate",
+        "verify",
+        "bench compare",
+    ]
     assert "--skip-verify" in runs[0] and "--wait-minutes" in runs[1]
     assert f"--env test --out {REPORT_DIR}" in runs[2]
     # CodeBuild stops the phase at the first failing command: nothing masks an exit code.
@@ -65,8 +72,9 @@ def test_the_nightly_role_writes_only_the_report_prefix_and_publishes_only_the_a
     put = by_sid["PublishNightlyReport"]
     assert put["Action"] == "s3:PutObject"
     bucket = _artifacts_bucket(template)
-    assert put["Resource"] == {"Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]},
-                                                 f"/{REPORT_PREFIX}/*"]]}  # fmt: skip
+    assert put["Resource"] == {
+        "Fn::Join": ["", [{"Fn::GetAtt": [bucket, "Arn"]}, f"/{REPORT_PREFIX}/*"]]
+    }
     encrypt = by_sid["EncryptNightlyReport"]
     assert encrypt["Action"] == "kms:GenerateDataKey"
     key = template["Resources"][bucket]["Properties"]["BucketEncryption"]
@@ -74,8 +82,10 @@ def test_the_nightly_role_writes_only_the_report_prefix_and_publishes_only_the_a
     assert encrypt["Resource"] == key_ref["KMSMasterKeyID"]
     assert by_sid["NotifyNightlyFailure"]["Resource"] == TOPIC
     via = by_sid["NotifyThroughTopicKey"]["Condition"]["StringEquals"]
-    assert via == {"kms:ViaService": "sns.us-west-2.amazonaws.com",
-                   "kms:EncryptionContext:aws:sns:topicArn": TOPIC}  # fmt: skip
+    assert via == {
+        "kms:ViaService": "sns.us-west-2.amazonaws.com",
+        "kms:EncryptionContext:aws:sns:topicArn": TOPIC,
+    }
     writes = [s for s in by_sid.values() if "s3:Put" in json.dumps(s["Action"])]
     assert writes == [put]
     env = {v["Name"]: v["Value"] for v in _project(template)["Environment"]["EnvironmentVariables"]}
@@ -83,8 +93,9 @@ def test_the_nightly_role_writes_only_the_report_prefix_and_publishes_only_the_a
     assert load_config("test").observability.enabled  # the topic exists in the test environment
 
 
-def _post_build(template: dict[str, Any], tmp_path: Path, succeeding: str,
-                report: bool = True) -> list[list[str]]:  # fmt: skip
+def _post_build(
+    template: dict[str, Any], tmp_path: Path, succeeding: str, report: bool = True
+) -> list[list[str]]:
     """Run the post_build commands as CodeBuild would; the ``aws`` calls they made."""
     bin_dir, calls = tmp_path / "bin", tmp_path / "calls.jsonl"
     bin_dir.mkdir()
@@ -97,10 +108,15 @@ def _post_build(template: dict[str, Any], tmp_path: Path, succeeding: str,
     if report:
         (tmp_path / REPORT_DIR).mkdir(parents=True)
         (tmp_path / REPORT_DIR / "report.md").write_text("# report\n")
-    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", REPORT_BUCKET: "artifacts",
-           ALERT_TOPIC: TOPIC, "CODEBUILD_BUILD_NUMBER": "42",
-           "CODEBUILD_BUILD_SUCCEEDING": succeeding,
-           "CODEBUILD_BUILD_URL": "https://console.example/build/42"}  # fmt: skip
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        REPORT_BUCKET: "artifacts",
+        ALERT_TOPIC: TOPIC,
+        "CODEBUILD_BUILD_NUMBER": "42",
+        "CODEBUILD_BUILD_SUCCEEDING": succeeding,
+        "CODEBUILD_BUILD_URL": "https://console.example/build/42",
+    }
     for command in _phases(template)["post_build"]:
         subprocess.run(["bash", "-ec", command], cwd=tmp_path, env=env, check=True)
     if not calls.exists():
@@ -115,8 +131,14 @@ def test_the_report_is_published_after_every_run_and_a_failed_one_notifies(
     succeeding: str,
 ) -> None:
     calls = _post_build(pipeline["template"], tmp_path, succeeding)
-    assert calls[0] == ["s3", "cp", "--recursive", "--only-show-errors", REPORT_DIR,
-                        f"s3://artifacts/{REPORT_PREFIX}/42/"]  # fmt: skip
+    assert calls[0] == [
+        "s3",
+        "cp",
+        "--recursive",
+        "--only-show-errors",
+        REPORT_DIR,
+        f"s3://artifacts/{REPORT_PREFIX}/42/",
+    ]
     notices = [c for c in calls if c[:2] == ["sns", "publish"]]
     if succeeding == "1":
         assert notices == []

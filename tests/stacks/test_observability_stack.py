@@ -86,10 +86,15 @@ def test_alert_manager_routes_to_the_topic(dev: Synth) -> None:
 def test_rule_groups_hold_the_four_alerts(dev: Synth) -> None:
     rules = yaml.safe_load(one(dev, "AWS::APS::RuleGroupsNamespace")["Data"])
     names = {r["alert"] for g in rules["groups"] for r in g["rules"]}
-    assert {"KvCacheL2AboveHighWater", "KvCacheL2HitRateNearZero", "CurvineWorkerDown",
-            "KvCacheTtftP95High"} <= names  # fmt: skip
-    (high,) = [r for g in rules["groups"] for r in g["rules"]
-               if r["alert"] == "KvCacheL2AboveHighWater"]  # fmt: skip
+    assert {
+        "KvCacheL2AboveHighWater",
+        "KvCacheL2HitRateNearZero",
+        "CurvineWorkerDown",
+        "KvCacheTtftP95High",
+    } <= names
+    (high,) = [
+        r for g in rules["groups"] for r in g["rules"] if r["alert"] == "KvCacheL2AboveHighWater"
+    ]
     assert high["for"] == "15m"
 
 
@@ -122,9 +127,13 @@ def test_a_customer_managed_workspace_is_encrypted_with_the_stacks_key() -> None
         f"arn:aws:eks:us-west-2:111122223333:cluster/{config.existing_cluster.eks_cluster_name}"
     )
     Observability(
-        stack, "Observability", config=config, cluster_arn=cluster_arn, subnet_ids=[],
+        stack,
+        "Observability",
+        config=config,
+        cluster_arn=cluster_arn,
+        subnet_ids=[],
         security_group_ids=[],
-    )  # fmt: skip
+    )
     template = Template.from_stack(stack).to_json()["Resources"]
     (ws,) = [r["Properties"] for r in template.values() if r["Type"] == "AWS::APS::Workspace"]
     (key_id,) = [k for k, r in template.items() if r["Type"] == "AWS::KMS::Key"]

@@ -44,9 +44,10 @@ KUBECTL_RESOURCE = "Custom::AWSCDK-EKS-KubernetesResource"
 def reuse_raw() -> dict[str, Any]:
     raw = env_raw()
     use_existing_cluster(raw, {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE})
-    raw["addons"] = {k: {"mode": "skip"} for k in
-                     ("cert_manager", "s3_csi", "fsx_csi", "metrics_server",
-                      "inference_operator")}  # fmt: skip
+    raw["addons"] = {
+        k: {"mode": "skip"}
+        for k in ("cert_manager", "s3_csi", "fsx_csi", "metrics_server", "inference_operator")
+    }
     kv = raw.setdefault("kvcache", {})
     kv["kyverno"] = {**kv.get("kyverno", {}), "install": False}
     curvine = kv.setdefault("curvine", {})
@@ -81,9 +82,14 @@ def owners_cluster() -> Iterator[ApplyFakeKube]:
         kube.put(NS, ns("inference", team="ml"))
         kube.put(NS, ns("kyverno", team="platform"))
         kube.put(SC, sc("ebs-sc", type="gp2"))
-        kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1",
-                       "kind": "CustomResourceDefinition",
-                       "metadata": {"name": "clusterpolicies.kyverno.io"}})  # fmt: skip
+        kube.put(
+            CRD,
+            {
+                "apiVersion": "apiextensions.k8s.io/v1",
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": "clusterpolicies.kyverno.io"},
+            },
+        )
         yield kube
 
 
@@ -134,11 +140,19 @@ def test_every_object_and_check_is_at_the_path_the_api_serves_it_at(
     props += [r["Properties"] for r in s.resources("endpoints", RESOURCE_TYPE).values()]
     objects = [o for p in props for key in ("Manifest", "Preflight") for o in json.loads(p[key])]
     checks = [c for p in props for key in ("Present", "Absent") for c in json.loads(p[key])]
-    objects += [{"apiVersion": c["apiVersion"], "kind": c["kind"],
-                 "metadata": {"name": c["name"], "namespace": c.get("namespace")}}
-                for c in checks]  # fmt: skip
-    assert checks and {o["kind"] for o in objects} >= {"Namespace", "ClusterPolicy",
-                                                      "InferenceEndpointConfig"}  # fmt: skip
+    objects += [
+        {
+            "apiVersion": c["apiVersion"],
+            "kind": c["kind"],
+            "metadata": {"name": c["name"], "namespace": c.get("namespace")},
+        }
+        for c in checks
+    ]
+    assert checks and {o["kind"] for o in objects} >= {
+        "Namespace",
+        "ClusterPolicy",
+        "InferenceEndpointConfig",
+    }
     for obj in objects:
         meta = obj["metadata"]
         served = api.get((obj["apiVersion"], obj["kind"]))
@@ -172,8 +186,12 @@ def test_reuse_installs_no_kyverno_and_creates_no_ebs_sc(reuse: Synth) -> None:
     names = {(o["kind"], o["metadata"]["name"]) for o in objects}
     assert ("StorageClass", "ebs-sc") not in names
     assert ("Namespace", "kyverno") not in names and ("Namespace", "inference") not in names
-    claims = [t for o in objects if o["kind"] == "StatefulSet"
-              for t in o["spec"].get("volumeClaimTemplates", [])]  # fmt: skip
+    claims = [
+        t
+        for o in objects
+        if o["kind"] == "StatefulSet"
+        for t in o["spec"].get("volumeClaimTemplates", [])
+    ]
     assert claims and {t["spec"]["storageClassName"] for t in claims} == {"ebs-sc"}
 
 
@@ -266,13 +284,17 @@ def test_a_prune_leaves_every_same_named_object_another_environment_marked(
 def deletion_waves(resources: dict[str, Any]) -> list[list[str]]:
     """The owned manifests in CloudFormation's delete order: a resource once every resource
     that depends on it is gone; the resources of one wave side by side, in any order."""
-    owned = {k: set(v.get("DependsOn", [])) for k, v in resources.items()
-             if v["Type"] == RESOURCE_TYPE}  # fmt: skip
+    owned = {
+        k: set(v.get("DependsOn", [])) for k, v in resources.items() if v["Type"] == RESOURCE_TYPE
+    }
     waves: list[list[str]] = []
     gone: set[str] = set()
     while len(gone) < len(owned):
-        wave = sorted(k for k in owned if k not in gone
-                      and all(j in gone for j, deps in owned.items() if k in deps))  # fmt: skip
+        wave = sorted(
+            k
+            for k in owned
+            if k not in gone and all(j in gone for j, deps in owned.items() if k in deps)
+        )
         waves.append(wave)
         gone |= set(wave)
     return waves
@@ -285,8 +307,10 @@ def test_destroy_deletes_the_l2_volumes_while_their_provisioner_runs(existing: S
     master) still runs. Gone first, it would leave each volume with its finalizer."""
 
     curvine = f"/apis/apps/v1/namespaces/{existing.config.kvcache.curvine.namespace}"
-    needed = (f"{curvine}/deployments/curvine-csi-controller",
-              f"{curvine}/statefulsets/curvine-master")  # fmt: skip
+    needed = (
+        f"{curvine}/deployments/curvine-csi-controller",
+        f"{curvine}/statefulsets/curvine-master",
+    )
     with ApplyFakeKube() as kube:
         provisioner = Provisioner(kube, running=lambda k: all(p in k.objects for p in needed))
         cluster = Cluster(kube.api_client())

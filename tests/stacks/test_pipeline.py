@@ -174,9 +174,7 @@ def test_nightly_role_deletes_network_leftovers_only_by_tag(pipeline: dict[str, 
     GuardDuty puts on them; no network-interface delete at all (ENIs carry no tags, and the VPC
     id changes with every recreate)."""
     by_sid = nightly_statements(pipeline["template"])
-    deletes = [
-        s for s in by_sid.values() if "ec2:Delete" in json.dumps(s.get("Action"))
-    ]  # fmt: skip
+    deletes = [s for s in by_sid.values() if "ec2:Delete" in json.dumps(s.get("Action"))]
     assert deletes and all(s.get("Condition") for s in deletes)
     assert "ec2:DeleteNetworkInterface" not in json.dumps(list(by_sid.values()))
     sweep = by_sid["SweepGuardDutyNetworkLeftovers"]
@@ -220,13 +218,18 @@ def test_a_narrowed_test_endpoint_with_the_nightly_recreate_is_refused_in_one_li
 
 @pytest.mark.parametrize(
     ("pipeline", "eks", "field"),
-    [({}, {"public_access_cidrs": [OFFICE]}, "eks.public_access_cidrs"),
-     ({"verify_test_environment": False, "nightly_recreate": True}, {"endpoint_access": "private"},
-      "eks.endpoint_access"),
-     ({"verify_test_environment": False}, {"public_access_cidrs": [OFFICE]}, None),
-     ({}, {"public_access_cidrs": [OFFICE, "0.0.0.0/0"]}, None),
-     ({"nightly_recreate": True}, {"public_access_cidrs": []}, None)],
-)  # fmt: skip
+    [
+        ({}, {"public_access_cidrs": [OFFICE]}, "eks.public_access_cidrs"),
+        (
+            {"verify_test_environment": False, "nightly_recreate": True},
+            {"endpoint_access": "private"},
+            "eks.endpoint_access",
+        ),
+        ({"verify_test_environment": False}, {"public_access_cidrs": [OFFICE]}, None),
+        ({}, {"public_access_cidrs": [OFFICE, "0.0.0.0/0"]}, None),
+        ({"nightly_recreate": True}, {"public_access_cidrs": []}, None),
+    ],
+)
 def test_the_test_endpoint_must_answer_the_pipelines_codebuild_steps(
     pipeline: dict[str, Any], eks: dict[str, Any], field: str | None
 ) -> None:
@@ -246,10 +249,13 @@ def _ci_versions(repo_root: Path) -> dict[str, str]:
     workflow = yaml.safe_load((repo_root / ".github" / "workflows" / "ci.yml").read_text())
     steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
     found = {
-        kind: {s["with"][f"{kind}-version"] for s in steps
-               if s.get("uses", "").startswith(f"actions/setup-{kind}@")}
+        kind: {
+            s["with"][f"{kind}-version"]
+            for s in steps
+            if s.get("uses", "").startswith(f"actions/setup-{kind}@")
+        }
         for kind in ("python", "node")
-    }  # fmt: skip
+    }
     assert all(len(v) == 1 for v in found.values()), found
     return {"python": found["python"].pop(), "nodejs": found["node"].pop()}
 

@@ -210,8 +210,7 @@ def test_the_wait_rule_can_fail() -> None:
 
 def _one(resources: dict[str, Any], prefix: str) -> str | None:
     # ``K8s-<chart>`` sits under OwnedManifests on an existing cluster.
-    found = [k for k, v in resources.items() if prefix in k
-             and v["Type"] in (MANIFEST, OWNED)]  # fmt: skip
+    found = [k for k, v in resources.items() if prefix in k and v["Type"] in (MANIFEST, OWNED)]
     assert len(found) <= 1, found
     return found[0] if found else None
 

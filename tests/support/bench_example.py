@@ -35,12 +35,20 @@ NOTE = (
 def render(folder: Path) -> Comparison:
     cfg = load_config("dev")
     with fleet() as servers:
-        tiers = [BenchTarget(tier, f"example/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
-                 for tier, (a, b) in servers.items()]  # fmt: skip
+        tiers = [
+            BenchTarget(tier, f"example/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
+            for tier, (a, b) in servers.items()
+        ]
         joiners = {f"example/{tier}": servers.joiner(tier) for tier in servers}
         result = compare_tiers(cfg, tiers, SEED, GIVEN, Waits(settle_s=0, flush_s=0), joiners)
-    report.write(result, folder, cfg.observability.kv_bytes_per_token, HEADING, NOTE,
-                 guide="[bench-compare.md](../bench-compare.md)")  # fmt: skip
+    report.write(
+        result,
+        folder,
+        cfg.observability.kv_bytes_per_token,
+        HEADING,
+        NOTE,
+        guide="[bench-compare.md](../bench-compare.md)",
+    )
     return result
 
 

@@ -66,8 +66,10 @@ def fleet(tiers: tuple[str, ...] = TIERS) -> Iterator[Fleet]:
         for tier in tiers:
             l2 = None if tier == "none" else stack.enter_context(tempfile.TemporaryDirectory())
             spec = out.specs[tier] = TierSpec(tier, l2, delays(tier))
-            out[tier] = (stack.enter_context(FakeVllm(tiers=spec)),
-                         stack.enter_context(FakeVllm(tiers=spec)))  # fmt: skip
+            out[tier] = (
+                stack.enter_context(FakeVllm(tiers=spec)),
+                stack.enter_context(FakeVllm(tiers=spec)),
+            )
         yield out
 
 

@@ -45,12 +45,20 @@ def synth_both(workdir: Path) -> dict[str, Any]:
     # cdk.json's "app" runs .venv/bin/python: no activated virtualenv is needed.
     cli = subprocess.Popen(
         [str(CDK), "synth", "-c", "env=dev", "--output", str(cli_out), "--quiet", "--no-notices"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     direct = subprocess.run(
         [python, "app.py", "-c", "env=dev", "--outdir", str(direct_out)],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     cli_stdout, cli_stderr = cli.communicate(timeout=600)
     return {
         "cli": (cli.returncode, cli_stdout + cli_stderr),

@@ -31,9 +31,12 @@ def start(module: str, workdir: Path, *args: str) -> None:
         return
     subprocess.Popen(
         [sys.executable, "-m", module, *args, str(workdir)],
-        cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=(workdir / "runner.log").open("w"), start_new_session=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "runner.log").open("w"),
+        start_new_session=True,
+    )
 
 
 def result(module: str, workdir: Path, *args: str, timeout: float = 900) -> dict[str, Any]:

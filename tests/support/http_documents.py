@@ -23,8 +23,9 @@ class Documents:
     asked: list[tuple[str, dict[str, str]]] = field(default_factory=list)
     base: str = ""
 
-    def add(self, path: str, body: bytes, content_type: str = "application/json",
-            **headers: str) -> None:  # fmt: skip
+    def add(
+        self, path: str, body: bytes, content_type: str = "application/json", **headers: str
+    ) -> None:
         self.routes[path] = (200, {"Content-Type": content_type, **headers}, body)
 
     def paths(self) -> list[str]:
@@ -40,9 +41,12 @@ def _handler(documents: Documents) -> type[BaseHTTPRequestHandler]:
                 self.path.split("?", 1)[0]
             )
             status, extra, body = (
-                (404, {}, b"not found") if route is None
-                else route(headers) if callable(route) else route
-            )  # fmt: skip
+                (404, {}, b"not found")
+                if route is None
+                else route(headers)
+                if callable(route)
+                else route
+            )
             self.send_response(status)
             for name, value in extra.items():
                 self.send_header(name, value)

@@ -64,11 +64,18 @@ def _resources_in(source: str) -> list[Resource]:
     for node in ast.parse(source).body:
         if not isinstance(node, ast.ClassDef):
             continue
-        scopes = [SCOPES[b.attr] for b in node.bases
-                  if isinstance(b, ast.Attribute) and b.attr in SCOPES]  # fmt: skip
-        info = next((s.value for s in node.body if isinstance(s, ast.Assign)
-                     and any(isinstance(t, ast.Name) and t.id == "_api_info" for t in s.targets)),
-                    None)  # fmt: skip
+        scopes = [
+            SCOPES[b.attr] for b in node.bases if isinstance(b, ast.Attribute) and b.attr in SCOPES
+        ]
+        info = next(
+            (
+                s.value
+                for s in node.body
+                if isinstance(s, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "_api_info" for t in s.targets)
+            ),
+            None,
+        )
         if len(scopes) != 1 or not isinstance(info, ast.Call):
             continue
         resource, plural = _keyword(info, "resource"), _keyword(info, "plural")
@@ -98,8 +105,11 @@ def crd_resources() -> list[Resource]:
                 continue
             spec = doc["spec"]
             names, namespaced = spec["names"], spec["scope"] == "Namespaced"
-            out += [Resource(spec["group"], v["name"], names["kind"], names["plural"], namespaced)
-                    for v in spec["versions"] if v.get("served", True)]  # fmt: skip
+            out += [
+                Resource(spec["group"], v["name"], names["kind"], names["plural"], namespaced)
+                for v in spec["versions"]
+                if v.get("served", True)
+            ]
     return out
 
 

@@ -55,9 +55,14 @@ def owners_cluster(kube: ApplyFakeKube) -> dict[str, Any]:
     kube.put(NS, ns("inference", team="ml"))
     kube.put(NS, ns("kyverno", team="platform"))
     kube.put(SC, sc("ebs-sc", type="gp2"))
-    kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1",
-                   "kind": "CustomResourceDefinition",
-                   "metadata": {"name": "clusterpolicies.kyverno.io"}})  # fmt: skip
+    kube.put(
+        CRD,
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "clusterpolicies.kyverno.io"},
+        },
+    )
     return json.loads(json.dumps(kube.objects))
 
 
@@ -84,10 +89,21 @@ class FakeTime:
 
 def event(kind: str, objects: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
     """A request as CloudFormation sends it, with every property the construct sets."""
-    props = {"ClusterName": "team-eks", "Owner": OWNER, "Manifest": json.dumps(objects),
-             "Preflight": "[]", "Present": "[]", "Absent": "[]", "Hints": "{}"}  # fmt: skip
-    return {"RequestType": kind, "LogicalResourceId": "K8s00namespaces",
-            "ResourceProperties": props, **extra}  # fmt: skip
+    props = {
+        "ClusterName": "team-eks",
+        "Owner": OWNER,
+        "Manifest": json.dumps(objects),
+        "Preflight": "[]",
+        "Present": "[]",
+        "Absent": "[]",
+        "Hints": "{}",
+    }
+    return {
+        "RequestType": kind,
+        "LogicalResourceId": "K8s00namespaces",
+        "ResourceProperties": props,
+        **extra,
+    }
 
 
 def logged(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:

@@ -67,20 +67,28 @@ def pinned_addons(cfg: AppConfig) -> dict[str, str]:
 
 def cluster_versions(status: dict[str, str]) -> dict[str, Any]:
     """A DescribeClusterVersions answer: minor -> versionStatus."""
-    ends = {"1.33": datetime(2026, 7, 29, tzinfo=UTC), "1.34": datetime(2026, 12, 2, tzinfo=UTC),
-            "1.35": datetime(2027, 3, 27, tzinfo=UTC)}  # fmt: skip
-    return {"clusterVersions": [
-        {"clusterVersion": m, "versionStatus": v, "endOfStandardSupportDate": ends[m]}
-        for m, v in status.items()]}  # fmt: skip
+    ends = {
+        "1.33": datetime(2026, 7, 29, tzinfo=UTC),
+        "1.34": datetime(2026, 12, 2, tzinfo=UTC),
+        "1.35": datetime(2027, 3, 27, tzinfo=UTC),
+    }
+    return {
+        "clusterVersions": [
+            {"clusterVersion": m, "versionStatus": v, "endOfStandardSupportDate": ends[m]}
+            for m, v in status.items()
+        ]
+    }
 
 
 STANDARD = {"1.33": "EXTENDED_SUPPORT", "1.34": "STANDARD_SUPPORT", "1.35": "STANDARD_SUPPORT"}
 
 
 def eks_offering(
-    cfg: AppConfig, offered: dict[str, list[str]] | None = None, status: dict[str, str] = STANDARD,
+    cfg: AppConfig,
+    offered: dict[str, list[str]] | None = None,
+    status: dict[str, str] = STANDARD,
     minor: str = "1.34",
-) -> tuple[Any, Stubber]:  # fmt: skip
+) -> tuple[Any, Stubber]:
     """EKS for a cluster not created yet: DescribeClusterVersions, then DescribeAddonVersions for
     every pinned add-on, each offering the pinned version unless ``offered`` says otherwise."""
     eks = boto3.client("eks", region_name=REGION)
@@ -90,8 +98,11 @@ def eks_offering(
     for name, version in pinned_addons(cfg).items():
         versions = (offered or {}).get(name, [version])
         addons = [{"addonName": name, "addonVersions": [{"addonVersion": v} for v in versions]}]
-        stub.add_response("describe_addon_versions", {"addons": addons if versions else []},
-                          {"addonName": name, "kubernetesVersion": minor})  # fmt: skip
+        stub.add_response(
+            "describe_addon_versions",
+            {"addons": addons if versions else []},
+            {"addonName": name, "kubernetesVersion": minor},
+        )
     stub.activate()
     return eks, stub
 

@@ -104,17 +104,28 @@ def _addons(
             versions = (offered or {}).get(name, [AddonsConfig().settings(key).version])
             stub.add_response(
                 "describe_addon_versions",
-                {"addons": [{"addonName": name,
-                             "addonVersions": [{"addonVersion": v} for v in versions]}]},
+                {
+                    "addons": [
+                        {
+                            "addonName": name,
+                            "addonVersions": [{"addonVersion": v} for v in versions],
+                        }
+                    ]
+                },
                 {"addonName": name, "kubernetesVersion": "1.34"},
-            )  # fmt: skip
+            )
             continue
         stub.add_response(
             "describe_addon",
-            {"addon": {"addonName": name, "clusterName": "hyperpod-cluster-eks",
-                       **INSTALLED[name]}},
+            {
+                "addon": {
+                    "addonName": name,
+                    "clusterName": "hyperpod-cluster-eks",
+                    **INSTALLED[name],
+                }
+            },
             {"clusterName": "hyperpod-cluster-eks", "addonName": name},
-        )  # fmt: skip
+        )
 
 
 def _sagemaker(gpu_count: int = 2) -> Any:

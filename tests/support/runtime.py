@@ -55,8 +55,12 @@ def python_of(tag: str) -> Path:
 def qwen3_8b() -> dict[str, Any]:
     """The KV shape of the default endpoint's model, for the LMCache replicas."""
     cfg = json.loads((QWEN3_8B / "config.json").read_text())
-    return {"name": "/opt/ml/model", "layers": cfg["num_hidden_layers"],
-            "kv_heads": cfg["num_key_value_heads"], "head_dim": cfg["head_dim"]}  # fmt: skip
+    return {
+        "name": "/opt/ml/model",
+        "layers": cfg["num_hidden_layers"],
+        "kv_heads": cfg["num_key_value_heads"],
+        "head_dim": cfg["head_dim"],
+    }
 
 
 @dataclass
@@ -84,16 +88,24 @@ needs_mount_namespace = pytest.mark.skipif(
 )
 
 
-def ask(tag: str, oracle: str, request: Obj, container: Container | None = None,
-        timeout: float = 300) -> Obj:  # fmt: skip
+def ask(
+    tag: str, oracle: str, request: Obj, container: Container | None = None, timeout: float = 300
+) -> Obj:
     """Run ``oracle`` with the engines of image ``tag``; with ``container``, as a process of that
     container (its env, its mounts, a fresh /tmp)."""
     command = [str(python_of(tag)), str(ORACLES / f"{oracle}.py")]
     env = {k: v for k, v in os.environ.items() if not k.startswith("LMCACHE_")}
     if container is not None:
         command = in_container(container, command)
-    proc = subprocess.run(command, input=json.dumps(request), capture_output=True, text=True,
-                          env=env, timeout=timeout, check=False)  # fmt: skip
+    proc = subprocess.run(
+        command,
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     try:
         answer: Obj = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -170,9 +182,13 @@ def in_container(
 def endpoint_pod(objs: list[Obj], e: EndpointConfig, operator: str) -> Obj:
     """The Pod of endpoint ``e``: the operator's rendering of its InferenceEndpointConfig, then
     the rendered L2 policy (when the environment has one) at admission."""
-    (iec,) = [o for o in objs if o["kind"] == "InferenceEndpointConfig"
-              and o["metadata"]["name"] == e.name
-              and o["metadata"]["namespace"] == e.namespace]  # fmt: skip
+    (iec,) = [
+        o
+        for o in objs
+        if o["kind"] == "InferenceEndpointConfig"
+        and o["metadata"]["name"] == e.name
+        and o["metadata"]["namespace"] == e.namespace
+    ]
     pod = operator_pod(iec, operator)
     for policy in (o for o in objs if o["kind"] == "ClusterPolicy"):
         pod = apply_policy(policy, pod, "CREATE")
@@ -208,6 +224,10 @@ def operator_of(config: AppConfig) -> str:
 
 
 def python_version(tag: str) -> tuple[int, int]:
-    out = subprocess.run([str(python_of(tag)), "-c", "import sys; print(*sys.version_info[:2])"],
-                         capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    out = subprocess.run(
+        [str(python_of(tag)), "-c", "import sys; print(*sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     return int(out[0]), int(out[1])

@@ -19,8 +19,9 @@ from tests.support.runtime import Container
 HYPERPOD_EXTRA = {"sagemaker_hyperpod_shared_memory_name": "ai_toolkit_cache"}
 
 
-def lmcache_problems(e: EndpointConfig, container: Container, answer: dict[str, Any],
-                     default_l1_gib: float) -> list[str]:  # fmt: skip
+def lmcache_problems(
+    e: EndpointConfig, container: Container, answer: dict[str, Any], default_l1_gib: float
+) -> list[str]:
     """``answer``: the lmcache_config oracle's for the container's env."""
     cfg, env = answer["config"], container.env
     problems = [
@@ -31,15 +32,19 @@ def lmcache_problems(e: EndpointConfig, container: Container, answer: dict[str, 
     if answer["validate"]:
         problems.append(f"LMCache refuses the configuration: {answer['validate']}")
     if cfg["chunk_size"] != LMCACHE_CHUNK_TOKENS:
-        problems.append(f"chunk_size {cfg['chunk_size']}: the tier shares count "
-                        f"{LMCACHE_CHUNK_TOKENS}-token chunks")  # fmt: skip
+        problems.append(
+            f"chunk_size {cfg['chunk_size']}: the tier shares count "
+            f"{LMCACHE_CHUNK_TOKENS}-token chunks"
+        )
     if cfg["save_unfull_chunk"]:
         problems.append("save_unfull_chunk: the tier shares count whole chunks only")
     if e.enable_l1_cache:
         asked, got = env.get(L1_SIZE_ENV), cfg["max_local_cpu_size"]
         if got is None:
-            problems.append(f"{L1_SIZE_ENV}={asked!r}: LMCache cannot read it (the L1 size "
-                            "becomes None and its storage fails to start)")  # fmt: skip
+            problems.append(
+                f"{L1_SIZE_ENV}={asked!r}: LMCache cannot read it (the L1 size "
+                "becomes None and its storage fails to start)"
+            )
         elif got != (default_l1_gib if asked is None else float(asked)):
             problems.append(f"L1 is {got} GiB, the container asks for {asked or 'the default'}")
         if not cfg["local_cpu"]:
@@ -58,8 +63,10 @@ def _l2_problems(e: EndpointConfig, container: Container, answer: dict[str, Any]
         path = remote["path"].rstrip("/")
         problems = []
         if path not in container.claims:
-            problems.append(f"{url} names {path}, where the container mounts no claim "
-                            f"(claims at {sorted(container.claims)})")  # fmt: skip
+            problems.append(
+                f"{url} names {path}, where the container mounts no claim "
+                f"(claims at {sorted(container.claims)})"
+            )
         if cfg["remote_serde"] != "naive":
             problems.append(f"remote_serde {cfg['remote_serde']}: remote connectors need naive")
         return problems
@@ -68,8 +75,10 @@ def _l2_problems(e: EndpointConfig, container: Container, answer: dict[str, Any]
         if remote.get("scheme") != "sagemaker-hyperpod":
             problems.append(f"remote URL {url}: tieredstorage reads sagemaker-hyperpod://")
         if cfg["extra_config"] != HYPERPOD_EXTRA:
-            problems.append(f"extra_config {cfg['extra_config']}: the daemon's shared memory is "
-                            f"{HYPERPOD_EXTRA}")  # fmt: skip
+            problems.append(
+                f"extra_config {cfg['extra_config']}: the daemon's shared memory is "
+                f"{HYPERPOD_EXTRA}"
+            )
         if SHARED_MEMORY not in container.mounts:
             problems.append(f"{SHARED_MEMORY} is not mounted: the connector cannot start")
         return problems
@@ -84,8 +93,10 @@ def vllm_problems(e: EndpointConfig, facts: ImageFacts | None, answer: dict[str,
     if parsed["port"] != e.container_port:
         problems.append(f"vLLM listens on {parsed['port']}, the endpoint on {e.container_port}")
     if parsed["tensor_parallel_size"] != e.tensor_parallel_size:
-        problems.append(f"tensor parallel {parsed['tensor_parallel_size']}, the endpoint "
-                        f"{e.tensor_parallel_size}")  # fmt: skip
+        problems.append(
+            f"tensor parallel {parsed['tensor_parallel_size']}, the endpoint "
+            f"{e.tensor_parallel_size}"
+        )
     kv = parsed["kv_transfer_config"] or {}
     if (kv.get("kv_connector"), kv.get("kv_role")) != ("LMCacheConnectorV1", "kv_both"):
         problems.append(f"kv_transfer_config {kv}: LMCache must store and load (kv_both)")

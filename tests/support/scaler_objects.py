@@ -16,27 +16,45 @@ SINCE = "2026-12-04T10:00:00Z"
 
 
 def _condition(kind: str, status: bool, reason: str, message: str) -> dict[str, Any]:
-    return {"type": kind, "status": "True" if status else "False", "reason": reason,
-            "message": message}  # fmt: skip
+    return {
+        "type": kind,
+        "status": "True" if status else "False",
+        "reason": reason,
+        "message": message,
+    }
 
 
-def scaled_object(endpoint: str = "vllm-kvcache", ready: bool = True,
-                  active: bool = True) -> dict[str, Any]:  # fmt: skip
+def scaled_object(
+    endpoint: str = "vllm-kvcache", ready: bool = True, active: bool = True
+) -> dict[str, Any]:
     name = f"{endpoint}-scaled-object"
     ready_c = (
-        _condition("Ready", True, "ScaledObjectReady",
-                   "ScaledObject is defined correctly and is ready for scaling")
-        if ready else
-        _condition("Ready", False, "TriggerError",
-                   "Triggers defined in ScaledObject are not working correctly")
-    )  # fmt: skip
+        _condition(
+            "Ready",
+            True,
+            "ScaledObjectReady",
+            "ScaledObject is defined correctly and is ready for scaling",
+        )
+        if ready
+        else _condition(
+            "Ready",
+            False,
+            "TriggerError",
+            "Triggers defined in ScaledObject are not working correctly",
+        )
+    )
     active_c = (
-        _condition("Active", True, "ScalerActive",
-                   "Scaling is performed because triggers are active")
-        if active else
-        _condition("Active", False, "ScalerNotActive",
-                   "Scaling is not performed because triggers are not active")
-    )  # fmt: skip
+        _condition(
+            "Active", True, "ScalerActive", "Scaling is performed because triggers are active"
+        )
+        if active
+        else _condition(
+            "Active",
+            False,
+            "ScalerNotActive",
+            "Scaling is not performed because triggers are not active",
+        )
+    )
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -46,16 +64,18 @@ def scaled_object(endpoint: str = "vllm-kvcache", ready: bool = True,
             "minReplicaCount": 1,
             "maxReplicaCount": 4,
             "pollingInterval": 30,
-            "triggers": [{
-                "type": "prometheus",
-                "name": "waiting",
-                "metricType": "AverageValue",
-                "metadata": {
-                    "serverAddress": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1",
-                    "query": f'sum(vllm:num_requests_waiting{{endpoint="{endpoint}"}})',
-                    "threshold": "5",
-                },
-            }],
+            "triggers": [
+                {
+                    "type": "prometheus",
+                    "name": "waiting",
+                    "metricType": "AverageValue",
+                    "metadata": {
+                        "serverAddress": "https://aps-workspaces.us-west-2.amazonaws.com/workspaces/ws-1",
+                        "query": f'sum(vllm:num_requests_waiting{{endpoint="{endpoint}"}})',
+                        "threshold": "5",
+                    },
+                }
+            ],
         },
         "status": {
             "scaleTargetKind": "apps/v1.Deployment",
@@ -63,27 +83,42 @@ def scaled_object(endpoint: str = "vllm-kvcache", ready: bool = True,
             "externalMetricNames": [METRIC],
             "hpaName": f"keda-hpa-{name}",
             "conditions": [
-                ready_c, active_c,
+                ready_c,
+                active_c,
                 _condition("Fallback", False, "NoFallbackFound", "No fallbacks are defined"),
                 _condition("Paused", False, "ScaledObjectUnpaused", "ScaledObject is unpaused"),
             ],
         },
-    }  # fmt: skip
+    }
 
 
-def keda_hpa(endpoint: str = "vllm-kvcache", current: str = "2500m", desired: int = 3,
-             replicas: int = 2, scaling_active: bool = True) -> dict[str, Any]:  # fmt: skip
+def keda_hpa(
+    endpoint: str = "vllm-kvcache",
+    current: str = "2500m",
+    desired: int = 3,
+    replicas: int = 2,
+    scaling_active: bool = True,
+) -> dict[str, Any]:
     so = f"{endpoint}-scaled-object"
-    metric = {"name": METRIC,
-              "selector": {"matchLabels": {"scaledobject.keda.sh/name": so}}}  # fmt: skip
+    metric = {"name": METRIC, "selector": {"matchLabels": {"scaledobject.keda.sh/name": so}}}
     active = (
-        {"type": "ScalingActive", "status": "True", "reason": "ValidMetricFound",
-         "message": "the HPA was able to successfully calculate a replica count from "
-                    "external metric s0-prometheus", "lastTransitionTime": SINCE}
-        if scaling_active else
-        {"type": "ScalingActive", "status": "False", "reason": "FailedGetExternalMetric",
-         "message": "the HPA was unable to compute the replica count", "lastTransitionTime": SINCE}
-    )  # fmt: skip
+        {
+            "type": "ScalingActive",
+            "status": "True",
+            "reason": "ValidMetricFound",
+            "message": "the HPA was able to successfully calculate a replica count from "
+            "external metric s0-prometheus",
+            "lastTransitionTime": SINCE,
+        }
+        if scaling_active
+        else {
+            "type": "ScalingActive",
+            "status": "False",
+            "reason": "FailedGetExternalMetric",
+            "message": "the HPA was unable to compute the replica count",
+            "lastTransitionTime": SINCE,
+        }
+    )
     return {
         "apiVersion": "autoscaling/v2",
         "kind": "HorizontalPodAutoscaler",
@@ -92,18 +127,34 @@ def keda_hpa(endpoint: str = "vllm-kvcache", current: str = "2500m", desired: in
             "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": endpoint},
             "minReplicas": 1,
             "maxReplicas": 4,
-            "metrics": [{"type": "External", "external": {
-                "metric": metric, "target": {"type": "AverageValue", "averageValue": "5"}}}],
+            "metrics": [
+                {
+                    "type": "External",
+                    "external": {
+                        "metric": metric,
+                        "target": {"type": "AverageValue", "averageValue": "5"},
+                    },
+                }
+            ],
         },
         "status": {
             "currentReplicas": replicas,
             "desiredReplicas": desired,
-            "currentMetrics": [{"type": "External", "external": {
-                "metric": metric, "current": {"averageValue": current}}}],
+            "currentMetrics": [
+                {
+                    "type": "External",
+                    "external": {"metric": metric, "current": {"averageValue": current}},
+                }
+            ],
             "conditions": [
-                {"type": "AbleToScale", "status": "True", "reason": "ReadyForNewScale",
-                 "message": "recommended size matches current size", "lastTransitionTime": SINCE},
+                {
+                    "type": "AbleToScale",
+                    "status": "True",
+                    "reason": "ReadyForNewScale",
+                    "message": "recommended size matches current size",
+                    "lastTransitionTime": SINCE,
+                },
                 active,
             ],
         },
-    }  # fmt: skip
+    }

@@ -18,6 +18,12 @@ QWEN2_7B_CONFIG = {
     "vocab_size": 152064,
 }
 # 4 layers x 2 KV heads x head dim 512 / 8 = 64: 2 x 4 x 2 x 64 x 2 B = 2,048 KV bytes per token.
-SMALL = {"num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
-         "hidden_size": 512, "intermediate_size": 1024, "vocab_size": 1000,
-         "torch_dtype": "bfloat16"}  # fmt: skip
+SMALL = {
+    "num_hidden_layers": 4,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "hidden_size": 512,
+    "intermediate_size": 1024,
+    "vocab_size": 1000,
+    "torch_dtype": "bfloat16",
+}

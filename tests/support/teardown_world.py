@@ -386,5 +386,9 @@ class World(DeleteFailedStacks):
 
 
 def stubbed_client(service: str) -> Any:
-    return boto3.client(service, region_name="us-west-2", aws_access_key_id="testing",
-                        aws_secret_access_key="testing")  # fmt: skip
+    return boto3.client(
+        service,
+        region_name="us-west-2",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )

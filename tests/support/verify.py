@@ -174,17 +174,34 @@ def _curvine_pod(name: str, ready: bool = True, restarts: int = 0) -> dict[str, 
     probe = {"exec": {"command": ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/8995"]}}
     status = {
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        "containerStatuses": [{
-            "name": "server", "ready": ready, "restartCount": restarts, "image": "curvine:1",
-            "imageID": "", "lastState": {"terminated": {"reason": "Error", "exitCode": 137}}
-            if restarts else {}}],
-    }  # fmt: skip
+        "containerStatuses": [
+            {
+                "name": "server",
+                "ready": ready,
+                "restartCount": restarts,
+                "image": "curvine:1",
+                "imageID": "",
+                "lastState": {"terminated": {"reason": "Error", "exitCode": 137}}
+                if restarts
+                else {},
+            }
+        ],
+    }
     return {
         "metadata": {"name": name, "namespace": "curvine"},
-        "spec": {"containers": [{"name": "server", "image": "curvine:1", "readinessProbe": probe,
-                                 "livenessProbe": probe, "startupProbe": probe}]},
+        "spec": {
+            "containers": [
+                {
+                    "name": "server",
+                    "image": "curvine:1",
+                    "readinessProbe": probe,
+                    "livenessProbe": probe,
+                    "startupProbe": probe,
+                }
+            ]
+        },
         "status": status,
-    }  # fmt: skip
+    }
 
 
 def _seed_curvine(kube: FakeKube) -> None:

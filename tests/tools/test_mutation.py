@@ -24,9 +24,13 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     mutated = tmp_path / "mutants" / "pkg" / "mod.py"
     mutated.parent.mkdir(parents=True)
     mutated.write_text("x = 2\n")
-    codes = {"pkg.mod.x_f__mutmut_1": 1, "pkg.mod.x_f__mutmut_2": 0,
-             "pkg.mod.x_f__mutmut_3": 33, "pkg.mod.x_f__mutmut_4": None,
-             "pkg.mod.x_f__mutmut_5": 0}  # fmt: skip
+    codes = {
+        "pkg.mod.x_f__mutmut_1": 1,
+        "pkg.mod.x_f__mutmut_2": 0,
+        "pkg.mod.x_f__mutmut_3": 33,
+        "pkg.mod.x_f__mutmut_4": None,
+        "pkg.mod.x_f__mutmut_5": 0,
+    }
     (mutated.parent / "mod.py.meta").write_text(json.dumps({"exit_code_by_key": codes}))
     os.utime(source, (1_000, 1_000))  # the source is older than its mutants
     return source
@@ -34,9 +38,11 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_resume_reruns_all_but_the_kills(tree: Path) -> None:
     assert mutation.to_run("pkg.mod", resume=True) == [
-        "pkg.mod.x_f__mutmut_2", "pkg.mod.x_f__mutmut_3", "pkg.mod.x_f__mutmut_4",
+        "pkg.mod.x_f__mutmut_2",
+        "pkg.mod.x_f__mutmut_3",
+        "pkg.mod.x_f__mutmut_4",
         "pkg.mod.x_f__mutmut_5",
-    ]  # fmt: skip
+    ]
 
 
 def test_a_full_run_or_a_changed_source_reruns_the_whole_module(tree: Path) -> None:
@@ -68,8 +74,20 @@ def test_a_failed_mutmut_run_is_reported_with_its_output_and_exit_code(
 
 
 BOOKKEEPING = ("pragma: no mutate", "quivalent mutant")
-NOT_PRODUCT = {"tests", "tools", ".git", ".venv", ".venv-checkov", ".venv-runtime", "node_modules",
-               "mutants", "cdk.out", "dist", ".charts", "imports"}  # fmt: skip
+NOT_PRODUCT = {
+    "tests",
+    "tools",
+    ".git",
+    ".venv",
+    ".venv-checkov",
+    ".venv-runtime",
+    "node_modules",
+    "mutants",
+    "cdk.out",
+    "dist",
+    ".charts",
+    "imports",
+}
 
 
 def test_no_product_file_carries_mutation_bookkeeping() -> None:
@@ -134,8 +152,10 @@ def test_a_survivor_that_changes_a_listed_line_counts_as_equivalent(tree: Path) 
     line, counts = mutation.score("pkg.mod", listed)
     assert (counts["equivalent"], counts["survived"]) == (1, 2)
     # The same line in another function, or another module, is not the listed mutant.
-    elsewhere = [mutation.Equivalent("pkg.mod", "g", 'value = d.get("a", "")', "-"),
-                 mutation.Equivalent("pkg.other", "f", 'value = d.get("a", "")', "-")]  # fmt: skip
+    elsewhere = [
+        mutation.Equivalent("pkg.mod", "g", 'value = d.get("a", "")', "-"),
+        mutation.Equivalent("pkg.other", "f", 'value = d.get("a", "")', "-"),
+    ]
     assert mutation.score("pkg.mod", elsewhere)[1]["survived"] == 3
     assert "0/2" in line  # equivalents are outside the score
 

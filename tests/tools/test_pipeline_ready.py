@@ -45,10 +45,21 @@ def test_make_pipeline_synth_on_the_shipped_prod_config_builds_or_says_what_it_n
     (out / "manifest.json").write_text("{}")  # a user's earlier synth
     env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
     proc = subprocess.run(
-        ["make", "--no-print-directory", "pipeline-synth", "ENV=prod", f"VENV={_venv(tmp_path)}",
-         f"OUT={out}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=900, check=False, env=env,
-    )  # fmt: skip
+        [
+            "make",
+            "--no-print-directory",
+            "pipeline-synth",
+            "ENV=prod",
+            f"VENV={_venv(tmp_path)}",
+            f"OUT={out}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+        env=env,
+    )
     if load_config("prod").pipeline.enabled:
         assert proc.returncode == 0, proc.stderr
         assert list(out.glob("*pipeline*.template.json")), sorted(p.name for p in out.iterdir())

@@ -39,13 +39,24 @@ def test_privilege_is_accepted_only_for_the_csi_node_plugin() -> None:
 
 
 def test_findings_not_covered_are_left() -> None:
-    skips = [Skip("CKV_AWS_18", "the access-log buckets: logging them to themselves loops",
-                  ("AWS::S3::Bucket.*AccessLogs*",))]  # fmt: skip
-    report = [{"results": {"failed_checks": [
-        finding("CKV_AWS_18", "AWS::S3::Bucket.TlsAccessLogsAB12"),
-        finding("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34"),
-        finding("CKV_AWS_21", "AWS::S3::Bucket.TlsAccessLogsAB12"),
-    ]}}]  # fmt: skip
+    skips = [
+        Skip(
+            "CKV_AWS_18",
+            "the access-log buckets: logging them to themselves loops",
+            ("AWS::S3::Bucket.*AccessLogs*",),
+        )
+    ]
+    report = [
+        {
+            "results": {
+                "failed_checks": [
+                    finding("CKV_AWS_18", "AWS::S3::Bucket.TlsAccessLogsAB12"),
+                    finding("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34"),
+                    finding("CKV_AWS_21", "AWS::S3::Bucket.TlsAccessLogsAB12"),
+                ]
+            }
+        }
+    ]
     left = unaccepted(failed_checks(report), skips)
     assert [(f["check_id"], f["resource"]) for f in left] == [
         ("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34"),
@@ -54,11 +65,16 @@ def test_findings_not_covered_are_left() -> None:
 
 
 def test_an_entry_no_finding_needs_is_reported_as_unused() -> None:
-    logs = Skip("CKV_AWS_18", "the access-log buckets: logging them to themselves loops",
-                ("AWS::S3::Bucket.*AccessLogs*",))  # fmt: skip
+    logs = Skip(
+        "CKV_AWS_18",
+        "the access-log buckets: logging them to themselves loops",
+        ("AWS::S3::Bucket.*AccessLogs*",),
+    )
     lambdas = Skip("CKV_AWS_115", "handlers run only during a deploy, no reserved concurrency")
-    findings = [finding("CKV_AWS_18", "AWS::S3::Bucket.TlsAccessLogsAB12"),
-                finding("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34")]  # fmt: skip
+    findings = [
+        finding("CKV_AWS_18", "AWS::S3::Bucket.TlsAccessLogsAB12"),
+        finding("CKV_AWS_18", "AWS::S3::Bucket.DataBucketCD34"),
+    ]
     assert unused([logs, lambdas], findings) == [lambdas]
 
 

@@ -19,8 +19,10 @@ def write_assembly(outdir: Path, templates: dict[str, dict[str, object]]) -> Non
     artifacts = {}
     for name, resources in templates.items():
         (outdir / f"{name}.template.json").write_text(json.dumps({"Resources": resources}))
-        artifacts[name] = {"type": "aws:cloudformation:stack",
-                           "environment": "aws://111122223333/us-west-2"}  # fmt: skip
+        artifacts[name] = {
+            "type": "aws:cloudformation:stack",
+            "environment": "aws://111122223333/us-west-2",
+        }
     (outdir / "manifest.json").write_text(json.dumps({"artifacts": artifacts}))
 
 
@@ -28,8 +30,10 @@ def test_an_error_in_one_template_fails_the_run_and_names_that_template(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     misspelt = {"Type": "AWS::S3::Bucket", "Properties": {"BucketNme": "kvcache-logs"}}
-    write_assembly(tmp_path, {"good": {"Logs": BUCKET}, "bad": {"Logs": misspelt},
-                              "also-good": {"Logs": BUCKET}})  # fmt: skip
+    write_assembly(
+        tmp_path,
+        {"good": {"Logs": BUCKET}, "bad": {"Logs": misspelt}, "also-good": {"Logs": BUCKET}},
+    )
     assert main([str(tmp_path)]) == 1
     out = capsys.readouterr().out
     # One line per template: its name, whether it passed and its counts.

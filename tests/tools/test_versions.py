@@ -46,9 +46,13 @@ PYPI_JSON = {
 
 @pytest.mark.parametrize(
     ("pinned", "status", "latest"),
-    [("1.9.0", "behind", "1.10.0"), ("1.10.0", "current", "1.10.0"), ("2.0.0b1", "behind",
-     "2.0.0rc1"), ("1.13.0", "ahead", "1.10.0")],
-)  # fmt: skip
+    [
+        ("1.9.0", "behind", "1.10.0"),
+        ("1.10.0", "current", "1.10.0"),
+        ("2.0.0b1", "behind", "2.0.0rc1"),
+        ("1.13.0", "ahead", "1.10.0"),
+    ],
+)
 def test_pypi_json_api(pinned: str, status: str, latest: str) -> None:
     """Yanked and empty releases are not the newest; a pre-release only for a pre-release pin."""
     with serving(Documents()) as registry:
@@ -60,17 +64,24 @@ def test_pypi_json_api(pinned: str, status: str, latest: str) -> None:
 def test_a_mirror_without_the_json_api_is_read_through_its_simple_index() -> None:
     """PEP 691 JSON (``files``, each ``filename`` and ``yanked``); PEP 503 HTML (one anchor per
     file, ``data-yanked`` on yanked ones)."""
-    simple_json = {"meta": {"api-version": "1.1"}, "name": "demo", "files": [
-        _file("demo-1.2.0.tar.gz"), _file("demo-1.3.0-py3-none-any.whl"),
-        _file("demo-1.4.0.tar.gz", yanked=True)]}  # fmt: skip
+    simple_json = {
+        "meta": {"api-version": "1.1"},
+        "name": "demo",
+        "files": [
+            _file("demo-1.2.0.tar.gz"),
+            _file("demo-1.3.0-py3-none-any.whl"),
+            _file("demo-1.4.0.tar.gz", yanked=True),
+        ],
+    }
     html = (
         b'<html><body><a href="demo-0.9.tar.gz">demo-0.9.tar.gz</a>'
         b'<a href="demo-0.10-py3-none-any.whl">demo-0.10-py3-none-any.whl</a>'
         b'<a href="demo-0.11.tar.gz" data-yanked="">demo-0.11.tar.gz</a></body></html>'
     )
     with serving(Documents()) as registry:
-        registry.add("/simple/demo/", json.dumps(simple_json).encode(),
-                     "application/vnd.pypi.simple.v1+json")  # fmt: skip
+        registry.add(
+            "/simple/demo/", json.dumps(simple_json).encode(), "application/vnd.pypi.simple.v1+json"
+        )
         registry.add("/simple/old/", html, "text/html")
         assert _one(Pin("pypi", "demo", "1.2.0", "r.txt"), registry.base)[:2] == ("behind", "1.3.0")
         assert _one(Pin("pypi", "old", "0.10", "r.txt"), registry.base)[:2] == ("current", "0.10")
@@ -81,14 +92,22 @@ def test_a_mirror_without_the_json_api_is_read_through_its_simple_index() -> Non
 def test_npm_registry() -> None:
     """Abbreviated metadata (npm/registry docs/responses/package-metadata.md): ``versions`` with
     ``deprecated`` on deprecated ones; a scoped name is sent with its slash encoded."""
-    doc = {"name": "@scope/cli", "dist-tags": {"latest": "2.4.0"}, "versions": {
-        "2.3.0": {"name": "@scope/cli"}, "2.4.0": {"name": "@scope/cli"},
-        "2.5.0": {"name": "@scope/cli", "deprecated": "broken"},
-        "3.0.0-rc.1": {"name": "@scope/cli"}}}  # fmt: skip
+    doc = {
+        "name": "@scope/cli",
+        "dist-tags": {"latest": "2.4.0"},
+        "versions": {
+            "2.3.0": {"name": "@scope/cli"},
+            "2.4.0": {"name": "@scope/cli"},
+            "2.5.0": {"name": "@scope/cli", "deprecated": "broken"},
+            "3.0.0-rc.1": {"name": "@scope/cli"},
+        },
+    }
     with serving(Documents()) as registry:
         registry.add("/npm/@scope%2Fcli", json.dumps(doc).encode())
         assert _one(Pin("npm", "@scope/cli", "2.3.0", "package.json"), registry.base)[:2] == (
-            "behind", "2.4.0")  # fmt: skip
+            "behind",
+            "2.4.0",
+        )
         assert "application/vnd.npm.install-v1+json" in registry.asked[0][1]["accept"]
 
 
@@ -120,8 +139,10 @@ def test_oci_registry_with_a_token_challenge_and_two_pages() -> None:
     def page(first: bool) -> object:
         def answer(headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
             if headers.get("authorization") != "Bearer t0ken":
-                realm = (f'Bearer realm="{documents.base}/token",service="test",'
-                         'scope="repository:org/img:pull"')  # fmt: skip
+                realm = (
+                    f'Bearer realm="{documents.base}/token",service="test",'
+                    'scope="repository:org/img:pull"'
+                )
                 return 401, {"WWW-Authenticate": realm}, b"{}"
             tags = ["latest", "v0.3.1", "v0.3.2-alpha"] if first else ["v0.3.3-alpha", "nightly"]
             link = {"Link": '</v2/org/img/tags/list?n=3&last=v0.3.2-alpha>; rel="next"'}
@@ -139,26 +160,45 @@ def test_oci_registry_with_a_token_challenge_and_two_pages() -> None:
         registry.add("/token", json.dumps({"token": "t0ken"}).encode())
         host = registry.base.removeprefix("http://")
         assert _one(Pin("image", "org/img", "v0.3.2-alpha", "config", host), registry.base)[:2] == (
-            "behind", "v0.3.3-alpha")  # fmt: skip
+            "behind",
+            "v0.3.3-alpha",
+        )
         assert _one(Pin("image", "org/img", "v0.3.1", "config", host), registry.base)[:2] == (
-            "current", "v0.3.1")  # fmt: skip
+            "current",
+            "v0.3.1",
+        )
         token = next(p for p in registry.paths() if p.startswith("/token"))
         assert "scope=repository%3Aorg%2Fimg%3Apull" in token and "service=test" in token
 
 
-@pytest.mark.parametrize(("pinned", "status"), [("v4", "current"), ("v3", "behind"),
-                                                ("v4.1.0", "behind"), ("v5", "ahead"),
-                                                ("v4.2rc1", "behind")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("pinned", "status"),
+    [
+        ("v4", "current"),
+        ("v3", "behind"),
+        ("v4.1.0", "behind"),
+        ("v5", "ahead"),
+        ("v4.2rc1", "behind"),
+    ],
+)
 def test_github_releases_and_a_floating_major_tag(pinned: str, status: str) -> None:
     """List releases (docs.github.com REST "List releases"): ``tag_name``, ``draft``; an Action
     pinned at ``v4`` is current while v4.x.y is the newest release. A pre-release pin is that
     pre-release, not a floating tag: v4.2rc1 is behind v4.2.2."""
-    releases = [{"tag_name": "v5.0.0", "draft": True}, {"tag_name": "v4.2.2", "draft": False},
-                {"tag_name": "v4.1.0", "draft": False}]  # fmt: skip
+    releases = [
+        {"tag_name": "v5.0.0", "draft": True},
+        {"tag_name": "v4.2.2", "draft": False},
+        {"tag_name": "v4.1.0", "draft": False},
+    ]
     with serving(Documents()) as registry:
         registry.add("/repos/actions/checkout/releases", json.dumps(releases).encode())
-        pin = Pin("github", "actions/checkout", pinned, "ci.yml",
-                  f"{registry.base}/repos/actions/checkout")  # fmt: skip
+        pin = Pin(
+            "github",
+            "actions/checkout",
+            pinned,
+            "ci.yml",
+            f"{registry.base}/repos/actions/checkout",
+        )
         assert _one(pin, registry.base)[:2] == (status, "v4.2.2")
 
 
@@ -216,8 +256,9 @@ def test_a_registry_that_fails_is_asked_once() -> None:
 def test_a_registry_that_never_answers_times_out_quickly() -> None:
     with silent() as port:
         started = time.monotonic()
-        status, latest, note = _one(Pin("pypi", "slow", "1.0", "r.txt"), f"http://127.0.0.1:{port}",
-                                    timeout=0.5)  # fmt: skip
+        status, latest, note = _one(
+            Pin("pypi", "slow", "1.0", "r.txt"), f"http://127.0.0.1:{port}", timeout=0.5
+        )
         assert time.monotonic() - started < 5
     assert (status, latest) == ("unreachable", None)
     assert "0.5 s" in note
@@ -243,8 +284,14 @@ def test_newest_follows_packaging_version_order(
 
 @pytest.mark.parametrize(
     ("pinned", "latest", "status"),
-    [("1.9.0", "1.10.0", "behind"), ("1.10", "1.10.0", "current"), ("2.0", "1.10.0", "ahead"),
-     ("v1.2.3", "1.2.3", "current"), ("main", "1.0.0", "unknown"), ("1.0.0", None, "unknown")],
-)  # fmt: skip
+    [
+        ("1.9.0", "1.10.0", "behind"),
+        ("1.10", "1.10.0", "current"),
+        ("2.0", "1.10.0", "ahead"),
+        ("v1.2.3", "1.2.3", "current"),
+        ("main", "1.0.0", "unknown"),
+        ("1.0.0", None, "unknown"),
+    ],
+)
 def test_compare(pinned: str, latest: str | None, status: str) -> None:
     assert compare(pinned, latest) == status

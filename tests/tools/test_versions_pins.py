@@ -25,8 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tools.versions", *argv], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "tools.versions", *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_a_pin_added_to_a_requirements_file_is_found(tmp_path: Path) -> None:
@@ -56,15 +62,22 @@ def test_a_line_pip_cannot_read_is_one_error_line(tmp_path: Path) -> None:
 def test_the_repositorys_own_pins_are_all_found() -> None:
     """Every ``name==version`` line of every requirements file, as pip reads it."""
     found = {(p.name, p.pinned) for p in requirement_pins(ROOT)}
-    files = [*ROOT.glob("requirements*.txt"), *ROOT.glob("tests/runtime/requirements/*.txt"),
-             *ROOT.glob("tests/server/requirements/*.txt")]  # fmt: skip
+    files = [
+        *ROOT.glob("requirements*.txt"),
+        *ROOT.glob("tests/runtime/requirements/*.txt"),
+        *ROOT.glob("tests/server/requirements/*.txt"),
+    ]
     expected = set()
     for path in files:
         for line in path.read_text().splitlines():
             if re.match(r"^[A-Za-z0-9]", line):
                 req = Requirement(line.split(" #")[0])
-                expected.add((req.name.lower().replace("_", "-").replace(".", "-"),
-                              next(iter(req.specifier)).version))  # fmt: skip
+                expected.add(
+                    (
+                        req.name.lower().replace("_", "-").replace(".", "-"),
+                        next(iter(req.specifier)).version,
+                    )
+                )
     assert expected <= found
     package = json.loads((ROOT / "package.json").read_text())["devDependencies"]
     assert {(p.name, p.pinned) for p in npm_pins(ROOT)} == set(package.items())
@@ -81,10 +94,17 @@ def test_the_configs_pins_come_from_the_config_model() -> None:
     assert image.registry == "registry-1.docker.io"
     curvine = by_key["kvcache.curvine.image"]
     assert (curvine.registry, curvine.name, curvine.pinned) == (
-        "ghcr.io", "curvineio/curvine", config.kvcache.curvine.version)  # fmt: skip
+        "ghcr.io",
+        "curvineio/curvine",
+        config.kvcache.curvine.version,
+    )
     chart = by_key["kvcache.kyverno.chart_version"]
     assert (chart.kind, chart.name, chart.pinned, chart.registry) == (
-        "helm", "kyverno", config.kvcache.kyverno.chart_version, KYVERNO_REPOSITORY)  # fmt: skip
+        "helm",
+        "kyverno",
+        config.kvcache.kyverno.chart_version,
+        KYVERNO_REPOSITORY,
+    )
     git = by_key["hyperpod.dependencies_chart.commit"]
     assert (git.kind, git.pinned) == ("git", config.hyperpod.dependencies_chart.commit)
     assert by_key["eks.addons.vpc_cni"].pinned == config.eks.addons.vpc_cni
@@ -105,15 +125,23 @@ def test_the_cli_reports_pypi_and_npm_and_exits_0_when_behind() -> None:
     """Every package is a release behind on this registry: still exit 0 (it is a report)."""
     documents = Documents()
 
-    releases = json.dumps({"releases": {"0.0.1": [{"yanked": False}],
-                                        "999.0.0": [{"yanked": False}]}}).encode()  # fmt: skip
+    releases = json.dumps(
+        {"releases": {"0.0.1": [{"yanked": False}], "999.0.0": [{"yanked": False}]}}
+    ).encode()
 
     with serving(documents) as registry:
         for pin in requirement_pins(ROOT):
             registry.add(f"/pypi/{pin.name}/json", releases)
         registry.add("/npm/aws-cdk", json.dumps({"versions": {"9999.0.0": {}}}).encode())
-        proc = _cli("--only", "pypi,npm", "--json", "--pypi-index", f"{registry.base}/simple",
-                    "--npm-registry", f"{registry.base}/npm/")  # fmt: skip
+        proc = _cli(
+            "--only",
+            "pypi,npm",
+            "--json",
+            "--pypi-index",
+            f"{registry.base}/simple",
+            "--npm-registry",
+            f"{registry.base}/npm/",
+        )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     rows = {(r["kind"], r["component"], r["pinned"]): r for r in report["pins"]}
@@ -128,20 +156,29 @@ def test_the_cli_reports_pypi_and_npm_and_exits_0_when_behind() -> None:
 
 def test_the_cli_says_unreachable_once_per_registry_and_exits_0() -> None:
     pypi, npm = closed_port(), closed_port()
-    proc = _cli("--only", "pypi,npm", "--timeout", "2",
-                "--pypi-index", f"http://127.0.0.1:{pypi}/simple",
-                "--npm-registry", f"http://127.0.0.1:{npm}/")  # fmt: skip
+    proc = _cli(
+        "--only",
+        "pypi,npm",
+        "--timeout",
+        "2",
+        "--pypi-index",
+        f"http://127.0.0.1:{pypi}/simple",
+        "--npm-registry",
+        f"http://127.0.0.1:{npm}/",
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     unreachable = [line for line in lines if line.startswith("not reachable: ")]
     assert sorted(line.split(": ")[1] for line in unreachable) == sorted(
-        [f"127.0.0.1:{pypi}", f"127.0.0.1:{npm}"])  # fmt: skip
+        [f"127.0.0.1:{pypi}", f"127.0.0.1:{npm}"]
+    )
     rows = [line for line in lines if line.startswith(("pypi ", "npm "))]
     assert rows and all(line.split()[5] == "unreachable" for line in rows)
 
 
-@pytest.mark.parametrize(("argv", "wrong"), [(["--only", "pypi,maven"], "maven"),
-                                             (["--timeout", "0"], "'0'")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("argv", "wrong"), [(["--only", "pypi,maven"], "maven"), (["--timeout", "0"], "'0'")]
+)
 def test_a_bad_argument_is_one_line_and_exit_2(argv: list[str], wrong: str) -> None:
     proc = _cli(*argv)
     assert proc.returncode == 2

@@ -113,9 +113,14 @@ def measure(root: Path, chunks: int, rounds: int) -> dict[str, list[float]]:
 
     config = LMCacheEngineConfig.from_env()
     meta = LMCacheMetadata(
-        model_name="bench", world_size=1, local_world_size=1, worker_id=0, local_worker_id=0,
-        kv_dtype=torch.bfloat16, kv_shape=(LAYERS, 2, CHUNK, KV_HEADS, HEAD_DIM),
-    )  # fmt: skip
+        model_name="bench",
+        world_size=1,
+        local_world_size=1,
+        worker_id=0,
+        local_worker_id=0,
+        kv_dtype=torch.bfloat16,
+        kv_shape=(LAYERS, 2, CHUNK, KV_HEADS, HEAD_DIM),
+    )
     storage = StorageManager(config, meta, event_manager=EventManager())
     remote: Any = storage.storage_backends["RemoteBackend"]
     source = storage.allocate(meta.get_shapes(), meta.get_dtypes())
@@ -130,8 +135,9 @@ def measure(root: Path, chunks: int, rounds: int) -> dict[str, list[float]]:
         rates.setdefault(name, []).append(total / seconds / 1e6)
 
     for r in range(rounds):
-        keys = [CacheEngineKey("bench", 1, 0, 1_000_000 * r + i, torch.bfloat16)
-                for i in range(chunks)]  # fmt: skip
+        keys = [
+            CacheEngineKey("bench", 1, 0, 1_000_000 * r + i, torch.bfloat16) for i in range(chunks)
+        ]
         plain = [plain_dir / f"{r}-{i}.data" for i in range(chunks)]
         rate("connector put", _timed(_put, remote, source, keys))
         rate("plain write", _timed(_write, plain, payload))

@@ -113,8 +113,16 @@ def report_lines(wall: dict[str, float], mem: dict[str, float], runs: int, env: 
 def _make_synth(env: str, out: Path) -> list[str]:
     """What `make synth` runs after installing: the synth with the manifests, with cfn-lint
     loading beside it, then cfn-lint."""
-    synth = [sys.executable, "app.py", "-c", f"env={env}", "-c", f"manifestsDir={out / 'dist'}",
-             "--outdir", str(out)]  # fmt: skip
+    synth = [
+        sys.executable,
+        "app.py",
+        "-c",
+        f"env={env}",
+        "-c",
+        f"manifestsDir={out / 'dist'}",
+        "--outdir",
+        str(out),
+    ]
     return [sys.executable, "-m", "tools.validate_templates", str(out), "--after", *synth]
 
 

@@ -43,8 +43,10 @@ def plan(out: Path, png: Path | None, as_json: bool) -> int:
         )
         for item in f["critical_path"]:
             if item["end"] - item["start"] >= 1:  # the long steps of the path
-                print(f"  {item['start']:>6} -> {item['end']:>6}  {item['stack']}  "
-                      f"{item['resource']} ({item['type']})")  # fmt: skip
+                print(
+                    f"  {item['start']:>6} -> {item['end']:>6}  {item['stack']}  "
+                    f"{item['resource']} ({item['type']})"
+                )
     if png:
         print(f"wrote {png}")
     return 0
@@ -64,20 +66,26 @@ def measured(cfg: AppConfig, cdk_out: Path, as_json: bool, cfn: Any) -> int:
                 raise
             missing.append(stack)
     if as_json:
-        print(json.dumps({
-            "environment": env,
-            "durations_file": DURATIONS_FILE.name,
-            "cdk_out": str(outdir) if outdir else None,
-            "rows": [asdict(r) for r in rows],
-            "missing_stacks": missing,
-        }))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "environment": env,
+                    "durations_file": DURATIONS_FILE.name,
+                    "cdk_out": str(outdir) if outdir else None,
+                    "rows": [asdict(r) for r in rows],
+                    "missing_stacks": missing,
+                }
+            )
+        )
         return 0
     print(f"measured vs assumed minutes: {env} ({DURATIONS_FILE.name})")
     print("stack\tresource\ttype\tphase\tassumed\tmeasured\tratio")
     for r in rows:
         ratio = f"{r.measured / r.assumed:.2f}" if r.assumed else "-"
-        print(f"{r.stack}\t{r.logical_id}\t{r.type}\t{r.phase}\t{r.assumed:.1f}\t"
-              f"{r.measured:.1f}\t{ratio}")  # fmt: skip
+        print(
+            f"{r.stack}\t{r.logical_id}\t{r.type}\t{r.phase}\t{r.assumed:.1f}\t"
+            f"{r.measured:.1f}\t{ratio}"
+        )
     for stack in missing:
         print(f"note: stack {stack} does not exist (not deployed, or deleted)")
     return 0

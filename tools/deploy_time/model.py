@@ -346,11 +346,16 @@ def report(outdir: Path, durations: Durations, png: Path | None = None) -> dict[
             "ratio": round(deployed.minutes / best.minutes, 3) if best.minutes else None,
             "stacks": {k: [round(a, 1), round(b, 1)] for k, (a, b) in deployed.stacks.items()},
             "critical_path": [
-                {"stack": s.key[0], "resource": s.key[1], "type": s.type,
-                 "start": round(s.start, 1), "end": round(s.end, 1)}
+                {
+                    "stack": s.key[0],
+                    "resource": s.key[1],
+                    "type": s.type,
+                    "start": round(s.start, 1),
+                    "end": round(s.end, 1),
+                }
                 for s in deployed.critical_path()
             ],
-        }  # fmt: skip
+        }
     if png is not None:
         result["gantt"] = str(plot_gantt(schedules, png))
     return result

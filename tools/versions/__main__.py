@@ -30,8 +30,13 @@ def pip_index() -> str:
     """The index pip installs from: PIP_INDEX_URL, else pip's configuration, else PyPI."""
     if os.environ.get("PIP_INDEX_URL"):
         return os.environ["PIP_INDEX_URL"].split()[0]
-    proc = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True,
-                          text=True, timeout=60, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     found = dict(_PIP_INDEX.findall(proc.stdout))
     return next((found[k] for k in (":env:", "install", "global") if found.get(k)), PYPI)
 
@@ -41,8 +46,13 @@ def npm_registry() -> str:
     environment), else the public one."""
     if shutil.which("npm") is None:
         return NPM
-    proc = subprocess.run(["npm", "config", "get", "registry"], capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    proc = subprocess.run(
+        ["npm", "config", "get", "registry"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     answer = proc.stdout.strip()
     return answer if proc.returncode == 0 and answer.startswith("http") else NPM
 
@@ -75,8 +85,9 @@ def _kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     unknown = [k for k in kinds if k not in KINDS]
     if unknown or not kinds:
-        raise argparse.ArgumentTypeError(f"{','.join(unknown) or text!r}: allowed: "
-                                          f"{', '.join(KINDS)} (comma-separated)")  # fmt: skip
+        raise argparse.ArgumentTypeError(
+            f"{','.join(unknown) or text!r}: allowed: {', '.join(KINDS)} (comma-separated)"
+        )
     return kinds
 
 

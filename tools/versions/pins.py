@@ -54,9 +54,14 @@ def _pipeline_pins() -> list[Pin]:
     from infra.constructs.pipeline import HELM_VERSION
 
     return [
-        Pin("github", "helm/helm (helm CLI)", HELM_VERSION, "infra/constructs/pipeline.py",
-            _github_release("helm/helm")),
-    ]  # fmt: skip
+        Pin(
+            "github",
+            "helm/helm (helm CLI)",
+            HELM_VERSION,
+            "infra/constructs/pipeline.py",
+            _github_release("helm/helm"),
+        ),
+    ]
 
 
 # Pins no file above holds in a form this module can read, as (path key, chart, repository):
@@ -86,8 +91,10 @@ def requirement_pins(root: Path = ROOT) -> list[Pin]:
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         build = tomllib.loads(pyproject.read_text()).get("build-system", {})
-        pins += [_requirement_pin(text, "pyproject.toml", "build-system.requires")
-                 for text in build.get("requires", [])]  # fmt: skip
+        pins += [
+            _requirement_pin(text, "pyproject.toml", "build-system.requires")
+            for text in build.get("requires", [])
+        ]
     return pins
 
 
@@ -96,9 +103,12 @@ def _requirement_pin(text: str, source: str, field: str) -> Pin:
         req = Requirement(text)
     except InvalidRequirement:
         raise ConfigError(
-            source, field, text, "a requirement in pip's syntax, pinned like name==1.2.3",
+            source,
+            field,
+            text,
+            "a requirement in pip's syntax, pinned like name==1.2.3",
             "fix the line, or start it with # to make it a comment",
-        ) from None  # fmt: skip
+        ) from None
     exact = [s.version for s in req.specifier if s.operator in ("==", "===")]
     pinned = exact[0] if len(exact) == 1 else (str(req.specifier) or "(unpinned)")
     where = source if field.startswith("build") else f"{source}:{field.removeprefix('line ')}"
@@ -168,9 +178,13 @@ def _nested(value: Any, prefix: str) -> Iterator[tuple[str, str, Any, BaseModel]
 
 
 def _classify(
-    key: str, field: str, value: Any, owner: BaseModel, where: str,
+    key: str,
+    field: str,
+    value: Any,
+    owner: BaseModel,
+    where: str,
     repositories: dict[str, tuple[str, str]],
-) -> list[Pin]:  # fmt: skip
+) -> list[Pin]:
     if not isinstance(value, str):
         return []
     if field.endswith("image"):

@@ -220,8 +220,14 @@ def github_tags(api_repository: str, timeout: float) -> list[str]:
 def git_head(url: str, timeout: float) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
     try:
-        proc = subprocess.run(["git", "ls-remote", url, "HEAD"], capture_output=True, text=True,
-                              timeout=timeout, env=env, check=False)  # fmt: skip
+        proc = subprocess.run(
+            ["git", "ls-remote", url, "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         raise Unreachable(f"no answer within {timeout:g} s") from None
     except FileNotFoundError:

@@ -200,13 +200,22 @@ def _short(text: str | None) -> str:
 
 def as_table(rows: list[Row], unreachable: dict[str, str]) -> str:
     cells = [HEADER] + [
-        (row.kind, row.component, _short(row.pinned), _short(row.newest), row.registry,
-         row.status, row.where[0] + (f" (+{len(row.where) - 1})" if len(row.where) > 1 else ""))
+        (
+            row.kind,
+            row.component,
+            _short(row.pinned),
+            _short(row.newest),
+            row.registry,
+            row.status,
+            row.where[0] + (f" (+{len(row.where) - 1})" if len(row.where) > 1 else ""),
+        )
         for row in rows
-    ]  # fmt: skip
+    ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(HEADER) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) + "  " + line[-1]
-             for line in cells]  # fmt: skip
+    lines = [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=False)) + "  " + line[-1]
+        for line in cells
+    ]
     counts = ", ".join(f"{n} {status}" for status, n in summary(rows).items())
     lines += ["", f"{len(rows)} pins: {counts}"]
     lines += [f"not reachable: {host}: {reason}" for host, reason in sorted(unreachable.items())]

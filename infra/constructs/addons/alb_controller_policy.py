@@ -201,8 +201,10 @@ def narrowings() -> list[Narrowing]:
             "tags only as part of creating a listener or rule",
         ),
     ]
-    out += [Narrowing(sid, "condition added", "ArnEquals ec2:Vpc", IN_VPC)
-            for sid in ("IngressOnVpcSecurityGroups", "ManageOwnSecurityGroups")]  # fmt: skip
+    out += [
+        Narrowing(sid, "condition added", "ArnEquals ec2:Vpc", IN_VPC)
+        for sid in ("IngressOnVpcSecurityGroups", "ManageOwnSecurityGroups")
+    ]
     return out
 
 
@@ -217,10 +219,16 @@ def alb_controller_statements(stack: Stack, vpc_id: str) -> list[iam.PolicyState
 
     elb = [
         arn("elasticloadbalancing", r)
-        for r in ("loadbalancer/net/*/*", "loadbalancer/app/*/*", "targetgroup/*/*",
-                  "listener/net/*/*/*", "listener/app/*/*/*",
-                  "listener-rule/net/*/*/*", "listener-rule/app/*/*/*")
-    ]  # fmt: skip
+        for r in (
+            "loadbalancer/net/*/*",
+            "loadbalancer/app/*/*",
+            "targetgroup/*/*",
+            "listener/net/*/*/*",
+            "listener/app/*/*/*",
+            "listener-rule/net/*/*/*",
+            "listener-rule/app/*/*/*",
+        )
+    ]
     load_balancers, target_groups, listeners, rules = elb[0:2], elb[2:3], elb[3:5], elb[5:7]
     security_groups = [arn("ec2", "security-group/*")]
     vpc = arn("ec2", f"vpc/{vpc_id}")
@@ -235,49 +243,104 @@ def alb_controller_statements(stack: Stack, vpc_id: str) -> list[iam.PolicyState
         )
 
     return [
-        st("ElbServiceLinkedRole", ["iam:CreateServiceLinkedRole"], ["*"],
-           {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}),
+        st(
+            "ElbServiceLinkedRole",
+            ["iam:CreateServiceLinkedRole"],
+            ["*"],
+            {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
+        ),
         # Describe and read calls have no resource-level permissions.
         st("Describe", DESCRIBE, ["*"]),
         st("ReadCertificatesAndProtections", READ_ADDONS, ["*"]),
         # The node security groups are not the controller's, but receive its ingress rules.
-        st("IngressOnVpcSecurityGroups",
-           ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
-           security_groups, in_vpc),
+        st(
+            "IngressOnVpcSecurityGroups",
+            ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"],
+            security_groups,
+            in_vpc,
+        ),
         # The new group has no ec2:Vpc key yet: the VPC is the action's resource.
         st("CreateSecurityGroups", ["ec2:CreateSecurityGroup"], [*security_groups, vpc]),
-        st("TagNewSecurityGroups", ["ec2:CreateTags"], security_groups,
-           {"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
-            "Null": {REQUEST_TAG: "false"}}),
-        st("RetagOwnSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups,
-           RETAG),
-        st("ManageOwnSecurityGroups",
-           ["ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress",
-            "ec2:DeleteSecurityGroup"], security_groups, {**TAGGED, **in_vpc}),
-        st("CreateTaggedLoadBalancers",
-           ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
-           [*load_balancers, *target_groups], {"Null": {REQUEST_TAG: "false"}}),
-        st("ManageListenersOfOwnLoadBalancers",
-           ["elasticloadbalancing:CreateListener", "elasticloadbalancing:DeleteListener",
-            "elasticloadbalancing:CreateRule", "elasticloadbalancing:DeleteRule"],
-           [*load_balancers, *listeners, *rules], TAGGED),
-        st("RetagOwnLoadBalancers",
-           ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-           [*target_groups, *load_balancers], RETAG),
-        st("TagNewListeners", ["elasticloadbalancing:AddTags"], [*listeners, *rules],
-           {"StringEquals": {"elasticloadbalancing:CreateAction": ["CreateListener", "CreateRule"]},
-            "Null": {REQUEST_TAG: "false"}}),
-        st("RetagOwnListeners",
-           ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
-           [*listeners, *rules], RETAG),
-        st("ManageOwnLoadBalancers", MANAGE_TAGGED,
-           [*load_balancers, *target_groups, *listeners], TAGGED),
-        st("TagNewLoadBalancers", ["elasticloadbalancing:AddTags"],
-           [*target_groups, *load_balancers],
-           {"StringEquals": {"elasticloadbalancing:CreateAction": elb_create},
-            "Null": {REQUEST_TAG: "false"}}),
-        st("RegisterTargetsInOwnTargetGroups",
-           ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
-           target_groups, TAGGED),
+        st(
+            "TagNewSecurityGroups",
+            ["ec2:CreateTags"],
+            security_groups,
+            {
+                "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
+                "Null": {REQUEST_TAG: "false"},
+            },
+        ),
+        st("RetagOwnSecurityGroups", ["ec2:CreateTags", "ec2:DeleteTags"], security_groups, RETAG),
+        st(
+            "ManageOwnSecurityGroups",
+            [
+                "ec2:AuthorizeSecurityGroupIngress",
+                "ec2:RevokeSecurityGroupIngress",
+                "ec2:DeleteSecurityGroup",
+            ],
+            security_groups,
+            {**TAGGED, **in_vpc},
+        ),
+        st(
+            "CreateTaggedLoadBalancers",
+            ["elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"],
+            [*load_balancers, *target_groups],
+            {"Null": {REQUEST_TAG: "false"}},
+        ),
+        st(
+            "ManageListenersOfOwnLoadBalancers",
+            [
+                "elasticloadbalancing:CreateListener",
+                "elasticloadbalancing:DeleteListener",
+                "elasticloadbalancing:CreateRule",
+                "elasticloadbalancing:DeleteRule",
+            ],
+            [*load_balancers, *listeners, *rules],
+            TAGGED,
+        ),
+        st(
+            "RetagOwnLoadBalancers",
+            ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            [*target_groups, *load_balancers],
+            RETAG,
+        ),
+        st(
+            "TagNewListeners",
+            ["elasticloadbalancing:AddTags"],
+            [*listeners, *rules],
+            {
+                "StringEquals": {
+                    "elasticloadbalancing:CreateAction": ["CreateListener", "CreateRule"]
+                },
+                "Null": {REQUEST_TAG: "false"},
+            },
+        ),
+        st(
+            "RetagOwnListeners",
+            ["elasticloadbalancing:AddTags", "elasticloadbalancing:RemoveTags"],
+            [*listeners, *rules],
+            RETAG,
+        ),
+        st(
+            "ManageOwnLoadBalancers",
+            MANAGE_TAGGED,
+            [*load_balancers, *target_groups, *listeners],
+            TAGGED,
+        ),
+        st(
+            "TagNewLoadBalancers",
+            ["elasticloadbalancing:AddTags"],
+            [*target_groups, *load_balancers],
+            {
+                "StringEquals": {"elasticloadbalancing:CreateAction": elb_create},
+                "Null": {REQUEST_TAG: "false"},
+            },
+        ),
+        st(
+            "RegisterTargetsInOwnTargetGroups",
+            ["elasticloadbalancing:RegisterTargets", "elasticloadbalancing:DeregisterTargets"],
+            target_groups,
+            TAGGED,
+        ),
         st("ChangeOwnListeners", LISTENER_CHANGES, [*listeners, *rules], TAGGED),
-    ]  # fmt: skip
+    ]

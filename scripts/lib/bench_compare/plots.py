@@ -10,8 +10,12 @@ from typing import Any
 from scripts.lib.bench_compare.run import Comparison
 from scripts.lib.bench_compare.stats import Figures, figures
 
-TTFT_BARS = (("cold_p50_ms", "cold p50"), ("cold_p95_ms", "cold p95"),
-             ("warm_p50_ms", "warm p50"), ("warm_p95_ms", "warm p95"))  # fmt: skip
+TTFT_BARS = (
+    ("cold_p50_ms", "cold p50"),
+    ("cold_p95_ms", "cold p95"),
+    ("warm_p50_ms", "warm p50"),
+    ("warm_p95_ms", "warm p95"),
+)
 SHARE_BARS = (("l0", "L0 GPU"), ("l1", "L1 CPU"), ("l2", "L2"), ("recomputed", "recomputed"))
 WIDTH = 0.2
 
@@ -54,8 +58,13 @@ def _sweep(plt: Any, c: Comparison, bpt: int, path: Path) -> Path:
         at = [figures(r, bpt, n) for n in c.plan.lengths]
         cold = [_nan(f.cold_p50_ms) for f in at]
         (line,) = ax.plot(c.plan.lengths, cold, "--", label=f"{r.target.l2_backend} cold")
-        ax.plot(c.plan.lengths, [_nan(f.warm_p50_ms) for f in at], "-o",
-                color=line.get_color(), label=f"{r.target.l2_backend} warm")  # fmt: skip
+        ax.plot(
+            c.plan.lengths,
+            [_nan(f.warm_p50_ms) for f in at],
+            "-o",
+            color=line.get_color(),
+            label=f"{r.target.l2_backend} warm",
+        )
     ax.set_xlabel("prompt words (~ tokens)")
     ax.set_ylabel("TTFT p50 (ms)")
     ax.set_title("Cold/warm sweep" if ax.lines else "Cold/warm sweep: not run")
@@ -68,8 +77,10 @@ def _throughput(plt: Any, groups: dict[str, list[Figures]], path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), squeeze=False)
     names = list(groups)
     tiers = [f.l2_backend for f in groups[names[0]]]
-    for ax, key, label in ((axes[0][0], "output_tokens_per_s", "output tokens/s"),
-                           (axes[0][1], "requests_per_s", "requests/s")):  # fmt: skip
+    for ax, key, label in (
+        (axes[0][0], "output_tokens_per_s", "output tokens/s"),
+        (axes[0][1], "requests_per_s", "requests/s"),
+    ):
         for i, tier in enumerate(tiers):
             xs = [j + (i - (len(tiers) - 1) / 2) * WIDTH for j in range(len(names))]
             values = [getattr(f, key) for w in names for f in groups[w] if f.l2_backend == tier]

@@ -30,9 +30,23 @@ TITLES = {
     "scale_out": "Scale-out: a replica joins",
 }
 SHARES = ("l0", "l1", "l2", "recomputed", "load_shortfall")
-COLUMNS = ["l2_backend", "endpoint", "requests", "cold p50 ms", "cold p95 ms", "warm p50 ms",
-           "warm p95 ms", "speedup", "output tok/s", "req/s", "L0", "L1", "L2", "recomputed",
-           "failed loads"]  # fmt: skip
+COLUMNS = [
+    "l2_backend",
+    "endpoint",
+    "requests",
+    "cold p50 ms",
+    "cold p95 ms",
+    "warm p50 ms",
+    "warm p95 ms",
+    "speedup",
+    "output tok/s",
+    "req/s",
+    "L0",
+    "L1",
+    "L2",
+    "recomputed",
+    "failed loads",
+]
 
 
 def ms(v: float | None) -> str:
@@ -49,21 +63,35 @@ def times(v: float | None) -> str:
 
 def table_figures(c: Comparison, kv_bytes_per_token: int, at_words: int) -> list[Figures]:
     """One row per workload and tier, in run order (the sweep's TTFT at ``at_words``)."""
-    return [figures(r, kv_bytes_per_token, at_words if r.workload == "sweep" else None)
-            for r in c.runs]  # fmt: skip
+    return [
+        figures(r, kv_bytes_per_token, at_words if r.workload == "sweep" else None) for r in c.runs
+    ]
 
 
 def _row(f: Figures) -> list[str]:
     s = f.shares
     shares = [pct(getattr(s, k) if s else None) for k in SHARES]
-    return [f.l2_backend, f.endpoint, str(f.requests), ms(f.cold_p50_ms), ms(f.cold_p95_ms),
-            ms(f.warm_p50_ms), ms(f.warm_p95_ms), times(f.speedup),
-            f"{f.output_tokens_per_s:.1f}", f"{f.requests_per_s:.2f}", *shares]  # fmt: skip
+    return [
+        f.l2_backend,
+        f.endpoint,
+        str(f.requests),
+        ms(f.cold_p50_ms),
+        ms(f.cold_p95_ms),
+        ms(f.warm_p50_ms),
+        ms(f.warm_p95_ms),
+        times(f.speedup),
+        f"{f.output_tokens_per_s:.1f}",
+        f"{f.requests_per_s:.2f}",
+        *shares,
+    ]
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-            *("| " + " | ".join(r) + " |" for r in rows)]  # fmt: skip
+    return [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+        *("| " + " | ".join(r) + " |" for r in rows),
+    ]
 
 
 def _verdict_cell(v: Verdict | None) -> str:
@@ -71,8 +99,11 @@ def _verdict_cell(v: Verdict | None) -> str:
         return "-"
     if v.status == "n/a":
         return "n/a"
-    shown = "-" if v.measured is None else (
-        times(v.measured) if v.check == SPEEDUP else pct(v.measured))  # fmt: skip
+    shown = (
+        "-"
+        if v.measured is None
+        else (times(v.measured) if v.check == SPEEDUP else pct(v.measured))
+    )
     return f"{shown} **{v.status}**" + ("" if v.measured is not None else f" ({v.reason})")
 
 
@@ -86,14 +117,26 @@ def _verdicts_table(c: Comparison) -> list[str]:
     rows = []
     for t in c.targets:
         mine = c.verdicts_of(t)
-        rows.append([t.l2_backend, t.endpoint, _verdict_cell(_worst(mine, CROSS_POD)),
-                     _verdict_cell(_worst(mine, SPEEDUP)), _verdict_cell(_worst(mine, SCALE_OUT)),
-                     f"**{c.result_of(t)}**"])  # fmt: skip
+        rows.append(
+            [
+                t.l2_backend,
+                t.endpoint,
+                _verdict_cell(_worst(mine, CROSS_POD)),
+                _verdict_cell(_worst(mine, SPEEDUP)),
+                _verdict_cell(_worst(mine, SCALE_OUT)),
+                f"**{c.result_of(t)}**",
+            ]
+        )
     thresholds = {v.check: v.threshold for v in c.verdicts}
     hit, speed = thresholds.get(CROSS_POD), thresholds.get(SPEEDUP)
-    head = ["l2_backend", "endpoint", f"cross-Pod hit (>= {pct(hit)})",
-            f"warm/cold TTFT p50 at {c.at_words} words (>= {times(speed)})",
-            f"new replica L2 share (>= {pct(thresholds.get(SCALE_OUT))})", "result"]  # fmt: skip
+    head = [
+        "l2_backend",
+        "endpoint",
+        f"cross-Pod hit (>= {pct(hit)})",
+        f"warm/cold TTFT p50 at {c.at_words} words (>= {times(speed)})",
+        f"new replica L2 share (>= {pct(thresholds.get(SCALE_OUT))})",
+        "result",
+    ]
     return _table(head, rows)
 
 
@@ -105,41 +148,57 @@ def markdown(c: Comparison, kv_bytes_per_token: int, heading: str, note: str, gu
     if note:
         lines += [f"> {note}", ""]
     models = ", ".join(sorted(set(c.models.values())))
-    lines += [f"Run {c.started}, seed {p.seed}, model {models}. Verdicts from `bench` in the "
-              f"environment's config; how to read this report: {guide}.", "", "## Verdicts", "",
-              *_verdicts_table(c), ""]  # fmt: skip
+    lines += [
+        f"Run {c.started}, seed {p.seed}, model {models}. Verdicts from `bench` in the "
+        f"environment's config; how to read this report: {guide}.",
+        "",
+        "## Verdicts",
+        "",
+        *_verdicts_table(c),
+        "",
+    ]
     intro = {
         "sweep": f"Cold: a fresh prompt on the first replica; warm: the same bytes on the "
-                 f"second. TTFT at {at_words} words, {p.repeats} pairs; throughput and shares "
-                 f"over the whole sweep ({', '.join(map(str, p.lengths))} words).",
+        f"second. TTFT at {at_words} words, {p.repeats} pairs; throughput and shares "
+        f"over the whole sweep ({', '.join(map(str, p.lengths))} words).",
         "chat": f"{p.chat.users} users x {p.chat.rounds} rounds, at most {p.chat.concurrency} "
-                f"requests in flight; a {p.chat.system_prompt_words}-word system prompt shared "
-                f"by all, {p.chat.user_context_words} words of context per user, "
-                f"{p.chat.question_words}-word questions, {p.chat.answer_tokens}-token answers. "
-                "Cold: each user's first round; warm: the later ones.",
+        f"requests in flight; a {p.chat.system_prompt_words}-word system prompt shared "
+        f"by all, {p.chat.user_context_words} words of context per user, "
+        f"{p.chat.question_words}-word questions, {p.chat.answer_tokens}-token answers. "
+        "Cold: each user's first round; warm: the later ones.",
         "cross_pod": f"A fresh {p.cross_pod_words}-word prompt written on the first replica "
-                     "(cold) and read on the second (warm); the shares are the second "
-                     "replica's.",
+        "(cold) and read on the second (warm); the shares are the second "
+        "replica's.",
         "scale_out": f"A fresh {p.cross_pod_words}-word prefix written on a running replica "
-                     "(cold); then a replica joins (the endpoint scaled out by one) and its "
-                     "first request is that prefix (warm); the shares are the new replica's. "
-                     "On none the new replica recomputes it: a cold replica on an L1-only "
-                     "endpoint.",
-    }  # fmt: skip
+        "(cold); then a replica joins (the endpoint scaled out by one) and its "
+        "first request is that prefix (warm); the shares are the new replica's. "
+        "On none the new replica recomputes it: a cold replica on an L1-only "
+        "endpoint.",
+    }
     for workload in p.workloads:
-        mine = [_row(f) for f, r in zip(rows, c.runs, strict=True)
-                if f.workload == workload and "not_run" not in r.extra]  # fmt: skip
+        mine = [
+            _row(f)
+            for f, r in zip(rows, c.runs, strict=True)
+            if f.workload == workload and "not_run" not in r.extra
+        ]
         lines += [f"## {TITLES[workload]}", "", intro[workload], "", *_table(COLUMNS, mine), ""]
-        skipped = [f"{r.target.l2_backend}: {r.extra['not_run']}" for r in c.runs
-                   if r.workload == workload and "not_run" in r.extra]  # fmt: skip
+        skipped = [
+            f"{r.target.l2_backend}: {r.extra['not_run']}"
+            for r in c.runs
+            if r.workload == workload and "not_run" in r.extra
+        ]
         if skipped:
             lines += ["Not run: " + "; ".join(skipped) + ".", ""]
         if workload == "sweep":
             lines += ["### By prompt length", "", *_by_length(c, kv_bytes_per_token), ""]
-    lines += ["## Files", "",
-              "`requests.csv` (every request), `summary.csv` (every row above), "
-              "`verdicts.csv`, `results.json`; `ttft.png`, `sweep_ttft.png`, "
-              "`throughput.png`, `hit_rates.png`.", ""]  # fmt: skip
+    lines += [
+        "## Files",
+        "",
+        "`requests.csv` (every request), `summary.csv` (every row above), "
+        "`verdicts.csv`, `results.json`; `ttft.png`, `sweep_ttft.png`, "
+        "`throughput.png`, `hit_rates.png`.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -181,37 +240,79 @@ def _summary_rows(c: Comparison, kv_bytes_per_token: int) -> list[dict[str, Any]
 GUIDE = "docs/bench-compare.md in the product's repository"
 
 
-def write(c: Comparison, folder: Path, kv_bytes_per_token: int, heading: str, note: str = "",
-          guide: str = GUIDE) -> list[Path]:  # fmt: skip
+def write(
+    c: Comparison,
+    folder: Path,
+    kv_bytes_per_token: int,
+    heading: str,
+    note: str = "",
+    guide: str = GUIDE,
+) -> list[Path]:
     """Every file of the report; returns them (report.md first). Only into a folder that holds
     nothing the product did not write there (``infra.cdk.written``)."""
     guard = OutputFolder(folder, "--out")
     guard.check()
     folder.mkdir(parents=True, exist_ok=True)
-    requests = [{"workload": s.workload, "l2_backend": s.l2_backend, "endpoint": r.target.endpoint,
-                 "kind": s.kind, "replica": s.replica, "ttft_ms": round(s.ttft_ms, 3),
-                 "total_ms": round(s.total_ms, 3), "prompt_tokens": s.prompt_tokens,
-                 "completion_tokens": s.completion_tokens, "started_s": s.started_s, **s.detail}
-                for r in c.runs for s in r.samples]  # fmt: skip
+    requests = [
+        {
+            "workload": s.workload,
+            "l2_backend": s.l2_backend,
+            "endpoint": r.target.endpoint,
+            "kind": s.kind,
+            "replica": s.replica,
+            "ttft_ms": round(s.ttft_ms, 3),
+            "total_ms": round(s.total_ms, 3),
+            "prompt_tokens": s.prompt_tokens,
+            "completion_tokens": s.completion_tokens,
+            "started_s": s.started_s,
+            **s.detail,
+        }
+        for r in c.runs
+        for s in r.samples
+    ]
     summary = _summary_rows(c, kv_bytes_per_token)
     report = folder / "report.md"
     report.write_text(markdown(c, kv_bytes_per_token, heading, note, guide))
-    files = [report,
-             _write_csv(folder / "requests.csv", requests),
-             _write_csv(folder / "summary.csv", summary),
-             _write_csv(folder / "verdicts.csv", [asdict(v) for v in c.verdicts])]  # fmt: skip
+    files = [
+        report,
+        _write_csv(folder / "requests.csv", requests),
+        _write_csv(folder / "summary.csv", summary),
+        _write_csv(folder / "verdicts.csv", [asdict(v) for v in c.verdicts]),
+    ]
     results = folder / "results.json"
-    results.write_text(json.dumps({
-        "started": c.started, "seed": c.plan.seed, "models": c.models,
-        "targets": [asdict(t) for t in c.targets], "summary": summary,
-        "verdicts": [asdict(v) for v in c.verdicts],
-        "counters": [{"workload": r.workload, "l2_backend": r.target.l2_backend, "deltas": r.deltas,
-                      "replicas": r.replica_deltas,
-                      **({"second_replica": r.extra.get("second_replica")}
-                         if r.workload == "cross_pod" else {}),
-                      **({"new_replica": r.extra.get("new_replica")}
-                         if r.workload == "scale_out" else {})} for r in c.runs],
-    }, indent=2, default=str))  # fmt: skip
+    results.write_text(
+        json.dumps(
+            {
+                "started": c.started,
+                "seed": c.plan.seed,
+                "models": c.models,
+                "targets": [asdict(t) for t in c.targets],
+                "summary": summary,
+                "verdicts": [asdict(v) for v in c.verdicts],
+                "counters": [
+                    {
+                        "workload": r.workload,
+                        "l2_backend": r.target.l2_backend,
+                        "deltas": r.deltas,
+                        "replicas": r.replica_deltas,
+                        **(
+                            {"second_replica": r.extra.get("second_replica")}
+                            if r.workload == "cross_pod"
+                            else {}
+                        ),
+                        **(
+                            {"new_replica": r.extra.get("new_replica")}
+                            if r.workload == "scale_out"
+                            else {}
+                        ),
+                    }
+                    for r in c.runs
+                ],
+            },
+            indent=2,
+            default=str,
+        )
+    )
     files.append(results)
     files += plots.draw(c, folder, kv_bytes_per_token)
     guard.record(files)

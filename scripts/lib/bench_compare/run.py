@@ -87,10 +87,13 @@ def request_count(plan: Plan, targets: list[BenchTarget], joinable: Mapping[str,
         "cross_pod": 2,
         "scale_out": 2,
     }
-    skipped = {"cross_pod": lambda t: t.pods < 2,
-               "scale_out": lambda t: 2 * (t.endpoint not in joinable)}  # fmt: skip
-    return sum(per_tier[w] - skipped.get(w, lambda t: 0)(t)
-               for w in plan.workloads for t in targets)  # fmt: skip
+    skipped = {
+        "cross_pod": lambda t: t.pods < 2,
+        "scale_out": lambda t: 2 * (t.endpoint not in joinable),
+    }
+    return sum(
+        per_tier[w] - skipped.get(w, lambda t: 0)(t) for w in plan.workloads for t in targets
+    )
 
 
 @dataclass
@@ -127,12 +130,20 @@ def _counters(scrape: Scrape, t: BenchTarget) -> list[Counters]:
     return [scrape(u) for u in t.metrics_urls]
 
 
-NOT_JOINABLE = "no replica to join: endpoints from config scale out by one; with --target " \
-               "name a new replica with --joining TIER=URL"  # fmt: skip
+NOT_JOINABLE = (
+    "no replica to join: endpoints from config scale out by one; with --target "
+    "name a new replica with --joining TIER=URL"
+)
 
 
-def _scale_out(run: WorkloadRun, plan: Plan, send: Sender, scrape: Scrape, join: Joiner | None,
-               tick: Callable[[str], None]) -> None:  # fmt: skip
+def _scale_out(
+    run: WorkloadRun,
+    plan: Plan,
+    send: Sender,
+    scrape: Scrape,
+    join: Joiner | None,
+    tick: Callable[[str], None],
+) -> None:
     """The new replica's counters go to ``extra["new_replica"]``; a replica that could not
     join (at its maximum, never Ready) leaves the reason in ``extra["error"]``."""
     t = run.target
@@ -141,16 +152,31 @@ def _scale_out(run: WorkloadRun, plan: Plan, send: Sender, scrape: Scrape, join:
         return
     try:
         run.samples, run.extra["new_replica"] = scale_out(
-            send, t, join, plan.cross_pod_words, plan.seed, plan.max_tokens, scrape, plan.waits,
-            tick)  # fmt: skip
+            send,
+            t,
+            join,
+            plan.cross_pod_words,
+            plan.seed,
+            plan.max_tokens,
+            scrape,
+            plan.waits,
+            tick,
+        )
     except (OperationError, ApiException) as exc:
         # One line, as a command's failure is (the API's answer, with its headers, is not).
         failure = describe_failure(exc)
         run.extra["error"] = f"no replica joined: {failure.message if failure else exc}"
 
 
-def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Scrape,
-             tick: Callable[[str], None], join: Joiner | None = None) -> WorkloadRun:  # fmt: skip
+def _run_one(
+    workload: str,
+    t: BenchTarget,
+    plan: Plan,
+    send: Sender,
+    scrape: Scrape,
+    tick: Callable[[str], None],
+    join: Joiner | None = None,
+) -> WorkloadRun:
     before = _counters(scrape, t)
     start = time.perf_counter()
     run = WorkloadRun(workload, t)
@@ -159,8 +185,9 @@ def _run_one(workload: str, t: BenchTarget, plan: Plan, send: Sender, scrape: Sc
     elif workload == "chat":
         run.samples = chat(send, t, plan.chat, plan.seed, tick)
     elif workload == "cross_pod":
-        run.samples, second = cross_pod(send, t, plan.cross_pod_words, plan.seed,
-                                        plan.max_tokens, scrape, plan.waits, tick)  # fmt: skip
+        run.samples, second = cross_pod(
+            send, t, plan.cross_pod_words, plan.seed, plan.max_tokens, scrape, plan.waits, tick
+        )
         run.extra["second_replica"] = second
     else:
         _scale_out(run, plan, send, scrape, join, tick)

@@ -45,9 +45,16 @@ def named_replica(url: str, scrape: Scrape) -> Joiner:
 
 
 def scale_out(
-    send: Sender, t: BenchTarget, join: Joiner, words: int, seed: int, max_tokens: int,
-    scrape: Scrape, waits: Waits, tick: Tick,
-) -> tuple[list[Sample], Counters]:  # fmt: skip
+    send: Sender,
+    t: BenchTarget,
+    join: Joiner,
+    words: int,
+    seed: int,
+    max_tokens: int,
+    scrape: Scrape,
+    waits: Waits,
+    tick: Tick,
+) -> tuple[list[Sample], Counters]:
     """The samples (the write on the first replica: cold; the new replica's first request:
     warm, on replica index ``t.pods``) and the new replica's counters' increase over it."""
     clock = _Clock()

@@ -49,8 +49,7 @@ class Figures:
 def figures(run: WorkloadRun, kv_bytes_per_token: int, at_words: int | None = None) -> Figures:
     """``at_words``: the TTFT of the sweep's requests of that prompt length only (throughput
     and shares stay the whole workload's)."""
-    timed = [s for s in run.samples
-             if at_words is None or s.detail.get("prompt_words") == at_words]  # fmt: skip
+    timed = [s for s in run.samples if at_words is None or s.detail.get("prompt_words") == at_words]
     cold = [s.ttft_ms for s in timed if s.kind == "cold"]
     warm = [s.ttft_ms for s in timed if s.kind == "warm"]
     wall = run.wall_s or math.inf
@@ -61,7 +60,15 @@ def figures(run: WorkloadRun, kv_bytes_per_token: int, at_words: int | None = No
         if LOADED not in run.deltas:  # no LMCache series on /metrics: L1 and L2 unknown
             shares = replace(shares, l1=None, l2=None, recomputed=None)
     return Figures(
-        run.workload, run.target.l2_backend, run.target.endpoint, len(run.samples),
-        percentile(cold, 0.5), percentile(cold, 0.95), percentile(warm, 0.5),
-        percentile(warm, 0.95), tokens / wall, len(run.samples) / wall, shares,
-    )  # fmt: skip
+        run.workload,
+        run.target.l2_backend,
+        run.target.endpoint,
+        len(run.samples),
+        percentile(cold, 0.5),
+        percentile(cold, 0.95),
+        percentile(warm, 0.5),
+        percentile(warm, 0.95),
+        tokens / wall,
+        len(run.samples) / wall,
+        shares,
+    )

@@ -37,8 +37,14 @@ class Verdict:
     reason: str
 
 
-def _verdict(run: WorkloadRun, check: str, measured: float | None, threshold: float,
-             missing: str, why: str = "") -> Verdict:  # fmt: skip
+def _verdict(
+    run: WorkloadRun,
+    check: str,
+    measured: float | None,
+    threshold: float,
+    missing: str,
+    why: str = "",
+) -> Verdict:
     t = run.target
     if measured is None:
         return Verdict(t.l2_backend, t.endpoint, check, None, threshold, "fail", missing)
@@ -110,12 +116,16 @@ def two_pods(run: WorkloadRun) -> str | None:
         sent = sum(1 for s in run.samples if s.replica == i)
         counted = deltas.get(REQUESTS)
         if counted is None:
-            return (f"{TWO_PODS}; replica {i + 1}'s /metrics has no {REQUESTS} to show which "
-                    "Pod served the warm requests")  # fmt: skip
+            return (
+                f"{TWO_PODS}; replica {i + 1}'s /metrics has no {REQUESTS} to show which "
+                "Pod served the warm requests"
+            )
         if counted != sent:
-            return (f"{TWO_PODS}; replica {i + 1} ({t.urls[i]}) counted {counted:g} requests "
-                    f"where {sent} were sent to it (one Pod behind both URLs, a router, or "
-                    "other traffic)")  # fmt: skip
+            return (
+                f"{TWO_PODS}; replica {i + 1} ({t.urls[i]}) counted {counted:g} requests "
+                f"where {sent} were sent to it (one Pod behind both URLs, a router, or "
+                "other traffic)"
+            )
     return None
 
 
@@ -163,8 +173,10 @@ def judge(
             continue
         if check == CROSS_POD:
             measured = cross_pod_hit(run, kv_bytes_per_token)
-            missing = "not measured: no LMCache counters on the second replica's /metrics " \
-                      "(is PROMETHEUS_MULTIPROC_DIR set?)"  # fmt: skip
+            missing = (
+                "not measured: no LMCache counters on the second replica's /metrics "
+                "(is PROMETHEUS_MULTIPROC_DIR set?)"
+            )
             why = cross_pod_miss(run)
         else:
             measured = figures(run, kv_bytes_per_token, bench.speedup_prompt_words).speedup
@@ -182,10 +194,13 @@ def _scale_out_verdict(run: WorkloadRun, bench: BenchConfig, kv_bytes_per_token:
         why = "no L2: the new replica starts cold, the baseline the others are compared with"
         return Verdict(t.l2_backend, t.endpoint, SCALE_OUT, None, threshold, "n/a", why)
     if "error" in run.extra:
-        return Verdict(t.l2_backend, t.endpoint, SCALE_OUT, None, threshold, "fail",
-                       run.extra["error"])  # fmt: skip
-    missing = "not measured: no LMCache counters on the new replica's /metrics " \
-              "(is PROMETHEUS_MULTIPROC_DIR set?)"  # fmt: skip
+        return Verdict(
+            t.l2_backend, t.endpoint, SCALE_OUT, None, threshold, "fail", run.extra["error"]
+        )
+    missing = (
+        "not measured: no LMCache counters on the new replica's /metrics "
+        "(is PROMETHEUS_MULTIPROC_DIR set?)"
+    )
     return _verdict(run, SCALE_OUT, cross_pod_hit(run, kv_bytes_per_token), threshold, missing)
 
 

@@ -84,17 +84,37 @@ class _Clock:
 
 
 def _sample(
-    workload: str, t: BenchTarget, kind: str, replica: int, r: StreamResult, at: float,
+    workload: str,
+    t: BenchTarget,
+    kind: str,
+    replica: int,
+    r: StreamResult,
+    at: float,
     **detail: int,
-) -> Sample:  # fmt: skip
-    return Sample(workload, t.l2_backend, kind, replica, r.ttft_ms, r.total_ms, r.prompt_tokens,
-                  r.completion_tokens, round(at, 4), detail)  # fmt: skip
+) -> Sample:
+    return Sample(
+        workload,
+        t.l2_backend,
+        kind,
+        replica,
+        r.ttft_ms,
+        r.total_ms,
+        r.prompt_tokens,
+        r.completion_tokens,
+        round(at, 4),
+        detail,
+    )
 
 
 def sweep(
-    send: Sender, t: BenchTarget, lengths: Sequence[int], repeats: int, seed: int,
-    max_tokens: int, tick: Tick,
-) -> list[Sample]:  # fmt: skip
+    send: Sender,
+    t: BenchTarget,
+    lengths: Sequence[int],
+    repeats: int,
+    seed: int,
+    max_tokens: int,
+    tick: Tick,
+) -> list[Sample]:
     clock, out = _Clock(), []
     warm = 1 if t.pods > 1 else 0
     for n in lengths:
@@ -137,9 +157,15 @@ def chat(send: Sender, t: BenchTarget, w: ChatWorkload, seed: int, tick: Tick) -
 
 
 def cross_pod(
-    send: Sender, t: BenchTarget, words: int, seed: int, max_tokens: int, scrape: Scrape,
-    waits: Waits, tick: Tick,
-) -> tuple[list[Sample], Counters | None]:  # fmt: skip
+    send: Sender,
+    t: BenchTarget,
+    words: int,
+    seed: int,
+    max_tokens: int,
+    scrape: Scrape,
+    waits: Waits,
+    tick: Tick,
+) -> tuple[list[Sample], Counters | None]:
     """The samples (A cold, B warm) and B's counters' increase over its own request (None
     with one replica: nothing to read across)."""
     clock = _Clock()

@@ -32,15 +32,19 @@ def check_zones(clients: Clients, cfg: AppConfig) -> Check:
     az_id = cfg.network.hyperpod_subnet.az_id
     if az_id not in ids:
         return Check(
-            ZONES, "fail", f"{az_id} is not a zone of this account in {cfg.region}",
+            ZONES,
+            "fail",
+            f"{az_id} is not a zone of this account in {cfg.region}",
             f"set network.hyperpod_subnet.az_id to one of {', '.join(ids)}",
-        )  # fmt: skip
+        )
     missing = [n for n in cfg.network.availability_zones if n not in names]
     if missing and cfg.network.existing_vpc is None:
         return Check(
-            ZONES, "fail", f"{', '.join(missing)}: not a zone of this account in {cfg.region}",
+            ZONES,
+            "fail",
+            f"{', '.join(missing)}: not a zone of this account in {cfg.region}",
             f"list two of {', '.join(names)} in network.availability_zones",
-        )  # fmt: skip
+        )
     return Check(ZONES, "pass", f"{az_id} and {', '.join(cfg.network.availability_zones)}")
 
 
@@ -105,11 +109,15 @@ def check_renamed_endpoints(clients: Clients, cfg: AppConfig) -> list[Check]:
         calls = f"point callers of {old} (InvokeEndpoint) at {new}"
         if _endpoint_exists(sagemaker, new):
             detail = f"{new} serves the endpoint; {old}, the name before, is left over"
-            fix = (f"{calls}, then delete it: aws sagemaker delete-endpoint --endpoint-name "
-                   f"{old} (docs/cli.md#upgrading-sagemaker-names)")  # fmt: skip
+            fix = (
+                f"{calls}, then delete it: aws sagemaker delete-endpoint --endpoint-name "
+                f"{old} (docs/cli.md#upgrading-sagemaker-names)"
+            )
         else:
-            detail = (f"the deploy renames it to {new} (its model to "
-                      f"{sagemaker_model_name(cfg, e)}): callers of {old} lose it")  # fmt: skip
+            detail = (
+                f"the deploy renames it to {new} (its model to "
+                f"{sagemaker_model_name(cfg, e)}): callers of {old} lose it"
+            )
             fix = f"{calls} once deployed (docs/cli.md#upgrading-sagemaker-names)"
         checks.append(Check(stage, "warn", detail, fix))
     return checks

@@ -45,9 +45,9 @@ def _error(exc: Exception) -> str:
     return type(exc).__name__
 
 
-def check_eks_cluster(clients: Clients, existing: ExistingClusterConfig, minor: str) -> tuple[
-    list[Check], dict[str, Any] | None
-]:  # fmt: skip
+def check_eks_cluster(
+    clients: Clients, existing: ExistingClusterConfig, minor: str
+) -> tuple[list[Check], dict[str, Any] | None]:
     name = existing.eks_cluster_name
     try:
         cluster: dict[str, Any] = clients.aws("eks").describe_cluster(name=name)["cluster"]
@@ -235,8 +235,13 @@ def check_instance_groups(clients: Clients, cfg: AppConfig) -> list[Check]:
             group.instance_type,
             group.instance_count,
         ):
-            checks.append(Check(stage, "pass", f"{group.name}: {have['instance_count']} x "
-                                f"{have['instance_type']}"))  # fmt: skip
+            checks.append(
+                Check(
+                    stage,
+                    "pass",
+                    f"{group.name}: {have['instance_count']} x {have['instance_type']}",
+                )
+            )
         else:
             checks.append(
                 Check(

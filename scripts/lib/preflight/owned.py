@@ -147,11 +147,19 @@ def check_live_cluster(clients: Clients, cfg: AppConfig) -> tuple[list[Check], s
         live = clients.aws("eks").describe_cluster(name=eks_name)["cluster"]
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "ResourceNotFoundException":
-            return [
-                Check(MINOR, "pass", f"{layer_minor}; cluster {eks_name} not created yet"),
-                Check(CREATOR, "pass", f"cluster {eks_name} not created yet: "
-                      f"{str(cfg.eks.creator_admin).lower()} at creation"),
-            ], layer_minor, False  # fmt: skip
+            return (
+                [
+                    Check(MINOR, "pass", f"{layer_minor}; cluster {eks_name} not created yet"),
+                    Check(
+                        CREATOR,
+                        "pass",
+                        f"cluster {eks_name} not created yet: "
+                        f"{str(cfg.eks.creator_admin).lower()} at creation",
+                    ),
+                ],
+                layer_minor,
+                False,
+            )
         return [Check(MINOR, "warn", str(exc), "grant eks:DescribeCluster")], layer_minor, False
     checks = [_minor(cfg, eks_name, live["version"]), _creator_admin(cfg, eks_name, live)]
     return checks, live["version"], True

@@ -37,8 +37,14 @@ KYVERNO_CHART = Need(
     "the internet", "", "the kubectl handler fetches the Kyverno chart from kyverno.github.io"
 )
 # 0.0.0.0/0 targets that may lead out but that this check cannot see past.
-OTHER_EGRESS = ("TransitGatewayId", "NetworkInterfaceId", "InstanceId", "CoreNetworkArn",
-                "LocalGatewayId", "CarrierGatewayId")  # fmt: skip
+OTHER_EGRESS = (
+    "TransitGatewayId",
+    "NetworkInterfaceId",
+    "InstanceId",
+    "CoreNetworkArn",
+    "LocalGatewayId",
+    "CarrierGatewayId",
+)
 
 
 def _route_table(ec2: Any, subnet: str, vpc: str) -> tuple[dict[str, Any], bool]:
@@ -108,8 +114,9 @@ def _endpoint_fix(need: Need, existing: ExistingClusterConfig, table_id: str, re
     )
 
 
-def _missing_fix(missing: list[Need], existing: ExistingClusterConfig, table_id: str,
-                 region: str) -> str:  # fmt: skip
+def _missing_fix(
+    missing: list[Need], existing: ExistingClusterConfig, table_id: str, region: str
+) -> str:
     """A NAT route fixes everything; otherwise one VPC endpoint per API, and for the Kyverno
     chart (no endpoint serves it) the installed-Kyverno option."""
     endpoints = [_endpoint_fix(n, existing, table_id, region) for n in missing if n.service]
@@ -163,8 +170,9 @@ def _subnet_routes(ec2: Any, cfg: AppConfig, subnet: str, endpoints: list[dict[s
         names = ", ".join(f"{n.name} ({n.why})" for n in missing)
         gateway = (
             f"; its 0.0.0.0/0 goes to {target}, which a Lambda function cannot use (no public IP)"
-            if kind == "igw" else ""
-        )  # fmt: skip
+            if kind == "igw"
+            else ""
+        )
         return Check(
             stage,
             "fail",
@@ -199,24 +207,35 @@ def check_kubectl_routes(clients: Clients, cfg: AppConfig) -> list[Check]:
         checks = []
         for subnet in subnets:
             if subnet["VpcId"] != existing.vpc_id:
-                checks.append(Check(
-                    f"routes from {subnet['SubnetId']}", "fail",
-                    f"the subnet is in {subnet['VpcId']}, not in existing_cluster.vpc_id "
-                    f"{existing.vpc_id}",
-                    "list subnets of the cluster's VPC in existing_cluster.kubectl_subnet_ids",
-                ))  # fmt: skip
+                checks.append(
+                    Check(
+                        f"routes from {subnet['SubnetId']}",
+                        "fail",
+                        f"the subnet is in {subnet['VpcId']}, not in existing_cluster.vpc_id "
+                        f"{existing.vpc_id}",
+                        "list subnets of the cluster's VPC in existing_cluster.kubectl_subnet_ids",
+                    )
+                )
                 continue
             checks.append(_subnet_routes(ec2, cfg, subnet["SubnetId"], endpoints))
         return checks
     except (ClientError, BotoCoreError) as exc:
         if _error(exc).startswith("InvalidSubnetID"):
-            return [Check(
-                "kubectl subnets", "fail",
-                f"{', '.join(existing.kubectl_subnet_ids)}: {_error(exc)} in {clients.region}",
-                "set existing_cluster.kubectl_subnet_ids to private subnets of the cluster's VPC "
-                f"(aws ec2 describe-subnets --filters Name=vpc-id,Values={existing.vpc_id})",
-            )]  # fmt: skip
-        return [Check(
-            "kubectl subnets", "warn", f"cannot read the subnets' routes: {_error(exc)}",
-            "grant ec2:DescribeSubnets, ec2:DescribeRouteTables and ec2:DescribeVpcEndpoints",
-        )]  # fmt: skip
+            return [
+                Check(
+                    "kubectl subnets",
+                    "fail",
+                    f"{', '.join(existing.kubectl_subnet_ids)}: {_error(exc)} in {clients.region}",
+                    "set existing_cluster.kubectl_subnet_ids to private subnets of the cluster's "
+                    "VPC "
+                    f"(aws ec2 describe-subnets --filters Name=vpc-id,Values={existing.vpc_id})",
+                )
+            ]
+        return [
+            Check(
+                "kubectl subnets",
+                "warn",
+                f"cannot read the subnets' routes: {_error(exc)}",
+                "grant ec2:DescribeSubnets, ec2:DescribeRouteTables and ec2:DescribeVpcEndpoints",
+            )
+        ]

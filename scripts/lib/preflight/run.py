@@ -54,8 +54,9 @@ def run_preflight(clients: Clients, cfg: AppConfig, run: ToolRunner = run_tool) 
             f"{t} in {cfg.network.hyperpod_subnet.az_id}" for t in sorted(instance_demand(cfg))
         ]
         stages += [ZONES, "kubectl layer minor", "creator admin"]
-        stages += [f"SageMaker endpoint {sagemaker_endpoint_name(cfg, e)}"
-                   for e in cfg.kvcache.endpoints]  # fmt: skip
+        stages += [
+            f"SageMaker endpoint {sagemaker_endpoint_name(cfg, e)}" for e in cfg.kvcache.endpoints
+        ]
         stages.append(f"Kubernetes {cfg.eks.kubernetes_version}")
         checks += [Check(stage, "skip", reason) for stage in stages]
         return checks + check_tools(run, cfg.eks.kubernetes_version)

@@ -136,28 +136,35 @@ def check_kubernetes_minor(clients: Clients, minor: str) -> Check:
         pages = clients.aws("eks").get_paginator("describe_cluster_versions").paginate()
         listed = {v["clusterVersion"]: v for p in pages for v in p.get("clusterVersions", [])}
     except (ClientError, BotoCoreError) as exc:
-        return Check(stage, "warn", f"cannot list EKS versions: {exc}",
-                     "grant eks:DescribeClusterVersions")  # fmt: skip
+        return Check(
+            stage, "warn", f"cannot list EKS versions: {exc}", "grant eks:DescribeClusterVersions"
+        )
     ours = [m for m in SUPPORTED_KUBERNETES if m in listed and m != minor]
     found = listed.get(minor)
     if found is None or found.get("versionStatus") == "UNSUPPORTED":
         return Check(
-            stage, "fail", f"EKS in {clients.region} offers no Kubernetes {minor}",
-            f"set eks.kubernetes_version to one of {', '.join(ours)}" if ours
+            stage,
+            "fail",
+            f"EKS in {clients.region} offers no Kubernetes {minor}",
+            f"set eks.kubernetes_version to one of {', '.join(ours)}"
+            if ours
             else "run `aws eks describe-cluster-versions` and pick a minor "
             "infra/facts/versions.py pins",
-        )  # fmt: skip
+        )
     end = found.get("endOfStandardSupportDate")
     until = f"{end:%Y-%m-%d}" if end else "?"
     if found.get("versionStatus") == "EXTENDED_SUPPORT":
         newer = [m for m in ours if listed[m].get("versionStatus") == "STANDARD_SUPPORT"]
         return Check(
-            stage, "warn", f"in EKS extended support since {until}: the control plane is billed "
+            stage,
+            "warn",
+            f"in EKS extended support since {until}: the control plane is billed "
             "at the extended-support rate",
-            f"set eks.kubernetes_version to {newer[-1]}" if newer
+            f"set eks.kubernetes_version to {newer[-1]}"
+            if newer
             else "pin a newer minor that HyperPod supports in infra/facts/versions.py "
             "(docs/node-readiness-and-versions.md)",
-        )  # fmt: skip
+        )
     return Check(stage, "pass", f"offered by EKS, standard support until {until}")
 
 
@@ -177,43 +184,59 @@ def offered_addon_versions(clients: Clients, name: str, minor: str) -> list[str]
 
 
 def check_addon_version(
-    clients: Clients, name: str, version: str, field: str, minor: str, *, why: str = "",
+    clients: Clients,
+    name: str,
+    version: str,
+    field: str,
+    minor: str,
+    *,
+    why: str = "",
     fix_suffix: str = "",
-) -> Check:  # fmt: skip
+) -> Check:
     """EKS offers add-on ``name`` at the pinned ``version`` (config ``field``) for ``minor``."""
     stage = f"{name} {version}"
     try:
         offered = offered_addon_versions(clients, name, minor)
     except (ClientError, BotoCoreError) as exc:
-        return Check(stage, "warn", f"cannot list add-on versions: {exc}",
-                     "grant eks:DescribeAddonVersions")  # fmt: skip
+        return Check(
+            stage, "warn", f"cannot list add-on versions: {exc}", "grant eks:DescribeAddonVersions"
+        )
     if version in offered:
         return Check(stage, "pass", f"offered for Kubernetes {minor}{why}")
     if not offered:
         return Check(
-            stage, "fail", f"EKS offers no {name} version for Kubernetes {minor} in "
-            f"{clients.region}", "use a region and Kubernetes minor where `aws eks "
+            stage,
+            "fail",
+            f"EKS offers no {name} version for Kubernetes {minor} in {clients.region}",
+            "use a region and Kubernetes minor where `aws eks "
             f"describe-addon-versions --addon-name {name}` lists it",
-        )  # fmt: skip
+        )
     shown = ", ".join(offered[:SHOWN])
     return Check(
-        stage, "fail", f"{field} = {version}: not offered for Kubernetes {minor} in "
+        stage,
+        "fail",
+        f"{field} = {version}: not offered for Kubernetes {minor} in "
         f"{clients.region}; offered: {shown}",
         f"set {field} to one of {shown}{fix_suffix}",
-    )  # fmt: skip
+    )
 
 
 def check_inference_addon_version(clients: Clients, cfg: AppConfig, minor: str) -> Check:
     """EKS offers the pinned inference add-on version for the cluster's Kubernetes minor."""
     addon = cfg.addons.inference_operator
     if not (cfg.addons.enabled and addon.enabled):
-        return Check(f"{ADDON_NAME} {addon.version}", "skip",
-                     "addons.inference_operator.enabled is false")  # fmt: skip
+        return Check(
+            f"{ADDON_NAME} {addon.version}", "skip", "addons.inference_operator.enabled is false"
+        )
     return check_addon_version(
-        clients, ADDON_NAME, addon.version, "addons.inference_operator.version", minor,
+        clients,
+        ADDON_NAME,
+        addon.version,
+        "addons.inference_operator.version",
+        minor,
         why=f" (operator {addon.operator.version})",
         fix_suffix=" after adding it and its operator's CRD to infra/config/operator_versions.py",
-    )  # fmt: skip
+    )
 
 
 def check_addon_versions(clients: Clients, cfg: AppConfig, minor: str) -> list[Check]:
@@ -230,6 +253,9 @@ def check_addon_versions(clients: Clients, cfg: AppConfig, minor: str) -> list[C
         if key == "inference_operator":
             checks.append(check_inference_addon_version(clients, cfg, minor))
         else:
-            checks.append(check_addon_version(clients, ADDON_NAMES[key], item.version,
-                                              f"addons.{key}.version", minor))  # fmt: skip
+            checks.append(
+                check_addon_version(
+                    clients, ADDON_NAMES[key], item.version, f"addons.{key}.version", minor
+                )
+            )
     return checks

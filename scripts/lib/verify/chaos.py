@@ -87,8 +87,14 @@ def _names(pods: list[dict[str, Any]]) -> set[str]:
 class _Endpoint:
     """The endpoint's Pods, reached one by one through ``transport``."""
 
-    def __init__(self, clients: Clients, cfg: AppConfig, ref: EndpointConfig,
-                 transport: Transport, opts: ChaosOptions) -> None:  # fmt: skip
+    def __init__(
+        self,
+        clients: Clients,
+        cfg: AppConfig,
+        ref: EndpointConfig,
+        transport: Transport,
+        opts: ChaosOptions,
+    ) -> None:
         self.clients, self.ref, self.transport, self.opts = clients, ref, transport, opts
         self.l2_backend = ref.l2_backend
         self.bpt = cfg.observability.kv_bytes_per_token
@@ -149,8 +155,10 @@ def pod_replaced(ep: _Endpoint, seed: int, show: Show) -> Check:
     new_pod = next(p for p in ep.ready_pods() if p["metadata"]["name"] not in known)
     hit = ep.l2_hit(new_pod, prompt)
     ok = hit is not None and hit >= opts.min_hit
-    detail = (f"deleted {name}; {new_pod['metadata']['name']} Ready after {waited:.0f}s read the "
-              f"prefix {_share(hit)} (need {100 * opts.min_hit:.0f} %)")  # fmt: skip
+    detail = (
+        f"deleted {name}; {new_pod['metadata']['name']} Ready after {waited:.0f}s read the "
+        f"prefix {_share(hit)} (need {100 * opts.min_hit:.0f} %)"
+    )
     fix = "" if ok else "check the new Pod's L2 mount and PYTHONHASHSEED (verify without --chaos)"
     return Check(POD_REPLACED, "pass" if ok else "fail", detail, fix)
 
@@ -166,9 +174,11 @@ def scaled_out_reads_l2(ep: _Endpoint, seed: int, show: Show) -> Check:
     with scaled_out(ep.clients, ep.ref, opts.timeout_s, opts.interval_s, show) as new_pod:
         hit = ep.l2_hit(new_pod, prompt)
     ok = hit is not None and hit >= opts.min_hit
-    detail = (f"{new_pod['metadata']['name']} joined {len(running)} Ready Pod(s) and read the "
-              f"prefix {_share(hit)} on its first request (need {100 * opts.min_hit:.0f} %); "
-              "scaled back")  # fmt: skip
+    detail = (
+        f"{new_pod['metadata']['name']} joined {len(running)} Ready Pod(s) and read the "
+        f"prefix {_share(hit)} on its first request (need {100 * opts.min_hit:.0f} %); "
+        "scaled back"
+    )
     fix = "" if ok else "check the new Pod's L2 mount and PYTHONHASHSEED (verify without --chaos)"
     return Check(SCALED_OUT, "pass" if ok else "fail", detail, fix)
 
@@ -206,9 +216,12 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
         except (StreamError, OSError) as exc:
             failures.append(f"request {i + 1}: {type(exc).__name__}: {exc}")
     outcome = "; ".join(failures) or f"{opts.requests_during_loss} requests succeeded"
-    during = Check(DURING_LOSS, "fail" if failures else "pass",
-                   f"deleted {victim} (stopped after {stop_s:.0f}s); {outcome}",
-                   "set kv_load_failure_policy recompute" if failures else "")  # fmt: skip
+    during = Check(
+        DURING_LOSS,
+        "fail" if failures else "pass",
+        f"deleted {victim} (stopped after {stop_s:.0f}s); {outcome}",
+        "set kv_load_failure_policy recompute" if failures else "",
+    )
     want = len(workers)
     gone = {victim}
 
@@ -227,25 +240,43 @@ def worker_lost(ep: _Endpoint, cfg: AppConfig, seed: int, show: Show) -> list[Ch
         return hit is not None and hit >= opts.min_hit, _share(hit)
 
     try:
-        w_s = wait_for(f"Curvine workers after deleting {victim}", back, opts.timeout_s,
-                       opts.interval_s, show)  # fmt: skip
-        l2_s = wait_for("L2 hits on another endpoint Pod", serving, opts.timeout_s,
-                        opts.interval_s, show)  # fmt: skip
+        w_s = wait_for(
+            f"Curvine workers after deleting {victim}", back, opts.timeout_s, opts.interval_s, show
+        )
+        l2_s = wait_for(
+            "L2 hits on another endpoint Pod", serving, opts.timeout_s, opts.interval_s, show
+        )
     except OperationError as exc:
-        return [during, Check(L2_BACK, "fail", str(exc), "check the Curvine master's worker list "
-                              "and the FUSE mount on the endpoint's nodes"),
-                Check(L2_KEPT, "skip", "L2 did not serve again")]  # fmt: skip
-    back_check = Check(L2_BACK, "pass", f"workers {want}/{want} Ready after {w_s:.0f}s; L2 "
-                       f"{_share(attempts[-1])} after {l2_s:.0f}s more, "
-                       f"{len(attempts)} attempt(s)")  # fmt: skip
+        return [
+            during,
+            Check(
+                L2_BACK,
+                "fail",
+                str(exc),
+                "check the Curvine master's worker list and the FUSE mount on the endpoint's nodes",
+            ),
+            Check(L2_KEPT, "skip", "L2 did not serve again"),
+        ]
+    back_check = Check(
+        L2_BACK,
+        "pass",
+        f"workers {want}/{want} Ready after {w_s:.0f}s; L2 "
+        f"{_share(attempts[-1])} after {l2_s:.0f}s more, "
+        f"{len(attempts)} attempt(s)",
+    )
     # One read only: a miss is recomputed and stored again, so a second would hit what it wrote.
     hit = ep.l2_hit(pods[1], kept)
     ok = hit is not None and hit >= opts.min_hit
-    kept_check = Check(L2_KEPT, "pass" if ok else "fail",
-                       f"the prefix stored before deleting {victim} read {_share(hit)} "
-                       f"(need {100 * opts.min_hit:.0f} %)",
-                       "" if ok else "check that the worker keeps its NVMe directory "
-                       "(hostPath, format_worker false) and its worker id")  # fmt: skip
+    kept_check = Check(
+        L2_KEPT,
+        "pass" if ok else "fail",
+        f"the prefix stored before deleting {victim} read {_share(hit)} "
+        f"(need {100 * opts.min_hit:.0f} %)",
+        ""
+        if ok
+        else "check that the worker keeps its NVMe directory "
+        "(hostPath, format_worker false) and its worker id",
+    )
     return [during, back_check, kept_check]
 
 

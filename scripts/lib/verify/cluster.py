@@ -163,8 +163,11 @@ def check_curvine_probes(clients: Clients, cfg: AppConfig) -> Check:
     if "curvine" not in cfg.kvcache.l2_backends:
         return Check(stage, "skip", "no endpoint's l2_backend is curvine: no Curvine Pods")
     core = clients.core()
-    pods = [p for p in clients.to_dict(core.list_namespaced_pod(cv.namespace)).get("items") or []
-            if _probed(p)]  # fmt: skip
+    pods = [
+        p
+        for p in clients.to_dict(core.list_namespaced_pod(cv.namespace)).get("items") or []
+        if _probed(p)
+    ]
     if not pods:
         return Check(stage, "fail", f"no probed Pods in {cv.namespace}", "deploy the kvcache stack")
     down = [p["metadata"]["name"] for p in pods if not pod_ready(p)]
@@ -180,15 +183,22 @@ def check_curvine_probes(clients: Clients, cfg: AppConfig) -> Check:
     }
     by_name = {p["metadata"]["name"]: p for p in pods}
     found = "; ".join(
-        ", ".join([f"{n}: not Ready", *_restarts(by_name[n]),
-                   *([probe_messages[n]] if n in probe_messages else [])])
+        ", ".join(
+            [
+                f"{n}: not Ready",
+                *_restarts(by_name[n]),
+                *([probe_messages[n]] if n in probe_messages else []),
+            ]
+        )
         for n in down
-    )  # fmt: skip
+    )
     return Check(
-        stage, "fail", f"{found} ({len(pods) - len(down)}/{len(pods)} Ready)",
+        stage,
+        "fail",
+        f"{found} ({len(pods) - len(down)}/{len(pods)} Ready)",
         f"kubectl -n {cv.namespace} describe pod {' '.join(down)} (its Events hold the "
         f"kubelet's probe messages), then kubectl -n {cv.namespace} logs {down[0]}",
-    )  # fmt: skip
+    )
 
 
 def check_pvc(clients: Clients, ref: EndpointConfig, claim: str) -> Check:

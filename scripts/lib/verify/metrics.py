@@ -61,11 +61,12 @@ def check_metrics(
     floor = cfg.observability.l2_hit_rate_floor
     if ref.l2_backend != "none" and (rps or 0) > 0 and l2 < floor:
         return Check(
-            stage, "fail",
+            stage,
+            "fail",
             f"{detail}: L2 hit rate near zero while requests flow (below "
             f"observability.l2_hit_rate_floor {floor:g})",
             NEAR_ZERO_FIX.get(ref.l2_backend, MOUNTED_FIX),
-        )  # fmt: skip
+        )
     return Check(stage, "pass", detail)
 
 
@@ -76,5 +77,6 @@ def metrics_client(cfg: AppConfig, clients: Clients) -> Any:
         return None
     frozen = found.get_frozen_credentials()
     base = query_endpoint(cfg, clients.aws("amp"))
-    return PromClient(base, cfg.region, Credentials(frozen.access_key, frozen.secret_key,
-                                                    frozen.token))  # fmt: skip
+    return PromClient(
+        base, cfg.region, Credentials(frozen.access_key, frozen.secret_key, frozen.token)
+    )

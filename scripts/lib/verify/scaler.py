@@ -80,8 +80,9 @@ def signals(hpa: dict[str, Any]) -> list[str]:
 
 def _owned_by(so: dict[str, Any], ref: EndpointConfig) -> bool:
     owners = (so.get("metadata") or {}).get("ownerReferences") or []
-    return any(o.get("kind") == "InferenceEndpointConfig" and o.get("name") == ref.name
-               for o in owners)  # fmt: skip
+    return any(
+        o.get("kind") == "InferenceEndpointConfig" and o.get("name") == ref.name for o in owners
+    )
 
 
 def _scales(so: dict[str, Any], deployment: str) -> bool:
@@ -143,26 +144,40 @@ def check_scaler(clients: Clients, ref: EndpointConfig) -> Check:
     if spec is None:
         return Check(stage, "skip", "no autoScalingSpec: a fixed replica count")
     if so is None:
-        return Check(stage, "fail", f"no ScaledObject in {ref.namespace} owned by the endpoint "
-                     "or scaling its Deployment, for the autoScalingSpec",
-                     "is KEDA installed (addons.inference_operator.keda_enabled)? "
-                     f"kubectl -n {ref.namespace} get scaledobjects; "
-                     "kubectl -n hyperpod-inference-system logs deploy/keda-operator")  # fmt: skip
+        return Check(
+            stage,
+            "fail",
+            f"no ScaledObject in {ref.namespace} owned by the endpoint "
+            "or scaling its Deployment, for the autoScalingSpec",
+            "is KEDA installed (addons.inference_operator.keda_enabled)? "
+            f"kubectl -n {ref.namespace} get scaledobjects; "
+            "kubectl -n hyperpod-inference-system logs deploy/keda-operator",
+        )
     so_name = so["metadata"]["name"]
     describe = f"kubectl -n {ref.namespace} describe scaledobject {so_name}"
     ready, active = _condition(so, "Ready"), _condition(so, "Active")
     bounds = f"min {spec.get('minReplicaCount', 1)}, max {spec.get('maxReplicaCount', 5)}"
     if ready["status"] != "True":
         why = ready.get("message") or ready.get("reason") or ready["status"]
-        return Check(stage, "fail", f"ScaledObject {so_name} not Ready: {why}",
-                     f"{describe}; check the KEDA role can query the AMP workspace")  # fmt: skip
+        return Check(
+            stage,
+            "fail",
+            f"ScaledObject {so_name} not Ready: {why}",
+            f"{describe}; check the KEDA role can query the AMP workspace",
+        )
     state = "active" if active["status"] == "True" else "idle (no trigger above activation)"
     if hpa is None:
-        return Check(stage, "fail", f"ScaledObject {so_name} Ready, {state}; no HPA",
-                     f"{describe} (status.hpaName)")  # fmt: skip
+        return Check(
+            stage,
+            "fail",
+            f"ScaledObject {so_name} Ready, {state}; no HPA",
+            f"{describe} (status.hpaName)",
+        )
     status = hpa.get("status") or {}
-    replicas = (f"replicas desired {status.get('desiredReplicas', '-')} / current "
-                f"{status.get('currentReplicas', '-')} ({bounds})")  # fmt: skip
+    replicas = (
+        f"replicas desired {status.get('desiredReplicas', '-')} / current "
+        f"{status.get('currentReplicas', '-')} ({bounds})"
+    )
     shown = "; ".join(signals(hpa)) or "no current metric"
     detail = f"ScaledObject {so_name} Ready, {state}; {shown}; {replicas}"
     computing = _condition(hpa, "ScalingActive")

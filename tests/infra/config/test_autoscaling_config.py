@@ -50,8 +50,10 @@ def test_defaults_are_the_crd_timings_and_the_evidence_targets() -> None:
     assert a is not None
     assert (a.min_replicas, a.max_replicas, a.signal) == (1, 2, "requests_waiting")
     assert (a.polling_interval_seconds, a.cooldown_seconds, a.initial_cooldown_seconds) == (
-        30, 300, 300,
-    )  # fmt: skip
+        30,
+        300,
+        300,
+    )
     assert (a.scale_up_stabilization_seconds, a.scale_down_stabilization_seconds) == (0, 300)
     bound = cfg.observability.ttft_p95_bound_seconds
     assert effective_target(a, bound) == 5
@@ -125,8 +127,11 @@ def test_a_node_holds_only_as_many_replicas_as_its_memory_allows() -> None:
     of 384 GiB), Curvine and the node's daemons take 92 GiB. Replicas of 4 cores and 96 GiB
     (and the operator's sidecars): eight by CPU, four by GPU, two by memory."""
     big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
-    wide = {"kvcache.endpoints.0.cpu": 4, "kvcache.endpoints.0.memory_gib": 96,
-            "kvcache.endpoints.0.replicas": 1}  # fmt: skip
+    wide = {
+        "kvcache.endpoints.0.cpu": 4,
+        "kvcache.endpoints.0.memory_gib": 96,
+        "kvcache.endpoints.0.replicas": 1,
+    }
     assert refusal({**big, **wide, AT: {"max_replicas": 4}}) is None
     line = refusal({**big, **wide, AT: {"max_replicas": 5}})
     assert _field_of(line) == f"{AT}.max_replicas"
@@ -144,13 +149,16 @@ def test_the_operators_sidecars_come_with_every_replica() -> None:
     assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
 
 
-def test_a_node_holds_as_many_replicas_as_its_gpus_divided_by_their_tensor_parallel_size(
-) -> None:  # fmt: skip
+def test_a_node_holds_as_many_replicas_as_its_gpus_divided_by_their_tensor_parallel_size() -> None:
     """Two GPUs a replica on four: two per node, small as the replicas are otherwise."""
     big = {"hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}
     at = "kvcache.endpoints.0"
-    pair = {f"{at}.cpu": 4, f"{at}.memory_gib": 40, f"{at}.tensor_parallel_size": 2,
-            f"{at}.replicas": 1}  # fmt: skip
+    pair = {
+        f"{at}.cpu": 4,
+        f"{at}.memory_gib": 40,
+        f"{at}.tensor_parallel_size": 2,
+        f"{at}.replicas": 1,
+    }
     assert refusal({**big, **pair, AT: {"max_replicas": 4}}) is None
     line = refusal({**big, **pair, AT: {"max_replicas": 5}})
     assert line is not None and "at most 4:" in line and "hold 2 replicas" in line
@@ -206,12 +214,19 @@ def test_without_the_add_ons_a_cluster_the_app_creates_has_no_operator_or_keda()
 def test_without_the_add_ons_an_existing_cluster_brings_its_own_operator() -> None:
     """The cluster's operator and KEDA serve it (preflight checks them); the add-ons of the app
     are off, so nothing here refuses the autoscaled endpoint."""
-    raw = with_overrides({AT: FITS, "addons.enabled": False,
-                          "existing_cluster": existing_cluster(),
-                          "observability.scraper_subnet_ids": ["subnet-0aaa1111bbb22222a",
-                                                               "subnet-0ccc3333ddd44444b"],
-                          "observability.scraper_security_group_ids": ["sg-0abc1234def567890"],
-                          "observability.scraper_source_cidrs": ["10.0.0.0/24"]})  # fmt: skip
+    raw = with_overrides(
+        {
+            AT: FITS,
+            "addons.enabled": False,
+            "existing_cluster": existing_cluster(),
+            "observability.scraper_subnet_ids": [
+                "subnet-0aaa1111bbb22222a",
+                "subnet-0ccc3333ddd44444b",
+            ],
+            "observability.scraper_security_group_ids": ["sg-0abc1234def567890"],
+            "observability.scraper_source_cidrs": ["10.0.0.0/24"],
+        }
+    )
     raw["hyperpod"] = {**raw["hyperpod"], **EXISTING_GROUPS}
     assert parse_config(raw, SOURCE, ENV).kvcache.endpoints[0].autoscaling is not None
 

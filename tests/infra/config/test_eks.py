@@ -95,7 +95,7 @@ def test_prod_refuses_a_public_endpoint_without_the_networks_it_admits() -> None
         ("prod", {"endpoint_access": "private"}),
         ("dev", {"endpoint_access": "public_and_private"}),  # open, with a synth warning
     ],
-)  # fmt: skip
+)
 def test_the_public_cidrs_are_required_only_for_a_public_prod_endpoint(
     env: str, eks: dict[str, Any]
 ) -> None:

@@ -24,12 +24,15 @@ ADDON_LATEST = (
 # --- add-on versions -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("addon", "version"), [
-    ("cert_manager", "latest"),
-    ("s3_csi", "v2.7.0"),
-    ("metrics_server", "0.8.0-eksbuild.6"),
-    ("inference_operator", "latest"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("addon", "version"),
+    [
+        ("cert_manager", "latest"),
+        ("s3_csi", "v2.7.0"),
+        ("metrics_server", "0.8.0-eksbuild.6"),
+        ("inference_operator", "latest"),
+    ],
+)
 def test_an_unpinned_addon_version_is_refused_with_the_command_that_lists_versions(
     addon: str, version: str
 ) -> None:
@@ -42,48 +45,51 @@ def test_an_unpinned_addon_version_is_refused_with_the_command_that_lists_versio
 DIGEST = "@sha256:" + "0123456789abcdef" * 4
 
 
-@pytest.mark.parametrize(("image", "pinned"), [
-    ("busybox:1.36", True),
-    ("busybox", False),
-    ("busybox:latest", False),
-    ("busybox:", False),
-    ("registry.k8s.io/sig-storage/csi-provisioner:v3.6.0", True),
-    ("registry.k8s.io/sig-storage/csi-provisioner:latest", False),
-    # A registry with a port: its colon is not a tag.
-    ("registry.example.com:5000/team/app", False),
-    ("registry.example.com:5000/team/app:v1.2.3", True),
-    ("registry.example.com:5000/team/app:latest", False),
-    ("localhost:5000/app", False),
-    # The tag belongs to the last path segment only.
-    ("ghcr.io/team:v1/app", False),
-    # A digest pins the image with or without a tag.
-    (f"ghcr.io/team/app{DIGEST}", True),
-    (f"registry.example.com:5000/app{DIGEST}", True),
-    (f"ghcr.io/team/app:latest{DIGEST}", True),
-    # Not a reference at all: pinned to nothing a node could pull.
-    (f"ghcr.io/team/app{DIGEST[:-1]}", False),
-    (f"ghcr.io/team/app{DIGEST.upper()}", False),
-    ("ghcr.io/team/app@sha256:", False),
-    ("ghcr.io/team/app:v1:v2", False),
-    ("ghcr.io/team/app:latest:v1", False),
-    ("ghcr.io/team/app:v 1", False),
-    ("ghcr.io/team/app:v1\n", False),
-    ("ghcr.io/team/app:-v1", False),
-    # The reference grammar a registry parses with: lower-case paths, joined by . _ __ or -.
-    ("ghcr.io/Team/app:v1", False),
-    ("LMCache/vllm-openai:v0.4.7", False),
-    ("Registry.Example.com/team/app:v1", True),
-    ("ghcr.io/team//app:v1", False),
-    ("ghcr.io/team/app-:v1", False),
-    ("ghcr.io/team/a__b/c.d/e--f:v1", True),
-    ("ghcr.io/team/a___b:v1", False),
-    ("[::1]:5000/team/app:v1", True),
-    ("ghcr.io/team/app:v1é", False),
-    (f"ghcr.io/team/app@sha512:{'a' * 128}", True),
-    (f"ghcr.io/team/app@md5:{'a' * 32}", False),
-    ("0123456789abcdef" * 4 + ":v1", False),
-    ("r.io/" + "a" * 251 + ":v1", False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("image", "pinned"),
+    [
+        ("busybox:1.36", True),
+        ("busybox", False),
+        ("busybox:latest", False),
+        ("busybox:", False),
+        ("registry.k8s.io/sig-storage/csi-provisioner:v3.6.0", True),
+        ("registry.k8s.io/sig-storage/csi-provisioner:latest", False),
+        # A registry with a port: its colon is not a tag.
+        ("registry.example.com:5000/team/app", False),
+        ("registry.example.com:5000/team/app:v1.2.3", True),
+        ("registry.example.com:5000/team/app:latest", False),
+        ("localhost:5000/app", False),
+        # The tag belongs to the last path segment only.
+        ("ghcr.io/team:v1/app", False),
+        # A digest pins the image with or without a tag.
+        (f"ghcr.io/team/app{DIGEST}", True),
+        (f"registry.example.com:5000/app{DIGEST}", True),
+        (f"ghcr.io/team/app:latest{DIGEST}", True),
+        # Not a reference at all: pinned to nothing a node could pull.
+        (f"ghcr.io/team/app{DIGEST[:-1]}", False),
+        (f"ghcr.io/team/app{DIGEST.upper()}", False),
+        ("ghcr.io/team/app@sha256:", False),
+        ("ghcr.io/team/app:v1:v2", False),
+        ("ghcr.io/team/app:latest:v1", False),
+        ("ghcr.io/team/app:v 1", False),
+        ("ghcr.io/team/app:v1\n", False),
+        ("ghcr.io/team/app:-v1", False),
+        # The reference grammar a registry parses with: lower-case paths, joined by . _ __ or -.
+        ("ghcr.io/Team/app:v1", False),
+        ("LMCache/vllm-openai:v0.4.7", False),
+        ("Registry.Example.com/team/app:v1", True),
+        ("ghcr.io/team//app:v1", False),
+        ("ghcr.io/team/app-:v1", False),
+        ("ghcr.io/team/a__b/c.d/e--f:v1", True),
+        ("ghcr.io/team/a___b:v1", False),
+        ("[::1]:5000/team/app:v1", True),
+        ("ghcr.io/team/app:v1é", False),
+        (f"ghcr.io/team/app@sha512:{'a' * 128}", True),
+        (f"ghcr.io/team/app@md5:{'a' * 32}", False),
+        ("0123456789abcdef" * 4 + ":v1", False),
+        ("r.io/" + "a" * 251 + ":v1", False),
+    ],
+)
 def test_an_image_is_pinned_by_a_tag_on_its_last_segment_or_a_digest(
     image: str, pinned: bool
 ) -> None:
@@ -115,11 +121,14 @@ def test_an_unpinned_endpoint_image_is_refused_with_the_fix(image: str) -> None:
 # --- AWS ids of the FSx placement ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("key", "value", "kind"), [
-    ("hyperpod_subnet_id", "subnet-1", "subnet"),
-    ("vpc_id", "sg-0aaaa1111bbbb2222", "vpc"),
-    ("client_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "value", "kind"),
+    [
+        ("hyperpod_subnet_id", "subnet-1", "subnet"),
+        ("vpc_id", "sg-0aaaa1111bbbb2222", "vpc"),
+        ("client_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
+    ],
+)
 def test_a_malformed_fsx_id_is_refused_with_its_shape(key: str, value: str, kind: str) -> None:
     field = f"kvcache.fsx.{key}"
     assert refusal({field: value}) == (
@@ -142,10 +151,13 @@ def test_a_section_built_in_python_shows_the_same_allowed_and_fix() -> None:
 # --- network sizes and log retention -------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("field", "lo", "hi"), [
-    ("network.vpc_cidr", 16, 24),
-    ("network.hyperpod_subnet.cidr", 16, 24),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "lo", "hi"),
+    [
+        ("network.vpc_cidr", 16, 24),
+        ("network.hyperpod_subnet.cidr", 16, 24),
+    ],
+)
 @pytest.mark.parametrize("value", ["10.192.0.1/16", "ten.0.0.0/16", "10.192.0.0/33", "fd00::/16"])
 def test_a_cidr_that_is_not_an_ipv4_network_is_refused_with_an_example(
     field: str, lo: int, hi: int, value: str
@@ -174,11 +186,14 @@ def test_a_retention_cloudwatch_does_not_offer_is_refused_with_the_values_it_doe
     )
 
 
-@pytest.mark.parametrize(("image", "fixed"), [
-    ("ghcr.io/Team/App:v1", "ghcr.io/team/app:v1"),
-    ("LMCache/vllm-openai:v0.4.7", "lmcache/vllm-openai:v0.4.7"),
-    (f"Lmcache/vllm-openai{DIGEST}", f"lmcache/vllm-openai{DIGEST}"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("image", "fixed"),
+    [
+        ("ghcr.io/Team/App:v1", "ghcr.io/team/app:v1"),
+        ("LMCache/vllm-openai:v0.4.7", "lmcache/vllm-openai:v0.4.7"),
+        (f"Lmcache/vllm-openai{DIGEST}", f"lmcache/vllm-openai{DIGEST}"),
+    ],
+)
 def test_an_upper_case_repository_is_refused_with_the_reference_in_lower_case(
     image: str, fixed: str
 ) -> None:

@@ -78,9 +78,14 @@ def test_existing_cluster_needs_the_placement_ids() -> None:
     text = _fail(FSX, existing_cluster=existing_cluster(), hyperpod=EXISTING_GROUPS)
     assert "kvcache.fsx.hyperpod_subnet_id = (missing)" in text and "describe-cluster" in text
     cfg = parse_config(
-        {**BASE, "kvcache": {**FSX, "fsx": PLACEMENT}, "existing_cluster": existing_cluster(),
-         "hyperpod": EXISTING_GROUPS}, "x",
-    )  # fmt: skip
+        {
+            **BASE,
+            "kvcache": {**FSX, "fsx": PLACEMENT},
+            "existing_cluster": existing_cluster(),
+            "hyperpod": EXISTING_GROUPS,
+        },
+        "x",
+    )
     assert cfg.kvcache.fsx.hyperpod_subnet_id == PLACEMENT["hyperpod_subnet_id"]
 
 

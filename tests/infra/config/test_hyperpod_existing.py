@@ -34,8 +34,7 @@ def _existing(groups: dict[str, Any] = EXISTING_GROUPS, **cluster: Any) -> dict[
     instance groups of dev.yaml."""
     raw = env_raw()
     use_existing_cluster(raw, {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE, **cluster})
-    hyperpod = {k: v for k, v in raw["hyperpod"].items()
-                if k not in ("gpu_group", "system_group")}  # fmt: skip
+    hyperpod = {k: v for k, v in raw["hyperpod"].items() if k not in ("gpu_group", "system_group")}
     raw["hyperpod"] = {**hyperpod, **copy.deepcopy(groups)}
     return raw
 
@@ -44,10 +43,13 @@ def test_an_existing_cluster_with_its_groups_written_out_parses() -> None:
     assert _parse(_existing()) is None
 
 
-@pytest.mark.parametrize(("given", "missing", "kind"), [
-    ({}, "gpu_group", "GPU"),
-    ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "system_group", "CPU (system)"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("given", "missing", "kind"),
+    [
+        ({}, "gpu_group", "GPU"),
+        ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "system_group", "CPU (system)"),
+    ],
+)
 def test_each_group_must_be_written_out_for_an_existing_cluster(
     given: dict[str, Any], missing: str, kind: str
 ) -> None:
@@ -61,15 +63,18 @@ def test_each_group_must_be_written_out_for_an_existing_cluster(
     )
 
 
-@pytest.mark.parametrize(("field", "value", "kind"), [
-    ("vpc_id", "vpc-0aaaa1111bbbb2222", None),
-    ("vpc_id", "vpc-0aaaa111", None),
-    ("vpc_id", "vpc-0aaa111", "vpc"),
-    ("vpc_id", "subnet-0aaaa1111bbbb2222", "vpc"),
-    ("vpc_id", "vpc-0aaaa1111bbbb22223", "vpc"),
-    ("kubectl_security_group_id", "sg-0eeee5555ffff6666", None),
-    ("kubectl_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "value", "kind"),
+    [
+        ("vpc_id", "vpc-0aaaa1111bbbb2222", None),
+        ("vpc_id", "vpc-0aaaa111", None),
+        ("vpc_id", "vpc-0aaa111", "vpc"),
+        ("vpc_id", "subnet-0aaaa1111bbbb2222", "vpc"),
+        ("vpc_id", "vpc-0aaaa1111bbbb22223", "vpc"),
+        ("kubectl_security_group_id", "sg-0eeee5555ffff6666", None),
+        ("kubectl_security_group_id", "sg-0EEEE5555FFFF6666", "sg"),
+    ],
+)
 def test_aws_ids_have_their_prefix_and_8_to_17_hex_digits(
     field: str, value: str, kind: str | None
 ) -> None:
@@ -86,9 +91,11 @@ def test_aws_ids_have_their_prefix_and_8_to_17_hex_digits(
 
 @pytest.mark.parametrize(
     ("drop", "field"),
-    [("vpc_id", "existing_cluster.vpc_id"),
-     ("kubectl_security_group_id", "existing_cluster.kubectl_security_group_id")],
-)  # fmt: skip
+    [
+        ("vpc_id", "existing_cluster.vpc_id"),
+        ("kubectl_security_group_id", "existing_cluster.kubectl_security_group_id"),
+    ],
+)
 def test_private_endpoint_needs_vpc_and_security_group(drop: str, field: str) -> None:
     cluster = {**QUICK_INSTALL_CLUSTER, **QUICK_INSTALL_PRIVATE}
     del cluster[drop]
@@ -111,9 +118,13 @@ def test_a_security_group_without_kubectl_subnets_is_refused() -> None:
 
 @pytest.mark.parametrize(
     ("operator", "refused"),
-    [({}, True), ({"alb_enabled": False}, False), ({"mode": "skip"}, False),
-     ({"enabled": False}, False)],
-)  # fmt: skip
+    [
+        ({}, True),
+        ({"alb_enabled": False}, False),
+        ({"mode": "skip"}, False),
+        ({"enabled": False}, False),
+    ],
+)
 def test_an_existing_cluster_names_its_vpc_when_the_alb_controllers_role_is_made(
     operator: dict[str, object], refused: bool
 ) -> None:
@@ -122,10 +133,15 @@ def test_an_existing_cluster_names_its_vpc_when_the_alb_controllers_role_is_made
     cluster = {k: v for k, v in QUICK_INSTALL_CLUSTER.items() if k != "vpc_id"}
     addons = {"inference_operator": operator}
     if operator.get("enabled") is False or operator.get("mode") == "skip":
-        addons |= {k: {"mode": "skip"} for k in ("cert_manager", "s3_csi", "fsx_csi",
-                                                 "metrics_server")}  # fmt: skip
-    raw = {"account": "111122223333", "existing_cluster": cluster, "hyperpod": EXISTING_GROUPS,
-           "addons": addons}  # fmt: skip
+        addons |= {
+            k: {"mode": "skip"} for k in ("cert_manager", "s3_csi", "fsx_csi", "metrics_server")
+        }
+    raw = {
+        "account": "111122223333",
+        "existing_cluster": cluster,
+        "hyperpod": EXISTING_GROUPS,
+        "addons": addons,
+    }
     if not refused:
         assert parse_config(raw, "t.yaml", "dev")
         return
@@ -178,7 +194,7 @@ def test_adopting_the_operator_needs_its_configuration() -> None:
         (None, "hyperpod.gpu_group.name"),
         ({"gpu_group": EXISTING_GROUPS["gpu_group"]}, "hyperpod.system_group.name"),
     ],
-)  # fmt: skip
+)
 def test_existing_mode_needs_the_groups_written_out(
     hyperpod: dict[str, Any] | None, field: str
 ) -> None:
@@ -194,9 +210,12 @@ def test_existing_mode_needs_the_groups_written_out(
 
 def test_the_groups_written_out_are_accepted() -> None:
     cfg = parse_config(
-        {"account": "111122223333", "existing_cluster": QUICK_INSTALL_CLUSTER,
-         "hyperpod": EXISTING_GROUPS},
+        {
+            "account": "111122223333",
+            "existing_cluster": QUICK_INSTALL_CLUSTER,
+            "hyperpod": EXISTING_GROUPS,
+        },
         "t.yaml",
         "dev",
-    )  # fmt: skip
+    )
     assert cfg.hyperpod.gpu_group.name == "gpu"

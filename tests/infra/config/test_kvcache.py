@@ -65,8 +65,9 @@ def test_lock_refuses_changes_after_first_deploy() -> None:
     cfg = parse_config(BASE, "config/test.yaml")
     lock = lock_of(cfg)
     check_lock(cfg, lock)  # unchanged: accepted
-    changed = parse_config({**BASE, "kvcache": {
-        "curvine": {"master": {"replicas": 3}}}}, "config/test.yaml")  # fmt: skip
+    changed = parse_config(
+        {**BASE, "kvcache": {"curvine": {"master": {"replicas": 3}}}}, "config/test.yaml"
+    )
     with pytest.raises(RuleViolation) as err:
         check_lock(changed, lock)
     assert (

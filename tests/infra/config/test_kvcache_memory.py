@@ -46,8 +46,11 @@ def test_with_l1_off_a_pod_too_small_for_vllm_is_refused() -> None:
         f"{SOURCE}: {FIELD} = 9: allowed: greater than or equal to 10; fix: change {FIELD} in "
         f"{SOURCE}"
     )
-    two = {**off, "kvcache.endpoints.0.tensor_parallel_size": 2,
-           "hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge"}  # fmt: skip
+    two = {
+        **off,
+        "kvcache.endpoints.0.tensor_parallel_size": 2,
+        "hyperpod.gpu_group.instance_type": "ml.g6e.12xlarge",
+    }
     assert refusal({**two, FIELD: 12}) is None
     assert refusal({**two, FIELD: 11}) == (
         f"{SOURCE}: {FIELD} = 11: allowed: at least 12 with tensor_parallel_size 2: vLLM's API "

@@ -41,26 +41,33 @@ def test_an_unknown_environment_in_an_empty_directory_lists_none(tmp_path: Path)
 # --- derived values ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("retain", "explicit", "days"), [
-    (True, None, 7),
-    (False, None, 0),
-    (True, 0, 0),
-    (False, 3, 3),
-    (True, 30, 30),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("retain", "explicit", "days"),
+    [
+        (True, None, 7),
+        (False, None, 0),
+        (True, 0, 0),
+        (False, 3, 3),
+        (True, 30, 30),
+    ],
+)
 def test_fsx_backups_default_to_a_week_only_where_state_is_retained(
     retain: bool, explicit: int | None, days: int
 ) -> None:
-    raw = with_overrides({"retain_stateful_resources": retain,
-                 "kvcache.fsx.backup_retention_days": explicit})  # fmt: skip
+    raw = with_overrides(
+        {"retain_stateful_resources": retain, "kvcache.fsx.backup_retention_days": explicit}
+    )
     config = parse_config(raw, SOURCE, "dev")
     assert config.kvcache.fsx.backup_days(config.retain_stateful_resources) == days
 
 
-@pytest.mark.parametrize(("name", "topic"), [
-    (None, "hyperpod-kvcache-dev-kvcache-alerts"),
-    ("team-alerts", "team-alerts"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "topic"),
+    [
+        (None, "hyperpod-kvcache-dev-kvcache-alerts"),
+        ("team-alerts", "team-alerts"),
+    ],
+)
 def test_the_alert_topic_is_named_after_the_stacks_unless_configured(
     name: str | None, topic: str
 ) -> None:

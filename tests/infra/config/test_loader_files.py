@@ -82,8 +82,13 @@ def test_utf16_or_32_without_a_byte_order_mark_is_refused_naming_the_encoding(
 ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-32", "latin-1", "cp1252"]
 
 
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(encoding=st.sampled_from(ENCODINGS), words=st.text(max_size=30))
 @example(encoding="utf-16", words="")  # read with the locale's codec: UnicodeDecodeError
 @example(encoding="latin-1", words="é")  # the same, at the first byte above 127

@@ -115,8 +115,26 @@ def raw_with(path: str, value: Any) -> dict[str, Any]:
 # --- values ----------------------------------------------------------------------------------
 
 LINE_BREAKS = ["\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028"]
-HOSTILE_TEXT = ["", " ", "nan", "inf", "-inf", "1e400", "yes", "0x10", "1_000", "~", "null",
-                "a\nb", "😀", "\x00", "x" * 300, "-", "A", "s3://bucket/key"]  # fmt: skip
+HOSTILE_TEXT = [
+    "",
+    " ",
+    "nan",
+    "inf",
+    "-inf",
+    "1e400",
+    "yes",
+    "0x10",
+    "1_000",
+    "~",
+    "null",
+    "a\nb",
+    "😀",
+    "\x00",
+    "x" * 300,
+    "-",
+    "A",
+    "s3://bucket/key",
+]
 SCALARS = st.one_of(
     st.none(),
     st.booleans(),
@@ -271,6 +289,10 @@ def test_an_unknown_key_is_refused_where_it_is_written(
 
 def test_the_walk_reaches_every_section_and_leaf() -> None:
     paths = {p for p, _ in FIELDS}
-    assert {"kvcache.endpoints.0.autoscaling.target", "existing_cluster.vpc_id",
-            "kvcache.curvine.fuse.memory_limit_mib", "bench.chat.rounds"} <= paths  # fmt: skip
+    assert {
+        "kvcache.endpoints.0.autoscaling.target",
+        "existing_cluster.vpc_id",
+        "kvcache.curvine.fuse.memory_limit_mib",
+        "bench.chat.rounds",
+    } <= paths
     assert len(FIELDS) > 150

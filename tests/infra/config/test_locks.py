@@ -89,15 +89,26 @@ def _switch_line(field: str, now: str, was: str) -> str:
     )
 
 
-@pytest.mark.parametrize(("overrides", "field", "now", "was"), [
-    # the section's backend, inherited by the endpoint
-    (FSX, "kvcache.l2_backend", "fsx_lustre", "curvine"),
-    # the endpoint's own
-    ({"kvcache.endpoints.0.l2_backend": "tieredstorage"}, "kvcache.endpoints.0.l2_backend",
-     "tieredstorage", "curvine"),
-    ({"kvcache.endpoints.0.l2_backend": "none"}, "kvcache.endpoints.0.l2_backend", "none",
-     "curvine"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("overrides", "field", "now", "was"),
+    [
+        # the section's backend, inherited by the endpoint
+        (FSX, "kvcache.l2_backend", "fsx_lustre", "curvine"),
+        # the endpoint's own
+        (
+            {"kvcache.endpoints.0.l2_backend": "tieredstorage"},
+            "kvcache.endpoints.0.l2_backend",
+            "tieredstorage",
+            "curvine",
+        ),
+        (
+            {"kvcache.endpoints.0.l2_backend": "none"},
+            "kvcache.endpoints.0.l2_backend",
+            "none",
+            "curvine",
+        ),
+    ],
+)
 def test_switching_an_endpoints_l2_backend_is_refused_until_the_switch_is_confirmed(
     overrides: dict[str, Any], field: str, now: str, was: str
 ) -> None:

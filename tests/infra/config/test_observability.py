@@ -128,8 +128,9 @@ def test_a_customer_managed_workspace_key_with_the_managed_collector_is_refused(
     raw = _dev(workspace_encryption="customer_managed")
     if existing:
         use_existing_cluster(raw, EXISTING)
-        raw["observability"].update(scraper_subnet_ids=SUBNETS, scraper_security_group_ids=SG,
-                                    scraper_source_cidrs=CIDRS)  # fmt: skip
+        raw["observability"].update(
+            scraper_subnet_ids=SUBNETS, scraper_security_group_ids=SG, scraper_source_cidrs=CIDRS
+        )
     with pytest.raises(ConfigError) as caught:
         parse_config(raw, "config/dev.yaml", "dev")
     text = str(caught.value)

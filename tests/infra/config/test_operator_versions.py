@@ -52,7 +52,9 @@ def test_add_on_v1_0_0_still_pins_operator_3_0(raw: dict[str, Any]) -> None:
 
 def test_huggingface_with_the_shipped_pin_is_accepted(raw: dict[str, Any]) -> None:
     raw["kvcache"]["endpoints"][0]["model"] = {
-        "source": "huggingface", "hugging_face_model_id": "Qwen/Qwen3-8B"}  # fmt: skip
+        "source": "huggingface",
+        "hugging_face_model_id": "Qwen/Qwen3-8B",
+    }
     endpoint = parse_config(raw, SOURCE, "test").kvcache.endpoints[0]
     assert endpoint.model.source == "huggingface"
 
@@ -126,8 +128,11 @@ def test_every_s3_model_bucket_is_readable_by_the_s3_csi_role(raw: dict[str, Any
     """Added automatically: the driver's role reads the listed buckets plus the endpoints'."""
     raw["addons"] = {"s3_csi": {"model_bucket_names": ["team-weights"]}}
     raw["kvcache"]["endpoints"][0]["replicas"] = 1
-    second = {"name": "other", "replicas": 1,
-              "model": {"source": "s3", "s3_bucket": "team-weights"}}  # fmt: skip
+    second = {
+        "name": "other",
+        "replicas": 1,
+        "model": {"source": "s3", "s3_bucket": "team-weights"},
+    }
     raw["kvcache"]["endpoints"].append(second)
     cfg = parse_config(raw, SOURCE, "test")
     assert model_bucket_names(cfg) == ("team-weights", PLACEHOLDER_MODEL_BUCKET)

@@ -14,8 +14,11 @@ from tests.support.config import SOURCE, refusal
 CONNECTION = (
     "arn:aws:codeconnections:us-west-2:111122223333:connection/0f3d8e2a-5b6c-4d7e-8f90-a1b2c3d4e5f6"
 )
-SOURCE_SET = {"pipeline.enabled": True, "pipeline.connection_arn": CONNECTION,
-              "pipeline.repository": "example-org/hyperpod-kvcache"}  # fmt: skip
+SOURCE_SET = {
+    "pipeline.enabled": True,
+    "pipeline.connection_arn": CONNECTION,
+    "pipeline.repository": "example-org/hyperpod-kvcache",
+}
 
 
 def test_a_pipeline_with_its_source_that_promotes_another_environment_is_accepted() -> None:

@@ -95,8 +95,13 @@ def test_every_region_of_the_commercial_china_and_govcloud_partitions_has_an_az_
     assert {r for r in checked if az_id_prefix(r) is None} == set()
 
 
-AZ_IDS = [("usw2-az4", False), ("usw2-az", True), ("usw2-az1x", True), ("use1-az1", True),
-          ("usw2-az9", True)]  # fmt: skip
+AZ_IDS = [
+    ("usw2-az4", False),
+    ("usw2-az", True),
+    ("usw2-az1x", True),
+    ("use1-az1", True),
+    ("usw2-az9", True),
+]
 
 
 @pytest.mark.parametrize(("az_id", "refused"), AZ_IDS)
@@ -105,8 +110,11 @@ def test_an_az_id_is_the_regions_prefix_and_a_number(az_id: str, refused: bool) 
     assert (line is not None) is refused, line
 
 
-AZ_NAMES = [(["us-west-2a", "us-west-2d"], False), (["us-west-2a", "us-west-2z"], True),
-            (["us-west-2e", "us-west-2a"], True)]  # fmt: skip
+AZ_NAMES = [
+    (["us-west-2a", "us-west-2d"], False),
+    (["us-west-2a", "us-west-2z"], True),
+    (["us-west-2e", "us-west-2a"], True),
+]
 
 
 @pytest.mark.parametrize(("names", "refused"), AZ_NAMES)
@@ -147,7 +155,9 @@ def test_a_region_whose_zone_ids_are_not_published_checks_its_names_only(
     """The table records the names of us-iso-east-1 but none of its zone ids: the id is left to
     preflight (the account's DescribeAvailabilityZones), the names are still checked."""
     assert region_zones("us-iso-east-1") == (
-        ["us-iso-east-1a", "us-iso-east-1b", "us-iso-east-1c"], [])  # fmt: skip
+        ["us-iso-east-1a", "us-iso-east-1b", "us-iso-east-1c"],
+        [],
+    )
     line = refusal({**ISO, "network.availability_zones": names})
     assert (line is not None) is refused, line
     if refused:
@@ -166,15 +176,25 @@ def test_the_tag_pattern_is_read_from_the_model_as_a_character_class() -> None:
     assert (rules.key_max, rules.value_min, rules.value_max) == (128, 1, 256)
 
 
-@pytest.mark.parametrize("tags", [{"Team": "ml"}, {"cost-center": "a b:c/d=e+f-g@h_i.j"},
-                                  {"k" * 128: "v" * 256}])  # fmt: skip
+@pytest.mark.parametrize(
+    "tags", [{"Team": "ml"}, {"cost-center": "a b:c/d=e+f-g@h_i.j"}, {"k" * 128: "v" * 256}]
+)
 def test_tags_aws_accepts_pass(tags: dict[str, str]) -> None:
     check_tags(tags)
 
 
-@pytest.mark.parametrize("tags", [{"AWS:team": "ml"}, {"k" * 129: "v"}, {"team": "v" * 257},
-                                  {"team": ""}, {"te#am": "ml"}, {"project": "x"},
-                                  {f"t{i}": "v" for i in range(49)}])  # fmt: skip
+@pytest.mark.parametrize(
+    "tags",
+    [
+        {"AWS:team": "ml"},
+        {"k" * 129: "v"},
+        {"team": "v" * 257},
+        {"team": ""},
+        {"te#am": "ml"},
+        {"project": "x"},
+        {f"t{i}": "v" for i in range(49)},
+    ],
+)
 def test_tags_aws_refuses_are_refused(tags: dict[str, str]) -> None:
     with pytest.raises(RuleViolation):
         check_tags(tags)
@@ -187,9 +207,14 @@ def test_every_gpu_instance_the_app_describes_is_one_hyperpod_offers() -> None:
     assert set(GPU_INSTANCES) <= set(cluster_instance_types())
 
 
-@pytest.mark.parametrize(("itype", "hint"), [("ml.g6e.5xlarge", "ml.g6e.4xlarge"),
-                                             ("g6e.4xlarge", "write ml.g6e.4xlarge"),
-                                             ("ml.zz9.large", "the families")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("itype", "hint"),
+    [
+        ("ml.g6e.5xlarge", "ml.g6e.4xlarge"),
+        ("g6e.4xlarge", "write ml.g6e.4xlarge"),
+        ("ml.zz9.large", "the families"),
+    ],
+)
 def test_an_instance_type_hyperpod_does_not_offer_is_refused_with_a_hint(
     itype: str, hint: str
 ) -> None:
@@ -216,17 +241,28 @@ GROUPS = {
 
 
 def existing(**arns: str) -> dict[str, Any]:
-    return {"account": "111122223333", "hyperpod": copy.deepcopy(GROUPS),
-            "existing_cluster": {**EXISTING_CLUSTER, **arns}}  # fmt: skip
+    return {
+        "account": "111122223333",
+        "hyperpod": copy.deepcopy(GROUPS),
+        "existing_cluster": {**EXISTING_CLUSTER, **arns},
+    }
 
 
-@pytest.mark.parametrize(("field", "arn"), [
-    ("hyperpod_cluster_arn", "arn:aws-cn:sagemaker:us-west-2:111122223333:cluster/abcdef123456"),
-    ("hyperpod_cluster_arn", "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"),
-    ("oidc_provider_arn", "arn:aws:iam::999988887777:oidc-provider/oidc.eks.us-west-2."
-     "amazonaws.com/id/EXAMPLE"),
-    ("kubectl_role_arn", "arn:aws:iam::999988887777:role/kubectl"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("field", "arn"),
+    [
+        (
+            "hyperpod_cluster_arn",
+            "arn:aws-cn:sagemaker:us-west-2:111122223333:cluster/abcdef123456",
+        ),
+        ("hyperpod_cluster_arn", "arn:aws:sagemaker:us-east-1:111122223333:cluster/abcdef123456"),
+        (
+            "oidc_provider_arn",
+            "arn:aws:iam::999988887777:oidc-provider/oidc.eks.us-west-2.amazonaws.com/id/EXAMPLE",
+        ),
+        ("kubectl_role_arn", "arn:aws:iam::999988887777:role/kubectl"),
+    ],
+)
 def test_an_existing_cluster_arn_of_another_account_region_or_partition_is_refused(
     field: str, arn: str
 ) -> None:

@@ -27,9 +27,19 @@ MOUNT_ALLOWED = (
 
 
 @pytest.mark.parametrize(
-    "path", ["mnt/l2", "/", "/mnt/l2/", "/mnt//l2", "/mnt/./l2", "/mnt/../l2", "/dev/shm/l2",
-             "/proc/l2", "/sys"],
-)  # fmt: skip
+    "path",
+    [
+        "mnt/l2",
+        "/",
+        "/mnt/l2/",
+        "/mnt//l2",
+        "/mnt/./l2",
+        "/mnt/../l2",
+        "/dev/shm/l2",
+        "/proc/l2",
+        "/sys",
+    ],
+)
 def test_an_l2_mount_path_that_is_not_a_clean_absolute_path_of_its_own_is_refused(
     path: str,
 ) -> None:
@@ -66,15 +76,26 @@ def test_an_fsx_placement_id_with_a_cluster_the_app_creates_is_refused(key: str)
     )
 
 
-@pytest.mark.parametrize(("key", "command"), [
-    ("hyperpod_subnet_id",
-     "aws sagemaker describe-cluster --cluster-name team-hyperpod --query 'VpcConfig.Subnets[0]'"),
-    ("vpc_id",
-     "aws ec2 describe-subnets --subnet-ids subnet-0aaaa1111bbbb2222 --query 'Subnets[0].VpcId'"),
-    ("client_security_group_id",
-     "aws sagemaker describe-cluster --cluster-name team-hyperpod "
-     "--query 'VpcConfig.SecurityGroupIds[0]'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "command"),
+    [
+        (
+            "hyperpod_subnet_id",
+            "aws sagemaker describe-cluster --cluster-name team-hyperpod "
+            "--query 'VpcConfig.Subnets[0]'",
+        ),
+        (
+            "vpc_id",
+            "aws ec2 describe-subnets --subnet-ids subnet-0aaaa1111bbbb2222 "
+            "--query 'Subnets[0].VpcId'",
+        ),
+        (
+            "client_security_group_id",
+            "aws sagemaker describe-cluster --cluster-name team-hyperpod "
+            "--query 'VpcConfig.SecurityGroupIds[0]'",
+        ),
+    ],
+)
 def test_a_missing_fsx_placement_id_on_an_existing_cluster_names_the_command_that_prints_it(
     key: str, command: str
 ) -> None:
@@ -123,10 +144,13 @@ def test_the_add_on_rules_do_not_apply_when_the_app_installs_no_add_ons() -> Non
     assert refusal({"addons.enabled": False, "addons.cert_manager.mode": "skip"}) is None
 
 
-@pytest.mark.parametrize(("name", "value"), [
-    ("adopted_role_arn", "arn:aws:iam::111122223333:role/theirs"),
-    ("adopted_configuration", '{"controller":{"replicaCount":1}}'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("adopted_role_arn", "arn:aws:iam::111122223333:role/theirs"),
+        ("adopted_configuration", '{"controller":{"replicaCount":1}}'),
+    ],
+)
 @pytest.mark.parametrize("mode", ["create", "skip"])
 def test_what_describes_an_adopted_add_on_is_refused_unless_it_is_adopted(
     name: str, value: Any, mode: str
@@ -158,13 +182,24 @@ def test_an_adopted_operator_needs_its_configuration_and_says_what_prints_it() -
     assert refusal(adopted) is None
 
 
-@pytest.mark.parametrize(("key", "why"), [
-    ("cert_manager", "the operator's webhooks need the cert-manager CRDs"),
-    ("s3_csi", "the operator's init container refuses to start without CSIDriver s3.csi.aws.com"),
-    ("fsx_csi", "the operator's init container refuses to start without CSIDriver "
-                "fsx.csi.aws.com"),
-    ("metrics_server", "the AWS setup guide lists it as required; the install fails without it"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("key", "why"),
+    [
+        ("cert_manager", "the operator's webhooks need the cert-manager CRDs"),
+        (
+            "s3_csi",
+            "the operator's init container refuses to start without CSIDriver s3.csi.aws.com",
+        ),
+        (
+            "fsx_csi",
+            "the operator's init container refuses to start without CSIDriver fsx.csi.aws.com",
+        ),
+        (
+            "metrics_server",
+            "the AWS setup guide lists it as required; the install fails without it",
+        ),
+    ],
+)
 def test_the_operator_needs_each_of_its_dependencies_enabled(key: str, why: str) -> None:
     field = f"addons.{key}.enabled"
     assert refusal({field: False}) == (
@@ -292,10 +327,13 @@ def test_the_evictors_low_mark_must_stay_below_its_high_mark(low: int, high: int
     )
 
 
-@pytest.mark.parametrize(("limit", "requested", "unit"), [
-    ("memory_limit_mib", "memory_request_mib", 4608),  # above the limit's 8 GiB floor
-    ("cpu_limit_millicores", "cpu_request_millicores", 500),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("limit", "requested", "unit"),
+    [
+        ("memory_limit_mib", "memory_request_mib", 4608),  # above the limit's 8 GiB floor
+        ("cpu_limit_millicores", "cpu_request_millicores", 500),
+    ],
+)
 def test_fuses_limit_must_be_at_least_its_request(limit: str, requested: str, unit: int) -> None:
     field = f"kvcache.curvine.fuse.{limit}"
     overrides = {field: 2 * unit - 1, f"kvcache.curvine.fuse.{requested}": 2 * unit}

@@ -30,9 +30,16 @@ def iecs(config: AppConfig) -> list[dict[str, Any]]:
 # the inference operator add-on (chart shortPrefix hyperpod-inference + "-system"), HyperPod's
 # dependencies chart (health-monitoring agent), the cert-manager add-on, GuardDuty's agent.
 PLATFORM = [
-    "default", "kube-system", "kube-public", "kube-node-lease", "kube-anything",
-    "hyperpod-inference-system", "aws-hyperpod", "cert-manager", "amazon-guardduty",
-]  # fmt: skip
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "kube-anything",
+    "hyperpod-inference-system",
+    "aws-hyperpod",
+    "cert-manager",
+    "amazon-guardduty",
+]
 
 
 @pytest.mark.parametrize("namespace", PLATFORM)

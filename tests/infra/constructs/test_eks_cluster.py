@@ -51,9 +51,15 @@ def kubectl_handler(template: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("admins", "setting", "creator_admin"),
-    [((), None, True), ((ADMIN,), None, False), ((), False, False), ((), True, True),
-     ((ADMIN,), False, False), ((ADMIN,), True, True)],
-)  # fmt: skip
+    [
+        ((), None, True),
+        ((ADMIN,), None, False),
+        ((), False, False),
+        ((), True, True),
+        ((ADMIN,), False, False),
+        ((ADMIN,), True, True),
+    ],
+)
 def test_the_creator_admin_setting_decides_the_creator_whatever_the_admin_list(
     admins: tuple[str, ...], setting: bool | None, creator_admin: bool
 ) -> None:
@@ -65,8 +71,11 @@ def test_the_creator_admin_setting_decides_the_creator_whatever_the_admin_list(
     _, out = control_plane(admin_principal_arns=list(admins), bootstrap_creator_admin=setting)
     access = out["cluster"]["AccessConfig"]
     assert access["BootstrapClusterCreatorAdminPermissions"] is creator_admin
-    entries = [r["Properties"] for r in out["template"]["Resources"].values()
-               if r["Type"] == "AWS::EKS::AccessEntry"]  # fmt: skip
+    entries = [
+        r["Properties"]
+        for r in out["template"]["Resources"].values()
+        if r["Type"] == "AWS::EKS::AccessEntry"
+    ]
     named = [e for e in entries if isinstance(e["PrincipalArn"], str)]
     assert [e["PrincipalArn"] for e in named] == list(admins)
     for e in named:

@@ -42,13 +42,19 @@ def _rule(config: AppConfig) -> dict[str, Any]:
 
 def _labels(config: AppConfig, i: int) -> dict[str, str]:
     e = config.kvcache.endpoints[0]
-    return {"job": vllm_job(e.namespace, e.name), "instance": f"10.1.7.{20 + i}:8000",
-            "namespace": e.namespace, "pod": f"{e.name}-5d8f7c9b4-{PODS[i]}",
-            "node": f"gpu-{i + 1}", "endpoint": e.name}  # fmt: skip
+    return {
+        "job": vllm_job(e.namespace, e.name),
+        "instance": f"10.1.7.{20 + i}:8000",
+        "namespace": e.namespace,
+        "pod": f"{e.name}-5d8f7c9b4-{PODS[i]}",
+        "node": f"gpu-{i + 1}",
+        "endpoint": e.name,
+    }
 
 
-def _series(config: AppConfig, metric: str, per_pod: tuple[float, ...],
-            up: tuple[int, ...] = (1, 1)) -> list[dict[str, str]]:  # fmt: skip
+def _series(
+    config: AppConfig, metric: str, per_pod: tuple[float, ...], up: tuple[int, ...] = (1, 1)
+) -> list[dict[str, str]]:
     """Each Pod's gauge and its ``up``, steady for ``END`` minutes; a Pod whose scrape fails
     (``up`` 0) reports no gauge."""
     out = []
@@ -62,15 +68,24 @@ def _series(config: AppConfig, metric: str, per_pod: tuple[float, ...],
 
 def _fires(rule: dict[str, Any], value: float) -> list[dict[str, Any]]:
     labels = dict(rule["labels"])
-    return [{"exp_labels": labels,
-             "exp_annotations": {k: expand(v, labels, value)
-                                 for k, v in rule["annotations"].items()}}]  # fmt: skip
+    return [
+        {
+            "exp_labels": labels,
+            "exp_annotations": {
+                k: expand(v, labels, value) for k, v in rule["annotations"].items()
+            },
+        }
+    ]
 
 
 def _case(series: list[dict[str, str]], checks: list[tuple[int, list[Any]]]) -> dict[str, Any]:
-    return {"interval": "1m", "input_series": series,
-            "alert_rule_test": [{"eval_time": f"{t}m", "alertname": AT_MAX_ALERT, "exp_alerts": a}
-                                for t, a in checks]}  # fmt: skip
+    return {
+        "interval": "1m",
+        "input_series": series,
+        "alert_rule_test": [
+            {"eval_time": f"{t}m", "alertname": AT_MAX_ALERT, "exp_alerts": a} for t, a in checks
+        ],
+    }
 
 
 @pytest.mark.parametrize(
@@ -83,9 +98,13 @@ def _case(series: list[dict[str, str]], checks: list[tuple[int, list[Any]]]) -> 
     ],
 )
 def test_the_at_max_alert_fires_above_target_at_max_replicas_only(
-    tmp_path: Path, signal: str, metric: str, above: tuple[float, float],
-    at: tuple[float, float], below: tuple[float, float],
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    signal: str,
+    metric: str,
+    above: tuple[float, float],
+    at: tuple[float, float],
+    below: tuple[float, float],
+) -> None:
     config = _config(signal)
     rules = alert_rules_yaml(config)
     check_rules(rules, tmp_path)
@@ -118,8 +137,12 @@ def _ttft_series(
             continue
         for le in BUCKETS:
             filled = le == "+Inf" or float(le) >= float(slowest)
-            out.append({"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',
-                        "values": f"0+60x{END}" if filled else f"0x{END}"})  # fmt: skip
+            out.append(
+                {
+                    "series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="{le}"}}',
+                    "values": f"0+60x{END}" if filled else f"0x{END}",
+                }
+            )
     return out
 
 
@@ -159,12 +182,24 @@ def test_wanted_replicas_is_the_hpa_formula_within_the_bounds(tmp_path: Path) ->
     cases = []
     for waiting, want in checks:
         series = _series(config, "vllm:num_requests_waiting", waiting)
-        cases.append({"interval": "1m", "input_series": series, "promql_expr_test": [
-            {"expr": wanted_replicas(config, e), "eval_time": "5m",
-             "exp_samples": [{"labels": "{}", "value": want}]},
-            {"expr": serving_replicas(e), "eval_time": "5m",
-             "exp_samples": [{"labels": "{}", "value": 2}]},
-        ]})  # fmt: skip
+        cases.append(
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    {
+                        "expr": wanted_replicas(config, e),
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": "{}", "value": want}],
+                    },
+                    {
+                        "expr": serving_replicas(e),
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": "{}", "value": 2}],
+                    },
+                ],
+            }
+        )
     run_rule_tests(alert_rules_yaml(config), cases, tmp_path)
 
 

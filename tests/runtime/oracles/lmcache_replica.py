@@ -94,8 +94,9 @@ def main() -> dict[str, object]:
         read = torch.zeros_like(written)
         got = int(engine.retrieve(tokens, kv=read).sum())
         result["retrieved"] = got
-        result["equal"] = bool(torch.equal(read[:, :, :got].view(torch.int16),
-                                           written[:, :, :got].view(torch.int16)))  # fmt: skip
+        result["equal"] = bool(
+            torch.equal(read[:, :, :got].view(torch.int16), written[:, :, :got].view(torch.int16))
+        )
     # What the stats thread does every 10 s, once, now: counters into the multiprocess files.
     stats = LMCacheEngineBuilder._stat_loggers["replica"]
     stats.prometheus_logger.log_prometheus(stats.monitor.get_stats_and_clear())

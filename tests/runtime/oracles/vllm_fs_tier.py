@@ -181,8 +181,9 @@ try:
     context = ReqContext(req_id="r")
     if request["role"] == "store":
         flat[: len(payload)] = payload
-        job = JobMetadata(job_id=1, keys=keys, block_ids=rows, is_promotion=False,
-                          req_context=context)  # fmt: skip
+        job = JobMetadata(
+            job_id=1, keys=keys, block_ids=rows, is_promotion=False, req_context=context
+        )
         tier.submit_store(job)
         result["stored"] = wait(1)
     else:
@@ -190,8 +191,13 @@ try:
         found = [k for k in keys if tier.lookup(k, context)]
         result["lookup"] = len(found)
         if found:
-            job = JobMetadata(job_id=2, keys=found, block_ids=rows[: len(found)], is_promotion=True,
-                              req_context=context)  # fmt: skip
+            job = JobMetadata(
+                job_id=2,
+                keys=found,
+                block_ids=rows[: len(found)],
+                is_promotion=True,
+                req_context=context,
+            )
             tier.submit_load(job)
             result["loaded"] = len(found) if wait(2) else 0
         result["equal"] = bytes(flat[: len(found) * row]) == payload[: len(found) * row]

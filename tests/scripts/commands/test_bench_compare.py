@@ -44,9 +44,15 @@ def servers() -> Iterator[Servers]:
 
 def _config(monkeypatch: pytest.MonkeyPatch, **bench: Any) -> AppConfig:
     base = load_config("dev")
-    chat = base.bench.chat.model_copy(update={"users": 2, "rounds": 2, "concurrency": 2,
-                                               "system_prompt_words": 300,
-                                               "user_context_words": 600})  # fmt: skip
+    chat = base.bench.chat.model_copy(
+        update={
+            "users": 2,
+            "rounds": 2,
+            "concurrency": 2,
+            "system_prompt_words": 300,
+            "user_context_words": 600,
+        }
+    )
     cfg = base.model_copy(update={"bench": base.bench.model_copy(update={"chat": chat, **bench})})
     monkeypatch.setattr(runtime, "load_config", lambda env: cfg)
     return cfg
@@ -92,15 +98,22 @@ def test_the_report_holds_the_injected_delays_and_the_exact_tier_shares(
         # Injected: a fresh prompt is recomputed whole; on the second replica the whole chunks
         # come from L2 (none: recomputed again) and the tail is recomputed.
         want_cold = expected_ms(tier, cold=WORDS)
-        want_warm = expected_ms(tier, cold=WORDS) if tier == "none" else expected_ms(
-            tier, l2=WHOLE, cold=WORDS - WHOLE)  # fmt: skip
+        want_warm = (
+            expected_ms(tier, cold=WORDS)
+            if tier == "none"
+            else expected_ms(tier, l2=WHOLE, cold=WORDS - WHOLE)
+        )
         assert min(cold) >= want_cold and min(warm) >= want_warm
         row = sweep[tier]
         assert want_cold <= float(row["cold p50 ms"]) <= want_cold + TOLERANCE_MS
         assert want_warm <= float(row["warm p50 ms"]) <= want_warm + TOLERANCE_MS
         # report.md is the CSV's arithmetic, as printed.
-        quantiles = [("cold p50 ms", cold, 0.5), ("cold p95 ms", cold, 0.95),
-                     ("warm p50 ms", warm, 0.5), ("warm p95 ms", warm, 0.95)]  # fmt: skip
+        quantiles = [
+            ("cold p50 ms", cold, 0.5),
+            ("cold p95 ms", cold, 0.95),
+            ("warm p50 ms", warm, 0.5),
+            ("warm p95 ms", warm, 0.95),
+        ]
         for column, values, q in quantiles:
             assert row[column] == f"{percentile(values, q):.1f}", (tier, column)
         speedup = percentile(cold, 0.5) / percentile(warm, 0.5)  # type: ignore[operator]
@@ -108,15 +121,21 @@ def test_the_report_holds_the_injected_delays_and_the_exact_tier_shares(
     # Shares of the 3 x 2 x 2,500 prompt tokens: the warm halves' whole chunks from L2.
     for tier in ("curvine", "tieredstorage"):
         assert [sweep[tier][k] for k in ("L0", "L1", "L2", "recomputed", "failed loads")] == [
-            "0.0 %", "0.0 %", f"{100 * 3 * WHOLE / (6 * WORDS):.1f} %",
-            f"{100 - 100 * 3 * WHOLE / (6 * WORDS):.1f} %", "0.0 %",
-        ]  # fmt: skip
+            "0.0 %",
+            "0.0 %",
+            f"{100 * 3 * WHOLE / (6 * WORDS):.1f} %",
+            f"{100 - 100 * 3 * WHOLE / (6 * WORDS):.1f} %",
+            "0.0 %",
+        ]
     assert [sweep["none"][k] for k in ("L2", "recomputed", "failed loads")] == ["-", "100.0 %", "-"]
     cross = _table(report, "Cross-Pod reuse")
     assert cross["curvine"]["L2"] == f"{100 * WHOLE / WORDS:.1f} %"
     verdicts = _table(report, "Verdicts")
     assert [verdicts[t]["result"] for t in ("curvine", "tieredstorage", "none")] == [
-        "**pass**", "**pass**", "**baseline**"]  # fmt: skip
+        "**pass**",
+        "**pass**",
+        "**baseline**",
+    ]
     assert verdicts["curvine"]["cross-Pod hit (>= 99.0 %)"] == "100.0 % **pass**"
     chat = _table(report, "Multi-round chat")
     assert chat["none"]["L2"] == "-" and chat["curvine"]["L2"] != "0.0 %"
@@ -135,8 +154,18 @@ def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_on
         cold / (_warm("tieredstorage") + TOLERANCE_MS) > 6.5 > (cold + TOLERANCE_MS) / curvine_warm
     )
     _config(monkeypatch, min_warm_speedup=6.5)
-    result = _compare(servers, tmp_path, "--workloads", "sweep", "--lengths", str(WORDS),
-                      "--repeats", "3", "--seed", "12")  # fmt: skip
+    result = _compare(
+        servers,
+        tmp_path,
+        "--workloads",
+        "sweep",
+        "--lengths",
+        str(WORDS),
+        "--repeats",
+        "3",
+        "--seed",
+        "12",
+    )
     assert result.exit_code == 1, result.output
     by_tier = {v["l2_backend"]: v for v in json.loads(result.stdout)["verdicts"]}
     assert by_tier["curvine"]["status"] == "fail" and by_tier["tieredstorage"]["status"] == "pass"
@@ -205,8 +234,10 @@ def _verdict_rows(report: str) -> list[dict[str, str]]:
     section = report.split("## Verdicts\n", 1)[1].split("\n## ", 1)[0]
     lines = [line for line in section.splitlines() if line.startswith("| ")]
     head = [c.strip() for c in lines[0].strip("|").split("|")]
-    return [dict(zip(head, [c.strip() for c in line.strip("|").split("|")], strict=True))
-            for line in lines[1:]]  # fmt: skip
+    return [
+        dict(zip(head, [c.strip() for c in line.strip("|").split("|")], strict=True))
+        for line in lines[1:]
+    ]
 
 
 REACHED = {"one URL": 14, "the same URL twice": 15, "two URLs of one Pod": 17}
@@ -226,14 +257,31 @@ def test_a_tier_whose_warm_requests_reach_the_pod_that_computed_them_does_not_pa
     alias = a.replace("127.0.0.1", "localhost")
     urls = {"one URL": a, "the same URL twice": f"{a},{a}", "two URLs of one Pod": f"{a},{alias}"}
     urls = urls[reached]
-    argv = ["bench", "compare", "--target", f"curvine={urls}", "--out", str(tmp_path), *QUICK,
-            "--workloads", "sweep,cross-pod", "--lengths", str(WORDS), "--repeats", "2",
-            "--seed", str(REACHED[reached]), "--json"]  # fmt: skip
+    argv = [
+        "bench",
+        "compare",
+        "--target",
+        f"curvine={urls}",
+        "--out",
+        str(tmp_path),
+        *QUICK,
+        "--workloads",
+        "sweep,cross-pod",
+        "--lengths",
+        str(WORDS),
+        "--repeats",
+        "2",
+        "--seed",
+        str(REACHED[reached]),
+        "--json",
+    ]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 1, result.output
     verdicts = json.loads(result.stdout)["verdicts"]
     assert [(v["check"], v["status"], v["measured"]) for v in verdicts] == [
-        ("warm/cold TTFT", "fail", None), ("cross-Pod hit", "fail", None)]  # fmt: skip
+        ("warm/cold TTFT", "fail", None),
+        ("cross-Pod hit", "fail", None),
+    ]
     assert all(v["reason"].startswith("not measured: needs two distinct Pods") for v in verdicts)
     (row,) = _verdict_rows((tmp_path / "report.md").read_text())
     assert row["result"] == "**fail**"
@@ -248,9 +296,22 @@ def test_each_tiers_result_is_the_conjunction_of_its_own_verdicts(
     whose verdict passes. Each row of the report reads its own verdicts."""
     _config(monkeypatch)
     a, b = (s.url for s in servers["curvine"])
-    argv = ["bench", "compare", "--target", f"curvine={a},{a}", "--target", f"fsx_lustre={a},{b}",
-            "--out", str(tmp_path), *QUICK, "--workloads", "cross-pod", "--seed", "16",
-            "--json"]  # fmt: skip
+    argv = [
+        "bench",
+        "compare",
+        "--target",
+        f"curvine={a},{a}",
+        "--target",
+        f"fsx_lustre={a},{b}",
+        "--out",
+        str(tmp_path),
+        *QUICK,
+        "--workloads",
+        "cross-pod",
+        "--seed",
+        "16",
+        "--json",
+    ]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 1, result.output
     statuses = [v["status"] for v in json.loads(result.stdout)["verdicts"]]

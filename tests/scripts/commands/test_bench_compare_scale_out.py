@@ -41,8 +41,20 @@ def _config(monkeypatch: pytest.MonkeyPatch, **bench: Any) -> AppConfig:
 
 
 def _compare(servers: Fleet, out: Path, joining: dict[str, str], *args: str) -> Any:
-    argv = ["bench", "compare", *target_args(servers), "--out", str(out), *QUICK,
-            "--workloads", "scale-out", "--seed", "21", *args, "--json"]  # fmt: skip
+    argv = [
+        "bench",
+        "compare",
+        *target_args(servers),
+        "--out",
+        str(out),
+        *QUICK,
+        "--workloads",
+        "scale-out",
+        "--seed",
+        "21",
+        *args,
+        "--json",
+    ]
     for tier, url in joining.items():
         argv += ["--joining", f"{tier}={url}"]
     return CliRunner().invoke(app, argv)
@@ -135,8 +147,14 @@ def test_a_replica_that_served_one_request_is_not_new_either(
 
 
 def test_joining_a_tier_not_given_is_refused_in_one_line(tmp_path: Path) -> None:
-    argv = ["bench", "compare", "--target", "none=http://127.0.0.1:1,http://127.0.0.1:2",
-            "--joining", "curvine=http://127.0.0.1:3"]  # fmt: skip
+    argv = [
+        "bench",
+        "compare",
+        "--target",
+        "none=http://127.0.0.1:1,http://127.0.0.1:2",
+        "--joining",
+        "curvine=http://127.0.0.1:3",
+    ]
     result = CliRunner().invoke(app, argv)
     assert result.exit_code == 2
     (line,) = result.stderr.strip().splitlines()

@@ -35,14 +35,23 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakePrometheus:
     instant: dict[str, float] = {}
     for e in config.kvcache.endpoints:
         q = Queries(config, e, window="1h")
-        instant |= {q.l0_hit_rate(): inst["l0_hit_rate"], q.l1_hit_rate(): inst["l1_hit_rate"],
-                    q.l2_hit_rate(): inst["l2_hit_rate"], q.ttft(0.5): inst["ttft_p50_seconds"],
-                    q.failed_load_rate(): inst["failed_load_rate"],
-                    q.ttft(0.95): inst["ttft_p95_seconds"], q.ttft(0.99): inst["ttft_p99_seconds"],
-                    q.request_rate(): inst["requests_per_second"]}  # fmt: skip
+        instant |= {
+            q.l0_hit_rate(): inst["l0_hit_rate"],
+            q.l1_hit_rate(): inst["l1_hit_rate"],
+            q.l2_hit_rate(): inst["l2_hit_rate"],
+            q.ttft(0.5): inst["ttft_p50_seconds"],
+            q.failed_load_rate(): inst["failed_load_rate"],
+            q.ttft(0.95): inst["ttft_p95_seconds"],
+            q.ttft(0.99): inst["ttft_p99_seconds"],
+            q.request_rate(): inst["requests_per_second"],
+        }
     instant[l2_used_percent(config)] = inst["l2_used_percent"]
-    ranges = {t.expr: samples["range"][f"{p.title}/{t.legend}"]
-              for r in rows(config) for p in r.panels for t in p.targets}  # fmt: skip
+    ranges = {
+        t.expr: samples["range"][f"{p.title}/{t.legend}"]
+        for r in rows(config)
+        for p in r.panels
+        for t in p.targets
+    }
     return FakePrometheus(instant, ranges)
 
 
@@ -59,8 +68,11 @@ def test_report_json_from_the_fake(
     assert ep["l2_hit_rate"] == pytest.approx(0.287)
     assert ep["l2_backend"] == "curvine" and ep["failed_load_rate"] == pytest.approx(0.003)
     assert ep["ttft_p95_seconds"] == pytest.approx(0.934)
-    assert out["l2"] == {"used_percent": pytest.approx(71.4), "high_water_percent": 85,
-                         "low_water_percent": 70}  # fmt: skip
+    assert out["l2"] == {
+        "used_percent": pytest.approx(71.4),
+        "high_water_percent": 85,
+        "low_water_percent": 70,
+    }
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     # every panel target was fetched as a range query
     assert {p for p, _, _ in fake.requests} == {
@@ -81,8 +93,9 @@ def test_every_request_is_sigv4_signed_for_aps(fake: FakePrometheus, tmp_path: P
         assert "X-Amz-Date" in headers
 
 
-def test_table_and_missing_values(fake: FakePrometheus, capsys: pytest.CaptureFixture[str],
-                                  tmp_path: Path) -> None:  # fmt: skip
+def test_table_and_missing_values(
+    fake: FakePrometheus, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     fake.instant.clear()  # no data yet: every value is "-", nothing crashes
     with fake.serve() as url:
         assert report.run(report.ReportOptions(endpoint=url, png=tmp_path / "r.png")) == Exit.OK

@@ -53,8 +53,10 @@ def test_scale_events_are_the_changes_of_the_serving_count(
         assert report.run(options) == Exit.OK
     (ep,) = json.loads(capsys.readouterr().out)["endpoints"].values()
     at = [datetime.fromtimestamp(T0 + 60 * i, UTC).isoformat() for i in (2, 5)]
-    assert ep["scale_events"] == [{"at": at[0], "from": 1, "to": 2},
-                                  {"at": at[1], "from": 2, "to": 1}]  # fmt: skip
+    assert ep["scale_events"] == [
+        {"at": at[0], "from": 1, "to": 2},
+        {"at": at[1], "from": 2, "to": 1},
+    ]
     assert ep["replicas_serving"] == 1.0 and ep["replicas_wanted"] == 2.0
     assert (ep["min_replicas"], ep["max_replicas"]) == (1, 2)
 

@@ -44,9 +44,19 @@ def test_cli_json_from_a_config_file(tmp_path: Path) -> None:
 def test_cli_params_override_and_flags() -> None:
     # 600 tokens recomputed at 1e9 tokens/s: no L2 read back is faster.
     result = runner.invoke(
-        app, ["size", "llama-3.1-70b", "--json", "--params", "7.0e10", "--prompt-tokens", "600",
-              "--prefill-tokens-per-s", "1e9"],
-    )  # fmt: skip
+        app,
+        [
+            "size",
+            "llama-3.1-70b",
+            "--json",
+            "--params",
+            "7.0e10",
+            "--prompt-tokens",
+            "600",
+            "--prefill-tokens-per-s",
+            "1e9",
+        ],
+    )
     data = json.loads(result.stdout)
     assert data["params"] == 70_000_000_000 and data["params_source"] == "--params"
     assert not data["fits"]  # 140 GB of weights on one 48 GB L40S
@@ -95,8 +105,18 @@ def test_l2_worker_capacity_comes_from_config(
 
 
 def test_cli_prints_and_emits_the_advice() -> None:
-    args = ["size", "qwen2-7b", "--prompt-tokens", "50000", "--sessions", "100",
-            "--context-tokens", "100000", "--prefill-tokens-per-s", "10000"]  # fmt: skip
+    args = [
+        "size",
+        "qwen2-7b",
+        "--prompt-tokens",
+        "50000",
+        "--sessions",
+        "100",
+        "--context-tokens",
+        "100000",
+        "--prefill-tokens-per-s",
+        "10000",
+    ]
     result = CliRunner().invoke(app, [*args, "--json"])
     assert result.exit_code == 0, result.output
     advice = json.loads(result.output)["tier_advice"]
@@ -145,9 +165,20 @@ def test_the_working_set_is_held_against_the_pool_of_every_gpu_node(
     """200 sessions x 100,000 tokens of qwen2-7b: 1.147 TB of KV. dev pools 400 GiB of NVMe on
     each of its 2 GPU nodes (0.859 TB): too small; on 3 nodes (1.288 TB) it fits. One node's
     400 GiB (0.429 TB) is never what the working set is held against."""
-    argv = ["size", "qwen2-7b", "--json", "--prompt-tokens", "50000", "--sessions", "200",
-            "--context-tokens", "100000", "--prefill-tokens-per-s", "10000",
-            *(["--gpu-nodes", nodes] if nodes else [])]  # fmt: skip
+    argv = [
+        "size",
+        "qwen2-7b",
+        "--json",
+        "--prompt-tokens",
+        "50000",
+        "--sessions",
+        "200",
+        "--context-tokens",
+        "100000",
+        "--prefill-tokens-per-s",
+        "10000",
+        *(["--gpu-nodes", nodes] if nodes else []),
+    ]
     result = runner.invoke(app, argv)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -42,9 +42,10 @@ def _label(kube: FakeKube, node: str, cuda: str, driver: str, former: bool = Fal
     major, minor = cuda.split(".")
     prefix = "nvidia.com/cuda.runtime." if former else "nvidia.com/cuda.runtime-version."
     obj["metadata"]["labels"] |= {
-        f"{prefix}major": major, f"{prefix}minor": minor,
+        f"{prefix}major": major,
+        f"{prefix}minor": minor,
         "nvidia.com/cuda.driver-version.full": driver,
-    }  # fmt: skip
+    }
 
 
 def _pod(kube: FakeKube, i: int, image: str, ready: bool = True, restarts: int = 0) -> Any:
@@ -54,10 +55,16 @@ def _pod(kube: FakeKube, i: int, image: str, ready: bool = True, restarts: int =
     (model,) = [c for c in pod["spec"]["containers"] if c["name"] == "vllm-kvcache"]
     model["image"] = image
     pod["status"]["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
-    pod["status"]["containerStatuses"] = [{
-        "name": "vllm-kvcache", "ready": ready, "restartCount": restarts, "image": image,
-        "imageID": "", "state": {"running": {}} if ready else
-        {"waiting": {"reason": "CrashLoopBackOff"}}}]  # fmt: skip
+    pod["status"]["containerStatuses"] = [
+        {
+            "name": "vllm-kvcache",
+            "ready": ready,
+            "restartCount": restarts,
+            "image": image,
+            "imageID": "",
+            "state": {"running": {}} if ready else {"waiting": {"reason": "CrashLoopBackOff"}},
+        }
+    ]
     return pod
 
 

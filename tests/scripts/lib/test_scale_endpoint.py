@@ -89,7 +89,9 @@ def test_the_replica_count_goes_up_by_one_for_the_new_pod_and_back_afterwards(
         during = copy.deepcopy(_iec(kube))
     assert during["spec"]["replicas"] == 3
     assert json.loads(during["metadata"]["annotations"][RESTORE]) == {
-        "path": "/spec/replicas", "value": 2}  # fmt: skip
+        "path": "/spec/replicas",
+        "value": 2,
+    }
     _schema_checks(during, cfg)
     after = _iec(kube)
     assert after["spec"]["replicas"] == 2 and RESTORE not in after["metadata"]["annotations"]
@@ -181,7 +183,9 @@ def test_a_run_killed_while_scaled_out_is_restored_by_the_next_one(kube: FakeKub
     _seed_cluster(kube)
     _set_spec(kube, replicas=3)
     _iec(kube)["metadata"]["annotations"] = {
-        "owner": "kept", RESTORE: json.dumps({"path": "/spec/replicas", "value": 2})}  # fmt: skip
+        "owner": "kept",
+        RESTORE: json.dumps({"path": "/spec/replicas", "value": 2}),
+    }
     seen = _controller(kube)
     with scaled_out(_clients(kube, {}), _cfg().kvcache.endpoints[0], 600, show=_quiet()):
         assert _iec(kube)["spec"]["replicas"] == 3

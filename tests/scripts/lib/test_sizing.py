@@ -70,33 +70,58 @@ def test_l0_is_the_gpu_memory_vllm_may_use_minus_the_weights(utilization: float)
     """vLLM takes gpu_memory_utilization of each GPU; L0 is what is left after the weights and
     the per-GPU overhead, at the configured utilization."""
     report = size_model(
-        "qwen2-7b", QWEN2_7B_CONFIG, instance_type="ml.g6e.4xlarge", gpus=2,
-        gpu_memory_gib=48, instance_memory_gib=128, gpu_nodes=2, tiered_storage_percent=20,
-        curvine_pool_bytes=400 * 2 * GIB, params=7_000_000_000, weight_dtype="bfloat16",
-        gpu_memory_utilization=utilization, overhead_gib_per_gpu=2.0,
-    )  # fmt: skip
+        "qwen2-7b",
+        QWEN2_7B_CONFIG,
+        instance_type="ml.g6e.4xlarge",
+        gpus=2,
+        gpu_memory_gib=48,
+        instance_memory_gib=128,
+        gpu_nodes=2,
+        tiered_storage_percent=20,
+        curvine_pool_bytes=400 * 2 * GIB,
+        params=7_000_000_000,
+        weight_dtype="bfloat16",
+        gpu_memory_utilization=utilization,
+        overhead_gib_per_gpu=2.0,
+    )
     want = int(2 * (48 * utilization - 2.0) * GIB - 7_000_000_000 * 2)
     (l0,) = [t for t in report.tiers if t.name == "L0"]
     assert l0.bytes == want
     assert l0.tokens == want // kv_bytes_per_token(QWEN2_7B_CONFIG)
 
 
-TINY = {"hidden_size": 8, "num_hidden_layers": 2, "num_attention_heads": 2, "vocab_size": 10,
-        "intermediate_size": 16, "num_key_value_heads": 1}  # fmt: skip
+TINY = {
+    "hidden_size": 8,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "vocab_size": 10,
+    "intermediate_size": 16,
+    "num_key_value_heads": 1,
+}
 MLA = {"kv_lora_rank": 2, "qk_rope_head_dim": 1}
 
 
-@pytest.mark.parametrize(("extra", "params"), [
-    ({}, 1312),  # embed 10*8*2 + 2 x attn (2*8*2*4 + 2*8*1*4) + 2 x mlp 3*8*16
-    ({"tie_word_embeddings": True}, 1232),  # embed counted once
-    ({"head_dim": 6}, 1504),  # attn 2*8*2*6 + 2*8*1*6
-    ({"num_key_value_heads": None}, 1440),  # kv heads = heads
-    ({"num_local_experts": 4, "moe_intermediate_size": 4, "n_shared_experts": 1,
-      "first_k_dense_replace": 1}, 1440),  # 1 dense mlp + 1 x (3*8*4*5 + router 8*4)
-    ({"n_routed_experts": 2}, 2112),  # 2 x (3*8*16*2 + router 8*2)
-    ({**MLA, "qk_nope_head_dim": 3, "v_head_dim": 5, "q_lora_rank": 4}, 1328),
-    (MLA, 11248),  # no q LoRA; nope and v head dims default to 128
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("extra", "params"),
+    [
+        ({}, 1312),  # embed 10*8*2 + 2 x attn (2*8*2*4 + 2*8*1*4) + 2 x mlp 3*8*16
+        ({"tie_word_embeddings": True}, 1232),  # embed counted once
+        ({"head_dim": 6}, 1504),  # attn 2*8*2*6 + 2*8*1*6
+        ({"num_key_value_heads": None}, 1440),  # kv heads = heads
+        (
+            {
+                "num_local_experts": 4,
+                "moe_intermediate_size": 4,
+                "n_shared_experts": 1,
+                "first_k_dense_replace": 1,
+            },
+            1440,
+        ),  # 1 dense mlp + 1 x (3*8*4*5 + router 8*4)
+        ({"n_routed_experts": 2}, 2112),  # 2 x (3*8*16*2 + router 8*2)
+        ({**MLA, "qk_nope_head_dim": 3, "v_head_dim": 5, "q_lora_rank": 4}, 1328),
+        (MLA, 11248),  # no q LoRA; nope and v head dims default to 128
+    ],
+)
 def test_params_are_counted_exactly_on_tiny_architectures(
     extra: dict[str, Any], params: int
 ) -> None:
@@ -120,8 +145,16 @@ def test_the_models_own_dtype_sizes_weights_and_kv_unless_overridden() -> None:
     cfg = {**QWEN2_7B_CONFIG, "torch_dtype": "float32"}
     own = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, **SIZING)
     assert (own.weight_bytes, own.kv_dtype_bytes) == (4 * 10**9, 4)
-    given = size_model("q", cfg, gpus=2, gpu_memory_gib=48, params=10**9, weight_dtype="bf16",
-                       kv_dtype="fp8", **SIZING)  # fmt: skip
+    given = size_model(
+        "q",
+        cfg,
+        gpus=2,
+        gpu_memory_gib=48,
+        params=10**9,
+        weight_dtype="bf16",
+        kv_dtype="fp8",
+        **SIZING,
+    )
     assert (given.weight_bytes, given.kv_dtype_bytes) == (2 * 10**9, 1)
 
 
@@ -133,26 +166,47 @@ def test_a_model_fits_while_one_byte_is_left_after_its_weights(
 ) -> None:
     """The boundary of `fits`: usable GPU memory (here 1 x 4 GiB x 0.5, no overhead) minus
     the weights (1 byte a parameter in fp8). One byte left fits, with too small an L0."""
-    report = size_model("q", QWEN2_7B_CONFIG, gpus=1, gpu_memory_gib=4,
-                        gpu_memory_utilization=0.5, overhead_gib_per_gpu=0,
-                        params=2 * GIB - left, weight_dtype="fp8", **SIZING)  # fmt: skip
+    report = size_model(
+        "q",
+        QWEN2_7B_CONFIG,
+        gpus=1,
+        gpu_memory_gib=4,
+        gpu_memory_utilization=0.5,
+        overhead_gib_per_gpu=0,
+        params=2 * GIB - left,
+        weight_dtype="fp8",
+        **SIZING,
+    )
     assert report.fits is fits
     assert [f.split(":")[0] for f in report.flags] == [flag]
 
 
 def test_a_missing_head_dim_is_hidden_size_over_heads_rounded_down() -> None:
     """As transformers derives it: hidden_size // num_attention_heads (10 // 4 = 2)."""
-    cfg = {"hidden_size": 10, "num_attention_heads": 4, "num_key_value_heads": 1,
-           "num_hidden_layers": 1, "vocab_size": 3, "intermediate_size": 5}  # fmt: skip
+    cfg = {
+        "hidden_size": 10,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "num_hidden_layers": 1,
+        "vocab_size": 3,
+        "intermediate_size": 5,
+    }
     assert kv_bytes_per_token(cfg) == kv_bytes_per_token({**cfg, "head_dim": 2}) == 2 * 2 * 2
     assert estimate_params(cfg) == estimate_params({**cfg, "head_dim": 2})
 
 
 def _size(**kw: Any) -> Any:
     args: dict[str, Any] = dict(
-        instance_type="ml.test", gpus=2, gpu_memory_gib=24, instance_memory_gib=64, gpu_nodes=3,
-        tiered_storage_percent=25, curvine_pool_bytes=100 * 3 * GIB, params=1_000_000_000, l1_gib=8,
-    )  # fmt: skip
+        instance_type="ml.test",
+        gpus=2,
+        gpu_memory_gib=24,
+        instance_memory_gib=64,
+        gpu_nodes=3,
+        tiered_storage_percent=25,
+        curvine_pool_bytes=100 * 3 * GIB,
+        params=1_000_000_000,
+        l1_gib=8,
+    )
     return size_model("small", SMALL, **{**args, **kw})
 
 
@@ -175,22 +229,42 @@ def test_tiers_of_a_worked_example() -> None:
         "gpus_per_node": 2,
         "gpu_nodes": 3,
         "tiers": [
-            {"name": "L0", "bytes": 32_359_738_368, "tokens": 15_800_653,
-             "scope": "per replica (GPU)"},
-            {"name": "L1", "bytes": 8_589_934_592, "tokens": 4_194_304,
-             "scope": "per replica (LMCache CPU cache in the Pod's memory)"},
-            {"name": "L2", "bytes": 322_122_547_200, "tokens": 157_286_400,
-             "scope": "shared by 3 nodes (Curvine NVMe)"},
-            {"name": "L2 tieredstorage", "bytes": 17_179_869_184, "tokens": 8_388_608,
-             "scope": "per node (Tiered Storage reservation; serves endpoints on tieredstorage "
-                      "only)"},
+            {
+                "name": "L0",
+                "bytes": 32_359_738_368,
+                "tokens": 15_800_653,
+                "scope": "per replica (GPU)",
+            },
+            {
+                "name": "L1",
+                "bytes": 8_589_934_592,
+                "tokens": 4_194_304,
+                "scope": "per replica (LMCache CPU cache in the Pod's memory)",
+            },
+            {
+                "name": "L2",
+                "bytes": 322_122_547_200,
+                "tokens": 157_286_400,
+                "scope": "shared by 3 nodes (Curvine NVMe)",
+            },
+            {
+                "name": "L2 tieredstorage",
+                "bytes": 17_179_869_184,
+                "tokens": 8_388_608,
+                "scope": "per node (Tiered Storage reservation; serves endpoints on tieredstorage "
+                "only)",
+            },
         ],
         "flags": [],
         "fits": True,
         "weight_gib": 1.86,  # 2e9 / 2^30 = 1.8626
-        "tokens_per_tier": {"L0": 15_800_653, "L1": 4_194_304, "L2": 157_286_400,
-                            "L2 tieredstorage": 8_388_608},
-    }  # fmt: skip
+        "tokens_per_tier": {
+            "L0": 15_800_653,
+            "L1": 4_194_304,
+            "L2": 157_286_400,
+            "L2 tieredstorage": 8_388_608,
+        },
+    }
 
 
 def test_defaults_vllm_takes_90_percent_and_2_gib_per_gpu_overhead() -> None:
@@ -205,15 +279,24 @@ def test_weights_follow_the_weight_dtype_and_the_estimate_names_its_source() -> 
     #   = 1,024,000 + 4 x (524,288 + 131,072 + 1,572,864) = 9,936,896 params, 1 B each in fp8
     assert (report.params, report.params_source) == (9_936_896, "architecture")
     assert (report.weight_bytes, report.kv_bytes_per_token, report.kv_dtype_bytes) == (
-        9_936_896, 1024, 1)  # fmt: skip
+        9_936_896,
+        1024,
+        1,
+    )
 
 
 def test_mla_is_reported_as_such() -> None:
     report = size_model(
-        "deepseek-v3", PRESETS["deepseek-v3"], instance_type="ml.p5.48xlarge", gpus=8,
-        gpu_memory_gib=80, instance_memory_gib=2048, gpu_nodes=2, tiered_storage_percent=0,
+        "deepseek-v3",
+        PRESETS["deepseek-v3"],
+        instance_type="ml.p5.48xlarge",
+        gpus=8,
+        gpu_memory_gib=80,
+        instance_memory_gib=2048,
+        gpu_nodes=2,
+        tiered_storage_percent=0,
         curvine_pool_bytes=0,
-    )  # fmt: skip
+    )
     assert report.attention == "mla" and report.kv_bytes_per_token == 61 * 576 * 2
     assert [(t.bytes, t.tokens) for t in report.tiers[1:]] == [(0, 0), (0, 0), (0, 0)]
 
@@ -230,14 +313,26 @@ SMALL_L0 = "l0_small: fewer than 4,096 tokens of KV cache fit on the GPU"
         (2_143_289_344, True, 4096, []),
         (2_143_289_345, True, 4095, [SMALL_L0]),  # 8,388,606 B: one token short
         (2_147_482_624, True, 1, [SMALL_L0]),  # 2,048 B left
-        (2_147_483_648, False, 0, [  # nothing left
-            "model_does_not_fit: weights 4.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
-            "ml.test"]),
-        (3 * GIB, False, 0, [  # 6 GiB of weights; L0 is never negative
-            "model_does_not_fit: weights 6.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
-            "ml.test"]),
+        (
+            2_147_483_648,
+            False,
+            0,
+            [  # nothing left
+                "model_does_not_fit: weights 4.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
+                "ml.test"
+            ],
+        ),
+        (
+            3 * GIB,
+            False,
+            0,
+            [  # 6 GiB of weights; L0 is never negative
+                "model_does_not_fit: weights 6.0 GiB exceed the usable 4.0 GiB of 1 x 4 GiB GPU on "
+                "ml.test"
+            ],
+        ),
     ],
-)  # fmt: skip
+)
 def test_flags_at_their_limits(params: int, fits: bool, l0_tokens: int, flags: list[str]) -> None:
     report = _size(params=params, **EXACT)
     l0 = report.tiers[0]

@@ -36,24 +36,31 @@ def _write(tmp_path: Path, content: Any) -> Path:
     ("content", "message"),
     [
         (b"\xff\xfe{}", "{path}: not a text file; " + HF),
-        ("{", "{path}: not valid JSON (Expecting property name enclosed in double quotes: line 1 "
-              "column 2 (char 1)); " + HF),
+        (
+            "{",
+            "{path}: not valid JSON (Expecting property name enclosed in double quotes: line 1 "
+            "column 2 (char 1)); " + HF,
+        ),
         ("[1]", "{path}: a JSON list, not an object; " + HF),
         ({"text_config": [1]}, "{path}: text_config is a list, not an object"),
         # every architecture field is checked, the last one too, and the message names it
         ({**SMALL, "first_k_dense_replace": -1}, f"{{path}}: first_k_dense_replace is '-1'; {MAX}"),
-        ({**SMALL, "num_hidden_layers": 10_000_001},
-         f"{{path}}: num_hidden_layers is '10000001'; {MAX}"),
+        (
+            {**SMALL, "num_hidden_layers": 10_000_001},
+            f"{{path}}: num_hidden_layers is '10000001'; {MAX}",
+        ),
         ({**SMALL, "hidden_size": True}, f"{{path}}: hidden_size is 'True'; {MAX}"),
         ({**SMALL, "hidden_size": 4.5}, f"{{path}}: hidden_size is '4.5'; {MAX}"),
         ({**SMALL, "hidden_size": "4096"}, f"{{path}}: hidden_size is '4096'; {MAX}"),
         # the shown value is cut at 40 characters
         ({**SMALL, "vocab_size": "x" * 50}, f"{{path}}: vocab_size is '{'x' * 40}'; {MAX}"),
         ({**SMALL, "torch_dtype": 16}, "{path}: torch_dtype is '16'; expected e.g. bfloat16"),
-        ({**SMALL, "torch_dtype": 10**50},
-         f"{{path}}: torch_dtype is '1{'0' * 39}'; expected e.g. bfloat16"),
+        (
+            {**SMALL, "torch_dtype": 10**50},
+            f"{{path}}: torch_dtype is '1{'0' * 39}'; expected e.g. bfloat16",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_bad_config_json_is_one_line_naming_the_file_the_field_and_the_fix(
     tmp_path: Path, content: Any, message: str
 ) -> None:
@@ -76,8 +83,10 @@ def test_an_unknown_model_names_the_presets(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", [0, 10_000_000])
 def test_architecture_fields_at_the_limits_load(tmp_path: Path, value: int) -> None:
     path = _write(tmp_path, {**SMALL, "first_k_dense_replace": value, "q_lora_rank": value})
-    assert load_model_config(str(path)) == (str(path), {**SMALL, "first_k_dense_replace": value,
-                                                        "q_lora_rank": value})  # fmt: skip
+    assert load_model_config(str(path)) == (
+        str(path),
+        {**SMALL, "first_k_dense_replace": value, "q_lora_rank": value},
+    )
 
 
 def test_a_folder_means_its_config_json(tmp_path: Path) -> None:
@@ -97,14 +106,19 @@ def test_a_preset_is_named_in_any_case_and_copied() -> None:
     [
         # multimodal: the language model sits under text_config; its dtype falls back to the top
         ({"torch_dtype": "float32", "text_config": SMALL | {"torch_dtype": None}}, "float32"),
-        ({"torch_dtype": "float32", "text_config": {k: v for k, v in SMALL.items()
-                                                    if k != "torch_dtype"}}, "float32"),
+        (
+            {
+                "torch_dtype": "float32",
+                "text_config": {k: v for k, v in SMALL.items() if k != "torch_dtype"},
+            },
+            "float32",
+        ),
         # a dtype of its own wins
         ({"torch_dtype": "float32", "text_config": SMALL}, "bfloat16"),
         # no dtype anywhere: none is invented
         ({k: v for k, v in SMALL.items() if k != "torch_dtype"}, None),
     ],
-)  # fmt: skip
+)
 def test_the_text_config_dtype(tmp_path: Path, raw: dict[str, Any], dtype: str | None) -> None:
     _, text = load_model_config(str(_write(tmp_path, raw)))
     assert text.get("torch_dtype") == dtype
@@ -148,7 +162,7 @@ def test_an_unknown_dtype_lists_the_known_ones() -> None:
         ({"kv_lora_rank": 512, "qk_rope_head_dim": 64}, "fp8", 2304),
         ({"num_hidden_layers": 1}, None, 512),  # the smallest layer count
     ],
-)  # fmt: skip
+)
 def test_kv_bytes_per_token(extra: dict[str, Any], kv_dtype: str | None, per_token: int) -> None:
     assert kv_bytes_per_token({**SMALL, **extra}, kv_dtype) == per_token
 

@@ -35,8 +35,12 @@ def test_the_report_gives_make_synths_ratio_to_each_bare_app_and_names_it() -> N
     wall = {"bare_on": 4.0, "bare_off": 1.0, "full": 4.5, "make": 8.0}
     mem = {"bare_on": 500.0, "bare_off": 250.0, "full": 230.0, "make": 230.0}
     lines = report_lines(wall, mem, runs=3, env="dev")
-    rows = {label.format(env="dev"): line for label in LABELS.values() for line in lines
-            if line.startswith(label.format(env="dev"))}  # fmt: skip
+    rows = {
+        label.format(env="dev"): line
+        for label in LABELS.values()
+        for line in lines
+        if line.startswith(label.format(env="dev"))
+    }
     assert len(rows) == len(LABELS), lines
     make_row = rows["make synth (+ cfn-lint), CDK validation off"]
     # wall/bare off, mem/bare off, wall/bare on

@@ -162,11 +162,17 @@ def test_measured_rows_sit_beside_the_assumed_values() -> None:
     client = boto3.client("cloudformation", region_name="us-west-2")
     stub = Stubber(client)
     events = [
-        {"StackId": "id", "EventId": str(i), "StackName": "s",
-         "Timestamp": t0 + dt.timedelta(minutes=m), "LogicalResourceId": "Addon",
-         "ResourceType": "AWS::EKS::Addon", "ResourceStatus": status}
+        {
+            "StackId": "id",
+            "EventId": str(i),
+            "StackName": "s",
+            "Timestamp": t0 + dt.timedelta(minutes=m),
+            "LogicalResourceId": "Addon",
+            "ResourceType": "AWS::EKS::Addon",
+            "ResourceStatus": status,
+        }
         for i, (m, status) in enumerate([(6, "CREATE_COMPLETE"), (0, "CREATE_IN_PROGRESS")])
-    ]  # fmt: skip
+    ]
     stub.add_response("describe_stack_events", {"StackEvents": events}, {"StackName": "s"})
     with stub:
         (row,) = measured_rows(client, ["s"], DURATIONS_TABLE)

@@ -69,9 +69,12 @@ class Cluster:
         # Server-side apply, forced: fields this manager set before are updated or removed,
         # fields the cluster filled in (a Service's clusterIP, a bound PVC's volumeName) stay.
         self._call(
-            "PATCH", ref.path, obj, content_type="application/apply-patch+yaml",
+            "PATCH",
+            ref.path,
+            obj,
+            content_type="application/apply-patch+yaml",
             apply=True,
-        )  # fmt: skip
+        )
 
     def delete(self, ref: Ref) -> bool:
         """True when it was deleted, False when it was gone already."""

@@ -28,9 +28,13 @@ class ClusterGone(Exception):
 def token(session: Any, cluster_name: str, region: str) -> str:
     sts = session.client("sts", region_name=region)
     signer = RequestSigner(
-        sts.meta.service_model.service_id, region, "sts", "v4",
-        session.get_credentials(), session.events,
-    )  # fmt: skip
+        sts.meta.service_model.service_id,
+        region,
+        "sts",
+        "v4",
+        session.get_credentials(),
+        session.events,
+    )
     url = signer.generate_presigned_url(
         {
             "method": "GET",

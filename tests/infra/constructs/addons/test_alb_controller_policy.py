@@ -130,22 +130,33 @@ OWN = {f"aws:ResourceTag/{CLUSTER_TAG}": TAG_VALUE}
 @pytest.mark.parametrize(
     ("action", "resource", "context"),
     [
-        ("ec2:AuthorizeSecurityGroupIngress", f"{EC2}:security-group/sg-0node",
-         {"ec2:Vpc": VPC_ARN}),
+        (
+            "ec2:AuthorizeSecurityGroupIngress",
+            f"{EC2}:security-group/sg-0node",
+            {"ec2:Vpc": VPC_ARN},
+        ),
         ("ec2:CreateSecurityGroup", VPC_ARN, {}),
         ("ec2:DeleteSecurityGroup", f"{EC2}:security-group/sg-0ours", {"ec2:Vpc": VPC_ARN, **OWN}),
-        ("elasticloadbalancing:CreateLoadBalancer", f"{ELB}:loadbalancer/app/k8s-x/1",
-         {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}),
+        (
+            "elasticloadbalancing:CreateLoadBalancer",
+            f"{ELB}:loadbalancer/app/k8s-x/1",
+            {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE},
+        ),
         ("elasticloadbalancing:CreateListener", f"{ELB}:loadbalancer/app/k8s-x/1", OWN),
-        ("elasticloadbalancing:AddTags", f"{ELB}:listener/app/k8s-x/1/2",
-         {"elasticloadbalancing:CreateAction": "CreateListener",
-          f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}),
+        (
+            "elasticloadbalancing:AddTags",
+            f"{ELB}:listener/app/k8s-x/1/2",
+            {
+                "elasticloadbalancing:CreateAction": "CreateListener",
+                f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE,
+            },
+        ),
         ("elasticloadbalancing:DeleteListener", f"{ELB}:listener/app/k8s-x/1/2", OWN),
         ("elasticloadbalancing:ModifyRule", f"{ELB}:listener-rule/app/k8s-x/1/2/3", OWN),
         ("elasticloadbalancing:RegisterTargets", f"{ELB}:targetgroup/k8s-x/1", OWN),
         ("elasticloadbalancing:DeleteLoadBalancer", f"{ELB}:loadbalancer/app/k8s-x/1", OWN),
     ],
-)  # fmt: skip
+)
 def test_alb_controller_may_manage_what_it_created(
     dev_alb: list[dict[str, Any]], action: str, resource: str, context: dict[str, str]
 ) -> None:
@@ -156,15 +167,27 @@ def test_alb_controller_may_manage_what_it_created(
     ("action", "resource", "context"),
     [
         # a security group of another VPC (a database's, a peered workload's)
-        ("ec2:AuthorizeSecurityGroupIngress", f"{EC2}:security-group/sg-0db",
-         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"}),
-        ("ec2:RevokeSecurityGroupIngress", f"{EC2}:security-group/sg-0db",
-         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"}),
+        (
+            "ec2:AuthorizeSecurityGroupIngress",
+            f"{EC2}:security-group/sg-0db",
+            {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"},
+        ),
+        (
+            "ec2:RevokeSecurityGroupIngress",
+            f"{EC2}:security-group/sg-0db",
+            {"ec2:Vpc": f"{EC2}:vpc/vpc-0other"},
+        ),
         # a security group another cluster's controller made (tagged) in its own VPC
-        ("ec2:DeleteSecurityGroup", f"{EC2}:security-group/sg-0theirs",
-         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN}),
-        ("ec2:AuthorizeSecurityGroupIngress", f"{EC2}:security-group/sg-0theirs",
-         {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN}),
+        (
+            "ec2:DeleteSecurityGroup",
+            f"{EC2}:security-group/sg-0theirs",
+            {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN},
+        ),
+        (
+            "ec2:AuthorizeSecurityGroupIngress",
+            f"{EC2}:security-group/sg-0theirs",
+            {"ec2:Vpc": f"{EC2}:vpc/vpc-0other", **OWN},
+        ),
         # listeners and rules of a load balancer someone else runs in the account
         ("elasticloadbalancing:DeleteListener", f"{ELB}:listener/app/payments/1/2", {}),
         ("elasticloadbalancing:ModifyListener", f"{ELB}:listener/app/payments/1/2", {}),
@@ -173,18 +196,27 @@ def test_alb_controller_may_manage_what_it_created(
         # its targets
         ("elasticloadbalancing:DeregisterTargets", f"{ELB}:targetgroup/payments/1", {}),
         # adopting a foreign load balancer or listener by tagging it as the controller's
-        ("elasticloadbalancing:AddTags", f"{ELB}:loadbalancer/app/payments/1",
-         {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}),
-        ("elasticloadbalancing:AddTags", f"{ELB}:listener/app/payments/1/2",
-         {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}),
+        (
+            "elasticloadbalancing:AddTags",
+            f"{ELB}:loadbalancer/app/payments/1",
+            {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE},
+        ),
+        (
+            "elasticloadbalancing:AddTags",
+            f"{ELB}:listener/app/payments/1/2",
+            {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE},
+        ),
         # WAF and Shield changes
         ("wafv2:AssociateWebACL", f"{ELB}:loadbalancer/app/k8s-x/1", {}),
         ("shield:DeleteProtection", "arn:aws:shield::111122223333:protection/p", {}),
         # another Region or account
-        ("elasticloadbalancing:DeleteLoadBalancer",
-         "arn:aws:elasticloadbalancing:eu-west-1:111122223333:loadbalancer/app/k8s-x/1", OWN),
+        (
+            "elasticloadbalancing:DeleteLoadBalancer",
+            "arn:aws:elasticloadbalancing:eu-west-1:111122223333:loadbalancer/app/k8s-x/1",
+            OWN,
+        ),
     ],
-)  # fmt: skip
+)
 def test_alb_controller_cannot_touch_what_is_not_its_own(
     dev_alb: list[dict[str, Any]], action: str, resource: str, context: dict[str, str]
 ) -> None:
@@ -196,8 +228,10 @@ def _create_security_group(vpc_arn: str) -> list[Request]:
     new group (``security-group*``: tag keys only, no ``ec2:Vpc``) and on the VPC it goes in;
     the call is allowed only when both are."""
     tags = {f"aws:RequestTag/{CLUSTER_TAG}": TAG_VALUE}
-    return [Request("ec2:CreateSecurityGroup", f"{EC2}:security-group/*", tags),
-            Request("ec2:CreateSecurityGroup", vpc_arn, {})]  # fmt: skip
+    return [
+        Request("ec2:CreateSecurityGroup", f"{EC2}:security-group/*", tags),
+        Request("ec2:CreateSecurityGroup", vpc_arn, {}),
+    ]
 
 
 @pytest.mark.parametrize("env", ["dev", "existing"])
@@ -208,8 +242,11 @@ def test_alb_controller_creates_and_changes_security_groups_only_in_the_clusters
     account (a database's, another cluster's) is refused, its controller's groups included."""
     s: Synth = request.getfixturevalue(env)
     statements = alb_statements(s)
-    ours = VPC_ARN if s.config.existing_cluster is None else \
-        f"{EC2}:vpc/{s.config.existing_cluster.vpc_id}"  # fmt: skip
+    ours = (
+        VPC_ARN
+        if s.config.existing_cluster is None
+        else f"{EC2}:vpc/{s.config.existing_cluster.vpc_id}"
+    )
     other = f"{EC2}:vpc/vpc-0other"
     assert all(allows(statements, r) for r in _create_security_group(ours))
     assert not all(allows(statements, r) for r in _create_security_group(other))

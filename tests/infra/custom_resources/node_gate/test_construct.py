@@ -39,16 +39,19 @@ def test_gate_provider_is_built_beside_the_cluster(dev: Synth, existing: Synth) 
         hyperpod = result.template_json("hyperpod")["Resources"]
         gate_parts = {k: v for k, v in hyperpod.items() if k.startswith("NodesReadyGate")}
         assert {v["Type"] for v in gate_parts.values()} >= {
-            "AWS::Lambda::Function", "AWS::IAM::Role", "AWS::StepFunctions::StateMachine",
-        }  # fmt: skip
+            "AWS::Lambda::Function",
+            "AWS::IAM::Role",
+            "AWS::StepFunctions::StateMachine",
+        }
         text = json.dumps(gate_parts)
         assert CLUSTER_LOGICAL_ID not in text
         cfg = result.config.existing_cluster
         assert cfg is None or cfg.hyperpod_cluster_arn not in text
     (policy,) = [
-        v for k, v in dev.template_json("nodes")["Resources"].items()
+        v
+        for k, v in dev.template_json("nodes")["Resources"].items()
         if k.startswith("NodesReadyGateClusterAccess")
-    ]  # fmt: skip
+    ]
     # Attached to the handler role of the HyperPod stack.
     assert "Fn::ImportValue" in json.dumps(policy["Properties"]["Roles"])
 

@@ -185,8 +185,9 @@ def test_handler_policy_is_scoped_to_the_cluster_arn(synth: Synth, stack: str, a
         for p in template.find_resources("AWS::IAM::Policy").values()
         if statements[0] in p["Properties"]["PolicyDocument"]["Statement"]
     )
-    assert [json.dumps({"Fn::GetAtt": [r["Ref"], "Arn"]}) for r in holder["Properties"]["Roles"]] \
-        == list(roles)  # fmt: skip
+    assert [
+        json.dumps({"Fn::GetAtt": [r["Ref"], "Arn"]}) for r in holder["Properties"]["Roles"]
+    ] == list(roles)
 
 
 def test_no_pass_role_or_wildcard_sagemaker_action(synth: Synth) -> None:

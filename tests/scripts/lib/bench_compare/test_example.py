@@ -39,11 +39,21 @@ def test_the_example_says_it_comes_from_a_fake_server_and_prints_its_own_summary
     assert "EXAMPLE, rendered from the project's fake model server" in report
     assert "its figures measure no cluster" in report
     for (workload, tier), row in _rows(EXAMPLE / "summary.csv").items():
-        f = {k: float(v) if v else None for k, v in row.items()
-             if k not in ("workload", "l2_backend", "endpoint")}  # fmt: skip
-        cells = [tier, row["endpoint"], row["requests"], ms(f["cold_p50_ms"]),
-                 ms(f["cold_p95_ms"]), ms(f["warm_p50_ms"]), ms(f["warm_p95_ms"]),
-                 times(f["speedup"])]  # fmt: skip
+        f = {
+            k: float(v) if v else None
+            for k, v in row.items()
+            if k not in ("workload", "l2_backend", "endpoint")
+        }
+        cells = [
+            tier,
+            row["endpoint"],
+            row["requests"],
+            ms(f["cold_p50_ms"]),
+            ms(f["cold_p95_ms"]),
+            ms(f["warm_p50_ms"]),
+            ms(f["warm_p95_ms"]),
+            times(f["speedup"]),
+        ]
         shares = [pct(f[k]) for k in ("l0", "l1", "l2", "recomputed", "load_shortfall")]
         assert "| " + " | ".join(cells) in report, (workload, tier)
         assert " | ".join(shares) + " |" in report, (workload, tier)
@@ -68,7 +78,9 @@ def test_rendering_the_example_again_gives_the_same_figures(tmp_path: Path) -> N
             assert got == (want if want is None else pytest.approx(want, **tol)), (key, column)
         near = TOLERANCE_MS + (CHAT_RACE_MS if key[0] == "chat" else 0.0)
         for column in TIMED:
-            assert float(again[key][column]) == pytest.approx(
-                float(row[column]), abs=near), (key, column)  # fmt: skip
+            assert float(again[key][column]) == pytest.approx(float(row[column]), abs=near), (
+                key,
+                column,
+            )
     assert _verdicts(tmp_path / "verdicts.csv") == _verdicts(EXAMPLE / "verdicts.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in EXAMPLE.iterdir())

@@ -39,10 +39,12 @@ def _at_its_maximum(kube: FakeKube) -> None:
 
 @pytest.mark.parametrize(
     ("world", "why"),
-    [(_refuse_the_patch, "Kubernetes API: 403 Forbidden"),
-     (_at_its_maximum, "2 replicas of at most maxReplicaCount 2")],
+    [
+        (_refuse_the_patch, "Kubernetes API: 403 Forbidden"),
+        (_at_its_maximum, "2 replicas of at most maxReplicaCount 2"),
+    ],
     ids=["kubernetes-refuses", "at-its-maximum"],
-)  # fmt: skip
+)
 def test_a_replica_that_cannot_join_fails_its_tier_and_the_others_run_on(
     kube: FakeKube, world: Any, why: str
 ) -> None:
@@ -52,14 +54,22 @@ def test_a_replica_that_cannot_join_fails_its_tier_and_the_others_run_on(
     ref = cfg.kvcache.endpoints[0]
     bench = load_config("dev")
     with fleet(("curvine", "tieredstorage")) as servers:
-        targets = [BenchTarget(tier, f"models/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
-                   for tier, (a, b) in servers.items()]  # fmt: skip
+        targets = [
+            BenchTarget(tier, f"models/{tier}", (a.url, b.url), (a.url, b.url))  # type: ignore[arg-type]
+            for tier, (a, b) in servers.items()
+        ]
         joiners = {
             "models/curvine": scale_out_joiner(_clients(kube, {}), ref, MapTransport({}), False),
             "models/tieredstorage": servers.joiner("tieredstorage"),
         }
-        result = compare_tiers(bench, targets, 3, Overrides(workloads=("scale_out",)),
-                               Waits(settle_s=0, flush_s=0), joiners)  # fmt: skip
+        result = compare_tiers(
+            bench,
+            targets,
+            3,
+            Overrides(workloads=("scale_out",)),
+            Waits(settle_s=0, flush_s=0),
+            joiners,
+        )
     by_tier = {v.l2_backend: v for v in result.verdicts}
     assert by_tier["curvine"].status == "fail"
     reason = by_tier["curvine"].reason

@@ -24,14 +24,28 @@ def test_percentiles_interpolate_between_the_closest_ranks_like_statistics_inclu
 
 
 def _sample(kind: str, ttft: float, words: int, tokens: int = 8) -> Sample:
-    return Sample("sweep", "curvine", kind, 0 if kind == "cold" else 1, ttft, ttft + 10, words,
-                  tokens, 0.0, {"prompt_words": words})  # fmt: skip
+    return Sample(
+        "sweep",
+        "curvine",
+        kind,
+        0 if kind == "cold" else 1,
+        ttft,
+        ttft + 10,
+        words,
+        tokens,
+        0.0,
+        {"prompt_words": words},
+    )
 
 
 def test_the_sweep_reads_ttft_at_one_length_and_throughput_over_the_whole_run() -> None:
     run = WorkloadRun("sweep", T, wall_s=2.0)
-    run.samples = [_sample("cold", 300.0, 2500), _sample("warm", 100.0, 2500),
-                   _sample("cold", 120.0, 1000), _sample("warm", 60.0, 1000)]  # fmt: skip
+    run.samples = [
+        _sample("cold", 300.0, 2500),
+        _sample("warm", 100.0, 2500),
+        _sample("cold", 120.0, 1000),
+        _sample("warm", 60.0, 1000),
+    ]
     f = figures(run, 147456, at_words=2500)
     assert (f.cold_p50_ms, f.warm_p50_ms, f.speedup) == (300.0, 100.0, 3.0)
     assert (f.requests_per_s, f.output_tokens_per_s) == (2.0, 16.0)

@@ -80,8 +80,13 @@ def test_explicit_targets_name_a_known_tier_and_one_or_two_urls() -> None:
         "tieredstorage",
         ("http://10.0.0.1:8000", "http://10.0.0.2:8000"),
     )
-    for bad in ("curvine", "curvine=", "curvine=10.0.0.1:8000", "l3=http://a:1",
-                "none=http://a:1,http://b:1,http://c:1"):  # fmt: skip
+    for bad in (
+        "curvine",
+        "curvine=",
+        "curvine=10.0.0.1:8000",
+        "l3=http://a:1",
+        "none=http://a:1,http://b:1,http://c:1",
+    ):
         with pytest.raises(CliError):
             parse_target(bad)
 

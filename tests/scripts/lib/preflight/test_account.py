@@ -39,8 +39,12 @@ def _endpoint(name: str, region: str = "us-west-2") -> None:
     role = "arn:aws:iam::123456789012:role/sagemaker"
     image = "123456789012.dkr.ecr.us-west-2.amazonaws.com/m:1"
     sm.create_model(ModelName=name, ExecutionRoleArn=role, PrimaryContainer={"Image": image})
-    variant = {"VariantName": "v", "ModelName": name, "InitialInstanceCount": 1,
-               "InstanceType": "ml.g4dn.xlarge"}  # fmt: skip
+    variant = {
+        "VariantName": "v",
+        "ModelName": name,
+        "InitialInstanceCount": 1,
+        "InstanceType": "ml.g4dn.xlarge",
+    }
     sm.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[variant])
     sm.create_endpoint(EndpointName=name, EndpointConfigName=name)
 

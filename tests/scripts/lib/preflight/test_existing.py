@@ -40,8 +40,10 @@ def test_quick_install_all_skip_passes_and_skips_quotas(aws: None) -> None:
     eks, stub = _eks()
     _addons(stub)
     stub.activate()
-    addons = {k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi",
-                                            "s3_csi", "inference_operator")}  # fmt: skip
+    addons = {
+        k: {"mode": "skip"}
+        for k in ("cert_manager", "metrics_server", "fsx_csi", "s3_csi", "inference_operator")
+    }
     checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker())
     assert checks["quotas"].status == "skip" and checks["AZ offerings"].status == "skip"
     assert not any(k.startswith("quota ml.") for k in checks)
@@ -65,8 +67,11 @@ def test_create_on_an_installed_addon_fails_with_the_yaml_to_paste(aws: None) ->
         "addons": {"s3_csi": {"mode": "skip"}}
     }
     pasted = yaml.safe_load(adopt_block.strip().removeprefix("paste into config:\n"))
-    assert pasted == {"addons": {"s3_csi": {"mode": "adopt", "version": "v2.7.0-eksbuild.1",
-                                            "adopted_role_arn": S3_ROLE}}}  # fmt: skip
+    assert pasted == {
+        "addons": {
+            "s3_csi": {"mode": "adopt", "version": "v2.7.0-eksbuild.1", "adopted_role_arn": S3_ROLE}
+        }
+    }
 
 
 def test_adopt_must_declare_the_installed_configuration(aws: None) -> None:
@@ -91,9 +96,14 @@ def test_instance_group_count_mismatch_prints_the_group(aws: None) -> None:
     gpu = checks["instance group gpu_group"]
     assert gpu.status == "fail"
     assert yaml.safe_load(gpu.fix.removeprefix("paste into config:\n")) == {
-        "hyperpod": {"gpu_group": {"name": "worker-group-1", "instance_type": "ml.g6e.4xlarge",
-                                   "instance_count": 4}}
-    }  # fmt: skip
+        "hyperpod": {
+            "gpu_group": {
+                "name": "worker-group-1",
+                "instance_type": "ml.g6e.4xlarge",
+                "instance_count": 4,
+            }
+        }
+    }
     assert checks["instance group system_group"].status == "pass"
 
 
@@ -112,8 +122,16 @@ def test_oidc_provider_of_another_cluster_fails(aws: None) -> None:
 
 def test_a_brought_kubectl_role_is_checked(aws: None) -> None:
     iam = boto3.client("iam", region_name=REGION)
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-             "Principal": {"Service": "ec2.amazonaws.com"}}]}  # fmt: skip
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+            }
+        ],
+    }
     arn = iam.create_role(RoleName="team-kubectl", AssumeRolePolicyDocument=json.dumps(trust))[
         "Role"
     ]["Arn"]
@@ -143,8 +161,10 @@ def test_an_addon_to_create_that_eks_does_not_offer_for_the_clusters_minor_fails
     eks, stub = _eks()
     _addons(stub, offered={"aws-ebs-csi-driver": ["v1.99.0-eksbuild.1"]})
     stub.activate()
-    addons = {k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi",
-                                            "s3_csi", "inference_operator")}  # fmt: skip
+    addons = {
+        k: {"mode": "skip"}
+        for k in ("cert_manager", "metrics_server", "fsx_csi", "s3_csi", "inference_operator")
+    }
     checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker())
     stub.assert_no_pending_responses()
     row = checks["aws-ebs-csi-driver v1.54.0-eksbuild.1"]

@@ -42,15 +42,20 @@ def _network(ec2: Any) -> dict[str, str]:
         "GroupId"
     ]
     ids["main"] = ec2.describe_route_tables(
-        Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "association.main",
-                                                      "Values": ["true"]}]
-    )["RouteTables"][0]["RouteTableId"]  # fmt: skip
+        Filters=[
+            {"Name": "vpc-id", "Values": [vpc]},
+            {"Name": "association.main", "Values": ["true"]},
+        ]
+    )["RouteTables"][0]["RouteTableId"]
     return ids
 
 
 def _private(ids: dict[str, str], **extra: Any) -> AppConfig:
-    existing = {"vpc_id": ids["vpc"], "kubectl_subnet_ids": [ids["a"], ids["b"]],
-                "kubectl_security_group_id": ids["sg"]}  # fmt: skip
+    existing = {
+        "vpc_id": ids["vpc"],
+        "kubectl_subnet_ids": [ids["a"], ids["b"]],
+        "kubectl_security_group_id": ids["sg"],
+    }
     oidc = extra.pop("oidc", f"arn:aws:iam::{ACCOUNT}:oidc-provider/x")
     return _cfg(oidc, existing=existing, **extra)
 
@@ -60,9 +65,11 @@ def _endpoint(ec2: Any, ids: dict[str, str], service: str, **kwargs: Any) -> Non
     if kind == "Interface":
         kwargs = {"SubnetIds": [ids["a"]], "PrivateDnsEnabled": True, **kwargs}
     ec2.create_vpc_endpoint(
-        VpcId=ids["vpc"], ServiceName=f"com.amazonaws.{REGION}.{service}",
-        VpcEndpointType=kind, **kwargs,
-    )  # fmt: skip
+        VpcId=ids["vpc"],
+        ServiceName=f"com.amazonaws.{REGION}.{service}",
+        VpcEndpointType=kind,
+        **kwargs,
+    )
 
 
 def _routes(cfg: AppConfig) -> dict[str, Check]:
@@ -81,8 +88,9 @@ def test_private_subnets_behind_a_nat_gateway_pass_preflight(aws: None) -> None:
         ec2.associate_route_table(RouteTableId=table, SubnetId=subnet)
     eip = ec2.allocate_address(Domain="vpc")["AllocationId"]
     nat = ec2.create_nat_gateway(SubnetId=ids["public"], AllocationId=eip)["NatGateway"]
-    ec2.create_route(RouteTableId=table, DestinationCidrBlock="0.0.0.0/0",
-                     NatGatewayId=nat["NatGatewayId"])  # fmt: skip
+    ec2.create_route(
+        RouteTableId=table, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat["NatGatewayId"]
+    )
     cfg = _private(ids, oidc=_oidc())
     eks, stub = _eks()
     _addons(stub, {})

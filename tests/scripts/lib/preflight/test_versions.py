@@ -38,9 +38,12 @@ from tests.support.preflight import (
 
 @pytest.mark.parametrize(
     ("name", "field"),
-    [("cert-manager", "addons.cert_manager.version"), ("kube-proxy", "eks.addons.kube_proxy"),
-     (ADDON, "addons.inference_operator.version")],
-)  # fmt: skip
+    [
+        ("cert-manager", "addons.cert_manager.version"),
+        ("kube-proxy", "eks.addons.kube_proxy"),
+        (ADDON, "addons.inference_operator.version"),
+    ],
+)
 def test_a_pinned_addon_version_eks_does_not_offer_is_named_in_one_line(
     name: str, field: str
 ) -> None:
@@ -66,8 +69,9 @@ def test_a_minor_eks_does_not_offer_fails_naming_the_pinned_ones_it_does() -> No
     stub = Stubber(eks)
     stub.add_response("describe_cluster_versions", cluster_versions({"1.33": "STANDARD_SUPPORT"}))
     stub.activate()
-    row = check_kubernetes_minor(Clients(REGION, aws_factory=lambda s: eks), cfg.eks
-                                 .kubernetes_version)  # fmt: skip
+    row = check_kubernetes_minor(
+        Clients(REGION, aws_factory=lambda s: eks), cfg.eks.kubernetes_version
+    )
     assert (row.stage, row.status) == ("Kubernetes 1.34", "fail")
     assert row.detail == "EKS in us-west-2 offers no Kubernetes 1.34"
     assert row.fix == "set eks.kubernetes_version to one of 1.33"

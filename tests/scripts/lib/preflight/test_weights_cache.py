@@ -45,8 +45,10 @@ def _iec(name: str, cache: dict[str, Any] | None) -> dict[str, Any]:
 
 def _mwcc(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     source = {"modelSourceType": "s3", "s3Storage": {"bucketName": "b", "region": "us-west-2"}}
-    return {"metadata": {"name": name, "namespace": "team-a"},
-            "spec": {"modelSourceConfig": source, **spec}}  # fmt: skip
+    return {
+        "metadata": {"name": name, "namespace": "team-a"},
+        "spec": {"modelSourceConfig": source, **spec},
+    }
 
 
 def _check(kube: FakeKube, cfg: AppConfig) -> Check:
@@ -66,8 +68,7 @@ def test_an_operator_before_3_3_has_no_weights_cache_to_find() -> None:
     assert kube.writes() == []
 
 
-def test_an_endpoints_weights_cache_on_the_default_path_without_a_budget_fails_with_the_numbers(
-) -> None:  # fmt: skip
+def test_a_weights_cache_on_the_default_path_without_a_budget_fails_with_the_numbers() -> None:
     """hostPath left out: the CRD's default, /opt/dlami/nvme, the disk Curvine fills."""
     with FakeKube() as kube:
         _put(kube, IECS, _iec("owner-llm", {"enabled": True}))
@@ -141,8 +142,10 @@ def test_the_existing_cluster_preflight_reports_the_owners_weights_cache(aws: No
     eks, stub = _eks()
     _addons(stub)
     stub.activate()
-    addons = {k: {"mode": "skip"} for k in ("cert_manager", "metrics_server", "fsx_csi",
-                                            "s3_csi", "inference_operator")}  # fmt: skip
+    addons = {
+        k: {"mode": "skip"}
+        for k in ("cert_manager", "metrics_server", "fsx_csi", "s3_csi", "inference_operator")
+    }
     with FakeKube() as kube:
         _put(kube, IECS, _iec("owner-llm", {"enabled": True}))
         checks = _run(_cfg(_oidc(), addons=addons), eks, _sagemaker(), kube=kube.api_client)

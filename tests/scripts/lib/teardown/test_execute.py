@@ -164,8 +164,9 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
     timeout, and a stack's status with its latest resource event while it deletes."""
 
     reporter, out = plain(FakeClock(), every_s=3600)
-    timeouts = Timeouts(endpoint_s=11, pvc_s=12, stack_s=13, sweep_s=14, lambda_eni_s=15,
-                        interval_s=0.05)  # fmt: skip
+    timeouts = Timeouts(
+        endpoint_s=11, pvc_s=12, stack_s=13, sweep_s=14, lambda_eni_s=15, interval_s=0.05
+    )
     world.deleting[f"{PREFIX}-nodes"] = 2
     # The operator's finalizer on the endpoint, kubernetes.io/pvc-protection on the PVC: each
     # stays, marked for deletion, for one read after its DELETE.
@@ -185,8 +186,10 @@ def test_teardown_reports_each_wait_with_its_timeout_and_a_stack_deleting(world:
     world.kube.after_write.append(finalizer)
     world.kube.after_read.append(finalizer)
     execute_teardown(world.clients, world.cfg, lambda _: None, timeouts, show=reporter)
-    lines = [re.sub(r" \(\S+ elapsed\)$| after \S+$", "", line.split(" ", 1)[1])
-             for line in out.getvalue().splitlines()]  # fmt: skip
+    lines = [
+        re.sub(r" \(\S+ elapsed\)$| after \S+$", "", line.split(" ", 1)[1])
+        for line in out.getvalue().splitlines()
+    ]
     eks = world.cfg.eks.cluster_name
     expected = [
         "waiting for InferenceEndpointConfigs to go (up to 11s)",

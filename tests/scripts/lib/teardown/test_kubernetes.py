@@ -71,11 +71,15 @@ def existing_cfg(world: World) -> Any:
     """This environment on an existing cluster (world's EKS cluster), which prod shares."""
     name = world.cfg.eks.cluster_name
     return make_cfg(
-        environment=ENV, hyperpod=GROUPS,
-        existing_cluster={**QUICK_INSTALL_CLUSTER, "eks_cluster_name": name,
-                          "hyperpod_cluster_name": name},
+        environment=ENV,
+        hyperpod=GROUPS,
+        existing_cluster={
+            **QUICK_INSTALL_CLUSTER,
+            "eks_cluster_name": name,
+            "hyperpod_cluster_name": name,
+        },
         kvcache={"endpoints": [{"name": "vllm-kvcache", "namespace": "models", "replicas": 1}]},
-    )  # fmt: skip
+    )
 
 
 def mark(world: World, path: str, annotations: dict[str, str]) -> None:
@@ -132,12 +136,20 @@ def curvine_volume(world: World, *, claim_gone: bool = False, after_reads: int =
     the claim deleted already and the volume Released."""
     claim = world.kube.objects[PVC]
     claim["metadata"]["uid"], claim["spec"]["volumeName"] = "uid-1", "pvc-uid-1"
-    world.kube.put(PVS, {
-        "metadata": {"name": "pvc-uid-1",
-                     "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"]},
-        "spec": {"storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
-                 "claimRef": {"namespace": "models", "name": "curvine-pvc", "uid": "uid-1"}},
-    })  # fmt: skip
+    world.kube.put(
+        PVS,
+        {
+            "metadata": {
+                "name": "pvc-uid-1",
+                "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer"],
+            },
+            "spec": {
+                "storageClassName": "curvine-sc",
+                "persistentVolumeReclaimPolicy": "Delete",
+                "claimRef": {"namespace": "models", "name": "curvine-pvc", "uid": "uid-1"},
+            },
+        },
+    )
     countdown: list[int] = []
     if claim_gone:
         del world.kube.objects[PVC]
@@ -198,9 +210,18 @@ def test_a_volume_whose_claim_is_there_or_that_is_retained_is_not_waited_for(
         ("other-class", {"storageClassName": "gp3", "claimRef": {**claim, "uid": "x"}}),
         ("old", {"claimRef": {**claim, "uid": "uid-0"}}),
     ):
-        world.kube.put(PVS, {"metadata": {"name": name}, "spec": {
-            "storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": claim, **spec}})  # fmt: skip
+        world.kube.put(
+            PVS,
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "storageClassName": "curvine-sc",
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": claim,
+                    **spec,
+                },
+            },
+        )
     assert curvine_volumes_left(world.clients, world.cfg) == ["old"]
 
 
@@ -209,9 +230,17 @@ def test_the_volume_of_an_l2_claim_of_any_size_is_waited_for(world: World) -> No
     pool changed) leaves a volume under another claim name; a claim that is not the L2's
     (the cluster owner's, on our StorageClass) does not."""
     for volume, claim in (("sized", "curvine-pvc-1600gi"), ("owners", "owners-cache")):
-        world.kube.put(PVS, {"metadata": {"name": volume}, "spec": {
-            "storageClassName": "curvine-sc", "persistentVolumeReclaimPolicy": "Delete",
-            "claimRef": {"namespace": "models", "name": claim, "uid": "gone"}}})  # fmt: skip
+        world.kube.put(
+            PVS,
+            {
+                "metadata": {"name": volume},
+                "spec": {
+                    "storageClassName": "curvine-sc",
+                    "persistentVolumeReclaimPolicy": "Delete",
+                    "claimRef": {"namespace": "models", "name": claim, "uid": "gone"},
+                },
+            },
+        )
     assert curvine_volumes_left(world.clients, world.cfg) == ["sized"]
 
 
@@ -220,8 +249,10 @@ def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> No
     balancers take three calls, each ARN in exactly one; only the cluster's are kept, once."""
 
     elb = stubbed_client("elbv2")
-    arns = [f"arn:aws:elasticloadbalancing:{REGION}:111122223333:loadbalancer/net/lb{n}/{n}"
-            for n in range(41)]  # fmt: skip
+    arns = [
+        f"arn:aws:elasticloadbalancing:{REGION}:111122223333:loadbalancer/net/lb{n}/{n}"
+        for n in range(41)
+    ]
     ours = {0, 20, 40}
 
     def tagged(n: int) -> dict[str, Any]:
@@ -235,8 +266,11 @@ def test_load_balancers_are_matched_to_the_cluster_twenty_arns_at_a_time() -> No
         stub.add_response("describe_load_balancers", {"LoadBalancers": lbs}, {})
         for start in (0, 20, 40):
             batch = range(start, min(start + 20, len(arns)))
-            stub.add_response("describe_tags", {"TagDescriptions": [tagged(n) for n in batch]},
-                              {"ResourceArns": [arns[n] for n in batch]})  # fmt: skip
+            stub.add_response(
+                "describe_tags",
+                {"TagDescriptions": [tagged(n) for n in batch]},
+                {"ResourceArns": [arns[n] for n in batch]},
+            )
         found = cluster_load_balancers(Clients(REGION, aws_factory=lambda s: elb), "kvcache")
         stub.assert_no_pending_responses()
     assert found == [arns[n] for n in sorted(ours)]
@@ -252,17 +286,26 @@ def test_the_kubernetes_plan_is_exactly_our_objects_in_every_configured_namespac
         environment=ENV,
         eks={"cluster_name": world.cfg.eks.cluster_name},
         hyperpod={"cluster_name": world.cfg.hyperpod.cluster_name},
-        kvcache={"endpoints": [{"name": "not-deployed", "namespace": "models", "replicas": 1},
-                               {"name": "vllm-kvcache", "namespace": "team-b", "replicas": 1}]},
-    )  # fmt: skip
+        kvcache={
+            "endpoints": [
+                {"name": "not-deployed", "namespace": "models", "replicas": 1},
+                {"name": "vllm-kvcache", "namespace": "team-b", "replicas": 1},
+            ]
+        },
+    )
     pvcs = "/api/v1/namespaces/team-b/persistentvolumeclaims"
     for name, labels, storage_class in (
         ("cache", OWNED, "curvine-sc"),
         ("half-ours", {"app.kubernetes.io/managed-by": "cdk8s"}, "curvine-sc"),
         ("other-class", OWNED, "gp3"),
     ):
-        world.kube.put(pvcs, {"metadata": {"name": name, "namespace": "team-b", "labels": labels},
-                              "spec": {"storageClassName": storage_class}})  # fmt: skip
+        world.kube.put(
+            pvcs,
+            {
+                "metadata": {"name": name, "namespace": "team-b", "labels": labels},
+                "spec": {"storageClassName": storage_class},
+            },
+        )
     plan = plan_teardown(world.clients, cfg)
     assert plan.kubernetes == [
         Item("InferenceEndpointConfig", "team-b/vllm-kvcache"),

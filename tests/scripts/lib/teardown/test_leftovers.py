@@ -63,11 +63,15 @@ def test_log_group_names_come_from_the_stack_resources() -> None:
         # Not created yet (no physical id): no group. A function named by its ARN: its name's
         # group. Another service's cluster ARN: no group.
         {"ResourceType": "AWS::Logs::LogGroup", "PhysicalResourceId": ""},
-        {"ResourceType": "AWS::Lambda::Function",
-         "PhysicalResourceId": "arn:aws:lambda:us-west-2:111122223333:function:hyperpod-G"},
-        {"ResourceType": "AWS::ECS::Cluster",
-         "PhysicalResourceId": "arn:aws:ecs:us-west-2:111122223333:cluster/other"},
-    ]  # fmt: skip
+        {
+            "ResourceType": "AWS::Lambda::Function",
+            "PhysicalResourceId": "arn:aws:lambda:us-west-2:111122223333:function:hyperpod-G",
+        },
+        {
+            "ResourceType": "AWS::ECS::Cluster",
+            "PhysicalResourceId": "arn:aws:ecs:us-west-2:111122223333:cluster/other",
+        },
+    ]
     assert log_group_names(resources, "hp") == {
         "/aws/vendedlogs/x",
         "/aws/lambda/hyperpod-kvcache-test-F",
@@ -85,9 +89,11 @@ def test_a_denied_eni_delete_is_left_to_cloudformation() -> None:
     steps: list[str] = []
     with Stubber(ec2) as stub:
         stub.add_client_error(
-            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            "delete_network_interface",
+            "UnauthorizedOperation",
+            "not authorized",
             expected_params={"NetworkInterfaceId": "eni-1"},
-        )  # fmt: skip
+        )
         stub.add_response("delete_volume", {}, {"VolumeId": "vol-1"})
         clients = Clients(REGION, aws_factory=lambda service: ec2)
         items = [Item("available ENI", "eni-1"), Item("EBS volume", "vol-1")]
@@ -138,9 +144,11 @@ def test_a_denied_lambda_eni_delete_waits_only_for_those_in_use() -> None:
             "describe_network_interfaces", enis(("eni-1", "available"), ("eni-2", "in-use"))
         )
         stub.add_client_error(
-            "delete_network_interface", "UnauthorizedOperation", "not authorized",
+            "delete_network_interface",
+            "UnauthorizedOperation",
+            "not authorized",
             expected_params={"NetworkInterfaceId": "eni-1"},
-        )  # fmt: skip
+        )
         stub.add_response("describe_vpcs", vpcs)
         stub.add_response("describe_network_interfaces", enis(("eni-1", "available")))
         clients = Clients(REGION, aws_factory=lambda service: ec2)
@@ -159,20 +167,40 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
     A security group still held by an endpoint's ENIs is retried until it is free."""
 
     ec2, logs = boto3.client("ec2", region_name=REGION), boto3.client("logs", region_name=REGION)
-    gone = [("GuardDuty VPC endpoint", "vpce-1", "delete_vpc_endpoints",
-             "InvalidVpcEndpointId.NotFound", {"VpcEndpointIds": ["vpce-1"]}),
-            ("available ENI", "eni-1", "delete_network_interface",
-             "InvalidNetworkInterfaceID.NotFound", {"NetworkInterfaceId": "eni-1"}),
-            ("GuardDuty security group", "sg-1", "delete_security_group",
-             "InvalidGroup.NotFound", {"GroupId": "sg-1"}),
-            ("EBS volume", "vol-1", "delete_volume", "InvalidVolume.NotFound",
-             {"VolumeId": "vol-1"})]  # fmt: skip
+    gone = [
+        (
+            "GuardDuty VPC endpoint",
+            "vpce-1",
+            "delete_vpc_endpoints",
+            "InvalidVpcEndpointId.NotFound",
+            {"VpcEndpointIds": ["vpce-1"]},
+        ),
+        (
+            "available ENI",
+            "eni-1",
+            "delete_network_interface",
+            "InvalidNetworkInterfaceID.NotFound",
+            {"NetworkInterfaceId": "eni-1"},
+        ),
+        (
+            "GuardDuty security group",
+            "sg-1",
+            "delete_security_group",
+            "InvalidGroup.NotFound",
+            {"GroupId": "sg-1"},
+        ),
+        ("EBS volume", "vol-1", "delete_volume", "InvalidVolume.NotFound", {"VolumeId": "vol-1"}),
+    ]
     steps: list[str] = []
     with Stubber(ec2) as ec2_stub, Stubber(logs) as logs_stub:
         for _kind, _id, operation, code, params in gone:
             ec2_stub.add_client_error(operation, code, "gone", expected_params=params)
-        logs_stub.add_client_error("delete_log_group", "ResourceNotFoundException", "gone",
-                                   expected_params={"logGroupName": "/aws/x"})  # fmt: skip
+        logs_stub.add_client_error(
+            "delete_log_group",
+            "ResourceNotFoundException",
+            "gone",
+            expected_params={"logGroupName": "/aws/x"},
+        )
         clients = Clients(REGION, aws_factory=lambda s: {"ec2": ec2, "logs": logs}[s])
         items = [Item(kind, id_) for kind, id_, *_ in gone] + [Item("log group", "/aws/x")]
         _sweep(clients, items, FAST, steps.append, False)
@@ -187,8 +215,12 @@ def test_a_leftover_that_is_already_gone_does_not_stop_a_rerun() -> None:
     steps.clear()
     with Stubber(ec2) as stub:
         for _ in range(2):
-            stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
-                                  expected_params={"GroupId": "sg-1"})  # fmt: skip
+            stub.add_client_error(
+                "delete_security_group",
+                "DependencyViolation",
+                "in use",
+                expected_params={"GroupId": "sg-1"},
+            )
         stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
         _sweep(clients, [Item("GuardDuty security group", "sg-1")], FAST, steps.append, False)
         stub.assert_no_pending_responses()
@@ -239,16 +271,29 @@ def test_lambda_enis_are_found_in_every_vpc_of_the_environment() -> None:
 
     ec2 = stubbed_client("ec2")
     by_type = {"NetworkInterfaceId": "eni-1", "InterfaceType": "lambda", "Status": "in-use"}
-    by_description = {"NetworkInterfaceId": "eni-2", "Status": "available",
-                      "Description": "AWS Lambda VPC ENI-kvcache-Provider"}  # fmt: skip
+    by_description = {
+        "NetworkInterfaceId": "eni-2",
+        "Status": "available",
+        "Description": "AWS Lambda VPC ENI-kvcache-Provider",
+    }
     other = {"NetworkInterfaceId": "eni-3", "Status": "available", "Description": "a Pod's"}
     with Stubber(ec2) as stub:
-        stub.add_response("describe_vpcs", {"Vpcs": [{"VpcId": "vpc-1"}, {"VpcId": "vpc-2"}]},
-                          {"Filters": [{"Name": "tag:project", "Values": ["hyperpod-kvcache"]},
-                                       {"Name": "tag:environment", "Values": [ENV]}]})  # fmt: skip
+        stub.add_response(
+            "describe_vpcs",
+            {"Vpcs": [{"VpcId": "vpc-1"}, {"VpcId": "vpc-2"}]},
+            {
+                "Filters": [
+                    {"Name": "tag:project", "Values": ["hyperpod-kvcache"]},
+                    {"Name": "tag:environment", "Values": [ENV]},
+                ]
+            },
+        )
         for vpc, enis in (("vpc-1", [by_type, other]), ("vpc-2", [by_description])):
-            stub.add_response("describe_network_interfaces", {"NetworkInterfaces": enis},
-                              {"Filters": [{"Name": "vpc-id", "Values": [vpc]}]})  # fmt: skip
+            stub.add_response(
+                "describe_network_interfaces",
+                {"NetworkInterfaces": enis},
+                {"Filters": [{"Name": "vpc-id", "Values": [vpc]}]},
+            )
         found = lambda_enis(Clients(REGION, aws_factory=lambda s: ec2), env_cfg())
         stub.assert_no_pending_responses()
     assert [e["NetworkInterfaceId"] for e in found] == ["eni-1", "eni-2"]
@@ -260,17 +305,28 @@ def test_lambda_enis_are_released_past_one_in_use_or_already_gone() -> None:
 
     ec2 = stubbed_client("ec2")
     vpcs = {"Vpcs": [{"VpcId": "vpc-1"}]}
-    listed = [("eni-1", "in-use"), ("eni-2", "in-use"), ("eni-3", "available"),
-              ("eni-4", "available")]  # fmt: skip
-    enis = {"NetworkInterfaces": [{"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"}
-                                  for i, st in listed]}  # fmt: skip
+    listed = [
+        ("eni-1", "in-use"),
+        ("eni-2", "in-use"),
+        ("eni-3", "available"),
+        ("eni-4", "available"),
+    ]
+    enis = {
+        "NetworkInterfaces": [
+            {"NetworkInterfaceId": i, "Status": st, "InterfaceType": "lambda"} for i, st in listed
+        ]
+    }
     reporter, out = plain(FakeClock())
     steps: list[str] = []
     with Stubber(ec2) as stub:
         stub.add_response("describe_vpcs", vpcs)
         stub.add_response("describe_network_interfaces", enis)
-        stub.add_client_error("delete_network_interface", "InvalidNetworkInterfaceID.NotFound",
-                              "gone", expected_params={"NetworkInterfaceId": "eni-3"})  # fmt: skip
+        stub.add_client_error(
+            "delete_network_interface",
+            "InvalidNetworkInterfaceID.NotFound",
+            "gone",
+            expected_params={"NetworkInterfaceId": "eni-3"},
+        )
         stub.add_response("delete_network_interface", {}, {"NetworkInterfaceId": "eni-4"})
         stub.add_response("describe_vpcs", vpcs)
         stub.add_response("describe_network_interfaces", {"NetworkInterfaces": []})
@@ -298,13 +354,18 @@ def test_a_security_group_in_use_is_waited_for_on_the_reporter() -> None:
     ec2 = stubbed_client("ec2")
     reporter, out = plain(FakeClock())
     with Stubber(ec2) as stub:
-        stub.add_client_error("delete_security_group", "DependencyViolation", "in use",
-                              expected_params={"GroupId": "sg-1"})  # fmt: skip
+        stub.add_client_error(
+            "delete_security_group",
+            "DependencyViolation",
+            "in use",
+            expected_params={"GroupId": "sg-1"},
+        )
         stub.add_response("delete_security_group", {}, {"GroupId": "sg-1"})
         clients = Clients(REGION, aws_factory=lambda service: ec2)
         timeouts = dataclasses.replace(FAST, sweep_s=7)
-        _sweep(clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None,
-               reporter)  # fmt: skip
+        _sweep(
+            clients, [Item("GuardDuty security group", "sg-1")], timeouts, lambda _: None, reporter
+        )
         stub.assert_no_pending_responses()
     assert_lines_say(
         out.getvalue(), ["waiting", "security group sg-1", "7s"], ["security group sg-1", "done"]
@@ -329,8 +390,10 @@ def test_vpc_leftovers_are_asked_for_by_exact_filters() -> None:
         stub.add_response("describe_security_groups", groups, {"Filters": [in_vpc, group]})
         found = vpc_leftovers(Clients(REGION, aws_factory=lambda s: ec2), env_cfg())
         stub.assert_no_pending_responses()
-    assert found == [Item("available ENI", "eni-1", "vpc-1"),
-                     Item("GuardDuty security group", "sg-1", "vpc-1")]  # fmt: skip
+    assert found == [
+        Item("available ENI", "eni-1", "vpc-1"),
+        Item("GuardDuty security group", "sg-1", "vpc-1"),
+    ]
 
 
 def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
@@ -341,8 +404,12 @@ def test_the_stack_ids_are_the_live_ones_and_each_names_last_deletion() -> None:
     a, b, live = (f"{PREFIX}-{suffix}" for suffix in ("kvcache", "addons", "network"))
 
     def summary(name: str, id_: str, status: str, created: str, deleted: str = "") -> Any:
-        found = {"StackName": name, "StackId": id_, "StackStatus": status,
-                 "CreationTime": f"2026-12-01T{created}:00Z"}  # fmt: skip
+        found = {
+            "StackName": name,
+            "StackId": id_,
+            "StackStatus": status,
+            "CreationTime": f"2026-12-01T{created}:00Z",
+        }
         return {**found, "DeletionTime": f"2026-12-01T{deleted}:00Z"} if deleted else found
 
     done = "DELETE_COMPLETE"
@@ -368,9 +435,12 @@ def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
     child = "arn:aws:cloudformation:us-west-2:111122223333:stack/child/1"
 
     def resource(logical: str, kind: str, physical: str = "") -> dict[str, Any]:
-        found = {"LogicalResourceId": logical, "ResourceType": kind,
-                 "ResourceStatus": "CREATE_COMPLETE",
-                 "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}  # fmt: skip
+        found = {
+            "LogicalResourceId": logical,
+            "ResourceType": kind,
+            "ResourceStatus": "CREATE_COMPLETE",
+            "LastUpdatedTimestamp": "2026-12-01T10:00:00Z",
+        }
         return {**found, "PhysicalResourceId": physical} if physical else found
 
     nested = "AWS::CloudFormation::Stack"
@@ -382,10 +452,12 @@ def test_a_nested_stacks_resources_are_listed_with_its_parents() -> None:
     ]
     inner = [resource("Inner", "AWS::Lambda::Function", "inner")]
     with Stubber(cfn) as stub:
-        stub.add_response("list_stack_resources", {"StackResourceSummaries": parent},
-                          {"StackName": "parent"})  # fmt: skip
-        stub.add_response("list_stack_resources", {"StackResourceSummaries": inner},
-                          {"StackName": child})  # fmt: skip
+        stub.add_response(
+            "list_stack_resources", {"StackResourceSummaries": parent}, {"StackName": "parent"}
+        )
+        stub.add_response(
+            "list_stack_resources", {"StackResourceSummaries": inner}, {"StackName": child}
+        )
         found = stack_resources(Clients(REGION, aws_factory=lambda service: cfn), "parent")
         stub.assert_no_pending_responses()
     assert [r["LogicalResourceId"] for r in found] == ["Fn", "Child", "Inner", "NotYet", "Logs"]
@@ -395,33 +467,63 @@ def test_account_leftovers_name_hyperpods_log_group_and_each_volume_once() -> No
     """Stubber (exact requests): the HyperPod log group is under the configured cluster name;
     a volume both tagged for us and by the EBS CSI driver is listed once, with its size."""
 
-    cfg = make_cfg(environment=ENV, eks={"cluster_name": "kv-eks"},
-                   hyperpod={"cluster_name": "kv-hp"})  # fmt: skip
+    cfg = make_cfg(
+        environment=ENV, eks={"cluster_name": "kv-eks"}, hyperpod={"cluster_name": "kv-hp"}
+    )
     cfn, logs, ec2 = stubbed_client("cloudformation"), stubbed_client("logs"), stubbed_client("ec2")
-    clients = Clients(REGION, aws_factory=lambda s: {"cloudformation": cfn, "logs": logs,
-                                                     "ec2": ec2}[s])  # fmt: skip
+    clients = Clients(
+        REGION, aws_factory=lambda s: {"cloudformation": cfn, "logs": logs, "ec2": ec2}[s]
+    )
     hyperpod = "arn:aws:sagemaker:us-west-2:111122223333:cluster/abc123"
     with Stubber(cfn) as cfn_stub, Stubber(logs) as logs_stub, Stubber(ec2) as ec2_stub:
-        cfn_stub.add_response("list_stacks", {"StackSummaries": [
-            {"StackName": f"{PREFIX}-hyperpod", "StackId": "hp", "StackStatus": "CREATE_COMPLETE",
-             "CreationTime": "2026-12-01T09:00:00Z"}]})  # fmt: skip
-        cfn_stub.add_response("list_stack_resources", {"StackResourceSummaries": [
-            {"LogicalResourceId": "Cluster", "ResourceType": "AWS::SageMaker::Cluster",
-             "PhysicalResourceId": hyperpod, "ResourceStatus": "CREATE_COMPLETE",
-             "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}]})  # fmt: skip
+        cfn_stub.add_response(
+            "list_stacks",
+            {
+                "StackSummaries": [
+                    {
+                        "StackName": f"{PREFIX}-hyperpod",
+                        "StackId": "hp",
+                        "StackStatus": "CREATE_COMPLETE",
+                        "CreationTime": "2026-12-01T09:00:00Z",
+                    }
+                ]
+            },
+        )
+        cfn_stub.add_response(
+            "list_stack_resources",
+            {
+                "StackResourceSummaries": [
+                    {
+                        "LogicalResourceId": "Cluster",
+                        "ResourceType": "AWS::SageMaker::Cluster",
+                        "PhysicalResourceId": hyperpod,
+                        "ResourceStatus": "CREATE_COMPLETE",
+                        "LastUpdatedTimestamp": "2026-12-01T10:00:00Z",
+                    }
+                ]
+            },
+        )
         for group in ("/aws/eks/kv-eks/cluster", "/aws/sagemaker/Clusters/kv-hp/abc123"):
             found = [{"logGroupName": group}] if "sagemaker" in group else []
-            logs_stub.add_response("describe_log_groups", {"logGroups": found},
-                                   {"logGroupNamePrefix": group})  # fmt: skip
+            logs_stub.add_response(
+                "describe_log_groups", {"logGroups": found}, {"logGroupNamePrefix": group}
+            )
         available = {"Name": "status", "Values": ["available"]}
-        ours = [{"Name": "tag:project", "Values": [cfg.project]},
-                {"Name": "tag:environment", "Values": [ENV]}]  # fmt: skip
+        ours = [
+            {"Name": "tag:project", "Values": [cfg.project]},
+            {"Name": "tag:environment", "Values": [ENV]},
+        ]
         csi = {"Name": "tag-key", "Values": ["kubernetes.io/cluster/kv-eks"]}
-        ec2_stub.add_response("describe_volumes", {"Volumes": [{"VolumeId": "vol-1", "Size": 50}]},
-                              {"Filters": [available, *ours]})  # fmt: skip
-        ec2_stub.add_response("describe_volumes", {"Volumes": [
-            {"VolumeId": "vol-1", "Size": 50}, {"VolumeId": "vol-2", "Size": 20}]},
-            {"Filters": [available, csi]})  # fmt: skip
+        ec2_stub.add_response(
+            "describe_volumes",
+            {"Volumes": [{"VolumeId": "vol-1", "Size": 50}]},
+            {"Filters": [available, *ours]},
+        )
+        ec2_stub.add_response(
+            "describe_volumes",
+            {"Volumes": [{"VolumeId": "vol-1", "Size": 50}, {"VolumeId": "vol-2", "Size": 20}]},
+            {"Filters": [available, csi]},
+        )
         items = account_leftovers(clients, cfg)
     assert items == [
         Item("log group", "/aws/sagemaker/Clusters/kv-hp/abc123"),

@@ -51,12 +51,14 @@ def test_the_plan_says_where_each_leftover_is_and_why_it_waits(world: World) -> 
     plan = plan_teardown(world.clients, world.cfg)
     assert {(i.kind, i.detail) for i in plan.stacks} == {("stack", "CREATE_COMPLETE")}
     in_vpc = ("GuardDuty VPC endpoint", "available ENI", "GuardDuty security group")
-    assert sorted((i.kind, i.id, i.detail) for i in plan.leftovers if i.kind in in_vpc) == sorted([
-        ("GuardDuty VPC endpoint", world.vpce, world.vpc),
-        ("available ENI", world.eni, world.vpc),
-        ("available ENI", world.lambda_free, world.vpc),
-        ("GuardDuty security group", world.sg, world.vpc),
-    ])  # fmt: skip
+    assert sorted((i.kind, i.id, i.detail) for i in plan.leftovers if i.kind in in_vpc) == sorted(
+        [
+            ("GuardDuty VPC endpoint", world.vpce, world.vpc),
+            ("available ENI", world.eni, world.vpc),
+            ("available ENI", world.lambda_free, world.vpc),
+            ("GuardDuty security group", world.sg, world.vpc),
+        ]
+    )
     busy = "in-use: deleted once Lambda frees it"
     assert [i for i in plan.leftovers if i.kind == "Lambda ENI"] == [
         Item("Lambda ENI", world.lambda_busy, busy)

@@ -125,14 +125,24 @@ def test_a_role_that_may_not_empty_the_bucket_gets_the_stack_failure_and_the_buc
     assert world.timeline.count(f"DeleteStack:{PREFIX}-hyperpod") == 1
 
 
-@pytest.mark.parametrize(("event", "shown"), [
-    ({"LogicalResourceId": "Cluster", "ResourceStatus": "DELETE_IN_PROGRESS",
-      "ResourceStatusReason": "Waiting for nodes"},
-     "Cluster DELETE_IN_PROGRESS: Waiting for nodes"),
-    ({"LogicalResourceId": "Cluster", "ResourceStatus": "DELETE_IN_PROGRESS"},
-     "Cluster DELETE_IN_PROGRESS"),
-    ({"LogicalResourceId": "Cluster", "ResourceStatusReason": ""}, "Cluster "),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("event", "shown"),
+    [
+        (
+            {
+                "LogicalResourceId": "Cluster",
+                "ResourceStatus": "DELETE_IN_PROGRESS",
+                "ResourceStatusReason": "Waiting for nodes",
+            },
+            "Cluster DELETE_IN_PROGRESS: Waiting for nodes",
+        ),
+        (
+            {"LogicalResourceId": "Cluster", "ResourceStatus": "DELETE_IN_PROGRESS"},
+            "Cluster DELETE_IN_PROGRESS",
+        ),
+        ({"LogicalResourceId": "Cluster", "ResourceStatusReason": ""}, "Cluster "),
+    ],
+)
 def test_the_progress_line_shows_the_latest_event_and_its_reason_if_any(
     event: dict[str, str], shown: str
 ) -> None:
@@ -141,10 +151,16 @@ def test_the_progress_line_shows_the_latest_event_and_its_reason_if_any(
 
 
 def _event(n: int, logical: str, kind: str, status: str, reason: str = "") -> dict[str, Any]:
-    return {"StackId": "arn:aws:cloudformation:us-west-2:123456789012:stack/s/1",
-            "EventId": f"e{n}", "StackName": "s", "LogicalResourceId": logical,
-            "ResourceType": kind, "ResourceStatus": status, "ResourceStatusReason": reason,
-            "Timestamp": f"2026-12-01T10:{59 - n:02d}:00Z"}  # fmt: skip
+    return {
+        "StackId": "arn:aws:cloudformation:us-west-2:123456789012:stack/s/1",
+        "EventId": f"e{n}",
+        "StackName": "s",
+        "LogicalResourceId": logical,
+        "ResourceType": kind,
+        "ResourceStatus": status,
+        "ResourceStatusReason": reason,
+        "Timestamp": f"2026-12-01T10:{59 - n:02d}:00Z",
+    }
 
 
 def test_a_delete_failure_names_only_what_failed_in_this_attempt() -> None:
@@ -164,8 +180,7 @@ def test_a_delete_failure_names_only_what_failed_in_this_attempt() -> None:
     cfn = stubbed_client("cloudformation")
     stack_id = events[0]["StackId"]
     with Stubber(cfn) as stub:
-        stub.add_response("describe_stack_events", {"StackEvents": events},
-                          {"StackName": stack_id})  # fmt: skip
+        stub.add_response("describe_stack_events", {"StackEvents": events}, {"StackName": stack_id})
         found = _events_of_this_delete(cfn, stack_id)
     assert [e["EventId"] for e in found] == ["e0", "e1", "e2", "e3", "e4"]
     message = delete_failure("s", {"StackStatus": "DELETE_FAILED"}, found)
@@ -179,10 +194,15 @@ def test_a_delete_failure_reads_whatever_cloudformation_gave() -> None:
     """Two failures are both named; a field CloudFormation left out reads as such; with no
     failed resource, the stack's own status and reason are the message."""
     failed = [
-        {"LogicalResourceId": "A", "ResourceType": "AWS::EC2::Subnet", "PhysicalResourceId": "s-1",
-         "ResourceStatus": "DELETE_FAILED", "ResourceStatusReason": "has dependencies"},
+        {
+            "LogicalResourceId": "A",
+            "ResourceType": "AWS::EC2::Subnet",
+            "PhysicalResourceId": "s-1",
+            "ResourceStatus": "DELETE_FAILED",
+            "ResourceStatusReason": "has dependencies",
+        },
         {"LogicalResourceId": "B", "ResourceStatus": "DELETE_FAILED"},
-    ]  # fmt: skip
+    ]
     stack = {"StackStatus": "DELETE_FAILED"}
     assert str(DeleteFailed("s", stack, failed)) == (
         "stack s: DELETE_FAILED; failed to delete A (AWS::EC2::Subnet s-1): has dependencies; "
@@ -209,8 +229,11 @@ def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> Non
     ]
     with Stubber(s3) as stub:
         stub.add_response("list_object_versions", versions, {"Bucket": "b", "MaxKeys": 1000})
-        stub.add_response("delete_objects", {"Errors": errors},
-                          {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}})  # fmt: skip
+        stub.add_response(
+            "delete_objects",
+            {"Errors": errors},
+            {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}},
+        )
         with pytest.raises(OperationError) as failed:
             empty_bucket(s3, "b")
     assert str(failed.value) == (
@@ -218,8 +241,11 @@ def test_a_bucket_that_refuses_some_deletions_stops_teardown_naming_one() -> Non
     )
     with Stubber(s3) as stub:  # an error without a message: no trailing space, no "None"
         stub.add_response("list_object_versions", versions, {"Bucket": "b", "MaxKeys": 1000})
-        stub.add_response("delete_objects", {"Errors": [{"Key": "k1", "Code": "InternalError"}]},
-                          {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}})  # fmt: skip
+        stub.add_response(
+            "delete_objects",
+            {"Errors": [{"Key": "k1", "Code": "InternalError"}]},
+            {"Bucket": "b", "Delete": {"Objects": keys, "Quiet": True}},
+        )
         with pytest.raises(OperationError) as failed:
             empty_bucket(s3, "b")
     assert str(failed.value) == "emptying bucket b: 1 objects not deleted, e.g. k1: InternalError"
@@ -232,13 +258,23 @@ def test_a_stack_that_is_gone_reads_as_none_and_other_errors_surface() -> None:
     cfn = boto3.client("cloudformation", region_name=REGION)
     clients = Clients(REGION, aws_factory=lambda service: cfn)
     with Stubber(cfn) as stub:
-        stub.add_client_error("describe_stacks", "ValidationError",
-                              "Stack with id s does not exist")  # fmt: skip
+        stub.add_client_error(
+            "describe_stacks", "ValidationError", "Stack with id s does not exist"
+        )
         assert stack_status(clients, "s") is None
         for status in ("DELETE_COMPLETE", "DELETE_FAILED"):
-            stub.add_response("describe_stacks", {"Stacks": [{
-                "StackName": "s", "StackStatus": status,
-                "CreationTime": "2026-12-01T10:00:00Z"}]})  # fmt: skip
+            stub.add_response(
+                "describe_stacks",
+                {
+                    "Stacks": [
+                        {
+                            "StackName": "s",
+                            "StackStatus": status,
+                            "CreationTime": "2026-12-01T10:00:00Z",
+                        }
+                    ]
+                },
+            )
         assert stack_status(clients, "s") is None
         assert stack_status(clients, "s") == "DELETE_FAILED"
         stub.add_client_error("describe_stacks", "AccessDenied", "not authorized")
@@ -252,8 +288,13 @@ def test_only_buckets_that_failed_for_being_not_empty_are_emptied() -> None:
     emptied, and a bucket named twice is emptied once."""
 
     def failed(logical: str, kind: str, physical: str, reason: str) -> dict[str, Any]:
-        return {"LogicalResourceId": logical, "ResourceType": kind, "PhysicalResourceId": physical,
-                "ResourceStatus": "DELETE_FAILED", "ResourceStatusReason": reason}  # fmt: skip
+        return {
+            "LogicalResourceId": logical,
+            "ResourceType": kind,
+            "PhysicalResourceId": physical,
+            "ResourceStatus": "DELETE_FAILED",
+            "ResourceStatusReason": reason,
+        }
 
     events = [
         failed("Logs", "AWS::S3::Bucket", "logs-b", "The bucket you tried to delete is not empty"),
@@ -278,19 +319,33 @@ def test_late_buckets_are_emptied_only_when_named_and_all_ours() -> None:
     clients = Clients(
         REGION, aws_factory=lambda service: {"cloudformation": cfn, "s3": s3}[service]
     )
-    stack = {"StackId": "arn:aws:cloudformation:us-west-2:111122223333:stack/s/1",
-             "StackStatus": "DELETE_FAILED"}  # fmt: skip
+    stack = {
+        "StackId": "arn:aws:cloudformation:us-west-2:111122223333:stack/s/1",
+        "StackStatus": "DELETE_FAILED",
+    }
 
     def not_empty(bucket: str) -> dict[str, Any]:
-        return {"LogicalResourceId": bucket, "ResourceType": "AWS::S3::Bucket",
-                "PhysicalResourceId": bucket, "ResourceStatus": "DELETE_FAILED",
-                "ResourceStatusReason": "The bucket you tried to delete is not empty"}  # fmt: skip
+        return {
+            "LogicalResourceId": bucket,
+            "ResourceType": "AWS::S3::Bucket",
+            "PhysicalResourceId": bucket,
+            "ResourceStatus": "DELETE_FAILED",
+            "ResourceStatusReason": "The bucket you tried to delete is not empty",
+        }
 
     def resources(*buckets: str) -> dict[str, Any]:
-        return {"StackResourceSummaries": [
-            {"LogicalResourceId": b, "PhysicalResourceId": b, "ResourceType": "AWS::S3::Bucket",
-             "ResourceStatus": "DELETE_FAILED", "LastUpdatedTimestamp": "2026-12-01T10:00:00Z"}
-            for b in buckets]}  # fmt: skip
+        return {
+            "StackResourceSummaries": [
+                {
+                    "LogicalResourceId": b,
+                    "PhysicalResourceId": b,
+                    "ResourceType": "AWS::S3::Bucket",
+                    "ResourceStatus": "DELETE_FAILED",
+                    "LastUpdatedTimestamp": "2026-12-01T10:00:00Z",
+                }
+                for b in buckets
+            ]
+        }
 
     steps: list[str] = []
     other = {**not_empty("x"), "ResourceType": "AWS::SQS::Queue"}
@@ -298,8 +353,9 @@ def test_late_buckets_are_emptied_only_when_named_and_all_ours() -> None:
 
     both = DeleteFailed("s", stack, [not_empty("b1"), not_empty("b2")])
     with Stubber(cfn) as cfn_stub, Stubber(s3) as s3_stub:
-        cfn_stub.add_response("list_stack_resources", resources("b1", "b2"),
-                              {"StackName": stack["StackId"]})  # fmt: skip
+        cfn_stub.add_response(
+            "list_stack_resources", resources("b1", "b2"), {"StackName": stack["StackId"]}
+        )
         for bucket in ("b1", "b2"):
             s3_stub.add_response("list_object_versions", {}, {"Bucket": bucket, "MaxKeys": 1000})
         assert _empty_late_buckets(clients, "s", both, steps.append)

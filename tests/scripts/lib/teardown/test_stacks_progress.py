@@ -81,8 +81,10 @@ def test_stack_deletion_shows_status_and_latest_event(cfn: Any) -> None:
     stub.add_response("describe_stacks", _stack("CREATE_COMPLETE"), {"StackName": STACK})
     stub.add_response("delete_stack", {}, {"StackName": STACK})
     stub.add_response("describe_stacks", _stack("DELETE_IN_PROGRESS"), {"StackName": STACK_ID})
-    events = [_event("Cluster", "DELETE_IN_PROGRESS", 2, kind="AWS::SageMaker::Cluster"),
-              _stack_event("DELETE_IN_PROGRESS", 1)]  # fmt: skip
+    events = [
+        _event("Cluster", "DELETE_IN_PROGRESS", 2, kind="AWS::SageMaker::Cluster"),
+        _stack_event("DELETE_IN_PROGRESS", 1),
+    ]
     stub.add_response("describe_stack_events", {"StackEvents": events}, {"StackName": STACK_ID})
     stub.add_response("describe_stacks", _stack("DELETE_COMPLETE"), {"StackName": STACK_ID})
     fake = FakeClock()

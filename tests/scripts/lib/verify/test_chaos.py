@@ -52,9 +52,11 @@ def _servers(l2_dir: str, new_l2_dir: str) -> Iterator[dict[str, FakeVllm]]:
     def spec(d: str) -> TierSpec:
         return TierSpec("curvine", d, DELAY_MS)
 
-    with FakeVllm(tiers=spec(l2_dir)) as a, FakeVllm(tiers=spec(l2_dir)) as b, FakeVllm(
-        tiers=spec(new_l2_dir)
-    ) as new:  # fmt: skip
+    with (
+        FakeVllm(tiers=spec(l2_dir)) as a,
+        FakeVllm(tiers=spec(l2_dir)) as b,
+        FakeVllm(tiers=spec(new_l2_dir)) as new,
+    ):
         yield {A: a, B: b, NEW: new}
 
 
@@ -71,8 +73,13 @@ def _label_workers(kube: FakeKube) -> None:
         pod["metadata"]["labels"] = dict(WORKER_WL.selector)
 
 
-def _replace_on_delete(kube: FakeKube, deleted: str, new: dict[str, object], reads: int,
-                       on_ready: Callable[[], None] = lambda: None) -> None:  # fmt: skip
+def _replace_on_delete(
+    kube: FakeKube,
+    deleted: str,
+    new: dict[str, object],
+    reads: int,
+    on_ready: Callable[[], None] = lambda: None,
+) -> None:
     """A controller: once ``deleted`` is deleted, ``new`` appears, Ready after ``reads`` more
     lists of its collection."""
     collection = str(new.pop("collection"))
@@ -118,8 +125,12 @@ def _lose_l2_with_worker(kube: FakeKube, servers: dict[str, FakeVllm]) -> None:
     kube.after_write.append(on_write)
 
 
-def _run(kube: FakeKube, servers: dict[str, FakeVllm], opts: ChaosOptions = OPTS,
-         cfg: AppConfig | None = None) -> dict[str, Check]:  # fmt: skip
+def _run(
+    kube: FakeKube,
+    servers: dict[str, FakeVllm],
+    opts: ChaosOptions = OPTS,
+    cfg: AppConfig | None = None,
+) -> dict[str, Check]:
     the_cfg = cfg or recorded_cfg()
     rep = Reporter(clock=FakeClock().clock(), tty=False, enabled=False)
     transport = MapTransport({name: s.url for name, s in servers.items()})

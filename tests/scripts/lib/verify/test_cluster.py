@@ -42,11 +42,16 @@ def test_curvine_pods_failing_their_probes_are_named_with_the_kubelets_message(
     _seed_cluster(kube)
     kube.put(CURVINE_PODS, _curvine_pod("curvine-worker-b", ready=False, restarts=3))
     kube.put(CURVINE_PODS, _curvine_pod("curvine-master-0", restarts=1))
-    kube.put(CURVINE_EVENTS, {
-        "metadata": {"name": "curvine-worker-b.1", "namespace": "curvine"},
-        "involvedObject": {"kind": "Pod", "name": "curvine-worker-b", "namespace": "curvine"},
-        "reason": "Unhealthy", "type": "Warning",
-        "message": "Readiness probe failed: bash: connect: Connection refused"})  # fmt: skip
+    kube.put(
+        CURVINE_EVENTS,
+        {
+            "metadata": {"name": "curvine-worker-b.1", "namespace": "curvine"},
+            "involvedObject": {"kind": "Pod", "name": "curvine-worker-b", "namespace": "curvine"},
+            "reason": "Unhealthy",
+            "type": "Warning",
+            "message": "Readiness probe failed: bash: connect: Connection refused",
+        },
+    )
     checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
     row = {c.stage: c for c in checks}["Curvine probes"]
     assert row.status == "fail"
@@ -78,8 +83,13 @@ FSX_ID = "fs-0123456789abcdef0"
 
 
 def _fsx_cfg() -> AppConfig:
-    return make_cfg(kvcache={"endpoints": [RECORDED_ENDPOINT], "l2_backend": "fsx_lustre",
-                             "l2_backend_switch_confirmed": True})  # fmt: skip
+    return make_cfg(
+        kvcache={
+            "endpoints": [RECORDED_ENDPOINT],
+            "l2_backend": "fsx_lustre",
+            "l2_backend_switch_confirmed": True,
+        }
+    )
 
 
 def _cloudformation(cfg: AppConfig, deployed: bool) -> Any:
@@ -88,16 +98,25 @@ def _cloudformation(cfg: AppConfig, deployed: bool) -> Any:
     stub = Stubber(cfn)
     name = kvcache_stack_name(cfg)
     if deployed:
-        outputs = [{"OutputKey": "L2FileSystemId", "OutputValue": FSX_ID},
-                   {"OutputKey": "L2FileSystemDnsName",
-                    "OutputValue": f"{FSX_ID}.fsx.us-west-2.amazonaws.com"},
-                   {"OutputKey": "L2FileSystemMountName", "OutputValue": "abcdefgh"}]  # fmt: skip
-        stack = {"StackName": name, "CreationTime": "2025-01-01T00:00:00Z",
-                 "StackStatus": "CREATE_COMPLETE", "Outputs": outputs}  # fmt: skip
+        outputs = [
+            {"OutputKey": "L2FileSystemId", "OutputValue": FSX_ID},
+            {
+                "OutputKey": "L2FileSystemDnsName",
+                "OutputValue": f"{FSX_ID}.fsx.us-west-2.amazonaws.com",
+            },
+            {"OutputKey": "L2FileSystemMountName", "OutputValue": "abcdefgh"},
+        ]
+        stack = {
+            "StackName": name,
+            "CreationTime": "2025-01-01T00:00:00Z",
+            "StackStatus": "CREATE_COMPLETE",
+            "Outputs": outputs,
+        }
         stub.add_response("describe_stacks", {"Stacks": [stack]}, {"StackName": name})
     else:
-        stub.add_client_error("describe_stacks", "ValidationError",
-                              f"Stack with id {name} does not exist")  # fmt: skip
+        stub.add_client_error(
+            "describe_stacks", "ValidationError", f"Stack with id {name} does not exist"
+        )
     stub.activate()
     return cfn
 
@@ -109,11 +128,14 @@ def test_on_fsx_the_claim_checked_is_the_one_named_after_the_deployed_file_syste
     outputs. The seeded Pods still mount curvine-pvc, so the Pods row names the FSx claim."""
     cfg = _fsx_cfg()
     _seed_cluster(kube)
-    kube.put("/api/v1/namespaces/models/persistentvolumeclaims", {
-        "metadata": {"name": f"fsx-l2-{FSX_ID}", "namespace": "models"},
-        "spec": {"storageClassName": "", "accessModes": ["ReadWriteMany"]},
-        "status": {"phase": "Bound"},
-    })  # fmt: skip
+    kube.put(
+        "/api/v1/namespaces/models/persistentvolumeclaims",
+        {
+            "metadata": {"name": f"fsx-l2-{FSX_ID}", "namespace": "models"},
+            "spec": {"storageClassName": "", "accessModes": ["ReadWriteMany"]},
+            "status": {"phase": "Bound"},
+        },
+    )
     aws = {**_stubbed_aws(), "cloudformation": _cloudformation(cfg, deployed=True)}
     checks, _ = run_verify(_clients(kube, aws), cfg, REF, None)
     by_stage = {c.stage: c for c in checks}

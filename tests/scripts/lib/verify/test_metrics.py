@@ -31,8 +31,15 @@ def _queries(cfg: AppConfig) -> Any:
 def test_metrics_row_reads_the_tier_hit_rates(l2: float, rps: float, status: str) -> None:
     cfg = make_cfg(observability={"enabled": True})
     q = _queries(cfg)
-    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): l2,
-                  q.request_rate(): rps, q.ttft(0.95): 0.25})  # fmt: skip
+    fake = _prom(
+        {
+            q.l0_hit_rate(): 0.5,
+            q.l1_hit_rate(): 0.2,
+            q.l2_hit_rate(): l2,
+            q.request_rate(): rps,
+            q.ttft(0.95): 0.25,
+        }
+    )
     with fake.serve() as url:
         check = check_metrics(
             cfg, cfg.kvcache.endpoints[0], lambda: PromClient(url, "us-west-2", None)
@@ -58,8 +65,15 @@ def test_metrics_row_is_skipped_without_samples_or_store() -> None:
 def test_an_l1_only_endpoint_is_not_failed_for_reading_no_l2() -> None:
     cfg = make_cfg(observability={"enabled": True})
     q = _queries(cfg)
-    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): 0.0,
-                  q.request_rate(): 2.0, q.ttft(0.95): 0.25})  # fmt: skip
+    fake = _prom(
+        {
+            q.l0_hit_rate(): 0.5,
+            q.l1_hit_rate(): 0.2,
+            q.l2_hit_rate(): 0.0,
+            q.request_rate(): 2.0,
+            q.ttft(0.95): 0.25,
+        }
+    )
     none = cfg.kvcache.endpoints[0].model_copy(update={"l2_backend": "none"})
     with fake.serve() as url:
         check = check_metrics(cfg, none, lambda: PromClient(url, "us-west-2", None))
@@ -80,8 +94,15 @@ def _row(cfg: AppConfig, l2: float, rps: float = 2.0) -> Any:
     """The row with the store answering the endpoint's own queries (Tiered Storage's L2 from
     LMCache's read bytes, not the fs:// reads) at an L2 hit rate of ``l2``."""
     q = _queries(cfg)
-    fake = _prom({q.l0_hit_rate(): 0.5, q.l1_hit_rate(): 0.2, q.l2_hit_rate(): l2,
-                  q.request_rate(): rps, q.ttft(0.95): 0.25})  # fmt: skip
+    fake = _prom(
+        {
+            q.l0_hit_rate(): 0.5,
+            q.l1_hit_rate(): 0.2,
+            q.l2_hit_rate(): l2,
+            q.request_rate(): rps,
+            q.ttft(0.95): 0.25,
+        }
+    )
     with fake.serve() as url:
         return check_metrics(
             cfg, cfg.kvcache.endpoints[0], lambda: PromClient(url, "us-west-2", None)

@@ -129,8 +129,12 @@ def test_operator_3_2_pods_that_the_rule_missed_fail_naming_what_they_lack(
     url, settings = rows["LMCACHE_REMOTE_URL is Curvine"], rows["Pods carry L2 settings"]
     assert url.status == "fail" and f"LMCACHE_REMOTE_URL={OPERATOR_URL}" in url.detail
     assert settings.status == "fail"
-    for missing in ("LMCACHE_REMOTE_SERDE absent", "PYTHONHASHSEED absent",
-                    "no mount at /mnt/curvine/l2cache", "no volume"):  # fmt: skip
+    for missing in (
+        "LMCACHE_REMOTE_SERDE absent",
+        "PYTHONHASHSEED absent",
+        "no mount at /mnt/curvine/l2cache",
+        "no volume",
+    ):
         assert missing in settings.detail, settings.detail
 
 

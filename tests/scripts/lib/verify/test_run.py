@@ -183,8 +183,10 @@ def test_a_weights_cache_added_after_the_deploy_fails_its_row(kube: FakeKube) ->
         "metadata": {"name": "owner-llm", "namespace": "team-a"},
         "spec": {"modelName": "owner-llm", "modelCacheConfig": {"weightsCache": {"enabled": True}}},
     }
-    kube.put("/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/team-a/"
-             "inferenceendpointconfigs", owner)  # fmt: skip
+    kube.put(
+        "/apis/inference.sagemaker.aws.amazon.com/v1/namespaces/team-a/inferenceendpointconfigs",
+        owner,
+    )
     checks, _ = run_verify(_clients(kube, _stubbed_aws()), CFG, REF, None)
     by_stage = {c.stage: c for c in checks}
     row = by_stage["weights cache on Curvine's NVMe"]

@@ -115,11 +115,15 @@ def _renamed(name: str, target: str, owner: str | None = None) -> dict[str, obje
     so["spec"]["scaleTargetRef"]["name"] = target
     so["status"]["hpaName"] = f"keda-hpa-{name}"
     if owner is not None:
-        so["metadata"]["ownerReferences"] = [{
-            "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
-            "kind": "InferenceEndpointConfig", "name": owner, "uid": "0b7c1d2e",
-            "controller": True,
-        }]  # fmt: skip
+        so["metadata"]["ownerReferences"] = [
+            {
+                "apiVersion": "inference.sagemaker.aws.amazon.com/v1",
+                "kind": "InferenceEndpointConfig",
+                "name": owner,
+                "uid": "0b7c1d2e",
+                "controller": True,
+            }
+        ]
     return so
 
 
@@ -215,9 +219,11 @@ def _scale_out_row(kube: FakeKube, l2_dir: str, new_l2_dir: str) -> Check:
     def spec(d: str) -> TierSpec:
         return TierSpec("curvine", d, {"l0": 0.0, "l1": 0.0, "l2": 0.0, "cold": 0.0})
 
-    with FakeVllm(tiers=spec(l2_dir)) as a, FakeVllm(tiers=spec(l2_dir)) as b, FakeVllm(
-        tiers=spec(new_l2_dir)
-    ) as new:  # fmt: skip
+    with (
+        FakeVllm(tiers=spec(l2_dir)) as a,
+        FakeVllm(tiers=spec(l2_dir)) as b,
+        FakeVllm(tiers=spec(new_l2_dir)) as new,
+    ):
         transport = MapTransport({A: a.url, B: b.url, NEW: new.url})
         rep = Reporter(clock=FakeClock().clock(), tty=False, enabled=False)
         rows = run_chaos(_clients(kube, {}), CFG, REF, transport, OPTS, show=rep)

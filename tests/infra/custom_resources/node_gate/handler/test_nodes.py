@@ -46,29 +46,42 @@ def node(group: str | None, status: str | None) -> dict[str, Any]:
     return n
 
 
-DESC = {"ClusterStatus": "InService", "InstanceGroups": [
-    {"InstanceGroupName": "gpu", "CurrentCount": 2, "TargetCount": 2},
-    {"InstanceGroupName": "system", "CurrentCount": 0, "TargetCount": 1},
-    {}]}  # fmt: skip
+DESC = {
+    "ClusterStatus": "InService",
+    "InstanceGroups": [
+        {"InstanceGroupName": "gpu", "CurrentCount": 2, "TargetCount": 2},
+        {"InstanceGroupName": "system", "CurrentCount": 0, "TargetCount": 1},
+        {},
+    ],
+}
 
 
 def test_pages_are_followed_and_nodes_folded_per_group() -> None:
-    fake = Fake(DESC, [
-        {"ClusterNodeSummaries": [node("gpu", "Running"), node("gpu", "Pending")],
-         "NextToken": "t1"},
-        {"ClusterNodeSummaries": [node("system", None), node(None, "Running")]},
-    ])  # fmt: skip
+    fake = Fake(
+        DESC,
+        [
+            {
+                "ClusterNodeSummaries": [node("gpu", "Running"), node("gpu", "Pending")],
+                "NextToken": "t1",
+            },
+            {"ClusterNodeSummaries": [node("system", None), node(None, "Running")]},
+        ],
+    )
     state = read_state(fake, CLUSTER)
     assert fake.calls == [
         ("DescribeCluster", {"ClusterName": CLUSTER}),
         ("ListClusterNodes", {"ClusterName": CLUSTER, "MaxResults": 100}),
         ("ListClusterNodes", {"ClusterName": CLUSTER, "MaxResults": 100, "NextToken": "t1"}),
     ]
-    assert state == ClusterState(CLUSTER, "InService", (
-        GroupState("gpu", 2, 2, Counter({"Running": 1, "Pending": 1})),
-        GroupState("system", 0, 1, Counter({"Unknown": 1})),
-        GroupState("?", 0, 0, Counter({"Running": 1})),
-    ))  # fmt: skip
+    assert state == ClusterState(
+        CLUSTER,
+        "InService",
+        (
+            GroupState("gpu", 2, 2, Counter({"Running": 1, "Pending": 1})),
+            GroupState("system", 0, 1, Counter({"Unknown": 1})),
+            GroupState("?", 0, 0, Counter({"Running": 1})),
+        ),
+    )
     assert str(state) == (
         "cluster status InService; group 'gpu': 2/2 instances (Pending=1, Running=1); "
         "group 'system': 0/1 instances (Unknown=1); group '?': 0/0 instances (Running=1)"
@@ -83,11 +96,16 @@ def test_an_empty_cluster_says_so() -> None:
     assert str(GroupState("gpu", 0, 1)) == "group 'gpu': 0/1 instances (no nodes)"
 
 
-@pytest.mark.parametrize(("statuses", "current", "ready"), [
-    (Counter({"Running": 2}), 2, True), (Counter({"Running": 3}), 2, True),
-    (Counter({"Running": 1}), 2, False), (Counter({"Running": 2}), 1, False),
-    (Counter({"Running": 2, "Pending": 1}), 2, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("statuses", "current", "ready"),
+    [
+        (Counter({"Running": 2}), 2, True),
+        (Counter({"Running": 3}), 2, True),
+        (Counter({"Running": 1}), 2, False),
+        (Counter({"Running": 2}), 1, False),
+        (Counter({"Running": 2, "Pending": 1}), 2, False),
+    ],
+)
 def test_a_group_is_ready_at_target_with_every_node_running(
     statuses: Counter[str], current: int, ready: bool
 ) -> None:
@@ -129,15 +147,26 @@ class Failing(Fake):
         raise ClientError(self.response, "DescribeCluster")
 
 
-@pytest.mark.parametrize(("error", "text"), [
-    ({"Code": "AccessDeniedException", "Message": "no"},
-     "AccessDeniedException: no. Check: the gate's role allows sagemaker:DescribeCluster and "
-     "sagemaker:ListClusterNodes on this cluster's ARN."),
-    ({"Code": "ValidationException", "Message": "bad"},
-     f"ValidationException: bad. Check: that HyperPod cluster {CLUSTER!r} exists in this "
-     "account and Region."),
-    ({}, f"Unknown: . Check: that HyperPod cluster {CLUSTER!r} exists in this account and Region."),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (
+            {"Code": "AccessDeniedException", "Message": "no"},
+            "AccessDeniedException: no. Check: the gate's role allows sagemaker:DescribeCluster "
+            "and sagemaker:ListClusterNodes on this cluster's ARN.",
+        ),
+        (
+            {"Code": "ValidationException", "Message": "bad"},
+            f"ValidationException: bad. Check: that HyperPod cluster {CLUSTER!r} exists in this "
+            "account and Region.",
+        ),
+        (
+            {},
+            f"Unknown: . Check: that HyperPod cluster {CLUSTER!r} exists in this account and "
+            "Region.",
+        ),
+    ],
+)
 def test_an_aws_error_names_what_to_check(error: dict[str, Any], text: str) -> None:
     with pytest.raises(GateError) as err:
         read_state(Failing({"Error": error}), CLUSTER)

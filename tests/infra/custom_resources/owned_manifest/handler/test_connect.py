@@ -115,17 +115,27 @@ def signed_for(url: str, cluster: str) -> bool:
     signature = dict(query)["X-Amz-Signature"]
     query = sorted((k, v) for k, v in query if k != "X-Amz-Signature")
     params = dict(query)
-    canonical = "\n".join([
-        "GET", "/",
-        "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in query),
-        f"host:{parts.netloc}", f"x-k8s-aws-id:{cluster}", "",
-        params["X-Amz-SignedHeaders"], hashlib.sha256(b"").hexdigest(),
-    ])  # fmt: skip
+    canonical = "\n".join(
+        [
+            "GET",
+            "/",
+            "&".join(f"{quote(k, safe='-_.~')}={quote(v, safe='-_.~')}" for k, v in query),
+            f"host:{parts.netloc}",
+            f"x-k8s-aws-id:{cluster}",
+            "",
+            params["X-Amz-SignedHeaders"],
+            hashlib.sha256(b"").hexdigest(),
+        ]
+    )
     scope = params["X-Amz-Credential"].split("/", 1)[1]
-    to_sign = "\n".join([
-        "AWS4-HMAC-SHA256", params["X-Amz-Date"], scope,
-        hashlib.sha256(canonical.encode()).hexdigest(),
-    ])  # fmt: skip
+    to_sign = "\n".join(
+        [
+            "AWS4-HMAC-SHA256",
+            params["X-Amz-Date"],
+            scope,
+            hashlib.sha256(canonical.encode()).hexdigest(),
+        ]
+    )
     key = f"AWS4{SECRET}".encode()
     for part in scope.split("/"):
         key = hmac.new(key, part.encode(), hashlib.sha256).digest()

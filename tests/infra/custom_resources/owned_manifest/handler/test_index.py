@@ -38,16 +38,22 @@ def test_on_event_lifecycle(kube: ApplyFakeKube, cluster: Cluster) -> None:
     pid = created["PhysicalResourceId"]
     assert pid == f"owned-manifest:{OWNER}:K8s00namespaces"
     updated = index.on_event(
-        event("Update", [ns("curvine", x="1")], PhysicalResourceId=pid,
-              OldResourceProperties=event("Create", [ns("curvine")])["ResourceProperties"]),
-        None, cluster=cluster,
-    )  # fmt: skip
+        event(
+            "Update",
+            [ns("curvine", x="1")],
+            PhysicalResourceId=pid,
+            OldResourceProperties=event("Create", [ns("curvine")])["ResourceProperties"],
+        ),
+        None,
+        cluster=cluster,
+    )
     assert updated == {"PhysicalResourceId": pid}
     assert kube.objects[f"{NS}/curvine"]["metadata"]["labels"] == {"x": "1"}
     deleted = index.on_event(
         event("Delete", [ns("curvine"), ns("inference")], PhysicalResourceId=pid),
-        None, cluster=cluster,
-    )  # fmt: skip
+        None,
+        cluster=cluster,
+    )
     assert deleted == {"PhysicalResourceId": pid}
     assert kube.objects == before
 
@@ -118,10 +124,15 @@ def test_update_keeps_the_physical_id_and_prunes_what_the_old_manifest_had(
     old = event("Create", [ns("a"), ns("b")])
     index.on_event(old, None, cluster=cluster)
     done = index.on_event(
-        event("Update", [ns("a")], PhysicalResourceId="id-cloudformation-has",
-              OldResourceProperties=old["ResourceProperties"]),
-        None, cluster=cluster,
-    )  # fmt: skip
+        event(
+            "Update",
+            [ns("a")],
+            PhysicalResourceId="id-cloudformation-has",
+            OldResourceProperties=old["ResourceProperties"],
+        ),
+        None,
+        cluster=cluster,
+    )
     assert done == {"PhysicalResourceId": "id-cloudformation-has"}
     assert f"{NS}/a" in kube.objects and f"{NS}/b" not in kube.objects
 
@@ -133,8 +144,9 @@ def test_update_does_not_prune_by_a_manifest_another_owner_applied(
     old = {**event("Create", [ns("shared")])["ResourceProperties"], "Owner": "hyperpod-kvcache-old"}
     index.on_event(
         event("Update", [ns("a")], PhysicalResourceId="p", OldResourceProperties=old),
-        None, cluster=cluster,
-    )  # fmt: skip
+        None,
+        cluster=cluster,
+    )
     assert f"{NS}/shared" in kube.objects and f"{NS}/a" in kube.objects
 
 
@@ -144,24 +156,42 @@ EBS_SC = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata":
 @pytest.mark.parametrize(
     ("prop", "value", "manifest", "message"),
     [
-        ("Preflight", [EBS_SC],
-         [ns("curvine")],
-         "StorageClass ebs-sc exists and is not ours (has no hyperpod-kvcache/owner mark): "
-         "rename ours in config or remove theirs. Nothing was changed."),
-        ("Present",
-         [{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "gp3",
-           "fix": "create gp3 first"}],
-         [ns("curvine")],
-         "StorageClass gp3 does not exist: create gp3 first. Nothing was changed."),
-        ("Absent", [KYVERNO_CRD], [ns("curvine")],
-         "CustomResourceDefinition clusterpolicies.kyverno.io exists: "
-         "set kvcache.kyverno.install to false. Nothing was changed."),
-        ("Hints", {"Namespace/inference": "pick another namespace"},
-         [ns("curvine"), ns("inference")],
-         "Namespace inference exists and is not ours (has no hyperpod-kvcache/owner mark): "
-         "pick another namespace. Nothing was changed."),
+        (
+            "Preflight",
+            [EBS_SC],
+            [ns("curvine")],
+            "StorageClass ebs-sc exists and is not ours (has no hyperpod-kvcache/owner mark): "
+            "rename ours in config or remove theirs. Nothing was changed.",
+        ),
+        (
+            "Present",
+            [
+                {
+                    "apiVersion": "storage.k8s.io/v1",
+                    "kind": "StorageClass",
+                    "name": "gp3",
+                    "fix": "create gp3 first",
+                }
+            ],
+            [ns("curvine")],
+            "StorageClass gp3 does not exist: create gp3 first. Nothing was changed.",
+        ),
+        (
+            "Absent",
+            [KYVERNO_CRD],
+            [ns("curvine")],
+            "CustomResourceDefinition clusterpolicies.kyverno.io exists: "
+            "set kvcache.kyverno.install to false. Nothing was changed.",
+        ),
+        (
+            "Hints",
+            {"Namespace/inference": "pick another namespace"},
+            [ns("curvine"), ns("inference")],
+            "Namespace inference exists and is not ours (has no hyperpod-kvcache/owner mark): "
+            "pick another namespace. Nothing was changed.",
+        ),
     ],
-)  # fmt: skip
+)
 def test_create_refuses_with_the_message_cloudformation_shows(
     kube: ApplyFakeKube,
     cluster: Cluster,
@@ -195,8 +225,9 @@ def test_what_create_and_delete_did_is_logged(
     index.on_event(event("Create", [ns("curvine")]), None, cluster=cluster)
     index.on_event(
         event("Delete", [ns("inference"), ns("curvine")], PhysicalResourceId="p"),
-        None, cluster=cluster,
-    )  # fmt: skip
+        None,
+        cluster=cluster,
+    )
     # Each object by kind and name with what happened to it; one left says whose mark it lacks.
     assert {level for level, _ in logged(caplog)} == {logging.INFO}
     assert_lines_say(

@@ -22,8 +22,9 @@ def _of(kind: str) -> list[Resource]:
 def test_discovery_is_that_of_the_pinned_minor_and_knows_scopes() -> None:
     assert models_minor() == "1.34"
     assert API[("v1", "Namespace")].namespaced is False
-    assert API[("apps/v1", "Deployment")] == Resource("apps", "v1", "Deployment", "deployments",
-                                                      True)  # fmt: skip
+    assert API[("apps/v1", "Deployment")] == Resource(
+        "apps", "v1", "Deployment", "deployments", True
+    )
     assert API[("kyverno.io/v1", "ClusterPolicy")].namespaced is False
     iec = API[("inference.sagemaker.aws.amazon.com/v1", "InferenceEndpointConfig")]
     assert iec.namespaced and iec.plural == "inferenceendpointconfigs"
@@ -41,8 +42,7 @@ def test_each_kind_has_the_plural_and_scope_the_api_serves_it_under(kind: str) -
 def test_each_ref_is_the_path_the_api_serves_the_object_at(api_version: str, kind: str) -> None:
     """Every group and version the API serves a kind of the table under: the object named in
     namespace ``team`` (a cluster-scoped kind ignores it, as kubectl does)."""
-    obj = {"apiVersion": api_version, "kind": kind,
-           "metadata": {"name": "x", "namespace": "team"}}  # fmt: skip
+    obj = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "team"}}
     resource = API[(api_version, kind)]
     want = resource.path("x", "team")
     assert Ref.of(obj).path == want

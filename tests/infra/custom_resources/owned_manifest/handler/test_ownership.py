@@ -55,10 +55,14 @@ def test_an_object_that_is_not_ours_is_refused_before_any_change(
     before = owners_cluster(kube)
     with pytest.raises(OwnershipError) as err:
         apply(
-            cluster, OWNER, [ns("curvine"), ns("inference")],
-            hints={"Namespace/inference": "set kvcache.endpoints.0.namespace to a namespace "
-                   "that does not exist"},
-        )  # fmt: skip
+            cluster,
+            OWNER,
+            [ns("curvine"), ns("inference")],
+            hints={
+                "Namespace/inference": "set kvcache.endpoints.0.namespace to a namespace "
+                "that does not exist"
+            },
+        )
     message = str(err.value)
     assert "\n" not in message
     assert message.startswith("Namespace inference exists and is not ours")
@@ -86,9 +90,11 @@ def test_ours_is_updated_and_what_the_manifest_dropped_is_pruned(
     apply(cluster, OWNER, [cm("a", "default", v="1"), cm("b", "default")])
     kube.put(f"{NS}/default/configmaps", cm("theirs", "default"))
     done = apply(
-        cluster, OWNER, [cm("a", "default", v="2")],
+        cluster,
+        OWNER,
+        [cm("a", "default", v="2")],
         previous=[cm("a", "default", v="1"), cm("b", "default"), cm("theirs", "default")],
-    )  # fmt: skip
+    )
     assert done == [
         "updated ConfigMap default/a",
         "left ConfigMap default/theirs: not ours (hyperpod-kvcache/owner=absent)",
@@ -127,11 +133,12 @@ def deployment(
 ) -> dict[str, Any]:
     """A Deployment as a chart renders it: env vars, volumes and their mounts, ports, labels."""
     container = {
-        "name": "master", "image": "curvine:1",
+        "name": "master",
+        "image": "curvine:1",
         "env": [{"name": k, "value": v} for k, v in env.items()],
         "ports": [{"containerPort": p, "protocol": "TCP"} for p in ports],
         "volumeMounts": [{"name": v, "mountPath": f"/{v}"} for v in volumes],
-    }  # fmt: skip
+    }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -149,18 +156,27 @@ def deployment(
     }
 
 
-V1 = deployment(env={"A": "1", "B": "2"}, volumes=["data", "cache"], ports=[8995, 9000],
-                labels={"tier": "l2", "legacy": "yes"})  # fmt: skip
+V1 = deployment(
+    env={"A": "1", "B": "2"},
+    volumes=["data", "cache"],
+    ports=[8995, 9000],
+    labels={"tier": "l2", "legacy": "yes"},
+)
 V2 = deployment(env={"A": "1"}, volumes=["data"], ports=[8995], labels={"tier": "l2"})
 
 
 def _create_then_update(cluster: Cluster, old: dict[str, Any], new: dict[str, Any]) -> None:
     pid = index.on_event(event("Create", [old]), None, cluster=cluster)["PhysicalResourceId"]
     index.on_event(
-        event("Update", [new], PhysicalResourceId=pid,
-              OldResourceProperties=event("Create", [old])["ResourceProperties"]),
-        None, cluster=cluster,
-    )  # fmt: skip
+        event(
+            "Update",
+            [new],
+            PhysicalResourceId=pid,
+            OldResourceProperties=event("Create", [old])["ResourceProperties"],
+        ),
+        None,
+        cluster=cluster,
+    )
 
 
 def test_what_a_new_version_drops_is_gone_from_the_cluster(
@@ -199,17 +215,23 @@ def test_fields_another_manager_set_on_our_object_stay(
     path = f"{DEPLOYMENTS}/curvine"
     ops = kube.api_client()
     ops.call_api(
-        path, "PATCH", query_params=[("fieldManager", "kubectl-label")],
+        path,
+        "PATCH",
+        query_params=[("fieldManager", "kubectl-label")],
         header_params={"Content-Type": "application/merge-patch+json"},
-        body={"metadata": {"labels": {"team": "ml"}}}, response_types_map={200: "object"},
-    )  # fmt: skip
+        body={"metadata": {"labels": {"team": "ml"}}},
+        response_types_map={200: "object"},
+    )
     theirs = deployment(env={"B": "2"}, volumes=[], ports=[], labels={})
     del theirs["spec"]["selector"], theirs["spec"]["template"]["metadata"]
     ops.call_api(
-        path, "PATCH", query_params=[("fieldManager", "ops"), ("force", "true")],
-        header_params={"Content-Type": "application/apply-patch+yaml"}, body=theirs,
+        path,
+        "PATCH",
+        query_params=[("fieldManager", "ops"), ("force", "true")],
+        header_params={"Content-Type": "application/apply-patch+yaml"},
+        body=theirs,
         response_types_map={200: "object"},
-    )  # fmt: skip
+    )
     _create_then_update(cluster, V1, V2)
     live = kube.objects[path]
     assert live["metadata"]["labels"] == {"tier": "l2", "team": "ml"}
@@ -227,11 +249,13 @@ def test_a_label_someone_set_again_to_our_value_is_still_ours_to_remove(
     index.on_event(event("Create", [V1]), None, cluster=cluster)
     path = f"{DEPLOYMENTS}/curvine"
     kube.api_client().call_api(
-        path, "PATCH", query_params=[("fieldManager", "kubectl-label")],
+        path,
+        "PATCH",
+        query_params=[("fieldManager", "kubectl-label")],
         header_params={"Content-Type": "application/merge-patch+json"},
         body={"metadata": {"labels": {"legacy": "yes", "team": "ml"}}},
         response_types_map={200: "object"},
-    )  # fmt: skip
+    )
     _create_then_update(cluster, V1, V2)
     assert kube.objects[path]["metadata"]["labels"] == {"tier": "l2", "team": "ml"}
 
@@ -252,8 +276,12 @@ def test_an_object_created_between_our_read_and_our_create_is_left_as_it_is(
 
     cluster.get = get_then_theirs_appears  # type: ignore[method-assign]
     with pytest.raises(OwnershipError) as err:
-        apply(cluster, OWNER, [ns("curvine"), ns("lmcache")],
-              hints={"Namespace/lmcache": "pick another namespace"})  # fmt: skip
+        apply(
+            cluster,
+            OWNER,
+            [ns("curvine"), ns("lmcache")],
+            hints={"Namespace/lmcache": "pick another namespace"},
+        )
     assert str(err.value) == (
         "Namespace lmcache was created by someone else while this deploy ran (no "
         "hyperpod-kvcache/owner mark) and is not ours: pick another namespace; removed what this "
@@ -275,12 +303,13 @@ def test_every_request_asks_for_json_and_each_write_names_its_body_type(
     apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
     delete(cluster, OWNER, [cm("c", "curvine")])
     assert [r.header("Accept") for r in kube.received] == [["application/json"]] * 6
-    assert [(r.method, r.path, r.header("Content-Type")) for r in kube.received
-            if r.method != "GET"] == [
+    assert [
+        (r.method, r.path, r.header("Content-Type")) for r in kube.received if r.method != "GET"
+    ] == [
         ("PATCH", f"{NS}/curvine", ["application/apply-patch+yaml"]),
         ("PATCH", f"{NS}/curvine/configmaps/c", ["application/apply-patch+yaml"]),
         ("DELETE", f"{NS}/curvine/configmaps/c", ["application/json"]),
-    ]  # fmt: skip
+    ]
 
 
 def test_delete_asks_for_background_propagation(kube: ApplyFakeKube, cluster: Cluster) -> None:
@@ -313,8 +342,14 @@ def test_every_request_gives_up_after_30_seconds(
     kube.put(NS, ns("curvine", owner=OWNER))
     apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
     delete(cluster, OWNER, [cm("c", "curvine")])
-    assert timeouts == [("GET", 30), ("GET", 30), ("PATCH", 30), ("PATCH", 30), ("GET", 30),
-                        ("DELETE", 30)]  # fmt: skip
+    assert timeouts == [
+        ("GET", 30),
+        ("GET", 30),
+        ("PATCH", 30),
+        ("PATCH", 30),
+        ("GET", 30),
+        ("DELETE", 30),
+    ]
 
 
 def test_our_mark_joins_the_objects_own_annotations(kube: ApplyFakeKube, cluster: Cluster) -> None:
@@ -365,11 +400,23 @@ def test_present_checks_reuse_an_existing_storage_class_and_kyverno(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
     before = owners_cluster(kube)
-    ebs = Check.of({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "ebs-sc",
-                    "match": {"provisioner": "ebs.csi.aws.com"}, "fix": "F"})  # fmt: skip
-    kyverno = Check.of({"apiVersion": "apiextensions.k8s.io/v1",
-                        "kind": "CustomResourceDefinition",
-                        "name": "clusterpolicies.kyverno.io", "fix": "F"})  # fmt: skip
+    ebs = Check.of(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "name": "ebs-sc",
+            "match": {"provisioner": "ebs.csi.aws.com"},
+            "fix": "F",
+        }
+    )
+    kyverno = Check.of(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "name": "clusterpolicies.kyverno.io",
+            "fix": "F",
+        }
+    )
     apply(cluster, OWNER, [ns("curvine")], present=[ebs, kyverno])
     assert {k: v for k, v in kube.objects.items() if k in before} == before
     kube.objects[f"{SC}/ebs-sc"]["provisioner"] = "kubernetes.io/aws-ebs"
@@ -380,16 +427,35 @@ def test_present_checks_reuse_an_existing_storage_class_and_kyverno(
         "Nothing was changed."
     )
     with pytest.raises(OwnershipError, match=r"^StorageClass gp3 does not exist: F"):
-        apply(cluster, OWNER, [], present=[Check.of({**{
-            "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "name": "gp3",
-            "fix": "F"}})])  # fmt: skip
+        apply(
+            cluster,
+            OWNER,
+            [],
+            present=[
+                Check.of(
+                    {
+                        **{
+                            "apiVersion": "storage.k8s.io/v1",
+                            "kind": "StorageClass",
+                            "name": "gp3",
+                            "fix": "F",
+                        }
+                    }
+                )
+            ],
+        )
 
 
 def test_absent_check_refuses_an_installed_kyverno(kube: ApplyFakeKube, cluster: Cluster) -> None:
     owners_cluster(kube)
-    crd = Check.of({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                    "name": "clusterpolicies.kyverno.io",
-                    "fix": "set kvcache.kyverno.install to false"})  # fmt: skip
+    crd = Check.of(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "name": "clusterpolicies.kyverno.io",
+            "fix": "set kvcache.kyverno.install to false",
+        }
+    )
     with pytest.raises(OwnershipError, match=r"clusterpolicies\.kyverno\.io exists: set kvcache"):
         apply(cluster, OWNER, [ns("curvine")], absent=[crd])
     assert kube.writes() == []
@@ -402,17 +468,27 @@ def test_absent_check_passes_when_the_object_is_missing_or_ours(
     installed it) is not."""
     crd = Check.of({**KYVERNO_CRD, "fix": "F"})
     assert apply(cluster, OWNER, [ns("curvine")], absent=[crd]) == ["created Namespace curvine"]
-    kube.put(CRD, {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-                   "metadata": {"name": "clusterpolicies.kyverno.io",
-                                "annotations": {OWNER_ANNOTATION: OWNER}}})  # fmt: skip
+    kube.put(
+        CRD,
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": "clusterpolicies.kyverno.io",
+                "annotations": {OWNER_ANNOTATION: OWNER},
+            },
+        },
+    )
     assert apply(cluster, OWNER, [ns("curvine")], absent=[crd]) == ["updated Namespace curvine"]
 
 
 @pytest.mark.parametrize(
     ("theirs", "more"),
-    [(["inference", "kyverno"], " (and 1 more object(s) not ours)"),
-     (["inference", "kyverno", "ml"], " (and 2 more object(s) not ours)")],
-)  # fmt: skip
+    [
+        (["inference", "kyverno"], " (and 1 more object(s) not ours)"),
+        (["inference", "kyverno", "ml"], " (and 2 more object(s) not ours)"),
+    ],
+)
 def test_a_refusal_counts_the_other_objects_that_are_not_ours(
     kube: ApplyFakeKube, cluster: Cluster, theirs: list[str], more: str
 ) -> None:
@@ -430,8 +506,9 @@ def test_a_refusal_counts_the_other_objects_that_are_not_ours(
 def test_delete_removes_only_ours_and_gone_is_done(kube: ApplyFakeKube, cluster: Cluster) -> None:
     before = owners_cluster(kube)
     apply(cluster, OWNER, [ns("curvine"), cm("c", "curvine")])
-    done = delete(cluster, OWNER, [ns("inference"), ns("curvine"), cm("c", "curvine"),
-                                   cm("gone", "curvine")])  # fmt: skip
+    done = delete(
+        cluster, OWNER, [ns("inference"), ns("curvine"), cm("c", "curvine"), cm("gone", "curvine")]
+    )
     assert done == [
         "ConfigMap curvine/gone is gone already",
         "deleted ConfigMap curvine/c",
@@ -445,8 +522,15 @@ def test_present_check_looks_in_the_namespace_it_names(
     kube: ApplyFakeKube, cluster: Cluster
 ) -> None:
     kube.put(f"{NS}/kube-system/configmaps", cm("aws-auth", "kube-system"))
-    aws_auth = Check.of({"apiVersion": "v1", "kind": "ConfigMap", "name": "aws-auth",
-                         "namespace": "kube-system", "fix": "F"})  # fmt: skip
+    aws_auth = Check.of(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "name": "aws-auth",
+            "namespace": "kube-system",
+            "fix": "F",
+        }
+    )
     assert apply(cluster, OWNER, [ns("curvine")], present=[aws_auth]) == [
         "created Namespace curvine"
     ]

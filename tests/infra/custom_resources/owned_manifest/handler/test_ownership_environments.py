@@ -31,8 +31,12 @@ POLICIES = "/apis/kyverno.io/v1/clusterpolicies"
 
 
 def policy(name: str) -> dict[str, Any]:
-    return {"apiVersion": "kyverno.io/v1", "kind": "ClusterPolicy", "metadata": {"name": name},
-            "spec": {"rules": []}}  # fmt: skip
+    return {
+        "apiVersion": "kyverno.io/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"name": name},
+        "spec": {"rules": []},
+    }
 
 
 def prods(kube: ApplyFakeKube) -> list[dict[str, Any]]:
@@ -86,12 +90,20 @@ def test_the_rollback_of_a_refused_update_leaves_the_other_environments_object(
     before = json.loads(json.dumps(kube.objects))
     old = event("Create", [ns("curvine")])
     index.on_event(old, None, cluster=cluster)
-    failed = event("Update", [ns("curvine"), ns("inference")], PhysicalResourceId="p",
-                   OldResourceProperties=old["ResourceProperties"])  # fmt: skip
+    failed = event(
+        "Update",
+        [ns("curvine"), ns("inference")],
+        PhysicalResourceId="p",
+        OldResourceProperties=old["ResourceProperties"],
+    )
     with pytest.raises(OwnershipError, match=r"^Namespace inference exists and is not ours"):
         index.on_event(failed, None, cluster=cluster)
-    rollback = event("Update", [ns("curvine")], PhysicalResourceId="p",
-                     OldResourceProperties=failed["ResourceProperties"])  # fmt: skip
+    rollback = event(
+        "Update",
+        [ns("curvine")],
+        PhysicalResourceId="p",
+        OldResourceProperties=failed["ResourceProperties"],
+    )
     index.on_event(rollback, None, cluster=cluster)
     assert {k: v for k, v in kube.objects.items() if k in before} == before
     assert not [w for w in kube.writes() if w[1] in before]

@@ -75,11 +75,13 @@ def api_error(status: int, reason: str | None, body: str | None) -> ApiException
     ("error", "said"),
     [
         (api_error(502, "Bad Gateway", "<html>upstream gone</html>"), "HTTP 502 Bad Gateway"),
-        (api_error(400, "Bad Request", json.dumps({"message": "denied:\nno"})),
-         "HTTP 400 denied: no"),
+        (
+            api_error(400, "Bad Request", json.dumps({"message": "denied:\nno"})),
+            "HTTP 400 denied: no",
+        ),
         (api_error(500, None, None), "HTTP 500 "),
     ],
-)  # fmt: skip
+)
 def test_a_refused_delete_says_why_on_one_line(
     kube: ApplyFakeKube, cluster: Cluster, error: ApiException, said: str
 ) -> None:

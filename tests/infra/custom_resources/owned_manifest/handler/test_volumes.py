@@ -82,10 +82,15 @@ def test_a_volume_whose_provisioner_is_gone_is_logged_and_left_after_the_wait(
 def test_a_retained_volume_is_not_waited_for(kube: ApplyFakeKube, cluster: Cluster) -> None:
     """A static volume with reclaim policy Retain (the warm cache kept on purpose) stays by
     design; a claim left to another environment has nothing of ours to wait for either."""
-    static = {"apiVersion": "v1", "kind": "PersistentVolume",
-              "metadata": {"name": "curvine-l2-static"},
-              "spec": {"persistentVolumeReclaimPolicy": "Retain",
-                       "claimRef": {"namespace": "inference", "name": "curvine-pvc"}}}  # fmt: skip
+    static = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": "curvine-l2-static"},
+        "spec": {
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": "inference", "name": "curvine-pvc"},
+        },
+    }
     kube.put(PVS, static)
     bound = pvc("curvine-pvc", "inference")
     bound["spec"]["volumeName"] = "curvine-l2-static"

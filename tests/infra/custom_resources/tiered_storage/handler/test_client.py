@@ -35,13 +35,18 @@ def test_the_botocore_in_use_knows_the_tiered_storage_api(monkeypatch: pytest.Mo
 
 def _client_with(members: set[str]) -> Any:
     shape = SimpleNamespace(members={m: None for m in members})
-    model = SimpleNamespace(operation_model=lambda name: SimpleNamespace(
-        input_shape=shape if name == "UpdateCluster" else None))  # fmt: skip
+    model = SimpleNamespace(
+        operation_model=lambda name: SimpleNamespace(
+            input_shape=shape if name == "UpdateCluster" else None
+        )
+    )
     return SimpleNamespace(meta=SimpleNamespace(service_model=model))
 
 
-@pytest.mark.parametrize("members", [{"ClusterName"}, {"ClusterName", "NodeRecovery"},
-                                     {"ClusterName", "TieredStorageConfig"}])  # fmt: skip
+@pytest.mark.parametrize(
+    "members",
+    [{"ClusterName"}, {"ClusterName", "NodeRecovery"}, {"ClusterName", "TieredStorageConfig"}],
+)
 def test_an_old_botocore_fails_naming_the_fix(members: set[str]) -> None:
     with pytest.raises(HandlerError) as err:
         require_tiered_storage_api(_client_with(members))

@@ -32,9 +32,11 @@ LOGGER = "infra.custom_resources.tiered_storage.handler.cluster"
 @pytest.fixture
 def client() -> Any:
     return botocore.session.get_session().create_client(
-        "sagemaker", region_name="us-west-2", aws_access_key_id="testing",
+        "sagemaker",
+        region_name="us-west-2",
+        aws_access_key_id="testing",
         aws_secret_access_key="testing",
-    )  # fmt: skip
+    )
 
 
 @pytest.fixture
@@ -52,8 +54,9 @@ def test_done_when_read_back_and_in_service(client: Any) -> None:
 
 
 def test_read_back_but_updating_waits(client: Any) -> None:
-    desc = answer(status="Updating",
-                  tiered={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20})  # fmt: skip
+    desc = answer(
+        status="Updating", tiered={"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
+    )
     step = converge(client, CLUSTER, ENABLE_20, desc=desc)
     assert step.done is False
     line_saying(step.reason, "Enable", "20%", "Updating")
@@ -70,9 +73,11 @@ def test_an_accepted_update_waits_and_logs(
     client: Any, stub: Stubber, caplog: pytest.LogCaptureFixture
 ) -> None:
     tiered = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
-    stub.add_response("update_cluster", {"ClusterArn": CLUSTER_ARN},
-                      {"ClusterName": CLUSTER, "NodeRecovery": "Automatic",
-                       "TieredStorageConfig": tiered})  # fmt: skip
+    stub.add_response(
+        "update_cluster",
+        {"ClusterArn": CLUSTER_ARN},
+        {"ClusterName": CLUSTER, "NodeRecovery": "Automatic", "TieredStorageConfig": tiered},
+    )
     caplog.set_level(logging.INFO, LOGGER)
     step = converge(client, CLUSTER, ENABLE_20, desc=answer(tiered={"Mode": "Disable"}))
     # Not done yet; what the wait shows names the call, the mode asked and the state awaited.
@@ -127,11 +132,14 @@ def test_missing_node_recovery_names_the_command(client: Any) -> None:
     )
 
 
-@pytest.mark.parametrize(("code", "message", "result"), [
-    ("ResourceNotFound", "x", None),
-    ("ValidationException", "Could not find cluster kv", None),
-    ("ValidationException", "Cluster kv DOES NOT EXIST", None),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("code", "message", "result"),
+    [
+        ("ResourceNotFound", "x", None),
+        ("ValidationException", "Could not find cluster kv", None),
+        ("ValidationException", "Cluster kv DOES NOT EXIST", None),
+    ],
+)
 def test_describe_reads_not_found_as_none(
     client: Any, stub: Stubber, code: str, message: str, result: None
 ) -> None:

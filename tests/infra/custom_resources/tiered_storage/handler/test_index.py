@@ -131,8 +131,9 @@ def test_a_cluster_that_is_updating_is_not_sent_an_update(client: Any, stub: Stu
 
 
 def test_throttled_describe_during_polling_is_not_a_failure(client: Any, stub: Stubber) -> None:
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     stub.add_client_error("describe_cluster", "ThrottlingException", "Rate exceeded", 400)
     assert not is_complete(client, running)
 
@@ -152,8 +153,9 @@ def test_failed_cluster_fails_at_once_with_its_failure_message(client: Any, stub
 
 
 def test_cluster_failing_while_polled_stops_the_wait(client: Any, stub: Stubber) -> None:
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     expect_describe(stub, describe(status="Failed", failure="Lifecycle script failed"))
     with pytest.raises(HandlerError, match="Lifecycle script failed"):
         is_complete(client, running)

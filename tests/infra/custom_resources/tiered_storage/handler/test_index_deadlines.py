@@ -39,8 +39,9 @@ ENABLED_20 = {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}
 
 
 def test_timeout_fails_clearly_with_the_last_state(client: Any, stub: Stubber) -> None:
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     late = NOW + index.DEFAULT_DEADLINE_SECONDS + 1
     expect_describe(stub, describe(status="Updating", tiered=None))
     with pytest.raises(HandlerError) as raised:
@@ -52,8 +53,9 @@ def test_timeout_fails_clearly_with_the_last_state(client: Any, stub: Stubber) -
 
 
 def test_success_at_the_deadline_still_counts(client: Any, stub: Stubber) -> None:
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     expect_describe(stub, describe(tiered=ENABLED_20))
     assert is_complete(client, running, now=NOW + 10 * index.DEFAULT_DEADLINE_SECONDS)
 
@@ -62,8 +64,9 @@ def test_deadline_comes_from_the_environment(
     client: Any, stub: Stubber, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(index.DEADLINE_ENV, "120")
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     expect_describe(stub, describe(status="Updating", tiered=None))
     assert not is_complete(client, running, now=NOW + 119)
     expect_describe(stub, describe(status="Updating", tiered=None))
@@ -88,8 +91,9 @@ def test_is_complete_as_lambda_calls_it_uses_its_own_client_and_clock(
     """The Provider calls ``is_complete(event, context)``: no client, no time given."""
     monkeypatch.setattr(index, "sagemaker_client", lambda: client)
     begun = time.time()
-    fresh = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                     index.STARTED_AT: begun})  # fmt: skip
+    fresh = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: begun}
+    )
     expect_describe(stub, describe(status="Updating", tiered=None))
     assert index.is_complete(fresh, None) == {"IsComplete": False}
     stale = {**fresh, index.STARTED_AT: begun - index.DEFAULT_DEADLINE_SECONDS}
@@ -99,8 +103,9 @@ def test_is_complete_as_lambda_calls_it_uses_its_own_client_and_clock(
 
 
 def test_timeout_message_in_full(client: Any, stub: Stubber) -> None:
-    running = started(event("Create", properties()), {"PhysicalResourceId": KEEP_ID,
-                                                       index.STARTED_AT: NOW})  # fmt: skip
+    running = started(
+        event("Create", properties()), {"PhysicalResourceId": KEEP_ID, index.STARTED_AT: NOW}
+    )
     expect_describe(stub, describe(status="Updating", tiered=None))
     with pytest.raises(HandlerError) as raised:
         is_complete(client, running, now=NOW + index.DEFAULT_DEADLINE_SECONDS)

@@ -46,8 +46,12 @@ def test_restore_on_delete_puts_back_the_config_recorded_at_create(
     assert physical_id == f"tiered-storage:{CLUSTER}:restore:Enable@35"
 
     # An Update never rewrites the record, even though the cluster now has 20%.
-    update = event("Update", properties(restore_on_delete="true", groups_hash="h2"), physical_id,
-                   old_props=properties(restore_on_delete="true"))  # fmt: skip
+    update = event(
+        "Update",
+        properties(restore_on_delete="true", groups_hash="h2"),
+        physical_id,
+        old_props=properties(restore_on_delete="true"),
+    )
     expect_describe(stub, describe(tiered=ENABLED_20))
     assert on_event(client, update)["PhysicalResourceId"] == physical_id
 
@@ -111,8 +115,12 @@ def test_delete_restore_failure_names_the_way_out(client: Any, stub: Stubber) ->
 def test_a_new_cluster_name_gets_a_new_physical_id(client: Any, stub: Stubber) -> None:
     # CloudFormation then Deletes the old id: the old cluster gets its config back.
     old_id = f"tiered-storage:{CLUSTER}:restore:Disable"
-    update = event("Update", properties(cluster="hp-other", restore_on_delete="true"), old_id,
-                   old_props=properties(restore_on_delete="true"))  # fmt: skip
+    update = event(
+        "Update",
+        properties(cluster="hp-other", restore_on_delete="true"),
+        old_id,
+        old_props=properties(restore_on_delete="true"),
+    )
     expect_describe(stub, describe(cluster="hp-other", tiered=ENABLED_20), cluster="hp-other")
     assert on_event(client, update)["PhysicalResourceId"] == (
         "tiered-storage:hp-other:restore:Enable@20"

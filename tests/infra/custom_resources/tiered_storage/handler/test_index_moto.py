@@ -135,8 +135,10 @@ def moto_extended(sagemaker: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def describe(self: Any) -> dict[str, Any]:
         answer = original_describe(self)
-        for key, attribute in (("NodeRecovery", "node_recovery"),
-                               ("TieredStorageConfig", "tiered_storage")):  # fmt: skip
+        for key, attribute in (
+            ("NodeRecovery", "node_recovery"),
+            ("TieredStorageConfig", "tiered_storage"),
+        ):
             if getattr(self, attribute, None) is not None:
                 answer[key] = getattr(self, attribute)
         return answer
@@ -175,8 +177,12 @@ def test_existing_cluster_lifecycle_enables_changes_and_restores(moto_extended: 
         "InstanceMemoryAllocationPercentage": 20,
     }
 
-    update = event("Update", properties(restore_on_delete="true", percentage="50"), physical_id,
-                   old_props=props)  # fmt: skip
+    update = event(
+        "Update",
+        properties(restore_on_delete="true", percentage="50"),
+        physical_id,
+        old_props=props,
+    )
     result = index.on_event(update, None, client=client)
     assert result["PhysicalResourceId"] == physical_id
     assert index.is_complete({**update, **result}, None, client=client)["IsComplete"]
@@ -185,8 +191,12 @@ def test_existing_cluster_lifecycle_enables_changes_and_restores(moto_extended: 
 
     # Re-running with nothing to change makes no UpdateCluster call.
     calls_before = len(client.update_calls)
-    again = event("Update", properties(restore_on_delete="true", percentage="50",
-                                       groups_hash="h2"), physical_id, old_props=props)  # fmt: skip
+    again = event(
+        "Update",
+        properties(restore_on_delete="true", percentage="50", groups_hash="h2"),
+        physical_id,
+        old_props=props,
+    )
     index.on_event(again, None, client=client)
     assert len(client.update_calls) == calls_before
 

@@ -19,8 +19,13 @@ from infra.custom_resources.tiered_storage.handler.properties import (
 )
 
 PCT = "InstanceMemoryAllocationPercentage"
-GOOD = {"ClusterName": "kv-1", "Mode": "Enable", "InstanceMemoryAllocationPercentage": "20",
-        "RestoreOnDelete": "true", "InstanceGroupsHash": "abc"}  # fmt: skip
+GOOD = {
+    "ClusterName": "kv-1",
+    "Mode": "Enable",
+    "InstanceMemoryAllocationPercentage": "20",
+    "RestoreOnDelete": "true",
+    "InstanceGroupsHash": "abc",
+}
 
 
 def test_properties_become_a_typed_request() -> None:
@@ -29,10 +34,15 @@ def test_properties_become_a_typed_request() -> None:
     assert parse_properties(minimal) == Request("kv-1", TieredStorage("Disable"), False, "")
 
 
-@pytest.mark.parametrize("props", [
-    {k: v for k, v in GOOD.items() if k != "ClusterName"}, {**GOOD, "ClusterName": ""},
-    {**GOOD, "ClusterName": "-kv"}, {**GOOD, "ClusterName": "kv_1"},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "props",
+    [
+        {k: v for k, v in GOOD.items() if k != "ClusterName"},
+        {**GOOD, "ClusterName": ""},
+        {**GOOD, "ClusterName": "-kv"},
+        {**GOOD, "ClusterName": "kv_1"},
+    ],
+)
 def test_a_missing_or_bad_cluster_name_is_refused_naming_the_config_key(
     props: dict[str, Any],
 ) -> None:
@@ -74,34 +84,47 @@ def test_a_bad_boolean_names_the_property() -> None:
         parse_bool("yes", "RestoreOnDelete")
 
 
-@pytest.mark.parametrize(("config", "api"), [
-    (TieredStorage("Enable", 20), {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}),
-    (TieredStorage("Enable"), {"Mode": "Enable"}),
-    (TieredStorage("Disable"), {"Mode": "Disable"}),
-    (TieredStorage("Disable", 35), {"Mode": "Disable"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("config", "api"),
+    [
+        (TieredStorage("Enable", 20), {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 20}),
+        (TieredStorage("Enable"), {"Mode": "Enable"}),
+        (TieredStorage("Disable"), {"Mode": "Disable"}),
+        (TieredStorage("Disable", 35), {"Mode": "Disable"}),
+    ],
+)
 def test_disable_sends_mode_only(config: TieredStorage, api: dict[str, Any]) -> None:
     assert config.to_api() == api
 
 
-@pytest.mark.parametrize(("config", "current", "satisfied"), [
-    (TieredStorage("Disable"), None, True),
-    (TieredStorage("Enable", 20), None, False),
-    (TieredStorage("Enable", 20), {"Mode": "Enable", PCT: 20}, True),
-    (TieredStorage("Enable", 20), {"Mode": "Enable", PCT: 30}, False),
-    (TieredStorage("Enable"), {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 30}, True),
-    (TieredStorage("Disable", 20), {"Mode": "Disable"}, True),
-    (TieredStorage("Disable"), {"Mode": "Enable"}, False),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("config", "current", "satisfied"),
+    [
+        (TieredStorage("Disable"), None, True),
+        (TieredStorage("Enable", 20), None, False),
+        (TieredStorage("Enable", 20), {"Mode": "Enable", PCT: 20}, True),
+        (TieredStorage("Enable", 20), {"Mode": "Enable", PCT: 30}, False),
+        (
+            TieredStorage("Enable"),
+            {"Mode": "Enable", "InstanceMemoryAllocationPercentage": 30},
+            True,
+        ),
+        (TieredStorage("Disable", 20), {"Mode": "Disable"}, True),
+        (TieredStorage("Disable"), {"Mode": "Enable"}, False),
+    ],
+)
 def test_satisfied_by(config: TieredStorage, current: Any, satisfied: bool) -> None:
     assert config.satisfied_by(current) is satisfied
 
 
-@pytest.mark.parametrize(("config", "text"), [
-    (TieredStorage("Enable", 20), "Enable (20% of instance memory)"),
-    (TieredStorage("Enable"), "Enable"),
-    (TieredStorage("Disable", 20), "Disable"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("config", "text"),
+    [
+        (TieredStorage("Enable", 20), "Enable (20% of instance memory)"),
+        (TieredStorage("Enable"), "Enable"),
+        (TieredStorage("Disable", 20), "Disable"),
+    ],
+)
 def test_str_says_the_percentage_only_when_enabled(config: TieredStorage, text: str) -> None:
     assert str(config) == text
 
