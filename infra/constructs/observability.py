@@ -33,7 +33,7 @@ from infra.config import AppConfig
 from infra.config.model import topic_name
 from infra.constructs.network import Network
 from infra.environment.amp_workspace import workspace_alias
-from infra.metrics.dashboards import alert_rules_yaml, alertmanager_definition
+from infra.metrics.alerts import alert_rules_yaml, alertmanager_definition
 from k8s.observability import scrape_config_yaml
 
 

@@ -16,14 +16,8 @@ from typing import Any
 
 from infra.cdk.unresolved import UnresolvedTokenError, check_all
 from infra.cdk.written import OutputFile, OutputFolder
-from infra.metrics.dashboards import (
-    Panel,
-    Target,
-    alert_rules_yaml,
-    grafana_dashboard,
-    rows,
-    upstream_dashboards,
-)
+from infra.metrics.alerts import alert_rules_yaml
+from infra.metrics.dashboards import Panel, Target, grafana_dashboard, rows, upstream_dashboards
 from scripts.lib import runtime
 from scripts.lib.errors import CliError, Exit, shown
 from scripts.lib.report import render_png

@@ -22,7 +22,8 @@ import yaml
 
 from infra.config import AppConfig, parse_config
 from infra.config.kvcache import MOUNTED_L2_BACKENDS, EndpointConfig
-from infra.metrics.dashboards import alert_rules_yaml, rows
+from infra.metrics.alerts import alert_rules_yaml
+from infra.metrics.dashboards import rows
 from infra.metrics.tiers import LMCACHE_CHUNK_TOKENS
 from k8s.names import vllm_job
 from tests.support.config import BASE, SOURCE, with_overrides

@@ -15,8 +15,9 @@ import yaml
 
 from infra.config import AppConfig
 from infra.facts.versions import SUPPORTED_KUBERNETES
+from infra.metrics.alerts import all_exprs
 from infra.metrics.catalog import METRICS, metric_names
-from infra.metrics.dashboards import all_exprs, grafana_dashboard
+from infra.metrics.dashboards import grafana_dashboard
 from k8s.l2_pod import MULTIPROC_DIR, observability_env
 from k8s.names import labels, vllm_job
 from k8s.observability import (

@@ -211,7 +211,7 @@ EXAMPLES: tuple[Example, ...] = (
     ),
     Example(
         "the high-water hint sends the reader to an endpoint namespace for the evictor",
-        "infra/metrics/dashboards.py",
+        "infra/metrics/alerts.py",
         "ns, high = config.kvcache.curvine.namespace,",
         "ns, high = config.kvcache.endpoints[0].namespace,",
         (

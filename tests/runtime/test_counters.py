@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from infra.config import AppConfig
-from infra.metrics.dashboards import alert_rules
+from infra.metrics.alerts import alert_rules
 from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS, LOADED, QUERIED, tier_shares
 from k8s.l2_pod import MULTIPROC_ENV
 from k8s.names import vllm_job

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from infra.metrics.dashboards import alert_rules
+from infra.metrics.alerts import alert_rules
 from infra.metrics.tiers import QUERIED
 from k8s.names import vllm_job
 from scripts.cli import app

@@ -16,7 +16,7 @@ from infra.cdk.context import new_app
 from infra.config import parse_config
 from infra.config.model import topic_name
 from infra.constructs.observability import Observability
-from infra.metrics.dashboards import alert_rules_yaml
+from infra.metrics.alerts import alert_rules_yaml
 from k8s.observability import scrape_config
 from tests.support.config import existing_cluster_config
 from tests.support.promtool import check_rules, needs_promtool

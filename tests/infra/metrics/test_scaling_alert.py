@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from infra.config import AppConfig, parse_config
+from infra.metrics.alerts import alert_rules_yaml, all_exprs
 from infra.metrics.catalog import METRICS, metric_names
-from infra.metrics.dashboards import alert_rules_yaml, all_exprs, rows
+from infra.metrics.dashboards import rows
 from infra.metrics.scaling import AT_MAX_ALERT, serving_replicas, wanted_replicas
 from k8s.names import vllm_job
 from tests.support.config import SOURCE, with_overrides
