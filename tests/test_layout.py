@@ -241,12 +241,31 @@ def misplaced_infra_tests(root: Path) -> list[str]:
     return found
 
 
+def opt_outs(root: Path, files: list[Path]) -> list[str]:
+    """``path:line`` of each comment that turns the formatter off."""
+    found = []
+    for path in files:
+        with path.open("rb") as handle:
+            for token in tokenize.tokenize(handle.readline):
+                text = token.string.replace(" ", "")
+                if token.type == tokenize.COMMENT and text.startswith(("#fmt:skip", "#fmt:off")):
+                    found.append(f"{path.relative_to(root).as_posix()}:{token.start[0]}")
+    return found
+
+
 # --- the project ---------------------------------------------------------------------------
 
 
 def test_no_module_is_longer_than_500_lines() -> None:
     too_long = oversized(REPO, python_files(REPO))
     assert not too_long, "split these modules by concern:\n" + "\n".join(too_long)
+
+
+def test_no_code_opts_out_of_the_formatter() -> None:
+    """ruff formats every line: a layout kept by hand (``# fmt: skip``, ``# fmt: off``) drifts
+    from the rest and spreads by copying."""
+    opted = opt_outs(REPO, python_files(REPO))
+    assert not opted, "let ruff format these lines:\n" + "\n".join(opted)
 
 
 def test_the_project_packages_import_each_other_without_a_cycle() -> None:
@@ -299,6 +318,14 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     return tmp_path
+
+
+def test_a_formatter_opt_out_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "tables.py").write_text(
+        "A = [1,  2]  # fmt: skip\n# fmt: off\nB = 1\n# fmt: on\nC = '# fmt: skip'\n"
+    )
+    opted = opt_outs(tmp_path, [tmp_path / "tables.py"])
+    assert opted == ["tables.py:1", "tables.py:2"]  # not "# fmt: on", nor a string
 
 
 def test_a_501_line_module_is_reported(tmp_path: Path) -> None:
