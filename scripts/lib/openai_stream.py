@@ -155,6 +155,14 @@ def read_events(
         if data == "[DONE]":
             break
         event = json.loads(data)
+        if isinstance(
+            event.get("error"), dict
+        ):  # the server failed mid-stream (vLLM's ErrorResponse)
+            error = event["error"]
+            raise StreamError(
+                f"the server ended the stream with an error: {error.get('type', 'error')}: "
+                f"{error.get('message', '')}"
+            )
         if event.get("usage"):
             usage = event["usage"]
         counted = (event.get("usage") or {}).get("completion_tokens") or 0

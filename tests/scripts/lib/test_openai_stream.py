@@ -12,7 +12,9 @@ from __future__ import annotations
 import itertools
 import json
 
-from scripts.lib.openai_stream import read_events, stream_completion
+import pytest
+
+from scripts.lib.openai_stream import StreamError, read_events, stream_completion
 from scripts.lib.prompts import make_prompt
 from tests.doubles.fake_vllm import FakeVllm
 from tests.support.bench import COLD_S, server_interval_ms
@@ -81,3 +83,13 @@ def test_stream_returns_text_and_usage() -> None:
     assert result.text == " tok0 tok1 tok2"
     assert result.prompt_tokens == 3 and result.completion_tokens == 3
     assert result.total_ms >= result.ttft_ms
+
+
+def test_an_error_the_server_streams_is_named_not_taken_for_an_empty_answer() -> None:
+    """vLLM ends a stream that failed after its headers with its ErrorResponse as an event."""
+    error = {"message": "EngineCore encountered an issue", "type": "InternalServerError"}
+    lines = _sse(
+        json.dumps({"choices": [{"text": ""}]}), json.dumps({"error": {**error, "code": 500}})
+    )
+    with pytest.raises(StreamError, match="InternalServerError: EngineCore encountered an issue"):
+        read_events(lines, 0.0, clock=lambda: 1.0)
