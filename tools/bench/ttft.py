@@ -313,9 +313,12 @@ def run_image(
         )
     per_token = _kv_bytes_per_token(model)
     # vLLM's KV cache: one prefix and its answer. A's L1: three prefixes (the one it repeats,
-    # the one that pushed it out of vLLM, the last touched) and a margin; B's: as the layer's.
+    # the one that pushed it out of vLLM, the last touched) and a margin. B's: two (its cold
+    # prefix, and the one it reads: LMCache brings L2 chunks into L1 first; with less room,
+    # LMCache 0.3.15 waits for space that never comes and stops vLLM's engine).
     blocks = -(-(tokens + 2 * BLOCK) // BLOCK) + 2
     l1 = f"{3 * tokens * per_token / 2**30 + 0.2:.1f}"
+    l1_b = f"{2 * tokens * per_token / 2**30 + 0.2:.1f}"
     sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK, eager=eager)
     config, objs = rendered_endpoints(tag)
     pod = endpoint_pod(objs, config.kvcache.endpoints[0], operator_of(config))
@@ -355,7 +358,7 @@ def run_image(
         first = _tokens(url, model_id, stored[0])
     finally:
         _stop(a)
-    b = replica("b", sizing.l1_gib)
+    b = replica("b", l1_b)
     try:
         cold, l2_ms, decode = on_b(b.server, fresh, stored, files, b)
     finally:
