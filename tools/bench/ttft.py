@@ -42,7 +42,12 @@ from typing import Any, Protocol
 
 from infra.config.images import KNOWN, RECOMMENDED
 from infra.metrics.tiers import L2_READS, LMCACHE_CHUNK_TOKENS
-from scripts.lib.bench_compare.scrape import increase, parse_counters, scrape_metrics
+from scripts.lib.bench_compare.scrape import (
+    STATS_INTERVAL_S,
+    increase,
+    parse_counters,
+    scrape_metrics,
+)
 from scripts.lib.lmcache_logs import parse_log
 from scripts.lib.openai_stream import StreamResult, list_models, stream_completion
 from scripts.lib.prompts import make_prompt
@@ -176,8 +181,15 @@ class InProcess:
         return scrape_metrics(self.server.url), len(self.server.log_text())
 
     def l2_reads(self, mark: tuple[dict[str, float], int], want: float) -> float:
-        """Once LMCache has published its counters (every 10 s)."""
-        return increase(mark[0], settled(self.server.url, mark[0])).get(L2_READS, 0.0)
+        """The chunks read from L2 since ``mark``, once they reach ``want`` or LMCache has
+        published its counters twice since (every ``STATS_INTERVAL_S``): the last request's
+        reads show at the next publication, not with its answer."""
+        deadline = time.monotonic() + 2 * STATS_INTERVAL_S + 1
+        while True:
+            read = increase(mark[0], settled(self.server.url, mark[0])).get(L2_READS, 0.0)
+            if read >= want or time.monotonic() > deadline:
+                return read
+            time.sleep(0.5)
 
     def loaded(self, mark: tuple[dict[str, float], int]) -> int:
         """LMCache's lookups: what it loaded beyond vLLM's own KV cache."""
