@@ -87,6 +87,7 @@ ROOT = Path(__file__).resolve().parents[2]
 MAKE_MODEL = ROOT / "tests" / "server" / "make_model.py"
 BLOCK = 128  # vLLM CPU's block size (vllm/platforms/cpu.py)
 FLOAT32 = 4
+MP_EVICTION_WATERMARK = 0.8  # the share of its L1 LMCache 0.4.7's MP server fills before evicting
 MODES = ("in-process", "mp")
 
 
@@ -328,8 +329,10 @@ def run_image(
     # the one that pushed it out of vLLM, the last touched) and a margin. B's: two (its cold
     # prefix, and the one it reads: LMCache brings L2 chunks into L1 first; with less room,
     # LMCache 0.3.15 waits for space that never comes and stops vLLM's engine).
+    # LMCache's MP server starts evicting its L1 at 80 % full (its --eviction-trigger-watermark).
+    usable = MP_EVICTION_WATERMARK if mode == "mp" else 1.0
     blocks = -(-(tokens + 2 * BLOCK) // BLOCK) + 2
-    l1 = f"{3 * tokens * per_token / 2**30 + 0.2:.1f}"
+    l1 = f"{3 * tokens * per_token / 2**30 / usable + 0.2:.1f}"
     l1_b = f"{2 * tokens * per_token / 2**30 + 0.2:.1f}"
     sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK, eager=eager)
     config, objs = rendered_endpoints(tag)
