@@ -45,7 +45,8 @@ def test_bench_ttft_prints_the_ratio_and_the_floor(
     cold, l2, floor = (_number(m[k]) for k in ("cold", "l2", "floor"))
     assert (m["tag"], bool(m["mp"]), _number(m["tokens"]) >= 4000) == (TAG, mode == "mp", True)
     assert cold > l2 > 0 and _number(m["l1"]) > 0
-    assert _number(m["ratio"]) == pytest.approx(cold / l2, abs=0.06)
+    # The ratio is printed to 0.1 from the unrounded times, the times to the millisecond.
+    assert _number(m["ratio"]) == pytest.approx(cold / l2, rel=0.05, abs=0.06)
     assert 0 < floor < l2
 
 
