@@ -329,10 +329,14 @@ def run_image(
     # the one that pushed it out of vLLM, the last touched) and a margin. B's: two (its cold
     # prefix, and the one it reads: LMCache brings L2 chunks into L1 first; with less room,
     # LMCache 0.3.15 waits for space that never comes and stops vLLM's engine).
-    # LMCache's MP server starts evicting its L1 at 80 % full (its --eviction-trigger-watermark).
+    # LMCache's MP server evicts from its L1 in a loop once a second, a fifth of its chunks at a
+    # time, while it is 80 % full or more (its --eviction-trigger-watermark): with room for three
+    # prefixes above that, A read its repeated prefixes back from L2. In MP mode each sidecar's
+    # L1 holds every prefix A stores below the watermark, so A evicts nothing.
+    held = requests + 1 if mode == "mp" else 3
     usable = MP_EVICTION_WATERMARK if mode == "mp" else 1.0
     blocks = -(-(tokens + 2 * BLOCK) // BLOCK) + 2
-    l1 = f"{3 * tokens * per_token / 2**30 / usable + 0.2:.1f}"
+    l1 = f"{held * tokens * per_token / 2**30 / usable + 0.2:.1f}"
     l1_b = f"{2 * tokens * per_token / 2**30 + 0.2:.1f}"
     sizing = Sizing(kv_blocks=blocks, max_model_len=blocks * BLOCK, eager=eager)
     config, objs = rendered_endpoints(tag)
@@ -394,8 +398,8 @@ def run_image(
 def _mp_replica(
     tag: str, name: str, container: Container, model: Path, work: Path, sizing: Sizing, l1: str
 ) -> Probe:
-    """A replica in MP mode: its sidecar's L1 ``l1`` GiB, A's in process (three prefixes and a
-    margin), on A and B alike (B's holds the prefixes it prefetches from L2)."""
+    """A replica in MP mode: its sidecar's L1 ``l1`` GiB (every prefix A stores, below the
+    eviction watermark), on A and B alike (B's holds the prefixes it prefetches from L2)."""
     replica = start_mp(tag, name, container, model, work, sizing, l1)
     try:
         wait_ready_mp([replica])
