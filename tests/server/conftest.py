@@ -13,7 +13,8 @@ The replicas:
 - ``l1``: the replica of a third endpoint, ``l2_backend: none`` (LMCache's CPU tier only).
 
 Every image gets ``a``, ``b`` and ``degraded``; the recommended image the others too. ``a`` and
-``b`` start with the image's tests, each other replica at its first use (``Fleet``).
+``b`` start with the image's tests, each other replica at its first use beside the next one the
+tests use (``Fleet``).
 """
 
 from __future__ import annotations
@@ -49,14 +50,18 @@ from tests.support.vllm_server import (
 ALL_ROLES = ("a", "b", "other", "chunk", "degraded", "l1")
 ROLES = ("a", "b", "degraded")
 CORE = ("a", "b")
-EXTRAS = 2
+# The other replicas in the order the tests first use them. Each starts beside the next: two
+# starts on two cores take about as long as one.
+FIRST_USE = ("other", "l1", "chunk", "degraded")
+EXTRAS = 3
 OTHER_CHUNK = "512"
 
 
 class Fleet:
     """One image's replicas, by role, beside the config and Pods they run. ``a`` and ``b``
-    run from the start; the others start at their first use, and at most ``EXTRAS`` of them
-    run at once (the least recently used stops first): each is a vLLM of about 2 GB."""
+    run from the start; the others start at their first use, with the next in ``FIRST_USE``
+    not started yet, and at most ``EXTRAS`` of them run at once (the least recently used stops
+    first): each is a vLLM of about 2 GB."""
 
     def __init__(
         self,
@@ -70,6 +75,7 @@ class Fleet:
         self.endpoints: list[EndpointConfig] = list(config.kvcache.endpoints)
         self.servers: dict[str, Server] = {}
         self._launch, self._used = launch, [*CORE]
+        self._due = [r for r in FIRST_USE if r in roles]  # not started yet
 
     def has(self, role: str) -> bool:
         return role in self.roles
@@ -83,11 +89,16 @@ class Fleet:
         if role not in self.roles:
             pytest.skip(f"{role}: started for {RECOMMENDED} only")
         if role not in self.servers:
-            extras = [r for r in self._used if r not in CORE and r in self.servers]
-            for old in extras[: max(0, len(extras) - EXTRAS + 1)]:
+            batch = [role, *[r for r in self._due if r != role][:1]]
+            self._due = [r for r in self._due if r not in batch]
+            running = [r for r in self.servers if r not in CORE]
+            # Least recently used first; one started beside another and not used yet, last.
+            extras = sorted(running, key=lambda r: self._used.index(r) if r in self._used else 99)
+            for old in extras[: max(0, len(extras) + len(batch) - EXTRAS)]:
                 stop([self.servers.pop(old)])
-            self.servers[role] = self._launch(role)
-            wait_ready([self.servers[role]])
+            for new in batch:
+                self.servers[new] = self._launch(new)
+            wait_ready([self.servers[new] for new in batch])
         self._used = [*(r for r in self._used if r != role), role]
         return self.servers[role]
 

@@ -31,12 +31,14 @@ def _number(text: str) -> float:
 
 @pytest.mark.parametrize("mode", ttft.MODES)
 def test_bench_ttft_prints_the_ratio_and_the_floor(
-    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mode: str, tmp_path: Path, model_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not ttft.python_of(TAG).exists():
         pytest.skip(f"{TAG}: no .venv-server/{TAG}")
     if mode == "mp" and TAG not in MP_IMAGES:
         pytest.skip(f"{TAG}: its LMCache has no MP server that runs here")
+    # The layer's tiny model, made by the script the tool runs (tests/server/make_model.py).
+    (tmp_path / "model-tiny").symlink_to(model_dir)
     printed = ttft.run_image(TAG, "tiny", 4096, 5, tmp_path, 4000, mode, eager=True)
     with capsys.disabled():
         print(f"\n{printed}")  # the figures, in the layer's output

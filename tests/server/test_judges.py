@@ -3,7 +3,7 @@ row and ``bench compare`` pass on two replicas that share the L2 and fail, namin
 one that does not share A's folder, mounts another subPath, chunks by another size or runs
 LMCache degraded; the L2 alert, evaluated by promtool over the replicas' scraped /metrics, stays
 quiet on the hit and fires on the miss. In the order of the replicas they use (the fleet runs
-two besides ``a`` and ``b`` at a time)."""
+three besides ``a`` and ``b`` at a time)."""
 
 from __future__ import annotations
 

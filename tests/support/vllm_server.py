@@ -30,6 +30,7 @@ What differs from a GPU node, each for a reason of this machine:
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import os
@@ -88,9 +89,11 @@ def free_port() -> int:
         return port
 
 
+@functools.cache
 def default_hash_is_stable(tag: str) -> bool:
     """Whether two processes of this image's LMCache derive the same default chunk keys here
-    (PYTHONHASHSEED=0, as the product sets it)."""
+    (PYTHONHASHSEED=0, as the product sets it). Asked once per image and run: the two processes
+    run side by side."""
     code = (
         "from lmcache.v1.config import LMCacheEngineConfig\n"
         "from lmcache.v1.token_database import ChunkedTokenDatabase\n"
@@ -99,17 +102,22 @@ def default_hash_is_stable(tag: str) -> bool:
     )
     env = {**os.environ, "PYTHONHASHSEED": "0", "LMCACHE_TRACK_USAGE": "false"}
     runs = [
-        subprocess.run(
+        subprocess.Popen(
             [str(python_of(tag)), "-c", code],
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
             env=env,
-            check=True,
-            timeout=300,
-        ).stdout.split()[-1]
+        )
         for _ in range(2)
     ]
-    return runs[0] == runs[1]
+    keys = []
+    for run in runs:
+        out, err = run.communicate(timeout=300)
+        if run.returncode != 0:
+            raise RuntimeError(f"LMCache of {tag} did not hash a chunk:\n{err[-3000:]}")
+        keys.append(out.split()[-1])
+    return keys[0] == keys[1]
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,6 @@ from tests.support.lmcache_mp import (
     wait_ready_mp,
 )
 from tests.support.runtime import (
-    Container,
     container_of,
     endpoint_pod,
     mount_namespace_available,
@@ -343,10 +342,13 @@ def run_image(
     pod = endpoint_pod(objs, config.kvcache.endpoints[0], operator_of(config))
     claims, stable = work / f"claims-{tag}", default_hash_is_stable(tag)
 
-    def replica(name: str, l1_gib: str) -> Probe:
+    def launch(name: str, l1_gib: str) -> Probe:
+        """The replica started, not yet ready."""
         container = container_of(pod, claims, work / f"pod-{tag}-{mode}-{name}")
-        if mode == "mp":
-            return _mp_replica(tag, f"{tag}-{mode}-{name}", container, model, work, sizing, l1)
+        if mode == "mp":  # the sidecar's L1 is ``l1`` on A and B alike
+            return MultiProcess(
+                start_mp(tag, f"{tag}-{mode}-{name}", container, model, work, sizing, l1)
+            )
         server = start(
             tag,
             f"{tag}-{name}",
@@ -356,16 +358,17 @@ def run_image(
             stable_hash=stable,
             sizing=replace(sizing, l1_gib=l1_gib),
         )
-        try:
-            wait_ready([server])
-        except RuntimeError:
-            stop([server])
-            raise
         return InProcess(server)
 
-    # One replica at a time (A's L1 holds gigabytes); B finds A's compiled graphs and chunks.
-    a = replica("a", l1)
+    # Compiling, one replica at a time: B finds A's compiled graphs, and A's L1 holds gigabytes.
+    # Eager replicas make nothing at start that the other could reuse: B starts beside A (both
+    # ready before A is timed) and gets no request until A is done.
+    a = launch("a", l1)
+    b = launch("b", l1_b) if eager else None
     try:
+        for probe in (a, b):
+            if probe is not None:
+                _wait(probe)
         (mount,) = a.server.container.claims
         l2 = a.server.container.mounts[mount]
         assert l2 is not None
@@ -375,10 +378,15 @@ def run_image(
         fresh = _prefixes(url, model_id, tokens, requests, seed + 1000)
         l1_ms, files = on_a(a.server, l2, stored, a)
         first = _tokens(url, model_id, stored[0])
+    except BaseException:
+        if b is not None:
+            _stop(b)
+        raise
     finally:
         _stop(a)
-    b = replica("b", l1_b)
+    b = b or launch("b", l1_b)
     try:
+        _wait(b)
         cold, l2_ms, decode = on_b(b.server, fresh, stored, files, b)
     finally:
         _stop(b)
@@ -395,18 +403,12 @@ def run_image(
     return line(tag, shape, figures, requests, mode)
 
 
-def _mp_replica(
-    tag: str, name: str, container: Container, model: Path, work: Path, sizing: Sizing, l1: str
-) -> Probe:
-    """A replica in MP mode: its sidecar's L1 ``l1`` GiB (every prefix A stores, below the
-    eviction watermark), on A and B alike (B's holds the prefixes it prefetches from L2)."""
-    replica = start_mp(tag, name, container, model, work, sizing, l1)
-    try:
-        wait_ready_mp([replica])
-    except RuntimeError:
-        stop_mp([replica])
-        raise
-    return MultiProcess(replica)
+def _wait(probe: Probe) -> None:
+    """Until ``probe``'s replica answers (its caller stops it, ready or not)."""
+    if isinstance(probe, MultiProcess):
+        wait_ready_mp([probe.replica])
+    else:
+        wait_ready([probe.server])
 
 
 def _stop(probe: Probe) -> None:
