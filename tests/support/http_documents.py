@@ -64,7 +64,9 @@ def _handler(documents: Documents) -> type[BaseHTTPRequestHandler]:
 def serving(documents: Documents) -> Iterator[Documents]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(documents))
     documents.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    )
     thread.start()
     try:
         yield documents

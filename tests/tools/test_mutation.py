@@ -74,31 +74,33 @@ def test_a_failed_mutmut_run_is_reported_with_its_output_and_exit_code(
 
 
 BOOKKEEPING = ("pragma: no mutate", "quivalent mutant")
-NOT_PRODUCT = {
-    "tests",
-    "tools",
-    ".git",
-    ".venv",
-    ".venv-checkov",
-    ".venv-runtime",
-    "node_modules",
-    "mutants",
-    "cdk.out",
-    "dist",
-    ".charts",
-    "imports",
-}
+# Never product code: the tests and tools, and what tools write. Folders whose name starts with
+# a dot (.git, the virtualenvs, caches) are not walked into either.
+NOT_PRODUCT = {"tests", "tools", "node_modules", "mutants", "cdk.out", "dist", "imports"}
+
+
+def product_files() -> list[Path]:
+    found = []
+    for folder, subfolders, files in os.walk(mutation.ROOT):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in NOT_PRODUCT]
+        found += [Path(folder) / f for f in files if f.endswith(".py")]
+    return found
 
 
 def test_no_product_file_carries_mutation_bookkeeping() -> None:
     """What mutmut cannot tell apart is listed with the tooling, never in the code it mutates."""
     found = [
         str(path.relative_to(mutation.ROOT))
-        for path in mutation.ROOT.rglob("*.py")
-        if not NOT_PRODUCT & set(path.relative_to(mutation.ROOT).parts)
-        and any(mark in path.read_text() for mark in BOOKKEEPING)
+        for path in product_files()
+        if any(mark in path.read_text() for mark in BOOKKEEPING)
     ]
     assert found == []
+
+
+def test_the_walk_reaches_every_product_package() -> None:
+    roots = {path.relative_to(mutation.ROOT).parts[0] for path in product_files()}
+    assert {"infra", "stacks", "k8s", "scripts", "app.py"} <= roots
+    assert not roots & {"tests", "tools", ".venv"}
 
 
 def test_every_listed_equivalent_is_a_line_of_the_function_it_names() -> None:
