@@ -97,8 +97,9 @@ def _sample(
         t.l2_backend,
         kind,
         replica,
-        r.ttft_ms,
-        r.total_ms,
+        # Microseconds: the CSVs print these, and the report's figures must be the CSVs'.
+        round(r.ttft_ms, 3),
+        round(r.total_ms, 3),
         r.prompt_tokens,
         r.completion_tokens,
         round(at, 4),

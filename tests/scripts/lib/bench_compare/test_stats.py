@@ -8,7 +8,8 @@ import pytest
 
 from scripts.lib.bench_compare.stats import figures, percentile
 from scripts.lib.bench_compare.targets import BenchTarget
-from scripts.lib.bench_compare.workloads import Sample, WorkloadRun
+from scripts.lib.bench_compare.workloads import Sample, WorkloadRun, sweep
+from scripts.lib.openai_stream import StreamResult
 
 T = BenchTarget("curvine", "inference/qwen3-8b", ("http://a", "http://b"), ("http://a", "http://b"))
 
@@ -58,3 +59,20 @@ def test_without_lmcache_counters_the_l1_and_l2_shares_are_unknown_not_zero() ->
     shares = figures(run, 147456).shares
     assert shares is not None and shares.l0 == 0.25
     assert (shares.l1, shares.l2, shares.recomputed) == (None, None, None)
+
+
+def test_the_figures_are_those_of_the_times_the_csv_prints() -> None:
+    """A first token timed at 1001.0500004 ms prints as 1001.05 in requests.csv; the report's
+    p50 is that figure's (1001.0 once rounded to 0.1), not the unrounded one's (1001.1)."""
+    timed = iter([1001.0500004, 300.0])
+
+    def send(url: str, prompt: str, max_tokens: int) -> StreamResult:
+        ttft = next(timed)
+        return StreamResult(ttft, ttft + 5.0000004, "ok", 10, 1)
+
+    run = WorkloadRun("sweep", T, wall_s=1.0)
+    run.samples = sweep(send, T, [50], 1, 7, 1, lambda _: None)
+    printed = [float(str(s.ttft_ms)) for s in run.samples]  # what csv.DictWriter writes
+    assert printed == [1001.05, 300.0] and run.samples[0].total_ms == 1006.05
+    f = figures(run, 147456)
+    assert f.cold_p50_ms is not None and f"{f.cold_p50_ms:.1f}" == f"{printed[0]:.1f}" == "1001.0"
