@@ -10,8 +10,9 @@ written over the chunks in L2 changes what B answers. The TTFT bench's checks in
 (tools/bench/ttft.py) refuse figures from that replica.
 
 Only the image whose LMCache has the MP server and connector that run on vLLM's CPU platform
-(``v0.4.7``). A first, alone (so that B finds nothing of it but its files, and its compiled
-graphs); then B and the other endpoint's replica together: two vLLM at a time.
+(``v0.4.7``). A, B and the other endpoint's replica start together (a start is CPU-bound: three
+at once end sooner than A alone and then the other two); B and the other replica are asked
+nothing until A has served and stopped, so they find nothing of A's but its files.
 """
 
 from __future__ import annotations
@@ -148,9 +149,21 @@ def _replicas(
 
 
 @pytest.fixture(scope="module")
-def stored(pods: dict[str, dict[str, Any]], model_dir: Path, work: Path) -> Stored:
+def started(
+    pods: dict[str, dict[str, Any]], model_dir: Path, work: Path
+) -> Iterator[dict[str, MpReplica]]:
+    """A, B (the first endpoint, A's folder) and the second endpoint's replica, all new."""
+    replicas = _replicas(["a", "b", "other"], pods, model_dir, work)
+    try:
+        yield {r.server.name: r for r in replicas}
+    finally:
+        stop_mp(replicas)
+
+
+@pytest.fixture(scope="module")
+def stored(started: dict[str, MpReplica]) -> Stored:
     """A serves two prompts cold, then stops: their chunks are in A's claim folder."""
-    (a,) = _replicas(["a"], pods, model_dir, work)
+    a = started["a"]
     try:
         prompts = [make_prompt(seed, WORDS) for seed in (501, 502)]
         cold, files = [], []
@@ -164,15 +177,9 @@ def stored(pods: dict[str, dict[str, Any]], model_dir: Path, work: Path) -> Stor
 
 
 @pytest.fixture(scope="module")
-def readers(
-    stored: Stored, pods: dict[str, dict[str, Any]], model_dir: Path, work: Path
-) -> Iterator[dict[str, MpReplica]]:
-    """B (the first endpoint, A's folder) and the second endpoint's replica, both new."""
-    b, other = _replicas(["b", "other"], pods, model_dir, work)
-    try:
-        yield {"b": b, "other": other}
-    finally:
-        stop_mp([b, other])
+def readers(stored: Stored, started: dict[str, MpReplica]) -> dict[str, MpReplica]:
+    """B and the second endpoint's replica, once A has stored its prompts and stopped."""
+    return {"b": started["b"], "other": started["other"]}
 
 
 def test_a_stores_a_long_prompts_chunks_in_the_claims_subpath(stored: Stored) -> None:

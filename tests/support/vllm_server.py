@@ -13,9 +13,14 @@ What differs from a GPU node, each for a reason of this machine:
 - ``--num-gpu-blocks-override``: a KV cache of a few MiB instead of ``VLLM_CPU_KVCACHE_SPACE``'s
   whole GiB, so that several replicas fit beside other work.
 - ``--enforce-eager`` (``Sizing.eager``, all but ``make bench-ttft``'s own figures): vLLM CPU
-  compiles its graphs for about a minute per image and cache folder on two cores; LMCache's
-  connector is called outside the compiled graphs (before the forward pass and after it), so
-  what it stores, looks up and retrieves is the same either way.
+  compiles its graphs for about a minute per image on two cores; LMCache's connector is called
+  outside the compiled graphs (before the forward pass and after it), so what it stores, looks
+  up and retrieves is the same either way.
+- ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` with ``--enforce-eager``: vLLM CPU 0.23 otherwise moves
+  the model's worker out of the engine-core process into a third one whose OpenMP threads it
+  binds to every core, and two replicas starting together then took 66 s instead of 34 s. With
+  it the worker runs inside the engine core, as vLLM runs a one-GPU engine (and vLLM CPU 0.16
+  does anyway); the API server stays a process of its own.
 - ``--kv-transfer-config`` names ``CpuLMCacheConnectorV1`` from ``tests.support.lmcache_cpu``
   (``PYTHONPATH`` reaches it): vLLM's LMCacheConnectorV1 with the CPU copy in the one place
   LMCache has none. The degraded replica keeps the rendered connector; a replica in LMCache's
@@ -24,7 +29,10 @@ What differs from a GPU node, each for a reason of this machine:
 - ``LMCACHE_PRE_CACHING_HASH_ALGORITHM=sha256_cbor`` only where LMCache's default chunk hash
   differs between two processes on this interpreter (LMCache 0.3.15 on Python 3.11: ``hash(None)``
   is an address before 3.12); the image's Python 3.12 gives every replica the same default keys.
-- vLLM's caches (compiled graphs) in one folder per image, shared by its replicas.
+- vLLM's and inductor's caches in one folder per image beside its virtualenv
+  (``.venv-server/<tag>/cache``), shared by every replica of every run: even eager, vLLM CPU's
+  warm-up compiles a few kernels with inductor and a C++ compiler, 20 s of each start on two
+  cores when the cache is cold.
 """
 
 from __future__ import annotations
@@ -190,7 +198,7 @@ def start(
     assert weights is not None
     for f in model.iterdir():
         shutil.copy2(f, weights / f.name)
-    cache = work / f"cache-{tag}"
+    cache = python_of(tag).parent.parent / "cache"
     cache.mkdir(exist_ok=True)
     port = free_port()
     env = {
@@ -210,6 +218,8 @@ def start(
     }
     if not stable_hash:
         env["LMCACHE_PRE_CACHING_HASH_ALGORITHM"] = "sha256_cbor"
+    if sizing.eager:
+        env["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
     run = Container(env, container.args, container.mounts, container.claims, container.own)
     python = python_of(tag)
     command = [
