@@ -361,11 +361,12 @@ def run_image(
         return InProcess(server)
 
     # Compiling, one replica at a time: B finds A's compiled graphs, and A's L1 holds gigabytes.
-    # Eager replicas make nothing at start that the other could reuse: B starts beside A (both
-    # ready before A is timed) and gets no request until A is done.
+    # Eager replicas compile only a few warm-up kernels, kept in the image's cache: B starts
+    # beside A (both ready before A is timed) and gets no request until A is done.
     a = launch("a", l1)
-    b = launch("b", l1_b) if eager else None
+    b: Probe | None = None
     try:
+        b = launch("b", l1_b) if eager else None
         for probe in (a, b):
             if probe is not None:
                 _wait(probe)
