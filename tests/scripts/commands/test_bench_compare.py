@@ -146,16 +146,18 @@ def test_the_report_holds_the_injected_delays_and_the_exact_tier_shares(
 def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_one(
     servers: Servers, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Curvine's warm prompt answers about 5.3x sooner than a cold one, Tiered Storage's about
-    11.4x (per-token delays in fleet.py): at 6.5x Curvine misses and the run exits 1. Overhead
-    only lowers a speedup, and Tiered Storage stays above 6.5x with ``TOLERANCE_MS`` of it."""
+    """Curvine's warm prompt answers about 3.3x sooner than a cold one, Tiered Storage's about
+    10.3x (per-token delays in bench_fleet.py): at 4.2x Curvine misses and the run exits 1.
+    Overhead only lowers a speedup, and Tiered Storage stays above 4.2x with ``TOLERANCE_MS`` of
+    it. The two tiers are the whole run: a baseline would add only its own cold requests."""
     cold, curvine_warm = expected_ms("curvine", cold=WORDS), _warm("curvine")
     assert (
-        cold / (_warm("tieredstorage") + TOLERANCE_MS) > 6.5 > (cold + TOLERANCE_MS) / curvine_warm
+        cold / (_warm("tieredstorage") + TOLERANCE_MS) > 4.2 > (cold + TOLERANCE_MS) / curvine_warm
     )
-    _config(monkeypatch, min_warm_speedup=6.5)
+    _config(monkeypatch, min_warm_speedup=4.2)
+    two = {tier: servers[tier] for tier in ("curvine", "tieredstorage")}
     result = _compare(
-        servers,
+        two,
         tmp_path,
         "--workloads",
         "sweep",
@@ -173,7 +175,7 @@ def test_moving_the_speedup_threshold_between_two_tiers_fails_only_the_slower_on
     assert cold / (curvine_warm + TOLERANCE_MS) <= measured <= (cold + TOLERANCE_MS) / curvine_warm
     verdicts = _table((tmp_path / "report.md").read_text(), "Verdicts")
     assert verdicts["curvine"]["result"] == "**fail**"
-    assert [r["status"] for r in _rows(tmp_path / "verdicts.csv")] == ["fail", "pass", "n/a"]
+    assert [r["status"] for r in _rows(tmp_path / "verdicts.csv")] == ["fail", "pass"]
 
 
 def test_l2_reads_that_fail_show_as_failed_loads_and_fail_the_cross_pod_verdict(
