@@ -69,12 +69,12 @@ def sync_wave_patch(obj: dict[str, Any], wave: int) -> dict[str, Any]:
     return {"target": target, "patch": yaml.safe_dump(patch, sort_keys=False)}
 
 
-def kustomization(files: Mapping[Path, str]) -> str:
-    """``files``: each chart file and its text, in apply order."""
+def kustomization(files: Mapping[Path, list[dict[str, Any]]]) -> str:
+    """``files``: each chart file and the objects it holds, in apply order."""
     patches = [
         sync_wave_patch(obj, wave)
-        for wave, text in enumerate(files.values())
-        for obj in yaml.safe_load_all(text)
+        for wave, objects in enumerate(files.values())
+        for obj in objects
         if obj
     ]
     body = {
@@ -256,14 +256,12 @@ def write(
     the product did not write there (``infra.cdk.written``; ``label``: how the user named the
     folder). ``lock_dir``: default k8s/locks."""
     lock_dir = lock_dir or LOCK_DIR
-    texts = {
-        out / f"{name}.yaml": yaml.safe_dump_all(objects, sort_keys=False)
-        for name, objects in manifests(charts).items()
-    }
+    objects = {out / f"{name}.yaml": chart for name, chart in manifests(charts).items()}
+    texts = {path: yaml.safe_dump_all(chart, sort_keys=False) for path, chart in objects.items()}
     written = list(texts)
     files = {
         **texts,
-        out / "kustomization.yaml": kustomization(texts),
+        out / "kustomization.yaml": kustomization(objects),
         out / "README.md": install_notes(config, written),
     }
     values = out / KYVERNO_VALUES
