@@ -4,9 +4,10 @@ ENV ?= dev
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# make test and make bench run the suite on two workers; a module's tests stay on one worker, and
-# each environment is synthesized or rendered once per run (tests/support/once_per_run.py).
-TEST_WORKERS ?= -n 2 --dist loadgroup
+# make test and make bench run the suite on two workers; a module's tests stay on one worker
+# (tests/support/module_runs.py), and each environment is synthesized or rendered once per run
+# (tests/support/once_per_run.py).
+TEST_WORKERS ?= -n 2 --dist loadscope
 # The operations CLI, installed into .venv by `make install` (the project's [project.scripts]).
 HPKV := $(VENV)/bin/hpkv
 OUT := cdk.out

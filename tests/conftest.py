@@ -9,9 +9,8 @@ their answers run last.
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -25,6 +24,7 @@ from tests.support import background, cdk_cli
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
+from tests.support.module_runs import ModuleRuns
 from tests.support.once_per_run import run_dir
 
 if TYPE_CHECKING:
@@ -50,33 +50,39 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "background: reads work done in a second process (tests.support.background); run last",
     )
+    config.addinivalue_line(
+        "markers",
+        "waits: mostly waits out the fake model servers' injected delays; run first, so the work "
+        "beside the tests uses the idle core",
+    )
     # pytest-xdist hands out the modules in the order below, not the modules with most tests
     # first (its default).
     config.option.loadscopereorder = False
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_collection_modifyitems(
-    config: pytest.Config, items: list[pytest.Item]
-) -> Generator[None, None, None]:
-    """Groups for pytest-xdist before it reads them; after -k/-m deselection, the order: tests
-    that read background work go last, so the work overlaps the tests before them.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """After -k/-m deselection, the order: the modules that mostly wait first, then the synth
+    tests, the tests that read background work last. The CDK CLI's synth, started with the
+    session, runs while the first ones wait; the environments the synth tests make are linted
+    in the background while the rest of the suite runs, instead of after it.
 
-    Under `pytest -n 2 --dist loadgroup` (make test) a module's tests run on one worker, so its
-    module fixtures are made once; the session's environments are made once per run whichever
-    worker asks first, so modules sharing one need no common worker. A test that reads
-    background work is a unit of its own, handed out last."""
-    if config.getoption("loadgroup", default=False):
-        for item in items:
-            if not item.get_closest_marker("background"):
-                item.add_marker(pytest.mark.xdist_group(str(item.path)))
-    yield
+    Under `pytest -n 2 --dist loadscope` (make test) this order is also how the tests are handed
+    out (tests/support/module_runs.py): a module's tests run on one worker, so its module
+    fixtures are made once; a test that reads background work, moved away from its module, is a
+    unit of its own, handed out last. The session's environments are made once per run whichever
+    worker asks first, so modules sharing one need no common worker."""
     late = [item for item in items if item.get_closest_marker("background")]
     now = [item for item in items if not item.get_closest_marker("background")]
-    # The synth tests first: the environments they synthesize are linted in the background while
-    # the rest of the suite runs, instead of after it.
-    items[:] = sorted(now, key=lambda item: SYNTH_TESTS not in item.path.parents) + late
+    items[:] = sorted(now, key=_start_order) + late
     config.stash[cdk_cli_selected] = any(item.name == CDK_CLI_TEST for item in items)
+
+
+def _start_order(item: pytest.Item) -> tuple[bool, bool]:
+    return item.get_closest_marker("waits") is None, SYNTH_TESTS not in item.path.parents
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModuleRuns | None:
+    return ModuleRuns(config, log) if config.getvalue("dist") == "loadscope" else None
 
 
 def pytest_sessionfinish() -> None:

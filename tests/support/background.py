@@ -17,12 +17,14 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from infra.cdk.validation import errors_only, lint_templates, templates_in
+from tests.support import early
 from tests.support.once_per_run import locked
 
 _pool: ProcessPoolExecutor | None = None
@@ -34,7 +36,12 @@ def _executor() -> ProcessPoolExecutor:
     if _pool is None:
         # spawn, not fork: a forked worker would inherit jsii's exit hook and, on exit, stop the
         # node process the suite's own synth runs on.
-        _pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+        _pool = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=os.nice,
+            initargs=(early.NICE,),
+        )
     return _pool
 
 

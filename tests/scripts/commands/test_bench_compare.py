@@ -28,6 +28,8 @@ from scripts.lib.bench_compare.stats import percentile
 from tests.doubles.fake_vllm import FakeVllm
 from tests.support.bench_fleet import expected_ms, fleet, target_args
 
+pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
+
 TOLERANCE_MS = 60.0
 WORDS = 2500  # bench.speedup_prompt_words and cross_pod_prompt_words (the defaults)
 WHOLE = 2304  # its whole 256-token chunks: what LMCache stores and reads back

@@ -21,6 +21,8 @@ from scripts.lib import runtime
 from scripts.lib.openai_stream import list_models, stream_completion
 from tests.support.bench_fleet import Fleet, expected_ms, fleet, target_args
 
+pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
+
 WORDS = 2500  # bench.cross_pod_prompt_words (the default): the known prefix
 WHOLE = 2304  # its whole 256-token chunks: what LMCache stores and reads back
 QUICK = ["--settle-seconds", "0", "--counters-wait-seconds", "0"]

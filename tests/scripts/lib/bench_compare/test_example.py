@@ -14,6 +14,8 @@ from scripts.lib.bench_compare.report import ms, pct, times
 from tests.support.bench_example import render
 from tests.support.bench_fleet import COLD, expected_ms
 
+pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
+
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "example-report"
 TOLERANCE_MS = 60.0
 EXACT = ("requests", "l0", "l1", "l2", "recomputed", "load_shortfall", "cross_pod_hit")

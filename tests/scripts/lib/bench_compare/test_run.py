@@ -24,6 +24,8 @@ from tests.support.bench_fleet import fleet
 from tests.support.endpoint_objects import IECS, recorded_cfg
 from tests.support.verify import MapTransport, _clients, _seed_cluster
 
+pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
+
 IEC = f"{IECS}/vllm-kvcache"
 
 
