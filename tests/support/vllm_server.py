@@ -29,16 +29,18 @@ What differs from a GPU node, each for a reason of this machine:
 - ``LMCACHE_PRE_CACHING_HASH_ALGORITHM=sha256_cbor`` only where LMCache's default chunk hash
   differs between two processes on this interpreter (LMCache 0.3.15 on Python 3.11: ``hash(None)``
   is an address before 3.12); the image's Python 3.12 gives every replica the same default keys.
-- vLLM's and inductor's caches in one folder per image beside its virtualenv
-  (``.venv-server/<tag>/cache``), shared by every replica of every run: even eager, vLLM CPU's
-  warm-up compiles a few kernels with inductor and a C++ compiler, 20 s of each start on two
-  cores when the cache is cold.
+- vLLM's and inductor's caches in one folder per image and kind of CPU beside the image's
+  virtualenv (``.venv-server/<tag>/cache/<cpu_kind()>``), shared by every replica of every run:
+  even eager, vLLM CPU's warm-up compiles a few kernels with inductor and a C++ compiler, 20 s of
+  each start on two cores when the cache is cold. The kernels use the instructions the CPU has
+  (AMX or not), so a folder moved to a machine of another kind starts a cache of its own.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import math
 import os
@@ -95,6 +97,16 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+@functools.cache
+def cpu_kind() -> str:
+    """A digest of this CPU's feature flags (``/proc/cpuinfo``): what a compiled kernel may use."""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            flags = " ".join(sorted(line.partition(":")[2].split()))
+            return hashlib.sha256(flags.encode()).hexdigest()[:12]
+    return "unknown"
 
 
 @functools.cache
@@ -198,8 +210,8 @@ def start(
     assert weights is not None
     for f in model.iterdir():
         shutil.copy2(f, weights / f.name)
-    cache = python_of(tag).parent.parent / "cache"
-    cache.mkdir(exist_ok=True)
+    cache = python_of(tag).parent.parent / "cache" / cpu_kind()
+    cache.mkdir(parents=True, exist_ok=True)
     port = free_port()
     env = {
         **container.env,
