@@ -14,7 +14,6 @@ OUT := cdk.out
 # Independent stacks deploy side by side (infra/environment/layout.py): at most this many at once.
 CONCURRENCY ?= 4
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export PYTHONDONTWRITEBYTECODE := 1
 # CDK's approval prompt for security-relevant changes (IAM, security groups) stays on at a
 # workstation. CI cannot answer it: GitHub Actions sets CI=true, CodeBuild (the nightly recreate)
 # sets CODEBUILD_BUILD_ID. Override with `make deploy APPROVAL=never` (or any-change).

@@ -33,7 +33,6 @@ def no_credentials_env(home: Path) -> dict[str, str]:
         "AWS_SHARED_CREDENTIALS_FILE": str(home / "no-such-credentials"),
         "CDK_DISABLE_CLI_TELEMETRY": "true",
         "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-        "PYTHONDONTWRITEBYTECODE": "1",
     }
 
 
