@@ -58,11 +58,11 @@ def result(module: str, workdir: Path, *args: str, timeout: float = 900) -> dict
     return answer
 
 
-def run(main: Callable[[Path], dict[str, Any]]) -> None:
+def run(main: Callable[[Path], dict[str, Any]], nice: int = NICE) -> None:
     """The process's body: ``main(workdir)``'s answer, or the error that stopped it, written
-    where ``result`` reads it."""
+    where ``result`` reads it. ``nice`` 0: work that times something keeps its priority."""
     workdir = Path(sys.argv[-1])
-    os.nice(NICE)  # the processes this one starts (the CDK CLI, node, app.py) inherit it
+    os.nice(nice)  # the processes this one starts (the CDK CLI, node, app.py) inherit it
     try:
         answer = main(workdir)
     except Exception:  # the test reports it instead of waiting for an answer that never comes
