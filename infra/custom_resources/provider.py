@@ -14,6 +14,7 @@ synth, naming the fix.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
 import shutil
@@ -79,29 +80,16 @@ class HandlerBundle:
     skip: Callable[[Path], bool] = lambda _relative: False
 
     def write(self, output_dir: Path) -> None:
-        pins = pinned_versions()
         target = output_dir / self.package
         target.mkdir(parents=True, exist_ok=True)
         for source in sorted(self.handler_dir.glob("*.py")):
             shutil.copyfile(source, target / source.name)
-        for name in self.distributions:
-            dist = importlib.metadata.distribution(name)
-            pinned = pins.get(name.lower())
-            if pinned is not None and dist.version != pinned:
-                raise RuntimeError(
-                    f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
-                    "run `.venv/bin/pip install -r requirements.txt` before synth"
-                )
-            if not dist.files:
-                raise RuntimeError(f"{name} has no RECORD of its files: reinstall it with pip")
-            for relative in dist.files:
-                rel = Path(str(relative))
-                if skipped_always(rel) or self.skip(rel):
-                    continue
-                destination = output_dir / rel
-                destination.parent.mkdir(parents=True, exist_ok=True)
-                # copyfile, not copy2: contents only, so timestamps cannot change the asset hash.
-                shutil.copyfile(Path(str(relative.locate())), destination)
+        folders, files = _shipped(self.distributions, self.skip)
+        for folder in folders:
+            (output_dir / folder).mkdir(parents=True, exist_ok=True)
+        for source, relative in files:
+            # copyfile, not copy2: contents only, so timestamps cannot change the asset hash.
+            shutil.copyfile(source, output_dir / relative)
 
     def code(self) -> lambda_.Code:
         return lambda_.Code.from_asset(
@@ -113,6 +101,32 @@ class HandlerBundle:
                 image=DockerImage.from_registry(FALLBACK_IMAGE), local=_LocalBundler(self)
             ),
         )
+
+
+@functools.cache
+def _shipped(
+    names: tuple[str, ...], skip: Callable[[Path], bool]
+) -> tuple[list[Path], list[tuple[Path, Path]]]:
+    """The folders and (installed file, relative path) pairs ``names`` ship, read from their
+    RECORDs once per process: the pipeline's app bundles each handler once per stage, and the
+    RECORDs of the bundled SDKs list thousands of files."""
+    pins = pinned_versions()
+    files: list[tuple[Path, Path]] = []
+    for name in names:
+        dist = importlib.metadata.distribution(name)
+        pinned = pins.get(name.lower())
+        if pinned is not None and dist.version != pinned:
+            raise RuntimeError(
+                f"{name} {dist.version} is installed but requirements.txt pins {pinned}: "
+                "run `.venv/bin/pip install -r requirements.txt` before synth"
+            )
+        if not dist.files:
+            raise RuntimeError(f"{name} has no RECORD of its files: reinstall it with pip")
+        for relative in dist.files:
+            rel = Path(str(relative))
+            if not (skipped_always(rel) or skip(rel)):
+                files.append((Path(str(relative.locate())), rel))
+    return sorted({rel.parent for _, rel in files}), files
 
 
 @jsii.implements(ILocalBundling)
