@@ -58,9 +58,12 @@ def result(key: tuple[Any, ...], fn: Callable[..., Any], *args: Any, timeout: fl
 
 
 def shutdown() -> None:
+    """Stop the background process now: no test reads what it may still be doing."""
     global _pool
     if _pool is not None:
         _pool.shutdown(wait=False, cancel_futures=True)
+        for process in multiprocessing.active_children():
+            process.terminate()
         _pool = None
     _futures.clear()
 
