@@ -2,8 +2,9 @@
 
 Each environment is synthesized once per run, by the first pytest-xdist worker that needs it
 (tests/support/once_per_run.py), the slow checks that read only files and the example report's
-render run in processes of their own beside the tests (tests.support.background, .cdk_cli and
-.example_again), and the tests that read their answers run last.
+render and one bench compare run in processes of their own beside the tests
+(tests.support.background, .cdk_cli, .example_again and .compare_again), and the tests that read
+their answers run last.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from infra.config import load_config
-from tests.support import background, cdk_cli, example_again
+from tests.support import background, cdk_cli, compare_again, example_again
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
@@ -45,6 +46,7 @@ collect_ignore = [
 ]
 CDK_CLI_TEST = "test_cdk_cli_synth_matches_direct_synth_without_credentials"
 EXAMPLE_TEST = "test_rendering_the_example_again_gives_the_same_figures"
+COMPARE_TEST = "test_the_report_holds_the_injected_delays_and_the_exact_tier_shares"
 # Which of the tests reading work started with the session (tests/support/early.py) will run.
 early_selected = pytest.StashKey[set[str]]()
 
@@ -78,7 +80,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     late = [item for item in items if item.get_closest_marker("background")]
     now = [item for item in items if not item.get_closest_marker("background")]
     items[:] = sorted(now, key=_start_order) + late
-    config.stash[early_selected] = {item.name for item in items} & {CDK_CLI_TEST, EXAMPLE_TEST}
+    config.stash[early_selected] = {item.name for item in items} & {
+        CDK_CLI_TEST,
+        EXAMPLE_TEST,
+        COMPARE_TEST,
+    }
 
 
 def _start_order(item: pytest.Item) -> tuple[bool, bool]:
@@ -121,15 +127,26 @@ def example_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_dir(tmp_path_factory) / "example-report"
 
 
+@pytest.fixture(scope="session")
+def compare_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where one bench compare runs beside the tests (one directory for every xdist worker)."""
+    return run_dir(tmp_path_factory) / "bench-compare"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _start_early_work(
-    request: pytest.FixtureRequest, cdk_cli_workdir: Path, example_workdir: Path
+    request: pytest.FixtureRequest,
+    cdk_cli_workdir: Path,
+    example_workdir: Path,
+    compare_workdir: Path,
 ) -> None:
-    """With the session's first test: the tests reading the answers run at the end. The example
-    first: it times the fake model servers, the CDK CLI's synths yield it the CPU."""
+    """With the session's first test: the tests reading the answers run at the end. The runs
+    on fake model servers first: they time them, the CDK CLI's synths yield them the CPU."""
     selected = request.config.stash.get(early_selected, set())
     if EXAMPLE_TEST in selected:
         example_again.start(example_workdir)
+    if COMPARE_TEST in selected:
+        compare_again.start(compare_workdir)
     if CDK_CLI_TEST in selected and cdk_cli.CDK.exists():
         cdk_cli.start(cdk_cli_workdir)
 

@@ -7,7 +7,10 @@ from __future__ import annotations
 import contextlib
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
+from infra.config import AppConfig, load_config
 from scripts.lib.bench_compare.scale_out import Joiner
 from tests.doubles.fake_tiers import TierSpec
 from tests.doubles.fake_vllm import FakeVllm
@@ -21,6 +24,8 @@ from tests.doubles.fake_vllm import FakeVllm
 COLD, L0, L1 = 0.2, 0.004, 0.012
 L2 = {"curvine": 0.048, "tieredstorage": 0.004}
 TIERS = ("curvine", "tieredstorage", "none")
+# No settling and no waiting for counters between workloads: the fakes count at once.
+QUICK = ("--settle-seconds", "0", "--counters-wait-seconds", "0")
 
 
 def delays(tier: str) -> dict[str, float]:
@@ -80,3 +85,23 @@ def target_args(servers: dict[str, tuple[FakeVllm, FakeVllm]]) -> list[str]:
     for tier, (a, b) in servers.items():
         args += ["--target", f"{tier}={a.url},{b.url}"]
     return args
+
+
+def compare_argv(servers: dict[str, tuple[FakeVllm, FakeVllm]], out: Path, *args: str) -> list[str]:
+    """``hpkv bench compare`` on every tier of ``servers`` into ``out``, answering in JSON."""
+    return ["bench", "compare", *target_args(servers), "--out", str(out), *QUICK, *args, "--json"]
+
+
+def bench_config(**bench: Any) -> AppConfig:
+    """The dev config with a short chat (two users, two rounds, short prompts) and ``bench``."""
+    base = load_config("dev")
+    chat = base.bench.chat.model_copy(
+        update={
+            "users": 2,
+            "rounds": 2,
+            "concurrency": 2,
+            "system_prompt_words": 300,
+            "user_context_words": 600,
+        }
+    )
+    return base.model_copy(update={"bench": base.bench.model_copy(update={"chat": chat, **bench})})

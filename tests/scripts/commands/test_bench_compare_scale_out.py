@@ -19,13 +19,12 @@ from infra.config import AppConfig, load_config
 from scripts.cli import app
 from scripts.lib import runtime
 from scripts.lib.openai_stream import list_models, stream_completion
-from tests.support.bench_fleet import Fleet, expected_ms, fleet, target_args
+from tests.support.bench_fleet import QUICK, Fleet, expected_ms, fleet, target_args
 
 pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
 
 WORDS = 2500  # bench.cross_pod_prompt_words (the default): the known prefix
 WHOLE = 2304  # its whole 256-token chunks: what LMCache stores and reads back
-QUICK = ["--settle-seconds", "0", "--counters-wait-seconds", "0"]
 TOLERANCE_MS = 60.0
 
 
