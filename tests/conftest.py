@@ -1,10 +1,15 @@
-"""Session fixtures and the order tests run in.
+"""Session fixtures, the order tests run in, and who runs ahead of whom.
 
 Each environment is synthesized once per run, by the first pytest-xdist worker that needs it
-(tests/support/once_per_run.py), the slow checks that read only files and the example report's
-render and one bench compare run in processes of their own beside the tests
-(tests.support.background, .cdk_cli, .example_again and .compare_again), and the tests that read
-their answers run last.
+(tests/support/once_per_run.py). Slow work the tests only read at the end runs in processes of
+its own beside them: cfn-lint (tests/support/background.py), and, started with the session
+(tests/support/early.py), the CDK CLI's synth, the example report's render and one bench compare.
+The tests that read their answers run last.
+
+Priorities on a machine with fewer cores than busy processes: the two runs that time the fake
+model servers (their injected delays must not wait for a core) run at the controller's priority,
+the xdist workers below it, and the work that only needs to be done by the end (cfn-lint, the
+CDK CLI's synth) below both (tests/support/early.py).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from infra.config import load_config
-from tests.support import background, cdk_cli, compare_again, example_again
+from tests.support import background, cdk_cli, compare_again, early, example_again
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
@@ -44,11 +49,15 @@ collect_ignore = [
     for folder, variable in (("runtime", "HPKV_RUNTIME_IMAGES"), ("server", "HPKV_SERVER_PYTHON"))
     if not os.environ.get(variable)
 ]
-CDK_CLI_TEST = "test_cdk_cli_synth_matches_direct_synth_without_credentials"
-EXAMPLE_TEST = "test_rendering_the_example_again_gives_the_same_figures"
-COMPARE_TEST = "test_the_report_holds_the_injected_delays_and_the_exact_tier_shares"
-# Which of the tests reading work started with the session (tests/support/early.py) will run.
-early_selected = pytest.StashKey[set[str]]()
+# The work started with the session, by the test that reads it (tests/support/early.py), in the
+# order it starts: the runs that time the fake model servers first.
+EARLY_WORK: dict[str, Any] = {
+    "test_rendering_the_example_again_gives_the_same_figures": example_again,
+    "test_the_report_holds_the_injected_delays_and_the_exact_tier_shares": compare_again,
+    "test_cdk_cli_synth_matches_direct_synth_without_credentials": cdk_cli,
+}
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+selected_names = pytest.StashKey[set[str]]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -80,11 +89,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     late = [item for item in items if item.get_closest_marker("background")]
     now = [item for item in items if not item.get_closest_marker("background")]
     items[:] = sorted(now, key=_start_order) + late
-    config.stash[early_selected] = {item.name for item in items} & {
-        CDK_CLI_TEST,
-        EXAMPLE_TEST,
-        COMPARE_TEST,
-    }
+    config.stash[selected_names] = {item.name for item in items}
 
 
 def _start_order(item: pytest.Item) -> tuple[bool, bool]:
@@ -93,6 +98,20 @@ def _start_order(item: pytest.Item) -> tuple[bool, bool]:
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModuleRuns | None:
     return ModuleRuns(config, log) if config.getvalue("dist") == "loadscope" else None
+
+
+def _start_early_work(selected: set[str], run: Path) -> None:
+    for name, module in EARLY_WORK.items():
+        if name in selected:
+            module.start(run)
+
+
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """Under xdist, the controller starts the early work of the tests a worker collected (after
+    -k and -m), so that it runs at the controller's priority, above the workers'. The second
+    worker's call finds it started."""
+    run = node.config._tmp_path_factory.getbasetemp()  # as xdist hands each worker its own
+    _start_early_work({nodeid.rsplit("::", 1)[-1] for nodeid in ids}, run)
 
 
 def pytest_sessionfinish() -> None:
@@ -109,46 +128,25 @@ def _leave_without_freeing() -> None:
     os._exit(0)
 
 
-if os.environ.get("PYTEST_XDIST_WORKER"):
+if WORKER:
+    early.lower_priority(early.WORKER_NICE)
     # atexit runs the last-registered first: registered before the CDK loads, this runs after
     # jsii's handler, which stops its node process.
     atexit.register(_leave_without_freeing)
 
 
 @pytest.fixture(scope="session")
-def cdk_cli_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the CDK CLI's synth and app.py's write (one directory for every xdist worker)."""
-    return run_dir(tmp_path_factory) / "cdk-cli"
-
-
-@pytest.fixture(scope="session")
-def example_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where the example report is rendered again (one directory for every xdist worker)."""
-    return run_dir(tmp_path_factory) / "example-report"
-
-
-@pytest.fixture(scope="session")
-def compare_workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Where one bench compare runs beside the tests (one directory for every xdist worker)."""
-    return run_dir(tmp_path_factory) / "bench-compare"
+def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary folder, the same for every xdist worker: the early work's is in it."""
+    return run_dir(tmp_path_factory)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _start_early_work(
-    request: pytest.FixtureRequest,
-    cdk_cli_workdir: Path,
-    example_workdir: Path,
-    compare_workdir: Path,
-) -> None:
-    """With the session's first test: the tests reading the answers run at the end. The runs
-    on fake model servers first: they time them, the CDK CLI's synths yield them the CPU."""
-    selected = request.config.stash.get(early_selected, set())
-    if EXAMPLE_TEST in selected:
-        example_again.start(example_workdir)
-    if COMPARE_TEST in selected:
-        compare_again.start(compare_workdir)
-    if CDK_CLI_TEST in selected and cdk_cli.CDK.exists():
-        cdk_cli.start(cdk_cli_workdir)
+def _start_early_work_without_xdist(request: pytest.FixtureRequest, run_folder: Path) -> None:
+    """Without xdist, the session's first test starts the early work (under it, the
+    controller did); the tests reading the answers run at the end."""
+    if not WORKER:
+        _start_early_work(request.config.stash.get(selected_names, set()), run_folder)
 
 
 @pytest.fixture(scope="session")

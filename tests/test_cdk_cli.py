@@ -54,11 +54,11 @@ def templates(outdir: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.background
-def test_cdk_cli_synth_matches_direct_synth_without_credentials(cdk_cli_workdir: Path) -> None:
+def test_cdk_cli_synth_matches_direct_synth_without_credentials(run_folder: Path) -> None:
     try:
-        _compare(cdk_cli_workdir, cdk_cli.result(cdk_cli_workdir))
+        _compare(run_folder / cdk_cli.FOLDER, cdk_cli.result(run_folder))
     finally:
-        shutil.rmtree(cdk_cli_workdir, ignore_errors=True)
+        shutil.rmtree(run_folder / cdk_cli.FOLDER, ignore_errors=True)
 
 
 def _compare(workdir: Path, ran: dict[str, Any]) -> None:

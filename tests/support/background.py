@@ -17,7 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
-import os
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -39,7 +38,7 @@ def _executor() -> ProcessPoolExecutor:
         _pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=os.nice,
+            initializer=early.lower_priority,
             initargs=(early.NICE,),
         )
     return _pool

@@ -19,6 +19,7 @@ from tests.support import early
 ROOT = early.ROOT
 CDK = ROOT / "node_modules" / ".bin" / "cdk"
 PYTHON = ROOT / ".venv" / "bin" / "python"
+FOLDER = "cdk-cli"  # in the run's temporary folder
 
 
 def no_credentials_env(home: Path) -> dict[str, str]:
@@ -65,13 +66,15 @@ def synth_both(workdir: Path) -> dict[str, Any]:
     }
 
 
-def start(workdir: Path) -> None:
-    early.start(__name__, workdir)
+def start(run: Path) -> None:
+    """Both synths, into ``run``'s folder for them (nothing without the CDK CLI: its test skips)."""
+    if CDK.exists():
+        early.start(__name__, run / FOLDER)
 
 
-def result(workdir: Path, timeout: float = 900) -> dict[str, Any]:
-    """What the synths returned: started earlier, or now."""
-    return early.result(__name__, workdir, timeout=timeout)
+def result(run: Path, timeout: float = 900) -> dict[str, Any]:
+    """What the synths returned (in ``run / FOLDER``): started earlier, or now."""
+    return early.result(__name__, run / FOLDER, timeout=timeout)
 
 
 if __name__ == "__main__":

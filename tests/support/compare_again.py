@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.support import early
 
+FOLDER = "bench-compare"  # in the run's temporary folder
 REPORT = "report"
 WORDS = 2500  # bench.speedup_prompt_words and cross_pod_prompt_words (the defaults)
 ARGS = ("--lengths", str(WORDS), "--repeats", "3", "--seed", "11")
@@ -33,14 +34,14 @@ def compare(workdir: Path) -> dict[str, Any]:
     return {"exit_code": ran.exit_code, "stdout": ran.stdout, "output": ran.output}
 
 
-def start(workdir: Path) -> None:
-    early.start(__name__, workdir)
+def start(run: Path) -> None:
+    early.start(__name__, run / FOLDER)
 
 
-def result(workdir: Path, timeout: float = 900) -> dict[str, Any]:
+def result(run: Path, timeout: float = 900) -> dict[str, Any]:
     """What the run answered (``report`` holds its folder): started earlier, or now."""
-    answer = early.result(__name__, workdir, timeout=timeout)
-    return {**answer, "report": workdir / REPORT}
+    answer = early.result(__name__, run / FOLDER, timeout=timeout)
+    return {**answer, "report": run / FOLDER / REPORT}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from typing import Any
 
 from tests.support import early
 
+FOLDER = "example-report"  # in the run's temporary folder
 REPORT = "report"
 
 
@@ -24,14 +25,14 @@ def render(workdir: Path) -> dict[str, Any]:
     return {}
 
 
-def start(workdir: Path) -> None:
-    early.start(__name__, workdir)
+def start(run: Path) -> None:
+    early.start(__name__, run / FOLDER)
 
 
-def result(workdir: Path, timeout: float = 900) -> Path:
+def result(run: Path, timeout: float = 900) -> Path:
     """The folder the example was rendered into: started earlier, or now."""
-    early.result(__name__, workdir, timeout=timeout)
-    return workdir / REPORT
+    early.result(__name__, run / FOLDER, timeout=timeout)
+    return run / FOLDER / REPORT
 
 
 if __name__ == "__main__":

@@ -75,11 +75,11 @@ def _table(report: str, heading: str) -> dict[str, dict[str, str]]:
 
 @pytest.mark.background
 def test_the_report_holds_the_injected_delays_and_the_exact_tier_shares(
-    compare_workdir: Path,
+    run_folder: Path,
 ) -> None:
     """Every workload on every tier, with 3 repeats of a 2,500-word sweep: run from the
     session's start beside the other tests (tests/support/compare_again.py), judged here."""
-    ran = compare_again.result(compare_workdir)
+    ran = compare_again.result(run_folder)
     assert ran["exit_code"] == 0, ran["output"]
     folder = ran["report"]
     report = (folder / "report.md").read_text()

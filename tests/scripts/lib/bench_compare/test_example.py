@@ -66,8 +66,8 @@ def test_the_example_says_it_comes_from_a_fake_server_and_prints_its_own_summary
 
 
 @pytest.mark.background
-def test_rendering_the_example_again_gives_the_same_figures(example_workdir: Path) -> None:
-    folder = example_again.result(example_workdir)
+def test_rendering_the_example_again_gives_the_same_figures(run_folder: Path) -> None:
+    folder = example_again.result(run_folder)
     committed, again = _rows(EXAMPLE / "summary.csv"), _rows(folder / "summary.csv")
     assert committed.keys() == again.keys()
     for key, row in committed.items():
