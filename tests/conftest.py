@@ -3,13 +3,13 @@
 Each environment is synthesized once per run, by the first pytest-xdist worker that needs it
 (tests/support/once_per_run.py). Slow work the tests only read at the end runs in processes of
 its own beside them: cfn-lint (tests/support/background.py), and, started with the session
-(tests/support/early.py), the CDK CLI's synth, the example report's render and one bench compare.
-The tests that read their answers run last.
+(tests/support/early.py), the CDK CLI's synth and one bench compare. The tests that read their
+answers run last.
 
-Priorities on a machine with fewer cores than busy processes: the two runs that time the fake
-model servers (their injected delays must not wait for a core) run at the controller's priority,
-the xdist workers below it, and the work that only needs to be done by the end (cfn-lint, the
-CDK CLI's synth) below both (tests/support/early.py).
+Priorities on a machine with fewer cores than busy processes: the bench compare, which times the
+fake model servers (their injected delays must not wait for a core), runs at the controller's
+priority, the xdist workers below it, and the work that only needs to be done by the end
+(cfn-lint, the CDK CLI's synth) below both (tests/support/early.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from infra.config import load_config
-from tests.support import background, cdk_cli, compare_again, early, example_again
+from tests.support import background, cdk_cli, compare_again, early
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
@@ -50,9 +50,8 @@ collect_ignore = [
     if not os.environ.get(variable)
 ]
 # The work started with the session, by the test that reads it (tests/support/early.py), in the
-# order it starts: the runs that time the fake model servers first.
+# order it starts: what times the fake model servers first.
 EARLY_WORK: dict[str, Any] = {
-    "test_rendering_the_example_again_gives_the_same_figures": example_again,
     "test_the_report_holds_the_injected_delays_and_the_exact_tier_shares": compare_again,
     "test_cdk_cli_synth_matches_direct_synth_without_credentials": cdk_cli,
 }

@@ -1,9 +1,7 @@
 """The example report under docs/example-report/ is what the fake model servers give: rendering
-it again (tests/support/bench_example.py, the same seed and injected delays) gives the same
-request counts, tier shares and verdicts exactly, and TTFTs within ``TOLERANCE_MS`` (what a loaded
-machine adds to the injected delays); its report.md says it is an example and prints its
-summary.csv. The render again mostly waits: it runs beside the other tests from the session's
-start (tests/support/example_again.py), and its test reads it at the end."""
+it again (example.py, the same seed and injected delays) gives the same request counts, tier
+shares and verdicts exactly, and TTFTs within ``TOLERANCE_MS`` (what a loaded machine adds to
+the injected delays); its report.md says it is an example and prints its summary.csv."""
 
 from __future__ import annotations
 
@@ -13,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from scripts.lib.bench_compare.report import ms, pct, times
-from tests.support import example_again
+from tests.support.bench_example import render
 from tests.support.bench_fleet import COLD, expected_ms
+
+pytestmark = pytest.mark.waits  # on the fake model servers' injected delays
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "docs" / "example-report"
 TOLERANCE_MS = 60.0
@@ -65,10 +65,9 @@ def test_the_example_says_it_comes_from_a_fake_server_and_prints_its_own_summary
     assert float(sweep["warm_p50_ms"]) >= expected_ms("curvine", l2=2304, cold=196)
 
 
-@pytest.mark.background
-def test_rendering_the_example_again_gives_the_same_figures(run_folder: Path) -> None:
-    folder = example_again.result(run_folder)
-    committed, again = _rows(EXAMPLE / "summary.csv"), _rows(folder / "summary.csv")
+def test_rendering_the_example_again_gives_the_same_figures(tmp_path: Path) -> None:
+    render(tmp_path)
+    committed, again = _rows(EXAMPLE / "summary.csv"), _rows(tmp_path / "summary.csv")
     assert committed.keys() == again.keys()
     for key, row in committed.items():
         # Counted tokens: equal but for the order a float sum ran in. In the chat, concurrent
@@ -85,5 +84,5 @@ def test_rendering_the_example_again_gives_the_same_figures(run_folder: Path) ->
                 key,
                 column,
             )
-    assert _verdicts(folder / "verdicts.csv") == _verdicts(EXAMPLE / "verdicts.csv")
-    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in EXAMPLE.iterdir())
+    assert _verdicts(tmp_path / "verdicts.csv") == _verdicts(EXAMPLE / "verdicts.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in EXAMPLE.iterdir())
