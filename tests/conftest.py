@@ -6,10 +6,9 @@ its own beside them: cfn-lint (tests/support/background.py), and, started with t
 (tests/support/early.py), the CDK CLI's synth and one bench compare. The tests that read their
 answers run last.
 
-Priorities on a machine with fewer cores than busy processes: the bench compare, which times the
-fake model servers (their injected delays must not wait for a core), runs at the controller's
-priority, the xdist workers below it, and the work that only needs to be done by the end
-(cfn-lint, the CDK CLI's synth) below both (tests/support/early.py).
+The work beside the tests that only needs to be done by the end (cfn-lint, the CDK CLI's synth)
+runs at nice 10, in the tests' session: the tests that time the fake model servers get a core at
+once. The bench compare beside them keeps its priority: it times them too.
 """
 
 from __future__ import annotations
@@ -28,7 +27,7 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 from infra.config import load_config
-from tests.support import background, cdk_cli, compare_again, early
+from tests.support import background, cdk_cli, compare_again
 from tests.support.aws_models import share_service_models
 from tests.support.config import existing_cluster_config
 from tests.support.helm import binary as helm_binary
@@ -55,7 +54,6 @@ EARLY_WORK: dict[str, Any] = {
     "test_the_report_holds_the_injected_delays_and_the_exact_tier_shares": compare_again,
     "test_cdk_cli_synth_matches_direct_synth_without_credentials": cdk_cli,
 }
-WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 selected_names = pytest.StashKey[set[str]]()
 
 
@@ -105,14 +103,6 @@ def _start_early_work(selected: set[str], run: Path) -> None:
             module.start(run)
 
 
-def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
-    """Under xdist, the controller starts the early work of the tests a worker collected (after
-    -k and -m), so that it runs at the controller's priority, above the workers'. The second
-    worker's call finds it started."""
-    run = node.config._tmp_path_factory.getbasetemp()  # as xdist hands each worker its own
-    _start_early_work({nodeid.rsplit("::", 1)[-1] for nodeid in ids}, run)
-
-
 def pytest_sessionfinish() -> None:
     background.shutdown()
 
@@ -127,8 +117,7 @@ def _leave_without_freeing() -> None:
     os._exit(0)
 
 
-if WORKER:
-    early.lower_priority(early.WORKER_NICE)
+if os.environ.get("PYTEST_XDIST_WORKER"):
     # atexit runs the last-registered first: registered before the CDK loads, this runs after
     # jsii's handler, which stops its node process.
     atexit.register(_leave_without_freeing)
@@ -141,11 +130,10 @@ def run_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _start_early_work_without_xdist(request: pytest.FixtureRequest, run_folder: Path) -> None:
-    """Without xdist, the session's first test starts the early work (under it, the
-    controller did); the tests reading the answers run at the end."""
-    if not WORKER:
-        _start_early_work(request.config.stash.get(selected_names, set()), run_folder)
+def _start_early_work_with_the_first_test(request: pytest.FixtureRequest, run_folder: Path) -> None:
+    """The tests reading the answers run at the end. Under xdist, each worker asks: the first
+    starts the work, the other finds it started."""
+    _start_early_work(request.config.stash.get(selected_names, set()), run_folder)
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import os
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -38,7 +39,7 @@ def _executor() -> ProcessPoolExecutor:
         _pool = ProcessPoolExecutor(
             max_workers=1,
             mp_context=multiprocessing.get_context("spawn"),
-            initializer=early.lower_priority,
+            initializer=os.nice,
             initargs=(early.NICE,),
         )
     return _pool

@@ -22,10 +22,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULT = "result.json"
-# Niceness (as `nice` prints it): the runs that time the fake model servers keep the controller's
-# (0), the pytest-xdist workers run at WORKER_NICE, and the work that only has to be done by the
-# end at NICE, so that it yields the CPU to both.
-WORKER_NICE = 5
+# Work beside the tests yields the CPU to them (its ``nice``): it only needs to be done by the end.
 NICE = 10
 
 
@@ -41,7 +38,8 @@ def start(module: str, workdir: Path, *args: str) -> None:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=(workdir / "runner.log").open("w"),
-        start_new_session=True,
+        # In the session of the tests, not one of its own: Linux gives each session an equal
+        # share of the CPU (autogroup), whatever nice value its processes run at.
     )
 
 
@@ -60,18 +58,11 @@ def result(module: str, workdir: Path, *args: str, timeout: float = 900) -> dict
     return answer
 
 
-def lower_priority(niceness: int) -> None:
-    """Run this process at ``niceness`` unless it runs lower already (going back up would
-    need privileges); the processes it starts inherit it."""
-    if niceness > os.getpriority(os.PRIO_PROCESS, 0):
-        os.setpriority(os.PRIO_PROCESS, 0, niceness)
-
-
 def run(main: Callable[[Path], dict[str, Any]], nice: int = NICE) -> None:
     """The process's body: ``main(workdir)``'s answer, or the error that stopped it, written
     where ``result`` reads it. ``nice`` 0: work that times something keeps its priority."""
     workdir = Path(sys.argv[-1])
-    lower_priority(nice)
+    os.nice(nice)  # the processes this one starts (the CDK CLI, node, app.py) inherit it
     try:
         answer = main(workdir)
     except Exception:  # the test reports it instead of waiting for an answer that never comes
