@@ -82,3 +82,22 @@ def test_two_workers_run_each_modules_tests_on_one_worker_and_make_its_fixture_o
         assert (tmp_path / f"{name}.late").exists()
         workers.add(worker)
     assert workers == {"gw0", "gw1"}  # the units were shared out, not all run on one worker
+
+
+def test_a_failed_runs_temporary_folder_stays_only_until_the_next_run(tmp_path: Path) -> None:
+    """make test may keep the temporary folders in memory (/dev/shm): of the runs that failed,
+    only the last keeps its folder, with the project's pytest settings."""
+    (tmp_path / "test_fails.py").write_text(
+        "def test_fails(tmp_path):\n    (tmp_path / 'kept').write_text('x')\n    assert False\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp"), "PYTHONDONTWRITEBYTECODE": "1"}
+    (tmp_path / "tmp").mkdir()
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+    argv += ["-c", str(ROOT / "pyproject.toml"), str(tmp_path / "test_fails.py")]
+    for _ in range(3):
+        done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert done.returncode == 1, done.stdout[-2000:]
+    (user,) = (tmp_path / "tmp").iterdir()
+    runs_kept = [p for p in user.iterdir() if not p.is_symlink()]
+    assert len(runs_kept) == 1, runs_kept
+    assert list(runs_kept[0].rglob("kept"))
