@@ -106,7 +106,7 @@ class HandlerBundle:
 @functools.cache
 def _shipped(
     names: tuple[str, ...], skip: Callable[[Path], bool]
-) -> tuple[list[Path], list[tuple[Path, Path]]]:
+) -> tuple[tuple[Path, ...], tuple[tuple[Path, Path], ...]]:
     """The folders and (installed file, relative path) pairs ``names`` ship, read from their
     RECORDs once per process: the pipeline's app bundles each handler once per stage, and the
     RECORDs of the bundled SDKs list thousands of files."""
@@ -126,7 +126,7 @@ def _shipped(
             rel = Path(str(relative))
             if not (skipped_always(rel) or skip(rel)):
                 files.append((Path(str(relative.locate())), rel))
-    return sorted({rel.parent for _, rel in files}), files
+    return tuple(sorted({rel.parent for _, rel in files})), tuple(files)
 
 
 @jsii.implements(ILocalBundling)

@@ -32,14 +32,14 @@ def start(module: str, workdir: Path, *args: str) -> None:
         workdir.mkdir(parents=True)
     except FileExistsError:
         return
+    # In the tests' session, not one of its own: Linux gives each session an equal share of the
+    # CPU (autogroup), whatever nice value its processes run at.
     subprocess.Popen(
         [sys.executable, "-m", module, *args, str(workdir)],
         cwd=ROOT,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=(workdir / "runner.log").open("w"),
-        # In the session of the tests, not one of its own: Linux gives each session an equal
-        # share of the CPU (autogroup), whatever nice value its processes run at.
     )
 
 
